@@ -1,0 +1,103 @@
+// The shapes shared by the hook server's modules: what a hooks file holds, and what a request
+// looks like once parsed. Field names are the hooks-file keys of adnanh/webhook, unchanged.
+
+/** Where a value is read from (`source` in the hooks file). */
+export type ArgumentSource =
+  | "header"
+  | "url"
+  | "query"
+  | "payload"
+  | "request"
+  | "string"
+  | "raw-request-body"
+  | "entire-payload"
+  | "entire-headers"
+  | "entire-query";
+
+/** A reference to a request value: an argument, an env var, a file, or a rule's parameter. */
+export interface Argument {
+  source: ArgumentSource;
+  name?: string;
+  envname?: string;
+  base64decode?: boolean;
+  "headers-to-add-to-signature-payload"?: string[];
+}
+
+export type MatchType =
+  | "value"
+  | "regex"
+  | "payload-hmac-sha1"
+  | "payload-hmac-sha256"
+  | "payload-hmac-sha512"
+  | "payload-hash-sha1"
+  | "payload-hash-sha256"
+  | "payload-hash-sha512"
+  | "ip-whitelist"
+  | "scalr-signature";
+
+export interface MatchRule {
+  type: MatchType;
+  value?: string;
+  regex?: string;
+  secret?: string;
+  "ip-range"?: string;
+  parameter?: Argument;
+}
+
+/** Exactly one of the keys is set, as in the reference. */
+export interface Rule {
+  and?: Rule[];
+  or?: Rule[];
+  not?: Rule;
+  match?: MatchRule;
+}
+
+export interface ResponseHeader {
+  name: string;
+  value: string;
+}
+
+/** One hook definition, as written in a hooks file. */
+export interface Hook {
+  id: string;
+  "execute-command": string;
+  "command-working-directory"?: string;
+  "response-message"?: string;
+  "response-headers"?: ResponseHeader[];
+  "include-command-output-in-response"?: boolean;
+  "include-command-output-in-response-on-error"?: boolean;
+  "pass-environment-to-command"?: Argument[];
+  "pass-arguments-to-command"?: Argument[];
+  "pass-file-to-command"?: Argument[];
+  "parse-parameters-as-json"?: Argument[];
+  "trigger-rule"?: Rule;
+  "trigger-rule-mismatch-http-response-code"?: number;
+  "trigger-signature-soft-failures"?: boolean;
+  "incoming-payload-content-type"?: string;
+  "success-http-response-code"?: number;
+  "http-methods"?: string[];
+}
+
+/** JSON-like data decoded from a body, query or headers. */
+export type Payload = unknown;
+
+/**
+ * A request as the rules and the command see it. Built once per request by the request module;
+ * read by rules and execution. `headers` keys are canonical MIME form ("X-Hub-Signature"),
+ * `query` holds the first value of each URL parameter.
+ */
+export interface HookRequest {
+  /** The request id used in logs. */
+  id: string;
+  method: string;
+  /** "ip:port", IPv6 in brackets ("[::1]:5000"), as Go's RemoteAddr. */
+  remoteAddr: string;
+  contentType: string;
+  headers: Record<string, string>;
+  query: Record<string, string>;
+  rawBody: Buffer;
+  /** Decoded body: an object or array, or undefined when the body was empty or not parsed. */
+  payload: Payload;
+  /** Signature failures make a match false instead of an error (`trigger-signature-soft-failures`). */
+  allowSignatureErrors: boolean;
+}

@@ -1,0 +1,148 @@
+// Shared test plumbing: start the real programs, find free ports, make temp folders.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The repository root (tests run from dist/test, two levels below it). */
+export const repoRoot = resolve(fileURLToPath(import.meta.url), "../../..");
+export const bin = (name: "webhook" | "framefi-device" | "framefi"): string => join(repoRoot, "bin", name);
+
+/** A TCP port that was free a moment ago on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once("error", rej);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+/** A fresh temp folder; remove it with the returned cleanup. */
+export async function tempDir(prefix = "framefi-test-"): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix));
+}
+
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+}
+
+export interface RunningProgram {
+  child: ChildProcess;
+  /** Everything written to stdout so far. */
+  stdout(): string;
+  /** Everything written to stderr so far. */
+  stderr(): string;
+  /** Resolves when stdout+stderr matches `pattern`; rejects after `timeoutMs` or if the process exits first. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Resolves with the exit code (or signal name) once the process has exited. */
+  exited: Promise<number | string>;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves on exit. */
+  stop(graceMs?: number): Promise<number | string>;
+}
+
+export interface StartOptions {
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  stdin?: "ignore" | "pipe";
+}
+
+/** Starts a real program and captures its output. */
+export function start(command: string, args: string[], opts: StartOptions = {}): RunningProgram {
+  const child = spawn(command, args, {
+    cwd: opts.cwd ?? repoRoot,
+    env: opts.env ?? process.env,
+    stdio: [opts.stdin ?? "ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  const listeners = new Set<() => void>();
+  const notify = (): void => listeners.forEach((l) => l());
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => {
+    out += d;
+    notify();
+  });
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => {
+    err += d;
+    notify();
+  });
+  const exited = new Promise<number | string>((res) => {
+    child.once("exit", (code, signal) => {
+      res(code ?? signal ?? -1);
+      notify();
+    });
+  });
+  let exitCode: number | string | undefined;
+  void exited.then((c) => (exitCode = c));
+
+  const waitFor = (pattern: RegExp, timeoutMs = 10_000): Promise<RegExpMatchArray> =>
+    new Promise((res, rej) => {
+      const check = (): void => {
+        const m = (out + err).match(pattern);
+        if (m) {
+          done();
+          res(m);
+        } else if (exitCode !== undefined) {
+          done();
+          rej(new Error(`${command} exited (${exitCode}) before printing ${pattern}\nstdout:\n${out}\nstderr:\n${err}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        rej(new Error(`timed out waiting for ${pattern} from ${command}\nstdout:\n${out}\nstderr:\n${err}`));
+      }, timeoutMs);
+      const done = (): void => {
+        clearTimeout(timer);
+        listeners.delete(check);
+      };
+      listeners.add(check);
+      check();
+    });
+
+  const stop = async (graceMs = 5_000): Promise<number | string> => {
+    if (exitCode !== undefined) return exitCode;
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+    const code = await exited;
+    clearTimeout(timer);
+    return code;
+  };
+
+  return { child, stdout: () => out, stderr: () => err, waitFor, exited, stop };
+}
+
+/** Runs a program to completion and returns its exit code and output. */
+export async function run(
+  command: string,
+  args: string[],
+  opts: StartOptions & { input?: string; timeoutMs?: number } = {},
+): Promise<{ code: number | string; stdout: string; stderr: string }> {
+  const p = start(command, args, { ...opts, stdin: opts.input === undefined ? "ignore" : "pipe" });
+  if (opts.input !== undefined) p.child.stdin!.end(opts.input);
+  const timer = setTimeout(() => p.child.kill("SIGKILL"), opts.timeoutMs ?? 30_000);
+  const code = await p.exited;
+  clearTimeout(timer);
+  return { code, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+/** Polls `probe` until it returns a truthy value or `timeoutMs` passes. */
+export async function eventually<T>(probe: () => Promise<T> | T, timeoutMs = 5_000, everyMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v) return v;
+      last = v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms (last: ${String(last)})`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
