@@ -81,6 +81,7 @@ const SIMPLE_ESCAPES: Record<string, number> = { a: 7, b: 8, f: 12, n: 10, r: 13
  * into a string. `runeValue` is the value of a lone \x or octal escape, for character constants.
  */
 function decodeEscapes(body: string, quote: "'" | '"'): { text: string; runeValue?: number } | null {
+  if (!body.includes("\\")) return body.includes(quote) ? null : { text: body };
   const bytes: number[] = [];
   let runeValue: number | undefined;
   for (let i = 0; i < body.length; ) {

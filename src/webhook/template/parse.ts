@@ -130,13 +130,15 @@ export class Parser {
   private actionLine = 0;
   private vars: string[] = ["$"];
   private rangeDepth = 0;
+  private readonly newlines: number[] = [];
 
   constructor(
-    private readonly text: string,
+    text: string,
     private readonly name: string,
     private readonly hasFunction: (name: string) => boolean,
   ) {
     this.items = lex(text);
+    for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) this.newlines.push(i);
   }
 
   parse(): ListNode {
@@ -149,10 +151,16 @@ export class Parser {
     return root;
   }
 
-  lineOf(pos: number): number {
-    let line = 1;
-    for (let i = this.text.indexOf("\n"); i >= 0 && i < pos; i = this.text.indexOf("\n", i + 1)) line++;
-    return line;
+  /** The 1-based line of an offset: one more than the number of newlines before it. */
+  private lineOf(pos: number): number {
+    let lo = 0;
+    let hi = this.newlines.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.newlines[mid]! < pos) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo + 1;
   }
 
   private errorf(message: string): never {
