@@ -8,7 +8,9 @@ import { Executor } from "./template/exec.js";
 import { Parser } from "./template/parse.js";
 import { toGoValue } from "./template/value.js";
 
-export { TemplateError } from "./template/error.js";
+import { TemplateError } from "./template/error.js";
+
+export { TemplateError };
 
 /** A function a template can call: string arguments (as many as it declares), a string result. */
 export type TemplateFunc = (...args: string[]) => string;
@@ -65,7 +67,13 @@ export function renderTemplate(text: string, name: string, options: RenderOption
     if (!/^[_\p{L}][_\p{L}\p{Nd}]*$/u.test(fname)) throw new TypeError(`function name ${JSON.stringify(fname)} is not a valid identifier`);
     funcs[fname] = wrap(fn);
   }
-  const root = new Parser(text, name, (f) => Object.hasOwn(funcs, f)).parse();
   const data = options.data === undefined ? undefined : toGoValue(options.data);
-  return new Executor(text, name, funcs, data).run(root, data);
+  try {
+    const templates = new Parser(text, name, (f) => Object.hasOwn(funcs, f)).parse();
+    return new Executor(text, name, templates, funcs, data).run();
+  } catch (e) {
+    // Pathological nesting (thousands of parentheses or blocks) exhausts the stack.
+    if (e instanceof RangeError) throw new TemplateError(`template: ${name}: nested too deeply to parse or execute`, name, 0);
+    throw e;
+  }
 }

@@ -119,6 +119,26 @@ cases(
   { data: { list: ["a", "b", null], map: { b: 2, a: 1 }, empty: [], nested: [{ k: "v" }] } },
 );
 
+cases("define, template, block", [
+  ['{{define "a"}}[{{.}}]{{end}}x{{template "a" 1}}{{template "a"}}', "x[1][<no value>]"],
+  ['{{block "b" "v"}}<{{.}}>{{end}}', "<v>"],
+  ['{{define "a"}}{{end}}{{define "a"}}2{{end}}{{template "a"}}', "2"],
+  ['{{define "rule"}}{"match": {"type": "value", "value": "{{.}}"}}{{end}}[{{template "rule" "x"}}, {{template "rule" "y"}}]', '[{"match": {"type": "value", "value": "x"}}, {"match": {"type": "value", "value": "y"}}]'],
+  ['{{$x := 1}}{{template "t2" $x}}{{define "t2"}}{{$}}{{end}}', "1"],
+]);
+
+errors("define, template, block errors", [
+  ['{{template "nope"}}', 'template: t:1:11: executing "t" at <{{template "nope"}}>: template "nope" not defined'],
+  ['{{define "a"}}{{.x 1 2}}{{end}}{{template "a" 3}}', 'template: t:1:16: executing "a" at <.x>: can\'t evaluate field x in type int'],
+  ['{{define "a"}}1{{end}}\n{{define "a"}}2{{end}}', 'template: t:2: template: multiple definition of template "a"'],
+  ['{{define "b"}}({{.}}){{end}}{{block "b" "v"}}<{{.}}>{{end}}', 'template: t:1: template: multiple definition of template "b"'],
+  ['{{if 1}}{{define "x"}}{{end}}{{end}}', "template: t:1: unexpected <define> in command"],
+  ['{{define 3}}{{end}}', 'template: t:1: unexpected "3" in define clause'],
+  ['{{define "a"}}{{else}}{{end}}', "template: t:1: unexpected {{else}} in define clause"],
+  ['{{$x := 1}}{{define "a"}}{{$x}}{{end}}', 'template: t:1: undefined variable "$x"'],
+  ['{{define "r"}}{{template "r"}}{{end}}{{template "r"}}', 'template: t:1:25: executing "r" at <{{template "r"}}>: exceeded maximum template depth (1000)'],
+]);
+
 cases("comparisons and logic", [
   ["{{eq 1 1}} {{eq 1 2}} {{eq 2 1 2}} {{ne 1 2}}", "true false true true"],
   ['{{eq "a" "a"}} {{ne "a" "a"}} {{eq true true}}', "true false true"],
@@ -322,6 +342,14 @@ describe("hooks files as users write them", () => {
     });
   });
 
+  test("nesting deep enough to exhaust the stack is a TemplateError, not a crash", () => {
+    const text = `{{${"(".repeat(20000)}1${")".repeat(20000)}}}`;
+    assert.throws(() => renderTemplate(text, "hooks.json", { env: {} }), {
+      name: "TemplateError",
+      message: "template: hooks.json: nested too deeply to parse or execute",
+    });
+  });
+
   test("an error message never contains a secret's value", () => {
     const env = { SECRET: "hunter2-value" };
     for (const text of ['{{ range getenv "SECRET" }}{{ end }}', '{{ index (getenv "SECRET") 99 }}', '{{ getenv "SECRET" | len | getenv }}']) {
@@ -381,9 +409,6 @@ errors("execution errors have Go's messages, with line and column", [
 ]);
 
 errors("constructs this engine does not support say so, with file and line", [
-  ['{{ define "x" }}{{ end }}', "template: t:1: {{define}} is not supported by this server's template engine"],
-  ['\n{{ template "x" }}', "template: t:2: {{template}} is not supported by this server's template engine"],
-  ['{{ block "x" . }}{{ end }}', "template: t:1: {{block}} is not supported by this server's template engine"],
   ["{{ call .f }}", `template: t:1: the "call" function is not supported by this server's template engine`],
   ["{{ 1+2i }}", "template: t:1: complex number 1+2i is not supported by this server's template engine"],
   [

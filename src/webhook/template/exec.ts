@@ -3,13 +3,16 @@
 // "template: NAME:LINE:COL: executing "NAME" at <node>: message".
 import { FuncError, type ParamKind, type TemplateFunction } from "./builtins.js";
 import { TemplateError } from "./error.js";
-import { UnsupportedFormat, sprint } from "./fmt.js";
-import { nodeString, type ArgNode, type ControlNode, type CommandNode, type ListNode, type Node, type PipeNode, type VariableNode } from "./parse.js";
+import { UnsupportedFormat, quote, sprint } from "./fmt.js";
+import { nodeString, type ArgNode, type ControlNode, type CommandNode, type ListNode, type Node, type PipeNode, type TemplateNode, type VariableNode } from "./parse.js";
 import { isMap, isTrue, sortedKeys, typeName, type GoValue } from "./value.js";
 
 /** A pipeline stage with no value from a previous stage (Go's missingVal). */
 const MISSING = Symbol("missing");
 type Final = GoValue | typeof MISSING;
+
+/** Go allows 100000 nested {{template}} calls; JavaScript's stack allows fewer. */
+export const MAX_TEMPLATE_DEPTH = 1000;
 
 const BREAK = Symbol("break");
 const CONTINUE = Symbol("continue");
@@ -19,19 +22,25 @@ type AnyNode = Node | ArgNode | CommandNode;
 export class Executor {
   private out = "";
   private node: AnyNode | null = null;
-  private readonly vars: { name: string; value: GoValue }[];
+  private vars: { name: string; value: GoValue }[];
+  /** The template being executed: the file's name, or a {{define}}d template's. */
+  private tmplName: string;
+  private depth = 0;
 
   constructor(
     private readonly text: string,
+    /** The file's name, used for positions. */
     private readonly name: string,
+    private readonly templates: Map<string, ListNode>,
     private readonly funcs: Record<string, TemplateFunction>,
-    data: GoValue,
+    private readonly data: GoValue,
   ) {
     this.vars = [{ name: "$", value: data }];
+    this.tmplName = name;
   }
 
-  run(root: ListNode, data: GoValue): string {
-    this.walk(data, root);
+  run(): string {
+    this.walk(this.data, this.templates.get(this.name)!);
     return this.out;
   }
 
@@ -49,7 +58,7 @@ export class Executor {
     let context = nodeString(node);
     if (Buffer.byteLength(context, "utf8") > 20) context = `${[...context].slice(0, 20).join("")}...`;
     throw new TemplateError(
-      `template: ${this.name}:${line}:${col}: executing "${this.name}" at <${context}>: ${message}`,
+      `template: ${this.name}:${line}:${col}: executing ${quote(this.tmplName)} at <${context}>: ${message}`,
       this.name,
       line,
     );
@@ -86,6 +95,9 @@ export class Executor {
         return;
       case "text":
         this.out += node.text;
+        return;
+      case "template":
+        this.walkTemplate(dot, node);
         return;
       case "break":
         throw BREAK;
@@ -146,6 +158,27 @@ export class Executor {
       if (r.elseList) this.walk(dot, r.elseList);
     } finally {
       this.vars.length = outerMark;
+    }
+  }
+
+  private walkTemplate(dot: GoValue, t: TemplateNode): void {
+    this.at(t);
+    const tmpl = this.templates.get(t.name);
+    if (tmpl === undefined) this.errorf(`template ${quote(t.name)} not defined`);
+    if (this.depth === MAX_TEMPLATE_DEPTH) this.errorf(`exceeded maximum template depth (${MAX_TEMPLATE_DEPTH})`);
+    // Variables declared by the pipeline persist in the caller.
+    const value = t.pipe ? this.evalPipeline(dot, t.pipe) : undefined;
+    const saved = { vars: this.vars, tmplName: this.tmplName };
+    // No dynamic scoping: the template sees only $, its dot.
+    this.vars = [{ name: "$", value }];
+    this.tmplName = t.name;
+    this.depth++;
+    try {
+      this.walk(value, tmpl);
+    } finally {
+      this.depth--;
+      this.vars = saved.vars;
+      this.tmplName = saved.tmplName;
     }
   }
 

@@ -4,12 +4,14 @@
 import { lex, type Item, type ItemType } from "./lex.js";
 import { parseNumber, unquote, type NumberValue } from "./literal.js";
 import { TemplateError } from "./error.js";
+import { quote } from "./fmt.js";
 
 export type Node =
   | { type: "text"; pos: number; text: string }
   | { type: "action"; pos: number; pipe: PipeNode }
   | ControlNode
   | { type: "break" | "continue"; pos: number }
+  | TemplateNode
   | ListNode;
 
 export interface ControlNode {
@@ -18,6 +20,14 @@ export interface ControlNode {
   pipe: PipeNode;
   list: ListNode;
   elseList: ListNode | null;
+}
+
+/** {{template "name" pipeline}}, also what {{block}} leaves in place. */
+export interface TemplateNode {
+  type: "template";
+  pos: number;
+  name: string;
+  pipe: PipeNode | null;
 }
 
 export interface ListNode {
@@ -74,6 +84,8 @@ export function nodeString(n: Node | ArgNode | CommandNode): string {
     case "break":
     case "continue":
       return `{{${n.type}}}`;
+    case "template":
+      return `{{template ${quote(n.name)}${n.pipe ? ` ${nodeString(n.pipe)}` : ""}}}`;
     case "list":
       return n.nodes.map(nodeString).join("");
     case "pipe": {
@@ -119,8 +131,11 @@ function goQuote(s: string): string {
   return JSON.stringify(s).replace(/[\u007f-\u009f]/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`);
 }
 
-/** Constructs Go text/template has that this engine does not implement. */
-const UNSUPPORTED_KEYWORDS = new Set(["define", "template", "block"]);
+/** Go's parse.IsEmptyTree: only white space and comments. */
+function isEmptyTree(n: Node): boolean {
+  if (n.type === "list") return n.nodes.every(isEmptyTree);
+  return n.type === "text" && n.text.trim() === "";
+}
 
 export class Parser {
   private readonly items: Item[];
@@ -131,6 +146,8 @@ export class Parser {
   private vars: string[] = ["$"];
   private rangeDepth = 0;
   private readonly newlines: number[] = [];
+  /** Every named template: the file itself and its {{define}} and {{block}} templates. */
+  private readonly templates = new Map<string, ListNode>();
 
   constructor(
     text: string,
@@ -141,14 +158,84 @@ export class Parser {
     for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) this.newlines.push(i);
   }
 
-  parse(): ListNode {
+  /** Parses the file; returns its templates by name, the file itself under its own name. */
+  parse(): Map<string, ListNode> {
     const root: ListNode = { type: "list", pos: this.peek().pos, nodes: [] };
     while (this.peek().type !== "eof") {
+      if (this.peek().type === "leftDelim") {
+        const delim = this.index;
+        this.next();
+        const keyword = this.nextNonSpace();
+        if (keyword.type === "keyword" && keyword.val === "define") {
+          this.parseDefinition();
+          continue;
+        }
+        this.index = delim;
+      }
       const n = this.textOrAction();
       if (n.type === "end" || n.type === "else") this.errorf(`unexpected {{${n.type}}}`);
       root.nodes.push(n as Node);
     }
-    return root;
+    this.add(this.name, root);
+    return this.templates;
+  }
+
+  /** Go's Tree.add: a template may be defined twice only if one definition is empty. */
+  private add(name: string, root: ListNode): void {
+    const existing = this.templates.get(name);
+    if (existing === undefined || isEmptyTree(existing)) this.templates.set(name, root);
+    else if (!isEmptyTree(root)) this.errorf(`template: multiple definition of template ${quote(name)}`);
+  }
+
+  /** Parses a template body with its own variables, as a separate tree in Go. */
+  private subTree(context: string): ListNode {
+    const vars = this.vars;
+    const rangeDepth = this.rangeDepth;
+    this.vars = ["$"];
+    this.rangeDepth = 0;
+    try {
+      const { list, next } = this.itemList();
+      if (next.type !== "end") this.errorf(`unexpected {{${next.type}}} in ${context}`);
+      return list;
+    } finally {
+      this.vars = vars;
+      this.rangeDepth = rangeDepth;
+    }
+  }
+
+  private parseDefinition(): void {
+    const context = "define clause";
+    const name = this.templateName(this.nextNonSpace(), context);
+    this.expect("rightDelim", context);
+    this.add(name, this.subTree(context));
+  }
+
+  private templateName(item: Item, context: string): string {
+    if (item.type !== "string" && item.type !== "rawString") this.unexpected(item, context);
+    const name = unquote(item.val);
+    if (name === null) this.errorf("invalid syntax");
+    return name;
+  }
+
+  private templateControl(): TemplateNode {
+    const context = "template clause";
+    const token = this.nextNonSpace();
+    const name = this.templateName(token, context);
+    let pipe: PipeNode | null = null;
+    if (this.nextNonSpace().type !== "rightDelim") {
+      this.backup();
+      pipe = this.pipeline(context, "rightDelim");
+    }
+    return { type: "template", pos: token.pos, name, pipe };
+  }
+
+  private blockControl(): TemplateNode {
+    const context = "block clause";
+    const token = this.nextNonSpace();
+    const name = this.templateName(token, context);
+    const pipe = this.pipeline(context, "rightDelim");
+    this.add(name, this.subTree(context));
+    return { type: "template", pos: token.pos, name, pipe };
   }
 
   /** The 1-based line of an offset: one more than the number of newlines before it. */
@@ -267,7 +354,8 @@ export class Parser {
           return { type: item.val, pos: item.pos };
         }
       }
-      if (UNSUPPORTED_KEYWORDS.has(item.val)) this.unsupported(`{{${item.val}}}`);
+      if (item.val === "template") return this.templateControl();
+      if (item.val === "block") return this.blockControl();
     }
     this.backup();
     const pos = this.peek().pos;
