@@ -287,9 +287,8 @@ export class Executor {
     final: Final,
   ): GoValue {
     this.at(node);
-    const fn = this.funcs[node.ident];
-    if (!fn) this.errorf(`${JSON.stringify(node.ident)} is not a defined function`);
-    return this.evalCall(dot, fn, cmd, node.ident, args, final);
+    // The parser has checked that the function exists.
+    return this.evalCall(dot, this.funcs[node.ident]!, cmd, node.ident, args, final);
   }
 
   private evalCall(

@@ -123,12 +123,8 @@ function itemString(item: Item): string {
   if (item.type === "error") return item.val;
   if (item.type === "keyword") return `<${item.val}>`;
   const chars = [...item.val];
-  if (chars.length > 10) return `${goQuote(chars.slice(0, 10).join(""))}...`;
-  return goQuote(item.val);
-}
-
-function goQuote(s: string): string {
-  return JSON.stringify(s).replace(/[\u007f-\u009f]/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`);
+  if (chars.length > 10) return `${quote(chars.slice(0, 10).join(""))}...`;
+  return quote(item.val);
 }
 
 /** Go's parse.IsEmptyTree: only white space and comments. */
@@ -271,8 +267,8 @@ export class Parser {
     return this.items[i]!;
   }
 
-  private backup(count = 1): void {
-    this.index -= count;
+  private backup(): void {
+    this.index--;
   }
 
   private nextNonSpace(): Item {
@@ -495,7 +491,7 @@ export class Parser {
       case "number":
       case "nil":
       case "dot":
-        this.errorf(`unexpected . after term ${JSON.stringify(nodeString(node))}`);
+        this.errorf(`unexpected . after term ${quote(nodeString(node))}`);
       default:
         return { type: "chain", pos: chainPos, node, field: fields };
     }
@@ -522,8 +518,7 @@ export class Parser {
       case "bool":
         return { type: "bool", pos: item.pos, value: item.val === "true" };
       case "complex":
-        this.unsupported(`complex number ${item.val}`);
-      // falls through (unsupported never returns)
+        return this.unsupported(`complex number ${item.val}`);
       case "charConstant":
       case "number": {
         const value = parseNumber(item.val, item.type === "charConstant");
