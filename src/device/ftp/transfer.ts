@@ -1,0 +1,93 @@
+// File transfers: downloads stream from disk; uploads land under a hidden temp name, are synced, then renamed.
+import { constants, createReadStream } from "node:fs";
+import { copyFile, open, rename, rm } from "node:fs/promises";
+import type { Socket } from "node:net";
+import { basename, dirname, join } from "node:path";
+import { Transform, Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { partialName } from "./paths.js";
+import type { CardSpace } from "./types.js";
+
+/** The card has no room for the upload (reply 552). */
+export class SpaceError extends Error {}
+
+/** Counts the bytes of this server's uploads in progress against the card's free space. */
+export class Quota {
+  private inFlight = 0;
+  constructor(private readonly space: CardSpace) {}
+
+  /** A pass-through that fails with SpaceError as soon as the next chunk would not fit. */
+  meter(): Transform {
+    let mine = 0;
+    const release = (): void => {
+      this.inFlight -= mine;
+      mine = 0;
+    };
+    return new Transform({
+      transform: (chunk: Buffer, _enc, done) => {
+        if (this.inFlight + chunk.length > this.space.free()) return done(new SpaceError("Not enough space on the card."));
+        this.inFlight += chunk.length;
+        mine += chunk.length;
+        done(null, chunk);
+      },
+      flush: (done) => {
+        release();
+        done();
+      },
+      destroy: (err, done) => {
+        release();
+        done(err);
+      },
+    });
+  }
+}
+
+export async function sendFile(real: string, offset: number, socket: Socket, signal: AbortSignal): Promise<void> {
+  await pipeline(createReadStream(real, { start: offset, highWaterMark: 256 * 1024 }), socket, { signal });
+}
+
+export interface Upload {
+  /** Where the finished file goes (real path, parent inside the card). */
+  target: string;
+  /** Existing bytes to keep at the start: the REST offset for STOR, the current size for APPE; 0 for a new file. */
+  keep: number;
+}
+
+/**
+ * Receives an upload into a hidden temp file next to the target and renames it into place when complete.
+ * On any failure or abort the temp file is removed and the target is untouched.
+ */
+export async function receiveFile(up: Upload, socket: Socket, quota: Quota, signal: AbortSignal): Promise<number> {
+  const temp = join(dirname(up.target), partialName(basename(up.target)));
+  try {
+    if (up.keep > 0) await copyFile(up.target, temp, constants.COPYFILE_EXCL);
+    const fh = await open(temp, up.keep > 0 ? "r+" : "wx");
+    let received = 0;
+    try {
+      if (up.keep > 0) await fh.truncate(up.keep);
+      let position = up.keep;
+      const sink = new Writable({
+        highWaterMark: 1024 * 1024,
+        write: (chunk: Buffer, _enc, done) => {
+          fh.write(chunk, 0, chunk.length, position).then(
+            () => {
+              position += chunk.length;
+              received += chunk.length;
+              done();
+            },
+            (e: NodeJS.ErrnoException) => done(e.code === "ENOSPC" ? new SpaceError("The card's filesystem is full.") : e),
+          );
+        },
+      });
+      await pipeline(socket, quota.meter(), sink, { signal });
+      await fh.datasync();
+    } finally {
+      await fh.close();
+    }
+    await rename(temp, up.target);
+    return received;
+  } catch (e) {
+    await rm(temp, { force: true });
+    throw e;
+  }
+}
