@@ -8,6 +8,8 @@ import { pipeline } from "node:stream/promises";
 import { partialName } from "./paths.js";
 import type { CardSpace } from "./types.js";
 
+const DRAIN_LIMIT = 16 * 1024 * 1024;
+
 /** The card has no room for the upload (reply 552). */
 export class SpaceError extends Error {}
 
@@ -16,23 +18,33 @@ export class Quota {
   private inFlight = 0;
   constructor(private readonly space: CardSpace) {}
 
-  /** A pass-through that fails with SpaceError as soon as the next chunk would not fit. */
+  /**
+   * A pass-through that fails with SpaceError once the upload does not fit. It first discards up to
+   * DRAIN_LIMIT more bytes so that a client still sending (curl does not read replies while it sends)
+   * finishes and sees the 552 reply rather than a reset connection.
+   */
   meter(): Transform {
     let mine = 0;
+    let discarded = -1;
     const release = (): void => {
       this.inFlight -= mine;
       mine = 0;
     };
+    const full = (): SpaceError => new SpaceError("Not enough space on the card.");
     return new Transform({
       transform: (chunk: Buffer, _enc, done) => {
-        if (this.inFlight + chunk.length > this.space.free()) return done(new SpaceError("Not enough space on the card."));
+        if (discarded < 0 && this.inFlight + chunk.length > this.space.free()) discarded = 0;
+        if (discarded >= 0) {
+          discarded += chunk.length;
+          return done(discarded > DRAIN_LIMIT ? full() : null);
+        }
         this.inFlight += chunk.length;
         mine += chunk.length;
         done(null, chunk);
       },
       flush: (done) => {
         release();
-        done();
+        done(discarded >= 0 ? full() : null);
       },
       destroy: (err, done) => {
         release();
