@@ -78,6 +78,7 @@ export class Session {
     socket.on("timeout", () => void this.close("421 Idle timeout; closing the connection."));
     socket.on("data", (chunk: Buffer) => this.receive(chunk));
     socket.on("error", () => undefined);
+    socket.on("end", () => void this.close());
     socket.on("close", () => void this.close());
     ctx.log(`ftp ${this.label}: connected`);
     this.write(220, "FrameFi FTP server ready.");

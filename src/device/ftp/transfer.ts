@@ -93,6 +93,10 @@ export async function receiveFile(up: Upload, socket: Socket, quota: Quota, sign
       });
       await pipeline(socket, quota.meter(), sink, { signal });
       await fh.datasync();
+      // End of data means "complete" in stream mode, but a client that died also closes its data connection.
+      // Its control connection closes at the same moment: let that event arrive, and keep nothing if it did.
+      await new Promise((resolve) => setImmediate(resolve));
+      signal.throwIfAborted();
     } finally {
       await fh.close();
     }
