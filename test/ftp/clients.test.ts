@@ -164,5 +164,11 @@ describe("FTP server with real clients", () => {
     const r = await curl([`${ftp.url}/alias/pic.jpg`]);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, "pic");
+    // Removing the link removes the link, not what it points to.
+    await symlink(join(card, "real/pic.jpg"), join(card, "pic-link.jpg"));
+    const rm = await lftp(ftp, "rm /pic-link.jpg");
+    assert.equal(rm.code, 0, rm.stderr);
+    assert.equal(await readFile(join(card, "real/pic.jpg"), "utf8"), "pic");
+    await assert.rejects(stat(join(card, "pic-link.jpg")));
   });
 });

@@ -94,6 +94,11 @@ describe("FTP server: login and confinement", () => {
     await writeFile(join(dir, "local.txt"), "planted");
     const put = await curl(["-T", join(dir, "local.txt"), `${ftp.url}/escape-dir/planted.txt`]);
     assert.notEqual(put.code, 0);
+    // Appending to or resuming over the outward link must not copy the outside file into the card.
+    const append = await curl(["-a", "-T", join(dir, "local.txt"), `${ftp.url}/escape-file`]);
+    assert.notEqual(append.code, 0);
+    const resume = await lftp(ftp, "quote REST 3; quote SIZE /escape-file");
+    assert.match(resume.stdout, /550/);
     const list = await curl([`${ftp.url}/`]);
     assert.doesNotMatch(list.stdout, /escape/);
     assert.match(list.stdout, /photo\.jpg/);

@@ -1,13 +1,13 @@
 // One control connection: reads commands, checks the login, and runs them one at a time.
 import { createHash, timingSafeEqual } from "node:crypto";
-import { mkdir, rename, rmdir, stat, unlink, utimes } from "node:fs/promises";
+import { lstat, mkdir, rename, rmdir, stat, unlink, utimes } from "node:fs/promises";
 import type { Socket } from "node:net";
 import { isIP } from "node:net";
 import { activeChannel, listenPassive, parseEprt, parsePort, pasvAddress, plainAddress, type DataChannel } from "./data.js";
 import { ALL_FACTS, entryOf, factsLine, listLine, parseTimeVal, readFolder, timeVal, type Fact } from "./listing.js";
 import { Card, cardPath, PathError } from "./paths.js";
 import { Quota, receiveFile, sendFile, SpaceError } from "./transfer.js";
-import type { FtpServerOptions } from "./types.js";
+import type { FtpChange, FtpServerOptions } from "./types.js";
 
 const MAX_LINE = 8192;
 const IDLE_TIMEOUT_MS = 5 * 60_000;
@@ -299,6 +299,11 @@ export class Session {
     }
   }
 
+  /** The directory entry itself (a symlink stays a link): removing or renaming acts on it, not on its target. */
+  private async entry(path: string): Promise<string> {
+    return this.ctx.card.creatable(path).catch(pathReply);
+  }
+
   private async cwdCmd(arg: string): Promise<void> {
     const { path, real } = await this.resolveExisting(arg);
     if (!(await stat(real)).isDirectory()) throw new Reply(550, "Not a folder.");
@@ -328,7 +333,7 @@ export class Session {
     const { path, real } = await this.resolveExisting(arg);
     if (path === "/") throw new Reply(550, "The card's root cannot be removed.");
     if (!(await stat(real)).isDirectory()) throw new Reply(550, "Not a folder; use DELE for files.");
-    await rmdir(real).catch(fsReply);
+    await rmdir(await this.entry(path)).catch(fsReply);
     this.changed({ type: "rmdir", path });
     this.write(250, "Folder removed.");
   }
@@ -337,7 +342,7 @@ export class Session {
     if (!arg) throw new Reply(501, "DELE needs a file name.");
     const { path, real } = await this.resolveExisting(arg);
     if ((await stat(real)).isDirectory()) throw new Reply(550, "That is a folder; use RMD.");
-    await unlink(real).catch(fsReply);
+    await unlink(await this.entry(path)).catch(fsReply);
     this.changed({ type: "delete", path });
     this.write(250, "File deleted.");
   }
@@ -356,10 +361,7 @@ export class Session {
     if (from === undefined) throw new Reply(503, "Send RNFR first.");
     if (!arg) throw new Reply(501, "RNTO needs a name.");
     const path = this.path(arg);
-    // The entry itself is renamed, so resolve its parent (a symlink moves as a link).
-    const source = await this.ctx.card.creatable(from).catch(pathReply);
-    const target = await this.ctx.card.creatable(path).catch(pathReply);
-    await rename(source, target).catch(fsReply);
+    await rename(await this.entry(from), await this.entry(path)).catch(fsReply);
     this.changed({ type: "rename", from, path });
     this.write(250, "Rename successful.");
   }
@@ -432,15 +434,18 @@ export class Session {
     const offset = this.takeRest();
     if (!arg) throw new Reply(501, `${verb} needs a file name.`);
     const path = this.path(arg);
-    const target = await this.ctx.card.creatable(path).catch(pathReply);
-    const existing = await stat(target).catch(() => undefined);
+    const target = await this.entry(path);
+    // Existing content is kept for APPE and REST; through a symlink only when it stays inside the card.
+    const isLink = (await lstat(target).catch(() => undefined))?.isSymbolicLink() ?? false;
+    const source = isLink ? await this.ctx.card.existing(path).catch(pathReply) : target;
+    const existing = await stat(source).catch(() => undefined);
     if (existing?.isDirectory()) throw new Reply(550, "That name is a folder.");
     const size = existing?.size ?? 0;
     if (offset > size) throw new Reply(554, "Restart offset is beyond the end of the file.");
     const keep = verb === "APPE" ? size : offset;
     let received = 0;
     await this.runTransfer(async (socket, signal) => {
-      received = await receiveFile({ target, keep }, socket, this.ctx.quota, signal);
+      received = await receiveFile({ source, target, keep }, socket, this.ctx.quota, signal);
     });
     this.changed({ type: "write", path });
     this.ctx.log(`ftp ${this.label}: stored ${path} (${received} bytes)`);
@@ -506,6 +511,7 @@ export class Session {
     this.data = undefined;
     if (!channel) throw new Reply(425, "Use PASV, EPSV or PORT first.");
     const controller = new AbortController();
+    this.socket.setTimeout(0); // a long transfer keeps the control connection quiet; that is not idleness
     const done = (async (): Promise<void> => {
       let socket: Socket;
       try {
@@ -534,10 +540,11 @@ export class Session {
       await done;
     } finally {
       this.transfer = undefined;
+      this.socket.setTimeout(IDLE_TIMEOUT_MS);
     }
   }
 
-  private changed(change: Parameters<NonNullable<FtpServerOptions["onChange"]>>[0]): void {
+  private changed(change: FtpChange): void {
     try {
       this.ctx.options.onChange?.(change);
     } catch (e) {
