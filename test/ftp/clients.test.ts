@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { removeDir, tempDir } from "../helpers.js";
+import { removeDir, run, tempDir } from "../helpers.js";
 import { curl, hasPartial, lftp, listTree, sameTree, startFtp, type Ftp } from "./fixtures/ftp.js";
 
 describe("FTP server with real clients", () => {
@@ -118,6 +118,22 @@ describe("FTP server with real clients", () => {
     const up = await curl(["-C", "-", "-T", local, `${ftp.url}/half.bin`]);
     assert.equal(up.code, 0, up.stderr);
     assert.ok((await readFile(join(card, "half.bin"))).equals(bytes), "resumed upload is complete and exact");
+  });
+
+  it("a ranged download (REST, then ABOR once the range is read) and active mode (EPRT and PORT)", async () => {
+    const bytes = randomBytes(4_000_000);
+    await writeFile(join(card, "ranged.bin"), bytes);
+    const ranged = await run("sh", ["-c", `curl -sS -r 1000000-1000999 ${ftp.url}/ranged.bin | od -An -tx1 -v | tr -d ' \\n'`]);
+    assert.equal(ranged.code, 0, ranged.stderr);
+    assert.equal(ranged.stdout, bytes.subarray(1_000_000, 1_001_000).toString("hex"));
+    const after = await curl(["-o", join(dir, "after-abor.bin"), `${ftp.url}/ranged.bin`]);
+    assert.equal(after.code, 0, "the server is fine after ABOR");
+
+    for (const flags of [["-P", "127.0.0.1"], ["-P", "127.0.0.1", "--disable-eprt"]]) {
+      const r = await curl([...flags, "-o", join(dir, "active.bin"), `${ftp.url}/ranged.bin`]);
+      assert.equal(r.code, 0, `${flags.join(" ")}: ${r.stderr}`);
+      assert.ok((await readFile(join(dir, "active.bin"))).equals(bytes), flags.join(" "));
+    }
   });
 
   it("RNFR/RNTO, MKD, RMD, DELE via curl -Q and lftp", async () => {

@@ -99,8 +99,9 @@ export async function receiveFile(up: Upload, socket: Socket, quota: Quota, sign
         },
       });
       await pipeline(socket, quota.meter(), sink, { signal });
-      // End of data means "complete" in stream mode, but a client that died also closes its data connection.
-      // Its control connection closes at the same moment: let that event arrive, and keep nothing if it did.
+      // In stream mode the end of data means "complete", but a client that died also closes its data
+      // connection. If its control connection closed too (the same poll may have delivered it), keep nothing.
+      // A control close that arrives later cannot be told apart from a finished upload (as with any FTP server).
       await new Promise((resolve) => setImmediate(resolve));
       signal.throwIfAborted();
     } finally {
