@@ -1,12 +1,17 @@
 // FTP throughput with real lftp: a 1 GB upload and download, and a mirror of 1 000 files of 200 KB,
 // against our server and against vsftpd serving the same card folder in the same run.
 import { randomBytes } from "node:crypto";
-import { mkdir, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { freePort, removeDir, repoRoot, run as runProgram, start, tempDir, type RunningProgram } from "../test/helpers.js";
 
 const GB = 1024 ** 3;
+const ROUNDS = 2;
+
+async function listFiles(dir: string): Promise<number> {
+  return (await readdir(dir, { recursive: true, withFileTypes: true })).filter((d) => d.isFile()).length;
+}
 
 interface Target {
   name: string;
@@ -18,7 +23,9 @@ interface Target {
   stop(): Promise<unknown>;
 }
 
+/** Times `f` after flushing dirty pages, so one run's writeback does not land in the next one's time. */
 async function time(label: string, f: () => Promise<void>): Promise<number> {
+  await runProgram("sync", []);
   const t0 = performance.now();
   await f();
   const s = (performance.now() - t0) / 1000;
@@ -126,29 +133,36 @@ export async function run(): Promise<void> {
     const targets = typeof vs === "string" ? [ours] : [ours, vs];
     if (typeof vs === "string") console.log(`  vsftpd column skipped: ${vs}`);
 
-    const results: Record<string, { up: number; down: number; mirror: number }> = {};
+    // Rounds alternate between the servers and the best time counts: other work on the machine
+    // (this box is shared) then weighs on both columns alike.
+    const best: Record<string, { up: number; down: number; mirror: number }> = {};
     try {
-      for (const t of targets) {
-        console.log(`${t.name}:`);
-        const remote = `${t.remoteCard}/big-${t.name}.bin`.replace("//", "/");
-        const up = await time("upload 1 GB", () => lftp(t, `put big.bin -o ${remote}`, src));
-        if ((await stat(join(card, `big-${t.name}.bin`))).size !== GB) throw new Error(`${t.name}: uploaded size differs`);
-        const down = await time("download 1 GB", () => lftp(t, `get ${remote} -o down.bin`, dir));
-        if ((await stat(join(dir, "down.bin"))).size !== GB) throw new Error(`${t.name}: downloaded size differs`);
-        await rm(join(dir, "down.bin"));
-        await rm(join(card, `big-${t.name}.bin`));
-        const mirror = await time("mirror -R 1 000 files of 200 KB", () =>
-          lftp(t, `mirror -R --only-missing --no-perms --parallel=1 tree ${t.remoteCard}/tree-${t.name}`.replace("//", "/"), src),
-        );
-        await rm(join(card, `tree-${t.name}`), { recursive: true });
-        results[t.name] = { up, down, mirror };
+      for (let round = 1; round <= ROUNDS; round++) {
+        for (const t of targets) {
+          console.log(`${t.name}, round ${round}:`);
+          const remote = `${t.remoteCard}/big-${t.name}.bin`.replace("//", "/");
+          const up = await time("upload 1 GB", () => lftp(t, `put big.bin -o ${remote}`, src));
+          if ((await stat(join(card, `big-${t.name}.bin`))).size !== GB) throw new Error(`${t.name}: uploaded size differs`);
+          const down = await time("download 1 GB", () => lftp(t, `get ${remote} -o down.bin`, dir));
+          if ((await stat(join(dir, "down.bin"))).size !== GB) throw new Error(`${t.name}: downloaded size differs`);
+          await rm(join(dir, "down.bin"));
+          await rm(join(card, `big-${t.name}.bin`));
+          const mirror = await time("mirror -R 1 000 files of 200 KB", () =>
+            lftp(t, `mirror -R --only-missing --no-perms --parallel=1 tree ${t.remoteCard}/tree-${t.name}`.replace("//", "/"), src),
+          );
+          if ((await listFiles(join(card, `tree-${t.name}`))) !== 1000) throw new Error(`${t.name}: mirror incomplete`);
+          await rm(join(card, `tree-${t.name}`), { recursive: true });
+          const b = best[t.name];
+          best[t.name] = b ? { up: Math.min(b.up, up), down: Math.min(b.down, down), mirror: Math.min(b.mirror, mirror) } : { up, down, mirror };
+        }
       }
     } finally {
       for (const t of targets) await t.stop();
     }
     const mbps = (s: number): string => `${(GB / 1e6 / s).toFixed(0)} MB/s`;
-    console.log("\n| server | upload 1 GB | download 1 GB | mirror 1 000 × 200 KB |\n|---|---|---|---|");
-    for (const [name, r] of Object.entries(results)) console.log(`| ${name} | ${mbps(r.up)} | ${mbps(r.down)} | ${r.mirror.toFixed(2)} s |`);
+    console.log(`\nbest of ${ROUNDS} rounds`);
+    console.log("| server | upload 1 GB | download 1 GB | mirror 1 000 × 200 KB |\n|---|---|---|---|");
+    for (const [name, r] of Object.entries(best)) console.log(`| ${name} | ${mbps(r.up)} | ${mbps(r.down)} | ${r.mirror.toFixed(2)} s |`);
   } finally {
     await removeDir(dir);
   }

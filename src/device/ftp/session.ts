@@ -10,6 +10,8 @@ import { Quota, receiveFile, sendFile, SpaceError } from "./transfer.js";
 import type { FtpChange, FtpServerOptions } from "./types.js";
 
 const MAX_LINE = 8192;
+/** Commands read ahead of the one running; beyond this we stop reading until they are done. */
+const MAX_QUEUED = 64;
 const IDLE_TIMEOUT_MS = 5 * 60_000;
 const MAX_LOGIN_FAILURES = 3;
 
@@ -121,6 +123,7 @@ export class Session {
       this.pending = Buffer.alloc(0);
       this.write(500, "Command line too long.");
     }
+    if (this.queue.length > MAX_QUEUED) this.socket.pause();
     void this.drain();
   }
 
@@ -142,6 +145,7 @@ export class Session {
       }
     }
     this.running = false;
+    this.socket.resume();
   }
 
   private async dispatch(verb: string, arg: string): Promise<void> {
