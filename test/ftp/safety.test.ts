@@ -173,7 +173,8 @@ describe("FTP server: stop() during transfers", () => {
     const card = join(dir, "card-up");
     await mkdir(card);
     const low = await freePort();
-    const ftp = await startFtp(card, ["--passive", `${low}-${low}`]);
+    const port = await freePort();
+    const ftp = await startFtp(card, ["--passive", `${low}-${low}`, "--port", String(port)]);
     try {
       const upload = start("curl", ["-sS", "--limit-rate", "500K", "-T", join(dir, "large.bin"), `${ftp.url}/large.bin`]);
       await eventually(async () => hasPartial(await listTree(card)), 15_000);
@@ -184,6 +185,13 @@ describe("FTP server: stop() during transfers", () => {
       assert.deepEqual(await listTree(card), [], "no partial file, no target");
       assert.ok(await portIsFree(ftp.port), "control port is free");
       assert.ok(await portIsFree(low), "passive port is free");
+
+      // Entering FTP mode again serves the card again on the same port.
+      ftp.program.child.kill("SIGUSR1");
+      await eventually(() => ftp.program.stdout().split(`{"port":${port}}`).length === 3, 15_000);
+      const list = await curl(["-l", `${ftp.url}/`]);
+      assert.equal(list.code, 0, list.stderr);
+      assert.equal(list.stdout, "");
     } finally {
       await ftp.program.stop();
     }
