@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { removeDir, run, tempDir } from "../helpers.js";
+import { eventually, removeDir, run, start, tempDir } from "../helpers.js";
 import { curl, hasPartial, lftp, listTree, sameTree, startFtp, type Ftp } from "./fixtures/ftp.js";
 
 describe("FTP server with real clients", () => {
@@ -80,6 +80,18 @@ describe("FTP server with real clients", () => {
         { type: "write", path: "/curl/deep/upload.bin" },
       ],
     );
+  });
+
+  it("overwriting a file is atomic: readers see the old bytes until the new upload is complete", async () => {
+    await writeFile(join(card, "frame.jpg"), "old picture");
+    const next = randomBytes(1_500_000);
+    await writeFile(join(dir, "next.jpg"), next);
+    const upload = start("curl", ["-sS", "--limit-rate", "1M", "-T", join(dir, "next.jpg"), `${ftp.url}/frame.jpg`]);
+    await eventually(async () => hasPartial(await listTree(card)), 15_000);
+    const during = await curl([`${ftp.url}/frame.jpg`]);
+    assert.equal(during.stdout, "old picture");
+    assert.equal(await upload.exited, 0, upload.stderr());
+    assert.ok((await readFile(join(card, "frame.jpg"))).equals(next));
   });
 
   it("lists folders: LIST in ls -l form (curl), NLST (curl -l), MLSD (lftp cls), MLST, SIZE", async () => {
