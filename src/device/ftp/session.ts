@@ -5,7 +5,8 @@ import type { Socket } from "node:net";
 import { isIP } from "node:net";
 import { activeChannel, listenPassive, parseEprt, parsePort, pasvAddress, plainAddress, type DataChannel } from "./data.js";
 import { ALL_FACTS, entryOf, factsLine, listLine, parseTimeVal, readFolder, timeVal, type Fact } from "./listing.js";
-import { Card, cardPath, PathError } from "./paths.js";
+import { Card, cardPath } from "./paths.js";
+import { fsReply, pathReply, quote, Reply } from "./replies.js";
 import { Quota, receiveFile, sendFile, SpaceError } from "./transfer.js";
 import type { FtpChange, FtpServerOptions } from "./types.js";
 
@@ -14,16 +15,6 @@ const MAX_LINE = 8192;
 const MAX_QUEUED = 64;
 const IDLE_TIMEOUT_MS = 5 * 60_000;
 const MAX_LOGIN_FAILURES = 3;
-
-/** A reply to send; thrown by handlers to stop with an error. */
-class Reply extends Error {
-  constructor(
-    readonly code: number,
-    readonly text: string,
-  ) {
-    super(`${code} ${text}`);
-  }
-}
 
 const digest = (s: string): Buffer => createHash("sha256").update(s).digest();
 
@@ -554,41 +545,6 @@ export class Session {
     } catch (e) {
       this.ctx.log(`ftp: onChange failed: ${(e as Error).message}`);
     }
-  }
-}
-
-/** `"` inside a quoted path is doubled (RFC 959 §7). */
-function quote(path: string): string {
-  return `"${path.replaceAll('"', '""')}"`;
-}
-
-function pathReply(e: unknown): never {
-  if (e instanceof PathError) throw new Reply(550, e.message);
-  throw e;
-}
-
-function fsReply(e: unknown): never {
-  if (e instanceof Reply) throw e;
-  switch ((e as NodeJS.ErrnoException).code) {
-    case "ENOENT":
-      throw new Reply(550, "No such file or folder.");
-    case "EEXIST":
-      throw new Reply(550, "It already exists.");
-    case "ENOTEMPTY":
-      throw new Reply(550, "Folder not empty.");
-    case "EISDIR":
-      throw new Reply(550, "That is a folder.");
-    case "ENOTDIR":
-      throw new Reply(550, "Not a folder.");
-    case "EACCES":
-    case "EPERM":
-      throw new Reply(550, "Permission denied.");
-    case "EINVAL":
-      throw new Reply(550, "Invalid request (a folder cannot move into itself).");
-    case "ENOSPC":
-      throw new Reply(552, "The card's filesystem is full.");
-    default:
-      throw e;
   }
 }
 
