@@ -176,7 +176,30 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
   }
 
   #connect(): void {
-    const client = mqtt.connect(this.#url, {
+    let client: MqttClient;
+    try {
+      client = this.#open();
+    } catch (err) {
+      // A URL mqtt.js cannot use (no host, unknown protocol): report it like an unreachable broker.
+      if (this.#state !== MqttState.CONNECT_FAILED) {
+        this.#o.log.warn(`MQTT broker ${redact(this.#url)} is not usable (${(err as Error).message}); set its address, e.g. mqtt://host:1883.`);
+      }
+      this.#setState(MqttState.CONNECT_FAILED, false);
+      this.#scheduleRetry();
+      return;
+    }
+    this.#watch(client);
+  }
+
+  #scheduleRetry(): void {
+    this.#retryTimer = setTimeout(() => {
+      if (this.#enabled && !this.#client) this.#connect();
+    }, this.#o.retryMs);
+  }
+
+  #open(): MqttClient {
+    if (!/^[a-z]+:\/\/[^/:]/.test(this.#url)) throw new Error("no broker host given");
+    return mqtt.connect(this.#url, {
       clientId: this.#o.clientId,
       username: this.#o.username,
       password: this.#o.password,
@@ -188,6 +211,10 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
       queueQoSZero: false,
       will: { topic: this.topics.availability, payload: Buffer.from("offline"), qos: 1, retain: true },
     });
+  }
+
+  /** Follows one connection attempt (and the connection it may become) until it closes. */
+  #watch(client: MqttClient): void {
     this.#client = client;
     let connectedHere = false;
     let failure: number | undefined;
@@ -220,9 +247,7 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
         this.#o.log.warn(`${what} (state ${code}${reason ? `: ${reason}` : ""}); retrying every ${this.#o.retryMs / 1000} s.`);
       }
       this.#setState(code, false);
-      this.#retryTimer = setTimeout(() => {
-        if (this.#enabled && !this.#client) this.#connect();
-      }, this.#o.retryMs);
+      this.#scheduleRetry();
     });
   }
 
