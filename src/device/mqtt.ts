@@ -227,7 +227,9 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
       this.#o.log.info(`MQTT connected to ${redact(this.#url)} as ${this.#o.clientId}.`);
       void this.#announce(client);
     });
-    client.on("message", (topic, payload, packet) => this.#command(topic, payload.toString("utf8"), packet.retain));
+    client.on("message", (topic, payload, packet) => {
+      if (client === this.#client) this.#command(topic, payload.toString("utf8"), packet.retain);
+    });
     client.on("error", (err) => {
       if (failure !== undefined) return;
       failure = classify(err, connectedHere);
