@@ -5,7 +5,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test, type TestContext } from "node:test";
 import { sharedBroker, type Broker } from "./fixtures/broker.js";
-import { clearRetained, unique, watch, type Watcher } from "./fixtures/frame.js";
+import { clearRetained, unique, WAIT, watch, type Watcher } from "./fixtures/frame.js";
 import { bin, eventually, freePort, removeDir, repoRoot, start, tempDir, type RunningProgram } from "../helpers.js";
 
 const deviceBuilt = existsSync(join(repoRoot, "dist/src/device/service.js"));
@@ -55,7 +55,7 @@ async function setup(t: TestContext, name: string): Promise<Run> {
       "--mqtt-url", broker.url, "--mqtt-client-id", ids.clientId, "--mqtt-topic-prefix", ids.topicPrefix,
     ]);
     running.push(program);
-    await program.waitFor(/web API listening/, 15_000);
+    await program.waitFor(/web API listening/, WAIT);
     const call = async (method: string, path: string, body?: BodyInit): Promise<Record<string, unknown>> => {
       const res = await fetch(`${base}${path}`, { method, body });
       return (await res.json()) as Record<string, unknown>;
@@ -77,7 +77,7 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     const mqttStatus = await eventually(async () => {
       const s = await device.get("/mqtt/status");
       return s.mqtt_connected === true ? s : undefined;
-    });
+    }, WAIT);
     assert.deepEqual(mqttStatus, { status: "success", mqtt_enabled: true, mqtt_connected: true, mqtt_state: 0 });
     const status = await device.get("/");
     assert.deepEqual(status.mqtt, { enabled: true, state: 0, connected: true });
@@ -91,11 +91,11 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     await watcher.waitFor(`${prefix}/status`, (s) => s === "online");
 
     await watcher.publish(`${prefix}/display/set`, "OFF");
-    await eventually(async () => (await device.get("/display/status")).display_status === "off");
+    await eventually(async () => (await device.get("/display/status")).display_status === "off", WAIT);
     await watcher.waitFor(`${prefix}/display/status`, (s) => s === "OFF");
 
     await watcher.publish(`${prefix}/mode/set`, "ftp");
-    await eventually(async () => (await device.get("/mode/ftp")).mode === "Application (FTP Server)");
+    await eventually(async () => (await device.get("/mode/ftp")).mode === "Application (FTP Server)", WAIT);
     await watcher.waitFor(`${prefix}/state`, (s) => JSON.parse(s).mode === "Application (FTP Server)");
 
     const form = new FormData();
@@ -104,7 +104,7 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     const status = await eventually(async () => {
       const s = await device.get("/");
       return (s.sd_card as { file_count: number }).file_count === 1 ? s : undefined;
-    });
+    }, WAIT);
     await watcher.waitFor(`${prefix}/state`, (s) => s === stateOf(status!));
   });
 
@@ -116,10 +116,10 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     await watcher.waitFor(`${prefix}/state`, (s) => JSON.parse(s).mode === "Application (FTP Server)");
     const seen = watcher.messages.length;
     await watcher.publish(`${prefix}/restart`, "RESTART");
-    await device.program.waitFor(/restarting/);
-    await watcher.waitFor(`${prefix}/status`, (s) => s === "offline", 10_000, seen);
-    await watcher.waitFor(`${prefix}/status`, (s) => s === "online", 10_000, seen);
-    await watcher.waitFor(`${prefix}/state`, (s) => JSON.parse(s).mode === "USB MSC", 10_000, seen);
+    await device.program.waitFor(/restarting/, WAIT);
+    await watcher.waitFor(`${prefix}/status`, (s) => s === "offline", WAIT, seen);
+    await watcher.waitFor(`${prefix}/status`, (s) => s === "online", WAIT, seen);
+    await watcher.waitFor(`${prefix}/state`, (s) => JSON.parse(s).mode === "USB MSC", WAIT, seen);
     assert.equal((await device.get("/mode/msc")).mode, "USB MSC");
   });
 
@@ -129,7 +129,7 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     await watcher.waitFor(`${prefix}/status`, (s) => s === "online");
     let seen = watcher.messages.length;
     assert.deepEqual(await device.post("/mqtt/disable"), { status: "success", message: "MQTT disabled." });
-    await watcher.waitFor(`${prefix}/status`, (s) => s === "offline", 10_000, seen);
+    await watcher.waitFor(`${prefix}/status`, (s) => s === "offline", WAIT, seen);
     assert.deepEqual(await device.get("/mqtt/status"), { status: "success", mqtt_enabled: false, mqtt_connected: false, mqtt_state: -1 });
 
     await device.program.stop();
@@ -140,8 +140,8 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     assert.equal(watcher.messages.slice(seen).filter((m) => m.topic === `${prefix}/status` && m.text === "online").length, 0);
 
     assert.deepEqual(await device.post("/mqtt/enable"), { status: "success", message: "MQTT enabled." });
-    await watcher.waitFor(`${prefix}/status`, (s) => s === "online", 10_000, seen);
-    await eventually(async () => (await device.get("/mqtt/status")).mqtt_state === 0);
+    await watcher.waitFor(`${prefix}/status`, (s) => s === "online", WAIT, seen);
+    await eventually(async () => (await device.get("/mqtt/status")).mqtt_state === 0, WAIT);
   });
 
   test("killing the device service makes the broker publish its last will: offline", { skip }, async (t) => {
@@ -151,6 +151,6 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     const seen = watcher.messages.length;
     device.program.child.kill("SIGKILL");
     await device.program.exited;
-    await watcher.waitFor(`${prefix}/status`, (s) => s === "offline", 10_000, seen);
+    await watcher.waitFor(`${prefix}/status`, (s) => s === "offline", WAIT, seen);
   });
 });

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { createServer, type Socket } from "node:net";
 import { describe, test } from "node:test";
 import { embeddedBroker, findMosquitto, ownBroker, startMosquitto } from "./fixtures/broker.js";
-import { startFrame, unique, watch } from "./fixtures/frame.js";
+import { startFrame, unique, WAIT, watch } from "./fixtures/frame.js";
 import { freePort } from "../helpers.js";
 
 const stateEvent = (state: number, connected = state === 0) => (e: { event: string; state?: number; connected?: boolean }) =>
@@ -82,12 +82,12 @@ describe("connection faults", { concurrency: 2 }, () => {
 
     let from = frame.events().length;
     await broker.stop();
-    await frame.waitEvent(stateEvent(-3), 10_000, from);
+    await frame.waitEvent(stateEvent(-3), WAIT, from);
 
     from = frame.events().length;
     await broker.start();
     const restarted = Date.now();
-    await frame.waitEvent(stateEvent(0), 10_000, from);
+    await frame.waitEvent(stateEvent(0), WAIT, from);
     assert.ok(Date.now() - restarted < 10_000, `reconnected after ${Date.now() - restarted} ms`);
     // The new broker lost everything; the frame publishes its retained topics again on connect.
     const w = await watch(broker.url, [`${ids.topicPrefix}/state`, `${ids.topicPrefix}/status`]);

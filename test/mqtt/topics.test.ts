@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test, type TestContext } from "node:test";
 import { sharedBroker, type Broker } from "./fixtures/broker.js";
-import { clearRetained, startFrame, unique, watch, type Frame, type Watcher } from "./fixtures/frame.js";
+import { clearRetained, startFrame, unique, WAIT, watch, type Frame, type Watcher } from "./fixtures/frame.js";
 import { createMqttLink, type MqttLinkOptions } from "../../src/device/mqtt.js";
 import { eventually } from "../helpers.js";
 
@@ -63,16 +63,16 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     const { frame, watcher, prefix } = await connectedFrame(t, "changes");
     let from = watcher.messages.length;
     await frame.command("card 5000000 7");
-    await watcher.waitFor(`${prefix}/state`, (s) => s === stateJson("USB MSC", "on", 5_000_000, 7), 10_000, from);
+    await watcher.waitFor(`${prefix}/state`, (s) => s === stateJson("USB MSC", "on", 5_000_000, 7), WAIT, from);
 
     from = watcher.messages.length;
     await frame.command("mode ftp");
-    await watcher.waitFor(`${prefix}/state`, (s) => s === stateJson("Application (FTP Server)", "on", 5_000_000, 7), 10_000, from);
+    await watcher.waitFor(`${prefix}/state`, (s) => s === stateJson("Application (FTP Server)", "on", 5_000_000, 7), WAIT, from);
 
     from = watcher.messages.length;
     await frame.command("display off");
-    await watcher.waitFor(`${prefix}/display/status`, (s) => s === "OFF", 10_000, from);
-    await watcher.waitFor(`${prefix}/state`, (s) => s === stateJson("Application (FTP Server)", "off", 5_000_000, 7), 10_000, from);
+    await watcher.waitFor(`${prefix}/display/status`, (s) => s === "OFF", WAIT, from);
+    await watcher.waitFor(`${prefix}/state`, (s) => s === stateJson("Application (FTP Server)", "off", 5_000_000, 7), WAIT, from);
   });
 
   test("republishes the state every statePeriodMs without changes", async (t) => {
@@ -86,18 +86,18 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     let from = frame.events().length;
     let seen = watcher.messages.length;
     await watcher.publish(`${prefix}/display/set`, "OFF");
-    await frame.waitEvent((e) => e.event === "display" && e.on === false, 10_000, from);
-    await watcher.waitFor(`${prefix}/display/status`, (s) => s === "OFF", 10_000, seen);
+    await frame.waitEvent((e) => e.event === "display" && e.on === false, WAIT, from);
+    await watcher.waitFor(`${prefix}/display/status`, (s) => s === "OFF", WAIT, seen);
 
     from = frame.events().length;
     await watcher.publish(`${prefix}/display/set`, "on");
-    await frame.program.waitFor(/ignored "on"; send ON or OFF/);
+    await frame.program.waitFor(/ignored "on"; send ON or OFF/, WAIT);
     assert.equal(frame.events().slice(from).filter((e) => e.event === "display").length, 0);
 
     seen = watcher.messages.length;
     await watcher.publish(`${prefix}/display/set`, "ON");
-    await frame.waitEvent((e) => e.event === "display" && e.on === true, 10_000, from);
-    await watcher.waitFor(`${prefix}/display/status`, (s) => s === "ON", 10_000, seen);
+    await frame.waitEvent((e) => e.event === "display" && e.on === true, WAIT, from);
+    await watcher.waitFor(`${prefix}/display/status`, (s) => s === "ON", WAIT, seen);
   });
 
   test("a retained display/set applies again on reconnect, as the firmware's Home Assistant example expects", async (t) => {
@@ -108,7 +108,7 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     const from = frame.events().length;
     await frame.command("disable");
     await frame.command("enable");
-    await frame.waitEvent((e) => e.event === "display" && e.on === false, 10_000, from);
+    await frame.waitEvent((e) => e.event === "display" && e.on === false, WAIT, from);
   });
 
   test("mode/set switches the mode; bad values and replayed retained commands are ignored", async (t) => {
@@ -116,11 +116,11 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     const seen = watcher.messages.length;
     await watcher.publish(`${prefix}/mode/set`, "ftp");
     await frame.waitEvent((e) => e.event === "mode" && e.mode === "ftp");
-    const state = await watcher.waitFor(`${prefix}/state`, (s) => s.includes("Application (FTP Server)"), 10_000, seen);
+    const state = await watcher.waitFor(`${prefix}/state`, (s) => s.includes("Application (FTP Server)"), WAIT, seen);
     assert.equal(JSON.parse(state.text).mode, "Application (FTP Server)");
 
     await watcher.publish(`${prefix}/mode/set`, "usb");
-    await frame.program.waitFor(/ignored "usb"; send ftp or msc/);
+    await frame.program.waitFor(/ignored "usb"; send ftp or msc/, WAIT);
 
     // Published live with the retain flag, the command acts once...
     await watcher.publish(`${prefix}/mode/set`, "msc", true);
@@ -130,15 +130,15 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     const from = frame.events().length;
     await frame.command("disable");
     await frame.command("enable");
-    await frame.program.waitFor(/ignored a retained "msc"/);
-    await frame.waitEvent((e) => e.event === "state" && e.state === 0, 10_000, from);
+    await frame.program.waitFor(/ignored a retained "msc"/, WAIT);
+    await frame.waitEvent((e) => e.event === "state" && e.state === 0, WAIT, from);
     assert.equal(frame.events().slice(from).filter((e) => e.event === "mode").length, 0);
   });
 
   test("restart restarts on RESTART only, and a retained RESTART never replays", async (t) => {
     const { frame, watcher, prefix } = await connectedFrame(t, "restart");
     await watcher.publish(`${prefix}/restart`, "restart");
-    await frame.program.waitFor(/ignored "restart"; send RESTART/);
+    await frame.program.waitFor(/ignored "restart"; send RESTART/, WAIT);
     assert.equal(frame.events().filter((e) => e.event === "restart").length, 0);
 
     await watcher.publish(`${prefix}/restart`, "RESTART", true);
@@ -146,7 +146,7 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     const from = frame.events().length;
     await frame.command("disable");
     await frame.command("enable");
-    await frame.program.waitFor(/ignored a retained "RESTART"/);
+    await frame.program.waitFor(/ignored a retained "RESTART"/, WAIT);
     assert.equal(frame.events().slice(from).filter((e) => e.event === "restart").length, 0);
   });
 
@@ -156,7 +156,7 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     const seen = watcher.messages.length;
     frame.program.child.kill("SIGKILL");
     await frame.program.exited;
-    await watcher.waitFor(`${prefix}/status`, (s) => s === "offline", 10_000, seen);
+    await watcher.waitFor(`${prefix}/status`, (s) => s === "offline", WAIT, seen);
     const late = await watch(broker.url, [`${prefix}/status`]);
     t.after(() => late.close());
     const retained = await late.waitFor(`${prefix}/status`);
@@ -168,8 +168,8 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     let seen = watcher.messages.length;
     let from = frame.events().length;
     await frame.command("disable");
-    await watcher.waitFor(`${prefix}/status`, (s) => s === "offline", 10_000, seen);
-    await frame.waitEvent((e) => e.event === "state" && e.state === -1 && e.connected === false, 10_000, from);
+    await watcher.waitFor(`${prefix}/status`, (s) => s === "offline", WAIT, seen);
+    await frame.waitEvent((e) => e.event === "state" && e.state === -1 && e.connected === false, WAIT, from);
     // Several retry periods (500 ms) later it is still disconnected and silent.
     await new Promise((r) => setTimeout(r, 2_000));
     assert.deepEqual(
@@ -181,9 +181,9 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     seen = watcher.messages.length;
     from = frame.events().length;
     await frame.command("enable");
-    await frame.waitEvent((e) => e.event === "state" && e.state === 0 && e.connected === true, 10_000, from);
-    await watcher.waitFor(`${prefix}/status`, (s) => s === "online", 10_000, seen);
-    await watcher.waitFor(`${prefix}/state`, () => true, 10_000, seen);
+    await frame.waitEvent((e) => e.event === "state" && e.state === 0 && e.connected === true, WAIT, from);
+    await watcher.waitFor(`${prefix}/status`, (s) => s === "online", WAIT, seen);
+    await watcher.waitFor(`${prefix}/state`, () => true, WAIT, seen);
   });
 
   test("Home Assistant discovery: retained configs for sensors, display switch, mode select and restart button", async (t) => {
@@ -192,7 +192,7 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     const node = prefix.replace(/[^a-zA-Z0-9_-]+/g, "_");
     const ha = await watch(broker.url, [`homeassistant/+/${node}/+/config`]);
     t.after(() => ha.close());
-    await eventually(() => ha.messages.filter((m) => m.retain).length >= 8);
+    await eventually(() => ha.messages.filter((m) => m.retain).length >= 8, WAIT);
     const configs = new Map(ha.messages.filter((m) => m.retain).map((m) => [m.topic, JSON.parse(m.text) as Record<string, unknown>]));
     assert.deepEqual([...configs.keys()].sort(), [
       `homeassistant/button/${node}/restart/config`,
