@@ -1,0 +1,128 @@
+// The HTTP transport: node:http in front of HookServer. It turns a Node request into a
+// RequestHead, reads the body only for a matched hook (up to -max-body) and writes the
+// HookResponse. Nothing here knows about hooks, so another transport can replace it.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { HookResponse, HookServer, RequestHead } from "./handler.js";
+
+export interface ListenOptions {
+  ip: string;
+  port: number;
+  maxBody: number;
+}
+
+/** Go's RemoteAddr: "ip:port", IPv6 in brackets, IPv4-mapped IPv6 shown as plain IPv4. */
+function remoteAddr(req: IncomingMessage): string {
+  let ip = req.socket.remoteAddress ?? "";
+  if (ip.startsWith("::ffff:") && ip.includes(".")) ip = ip.slice(7);
+  const port = req.socket.remotePort ?? 0;
+  return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
+}
+
+/** The path and query of the request target, also for the absolute form "http://host/path". */
+function target(url: string): string {
+  if (url.startsWith("/")) return url;
+  const m = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^/?]*(.*)$/.exec(url);
+  return m ? m[1] || "/" : url;
+}
+
+function send(res: ServerResponse, r: HookResponse): void {
+  if (r.status === 204 || r.status === 304 || r.status < 200) {
+    res.writeHead(r.status, r.headers.filter(([k]) => k !== "Content-Type").flat());
+    res.end();
+    return;
+  }
+  const body = Buffer.from(r.body, "utf8");
+  const headers: [string, string][] = [...r.headers, ["Content-Length", String(body.length)]];
+  res.writeHead(r.status, headers.flat());
+  res.end(body);
+}
+
+type BodyResult = { ok: true; body: Buffer } | { ok: false };
+
+function readBody(req: IncomingMessage, limit: number): Promise<BodyResult> {
+  const declared = Number(req.headers["content-length"]);
+  if (declared > limit) return Promise.resolve({ ok: false });
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    req.on("data", (c: Buffer) => {
+      if (done) return;
+      size += c.length;
+      if (size > limit) {
+        done = true;
+        req.pause();
+        resolve({ ok: false });
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("end", () => {
+      if (done) return;
+      done = true;
+      resolve({ ok: true, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) });
+    });
+    req.on("error", () => {
+      if (done) return;
+      done = true;
+      resolve({ ok: false });
+    });
+  });
+}
+
+export function createHookHttpServer(app: HookServer, opts: ListenOptions): Server {
+  const server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
+    const head: RequestHead = {
+      method: req.method ?? "GET",
+      url: target(req.url ?? "/"),
+      rawHeaders: req.rawHeaders,
+      remoteAddr: remoteAddr(req),
+    };
+    const routed = app.route(head);
+    if (routed.kind === "response") {
+      send(res, routed.response);
+      return;
+    }
+    void readBody(req, opts.maxBody).then(async (b) => {
+      if (!b.ok) {
+        send(res, app.tooLarge(routed, opts.maxBody));
+        res.once("finish", () => req.destroy());
+        return;
+      }
+      let response: HookResponse;
+      try {
+        response = await app.handle(routed, b.body);
+      } catch (e) {
+        response = { status: 500, headers: [["Content-Type", "text/plain; charset=utf-8"]], body: `Internal Server Error: ${(e as Error).message}` };
+      }
+      if (!res.destroyed) send(res, response);
+    });
+  });
+  server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
+    if (socket.writable && err.code !== "ECONNRESET") {
+      const status = err.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
+      socket.end(`HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${status}`);
+    } else socket.destroy();
+  });
+  return server;
+}
+
+/** Listens as Go does for the address: 0.0.0.0 also accepts IPv6 when the host has it. */
+export function listen(server: Server, ip: string, port: number): Promise<void> {
+  const attempt = (host: string, ipv6Only?: boolean): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const onError = (e: Error): void => reject(e);
+      server.once("error", onError);
+      server.listen({ host, port, ...(ipv6Only === undefined ? {} : { ipv6Only }) }, () => {
+        server.off("error", onError);
+        resolve();
+      });
+    });
+  if (ip === "0.0.0.0" || ip === "") {
+    return attempt("::", false).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === "EADDRINUSE" || e.code === "EACCES") throw e;
+      return attempt("0.0.0.0");
+    });
+  }
+  return attempt(ip);
+}
