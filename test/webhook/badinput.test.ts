@@ -1,0 +1,363 @@
+// Issue 2, "Bad input": malformed JSON, XML and multipart; bodies above -max-body (413); headers
+// with odd bytes; 10 000 requests from 200 concurrent connections. Every request gets a proper
+// status, the server stays up, and no command runs whose rule was not satisfied.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { Agent, request as httpRequest } from "node:http";
+import { join } from "node:path";
+import { removeDir, tempDir } from "../helpers.js";
+import { fixture, parseDump, parseEcho, rawExchange, send, startServer, statusOf, writeHooks, type Server } from "./fixtures/harness.js";
+
+const echo = fixture("echo.sh");
+const append = fixture("append.sh");
+const NOT_SATISFIED = "Hook rules were not satisfied.";
+let dir = "";
+let ranFile = "";
+let s: Server; // default limits
+let small: Server; // -max-body 1024
+
+const tokenRule = { match: { type: "value", value: "yes", parameter: { source: "url", name: "token" } } };
+
+before(async () => {
+  dir = await tempDir("webhook-bad-");
+  ranFile = join(dir, "ran.txt");
+  // append.sh <marker from ?n=> <file>: one line per command that ran
+  const appendArgs = [
+    { source: "url", name: "n" },
+    { source: "string", name: ranFile },
+  ];
+  const hooks = await writeHooks(dir, [
+    {
+      id: "guarded-echo",
+      "execute-command": echo,
+      "include-command-output-in-response": true,
+      "pass-arguments-to-command": [{ source: "payload", name: "a" }],
+      "trigger-rule": tokenRule,
+    },
+    {
+      id: "payload-rule",
+      "execute-command": append,
+      "include-command-output-in-response": true,
+      "pass-arguments-to-command": appendArgs,
+      "trigger-rule": { match: { type: "value", value: "1", parameter: { source: "payload", name: "a" } } },
+    },
+    {
+      id: "good",
+      "execute-command": append,
+      "include-command-output-in-response": true,
+      "pass-arguments-to-command": appendArgs,
+      "trigger-rule": tokenRule,
+    },
+    {
+      id: "guarded",
+      "execute-command": append,
+      "pass-arguments-to-command": appendArgs,
+      "trigger-rule": tokenRule,
+    },
+    {
+      id: "signed",
+      "execute-command": append,
+      "pass-arguments-to-command": appendArgs,
+      "trigger-rule": { match: { type: "payload-hmac-sha256", secret: "load-secret", parameter: { source: "header", name: "X-Sig" } } },
+    },
+    {
+      id: "post-only",
+      "execute-command": append,
+      "http-methods": ["POST"],
+      "pass-arguments-to-command": appendArgs,
+      "trigger-rule": tokenRule,
+    },
+    {
+      id: "utf8-header",
+      "execute-command": fixture("dump.mjs"),
+      "include-command-output-in-response": true,
+      "pass-arguments-to-command": [{ source: "header", name: "X-Name" }],
+      "trigger-rule": { match: { type: "value", value: "café ✓", parameter: { source: "header", name: "X-Name" } } },
+    },
+  ]);
+  [s, small] = await Promise.all([
+    startServer(["-hooks", hooks, "-verbose"]),
+    startServer(["-hooks", hooks, "-max-body", "1024"]),
+  ]);
+});
+
+after(async () => {
+  await Promise.all([s?.stop(), small?.stop()]);
+  await removeDir(dir);
+});
+
+async function ranLines(): Promise<string[]> {
+  if (!existsSync(ranFile)) return [];
+  return (await readFile(ranFile, "utf8")).split("\n").filter(Boolean);
+}
+
+async function stillUp(server: Server): Promise<void> {
+  const r = await send(`${server.base}/`, { method: "GET" });
+  assert.equal(r.status, 200);
+  assert.equal(r.text, "OK");
+  assert.equal(server.proc.child.exitCode, null, "the server is still running");
+}
+
+describe("malformed bodies", { concurrency: true }, () => {
+  test("malformed JSON: logged, payload empty, the rules still run", async () => {
+    const r = await send(`${s.base}/hooks/guarded-echo?token=yes`, { headers: { "Content-Type": "application/json" }, body: '{"a": "x",' });
+    assert.equal(r.status, 200);
+    assert.deepEqual(parseEcho(r.text).args, [""]);
+    await s.proc.waitFor(/error parsing JSON payload/);
+  });
+
+  test("malformed JSON: a rule on the payload does not hold and the command does not run", async () => {
+    const r = await send(`${s.base}/hooks/payload-rule?n=bad-json`, { headers: { "Content-Type": "application/json" }, body: '{"a": 1' });
+    assert.equal(r.status, 200);
+    assert.equal(r.text, NOT_SATISFIED);
+    assert.ok(!(await ranLines()).includes("bad-json"));
+  });
+
+  test("JSON that is a bare string or number: no crash, rules run", async () => {
+    for (const body of ['"just a string"', "42", "null", "[1,2", "\u0000\u0001"]) {
+      const r = await send(`${s.base}/hooks/guarded-echo?token=yes`, { headers: { "Content-Type": "application/json" }, body });
+      assert.equal(r.status, 200, body);
+    }
+  });
+
+  test("malformed XML: logged, payload empty, the rules still run", async () => {
+    const r = await send(`${s.base}/hooks/guarded-echo?token=yes`, { headers: { "Content-Type": "application/xml" }, body: "<a><b>unclosed</a>" });
+    assert.equal(r.status, 200);
+    assert.deepEqual(parseEcho(r.text).args, [""]);
+    await s.proc.waitFor(/error parsing XML payload/);
+  });
+
+  test("malformed XML: a rule on the payload does not hold", async () => {
+    const r = await send(`${s.base}/hooks/payload-rule?n=bad-xml`, { headers: { "Content-Type": "application/xml" }, body: "<a>1</a><<<" });
+    assert.equal(r.text, NOT_SATISFIED);
+    assert.ok(!(await ranLines()).includes("bad-xml"));
+  });
+
+  test("malformed multipart (garbage after the boundary): 500 'Error occurred while parsing multipart form.'", async () => {
+    const r = await send(`${s.base}/hooks/payload-rule?n=bad-multipart`, {
+      headers: { "Content-Type": "multipart/form-data; boundary=xyz" },
+      body: "this is not multipart at all",
+    });
+    assert.equal(r.status, 500);
+    assert.equal(r.text, "Error occurred while parsing multipart form.");
+    assert.ok(!(await ranLines()).includes("bad-multipart"));
+  });
+
+  test("truncated multipart (no closing boundary): 500, command not run", async () => {
+    const r = await send(`${s.base}/hooks/payload-rule?n=cut-multipart`, {
+      headers: { "Content-Type": "multipart/form-data; boundary=xyz" },
+      body: '--xyz\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--xy',
+    });
+    assert.equal(r.status, 500);
+    assert.equal(r.text, "Error occurred while parsing multipart form.");
+    assert.ok(!(await ranLines()).includes("cut-multipart"));
+  });
+
+  test("the server is still up after malformed bodies", async () => {
+    await stillUp(s);
+  });
+});
+
+describe("-max-body", { concurrency: true }, () => {
+  const post = (path: string, bodyLen: number, extraHeaders = "") =>
+    Buffer.concat([
+      Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n${extraHeaders}`),
+      Buffer.from(extraHeaders.includes("chunked") ? "\r\n" : `Content-Length: ${bodyLen}\r\n\r\n`),
+    ]);
+
+  test("a body above -max-body answers 413 and the command does not run", async () => {
+    const body = JSON.stringify({ a: "1", pad: "x".repeat(2048) });
+    const raw = await rawExchange(small.port, Buffer.concat([post("/hooks/good?token=yes&n=too-big", body.length), Buffer.from(body)]));
+    assert.equal(statusOf(raw), 413, raw.slice(0, 200));
+    assert.ok(!(await ranLines()).includes("too-big"));
+  });
+
+  test("a chunked body above -max-body answers 413", async () => {
+    const chunk = "x".repeat(600);
+    const chunked = `${(600).toString(16)}\r\n${chunk}\r\n`.repeat(4) + "0\r\n\r\n";
+    const raw = await rawExchange(small.port, Buffer.concat([post("/hooks/good?token=yes&n=too-big-chunked", 0, "Transfer-Encoding: chunked\r\n"), Buffer.from(chunked)]));
+    assert.equal(statusOf(raw), 413, raw.slice(0, 200));
+    assert.ok(!(await ranLines()).includes("too-big-chunked"));
+  });
+
+  test("a body right at -max-body is accepted", async () => {
+    const head = '{"pad":"';
+    const body = head + "y".repeat(1024 - head.length - 2) + '"}';
+    assert.equal(body.length, 1024);
+    const r = await send(`${small.base}/hooks/good?token=yes&n=at-limit`, { headers: { "Content-Type": "application/json" }, body });
+    assert.equal(r.status, 200);
+    assert.ok((await ranLines()).includes("at-limit"));
+  });
+
+  test("the default limit is 10 MiB: 10 MiB + 1 byte answers 413", async () => {
+    const size = 10 * 1024 * 1024 + 1;
+    const raw = await rawExchange(s.port, Buffer.concat([post("/hooks/good?token=yes&n=over-default", size), Buffer.alloc(size, 0x20)]), 30_000);
+    assert.equal(statusOf(raw), 413, raw.slice(0, 200));
+    assert.ok(!(await ranLines()).includes("over-default"));
+  });
+
+  test("a 2 MiB body is under the default limit", async () => {
+    const body = JSON.stringify({ pad: "z".repeat(2 * 1024 * 1024) });
+    const r = await send(`${s.base}/hooks/good?token=yes&n=two-mib`, { headers: { "Content-Type": "application/json" }, body });
+    assert.equal(r.status, 200);
+  });
+
+  test("both servers are still up after oversized bodies", async () => {
+    await stillUp(small);
+  });
+});
+
+describe("headers with odd bytes", { concurrency: true }, () => {
+  const get = (headerLines: Buffer | string, path = "/hooks/utf8-header") =>
+    Buffer.concat([Buffer.from(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n`), Buffer.from(headerLines), Buffer.from("\r\n")]);
+
+  test("UTF-8 bytes in a header value reach rules and the command unchanged", async () => {
+    const raw = await rawExchange(s.port, get(Buffer.concat([Buffer.from("X-Name: "), Buffer.from("café ✓", "utf8"), Buffer.from("\r\n")])));
+    assert.equal(statusOf(raw), 200, raw);
+    const body = Buffer.from(raw.slice(raw.indexOf("\r\n\r\n") + 4), "latin1");
+    const json = body.toString("utf8").replace(/^[0-9a-f]+\r\n/, "").replace(/\r\n0\r\n\r\n$/, "");
+    assert.deepEqual(parseDump(json).argv, ["café ✓"]);
+  });
+
+  test("Latin-1 bytes in a header value: a proper answer (rule does not hold)", async () => {
+    const raw = await rawExchange(s.port, get(Buffer.from([...Buffer.from("X-Name: caf"), 0xe9, 0x0d, 0x0a])));
+    assert.equal(statusOf(raw), 200, raw);
+    assert.match(raw, /Hook rules were not satisfied\./);
+  });
+
+  test("control characters in a header value are refused with 400", async () => {
+    const raw = await rawExchange(s.port, get(Buffer.from("X-Name: a\u0001b\r\n")));
+    assert.equal(statusOf(raw), 400, raw);
+  });
+
+  test("a NUL byte in a header value is refused with 400", async () => {
+    const raw = await rawExchange(s.port, get(Buffer.from("X-Name: a\u0000b\r\n")));
+    assert.equal(statusOf(raw), 400, raw);
+  });
+
+  test("a space inside a header name is refused with 400", async () => {
+    const raw = await rawExchange(s.port, get("Bad Name: x\r\n"));
+    assert.equal(statusOf(raw), 400, raw);
+  });
+
+  test("a header line without a colon is refused with 400", async () => {
+    const raw = await rawExchange(s.port, get("NoColonHere\r\n"));
+    assert.equal(statusOf(raw), 400, raw);
+  });
+
+  test("a garbage request line is refused with 400", async () => {
+    const raw = await rawExchange(s.port, "\u0001\u0002 nonsense \u00ff\r\n\r\n");
+    assert.equal(statusOf(raw), 400, raw);
+  });
+
+  test("a 64 KiB header gets a proper answer (200 or 431), never a dropped connection", async () => {
+    const raw = await rawExchange(s.port, get(`X-Huge: ${"h".repeat(64 * 1024)}\r\n`, "/hooks/guarded?token=no"));
+    assert.ok([200, 431].includes(statusOf(raw)), raw.slice(0, 200));
+  });
+
+  test("odd bytes in a signature header: a proper 500, not a crash", async () => {
+    const raw = await rawExchange(
+      s.port,
+      Buffer.concat([
+        Buffer.from("POST /hooks/signed?n=odd-sig HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 2\r\nX-Sig: sha256="),
+        Buffer.from([0xff, 0xfe, 0x80, 0xc3]),
+        Buffer.from("\r\n\r\n{}"),
+      ]),
+    );
+    assert.equal(statusOf(raw), 500, raw);
+    assert.match(raw, /Error occurred while evaluating hook rules\./);
+  });
+
+  test("the server is still up after odd headers", async () => {
+    await stillUp(s);
+  });
+});
+
+describe("load", () => {
+  test("10 000 requests over 200 concurrent connections: right statuses, server up, only satisfied rules run commands", async () => {
+    const total = 10_000;
+    const connections = 200;
+    const agent = new Agent({ keepAlive: true, maxSockets: connections });
+    const badSigBody = '{"x":1}';
+    const badSig = "sha256=" + createHmac("sha256", "not-the-secret").update(badSigBody).digest("hex");
+    type Plan = { method: string; path: string; headers: Record<string, string>; body?: string; status: number; text?: string };
+    const plan = (i: number): Plan => {
+      if (i % 50 === 0) return { method: "POST", path: `/hooks/good?token=yes&n=good-${i}`, headers: {}, status: 200, text: "" };
+      switch (i % 7) {
+        case 0:
+          return { method: "POST", path: `/hooks/guarded?token=no&n=bad-${i}`, headers: {}, status: 200, text: NOT_SATISFIED };
+        case 1:
+          return { method: "POST", path: `/hooks/missing-${i}`, headers: {}, status: 404, text: "Hook not found." };
+        case 2:
+          return { method: "GET", path: "/", headers: {}, status: 200, text: "OK" };
+        case 3:
+          return {
+            method: "POST",
+            path: `/hooks/signed?n=bad-${i}`,
+            headers: { "Content-Type": "application/json", "X-Sig": badSig },
+            body: badSigBody,
+            status: 500,
+            text: "Error occurred while evaluating hook rules.",
+          };
+        case 4:
+          return { method: "GET", path: `/hooks/post-only?token=yes&n=bad-${i}`, headers: {}, status: 405 };
+        case 5:
+          return {
+            method: "POST",
+            path: `/hooks/payload-rule?n=bad-${i}`,
+            headers: { "Content-Type": "application/json" },
+            body: '{"a": 1,,,',
+            status: 200,
+            text: NOT_SATISFIED,
+          };
+        default:
+          return { method: "POST", path: `/hooks/guarded?n=bad-${i}`, headers: { "Content-Type": "application/json" }, body: '{"token":"yes"}', status: 200, text: NOT_SATISFIED };
+      }
+    };
+    const one = (p: Plan): Promise<{ status: number; text: string }> =>
+      new Promise((resolve, reject) => {
+        const headers: Record<string, string> = { ...p.headers };
+        if (p.body !== undefined) headers["Content-Length"] = String(Buffer.byteLength(p.body));
+        const req = httpRequest(`${s.base}${p.path}`, { method: p.method, headers, agent }, (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (c: string) => (text += c));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+          res.on("error", reject);
+        });
+        req.setTimeout(60_000, () => req.destroy(new Error(`timeout on ${p.path}`)));
+        req.on("error", reject);
+        req.end(p.body);
+      });
+
+    const wrong: string[] = [];
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < total) {
+        const i = next++;
+        const p = plan(i);
+        try {
+          const r = await one(p);
+          if (r.status !== p.status || (p.text !== undefined && r.text !== p.text)) {
+            wrong.push(`#${i} ${p.method} ${p.path}: expected ${p.status} ${JSON.stringify(p.text)}, got ${r.status} ${JSON.stringify(r.text.slice(0, 80))}`);
+          }
+        } catch (e) {
+          wrong.push(`#${i} ${p.method} ${p.path}: ${(e as Error).message}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: connections }, worker));
+    agent.destroy();
+
+    assert.deepEqual(wrong.slice(0, 20), [], `${wrong.length} of ${total} requests got a wrong answer`);
+    await stillUp(s);
+    const ran = (await ranLines()).filter((l) => /^(good|bad)-\d+$/.test(l));
+    const expected = Array.from({ length: total / 50 }, (_, k) => `good-${k * 50}`);
+    assert.deepEqual(ran.filter((l) => l.startsWith("bad-")), [], "no command ran whose rule failed");
+    assert.deepEqual([...new Set(ran)].sort(), expected.sort(), "every satisfied request ran its command exactly once");
+    assert.equal(ran.length, expected.length);
+  });
+});
