@@ -2,7 +2,9 @@
 // (no shell) with its argv, environment and working directory. `runCommand` is the one place a
 // process is started, so a faster spawn path can replace it without touching the callers.
 import { spawn } from "node:child_process";
-import { accessSync, constants, statSync } from "node:fs";
+import { accessSync, closeSync, constants, existsSync, fstatSync, openSync, readSync, statSync, unlinkSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { tmpdir } from "node:os";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
 
 export interface CommandSpec {
@@ -62,31 +64,56 @@ export function commandLookupPath(command: string, cwd: string | undefined): str
   return isAbsolute(command) || !cwd ? command : join(cwd, command);
 }
 
+// Combined output goes to one unlinked temp file shared as the child's stdout and stderr, so
+// the two streams interleave exactly as the command wrote them (Go's CombinedOutput shares one
+// pipe the same way; Node cannot create a bare pipe).
+const outputDir = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+
+function openOutputFile(): number {
+  const path = join(outputDir, `webhook-out-${process.pid}-${randomBytes(6).toString("hex")}`);
+  const fd = openSync(path, "wx+", 0o600);
+  unlinkSync(path);
+  return fd;
+}
+
+function readOutputFile(fd: number): string {
+  const size = fstatSync(fd).size;
+  const buf = Buffer.allocUnsafe(size);
+  let off = 0;
+  while (off < size) {
+    const n = readSync(fd, buf, off, size - off, off);
+    if (n === 0) break;
+    off += n;
+  }
+  closeSync(fd);
+  return buf.subarray(0, off).toString("utf8");
+}
+
 /** Starts the command and resolves when it has exited. Never rejects. */
 export function runCommand(spec: CommandSpec): Promise<CommandResult> {
   return new Promise((done) => {
     let child;
+    let outFd: number | undefined;
     try {
+      if (spec.captureOutput) outFd = openOutputFile();
       child = spawn(spec.path, spec.argv.slice(1), {
         argv0: spec.argv[0] ?? spec.path,
         cwd: spec.cwd || undefined,
         env: spec.env,
-        stdio: spec.captureOutput ? ["ignore", "pipe", "pipe"] : "ignore",
+        stdio: outFd === undefined ? "ignore" : ["ignore", outFd, outFd],
         windowsHide: true,
       });
     } catch (e) {
+      if (outFd !== undefined) closeSync(outFd);
       done({ output: "", error: (e as Error).message, exitCode: null });
       return;
     }
-    const chunks: Buffer[] = [];
-    child.stdout?.on("data", (c: Buffer) => chunks.push(c));
-    child.stderr?.on("data", (c: Buffer) => chunks.push(c));
     let spawnError: string | undefined;
     child.once("error", (e) => {
       spawnError = `fork/exec ${spec.path}: ${e.message}`;
     });
     child.once("close", (code, signal) => {
-      const output = Buffer.concat(chunks).toString("utf8");
+      const output = outFd === undefined ? "" : readOutputFile(outFd);
       if (spawnError) done({ output, error: spawnError, exitCode: null });
       else if (signal) done({ output, error: `signal: ${signalName(signal)}`, exitCode: null });
       else if (code !== 0) done({ output, error: `exit status ${code}`, exitCode: code });

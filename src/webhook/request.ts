@@ -59,9 +59,14 @@ export function parseHeaders(rawHeaders: string[]): Record<string, string> {
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const k = canonicalHeaderKey(rawHeaders[i]!);
     if (k === "Host" || k === "Transfer-Encoding") continue;
-    if (!(k in out)) out[k] = rawHeaders[i + 1]!;
+    if (!(k in out)) out[k] = headerText(rawHeaders[i + 1]!);
   }
   return out;
+}
+
+/** Node reads header bytes as latin1; Go keeps the bytes, which are UTF-8 text in practice. */
+export function headerText(v: string): string {
+  return /[^\x00-\x7f]/.test(v) ? Buffer.from(v, "latin1").toString("utf8") : v;
 }
 
 /** The first value of one header, looked up case-insensitively in Node's raw header list. */
