@@ -87,6 +87,31 @@ describe("hooks files", { concurrency: true }, () => {
     assert.equal(no.text, "Hook rules were not satisfied.");
   });
 
+  test("YAML anchors, aliases and merge keys work (the reference reads YAML 1.1 with <<)", async () => {
+    const file = join(dir, "anchors.yaml");
+    await writeFile(
+      file,
+      [
+        "- &base",
+        "  id: first",
+        `  execute-command: ${echo}`,
+        "  response-message: shared message",
+        "- <<: *base",
+        "  id: second",
+        "",
+      ].join("\n"),
+    );
+    const s = await serve(["-hooks", file]);
+    assert.equal((await send(`${s.base}/hooks/first`)).text, "shared message");
+    assert.equal((await send(`${s.base}/hooks/second`)).text, "shared message");
+  });
+
+  test("unknown keys in a hook are ignored", async () => {
+    const file = await writeHooks(dir, [{ id: "extra-keys", "execute-command": echo, "response-message": "fine", "x-note": { any: ["thing"] } }], "extra.json");
+    const s = await serve(["-hooks", file]);
+    assert.equal((await send(`${s.base}/hooks/extra-keys`)).text, "fine");
+  });
+
   test("-hooks given several times loads every file", async () => {
     const a = await writeHooks(dir, [{ id: "from-a", "execute-command": echo, "response-message": "a here" }], "multi-a.json");
     const b = join(dir, "multi-b.yml");
@@ -247,6 +272,12 @@ describe("command line", { concurrency: true }, () => {
     const r = await run(bin("webhook"), ["-port", "ninety"], { timeoutMs: 15_000 });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /invalid value "ninety" for flag -port/);
+  });
+
+  test("-header without '=' is refused with exit 2", async () => {
+    const r = await run(bin("webhook"), ["-header", "no-equals-sign"], { timeoutMs: 15_000 });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /invalid value "no-equals-sign" for flag -header: header flag must be in name=value format/);
   });
 
   test("a flag that needs a value and has none is refused with exit 2", async () => {

@@ -117,6 +117,18 @@ describe("arguments", { concurrency: true }, () => {
   });
 });
 
+describe("many at once", () => {
+  test("30 concurrent captured runs each get their own arguments and output", async () => {
+    const replies = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => send(`${s.base}/hooks/argv?a=run-${i}`, { headers: { "X-B": `b-${i}` } })),
+    );
+    replies.forEach((r, i) => {
+      assert.equal(r.status, 200);
+      assert.deepEqual(parseEcho(r.text).args.slice(0, 2), [`run-${i}`, `b-${i}`]);
+    });
+  });
+});
+
 describe("environment", { concurrency: true }, () => {
   test("HOOK_<name> (name as written), envname, and the server's own environment", async () => {
     const r = await send(`${s.base}/hooks/env?q=query%20value&override=from%20request`, { headers: { "X-Env": "header value" } });

@@ -73,6 +73,24 @@ before(async () => {
       ],
     },
     { id: "empty-message", "execute-command": echo },
+    {
+      id: "json-output",
+      "execute-command": "/bin/echo",
+      "include-command-output-in-response": true,
+      "response-headers": [{ name: "Content-Type", value: "application/json" }],
+      "pass-arguments-to-command": [{ source: "string", name: '{"ok":true}' }],
+    },
+    {
+      id: "big-output",
+      "execute-command": "/usr/bin/head",
+      "include-command-output-in-response": true,
+      "pass-arguments-to-command": [
+        { source: "string", name: "-c" },
+        { source: "string", name: "1048576" },
+        { source: "string", name: "/dev/urandom" },
+      ],
+    },
+    { id: "stdin", "execute-command": "/bin/cat", "include-command-output-in-response": true },
   ]);
   s = await startServer(["-hooks", hooks, "-verbose"]);
 });
@@ -143,6 +161,24 @@ describe("responses", { concurrency: true }, () => {
     const r = await send(`${s.base}/hooks/capture`);
     assert.equal(r.status, 200);
     assert.equal(r.text, "out one\nerr one\nout two\n");
+  });
+
+  test("a Content-Type from response-headers is kept for captured output", async () => {
+    const r = await send(`${s.base}/hooks/json-output`);
+    assert.equal(r.headers["content-type"], "application/json");
+    assert.deepEqual(JSON.parse(r.text), { ok: true });
+  });
+
+  test("1 MiB of binary output comes back whole", async () => {
+    const r = await send(`${s.base}/hooks/big-output`);
+    assert.equal(r.status, 200);
+    assert.equal(r.body.length, 1048576);
+  });
+
+  test("the command's stdin is empty (a command reading stdin does not hang)", async () => {
+    const r = await send(`${s.base}/hooks/stdin`, { body: "the request body is not the command's stdin", headers: { "Content-Type": "text/plain" } });
+    assert.equal(r.status, 200);
+    assert.equal(r.text, "");
   });
 
   test("captured output with success-http-response-code", async () => {

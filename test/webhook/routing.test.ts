@@ -16,6 +16,7 @@ before(async () => {
   const hooks = await writeHooks(dir, [
     { id: "plain", "execute-command": echo, "response-message": "plain done" },
     { id: "deploy/site/prod", "execute-command": echo, "response-message": "nested id done" },
+    { id: "with space", "execute-command": echo, "response-message": "space id done" },
     { id: "put-only", "execute-command": echo, "response-message": "put done", "http-methods": [" put "] },
     { id: "mixed-case", "execute-command": echo, "response-message": "mixed done", "http-methods": ["Patch", "  DELETE"] },
   ]);
@@ -34,6 +35,12 @@ after(async () => {
 describe("routing", { concurrency: true }, () => {
   test("GET / answers 200 OK", async () => {
     const r = await send(`${main.base}/`, { method: "GET" });
+    assert.equal(r.status, 200);
+    assert.equal(r.text, "OK");
+  });
+
+  test("/ answers OK to any method", async () => {
+    const r = await send(`${main.base}/`, { method: "POST", body: "x" });
     assert.equal(r.status, 200);
     assert.equal(r.text, "OK");
   });
@@ -59,6 +66,12 @@ describe("routing", { concurrency: true }, () => {
     const r = await send(`${main.base}/hooks/deploy/site/prod`);
     assert.equal(r.status, 200);
     assert.equal(r.text, "nested id done");
+  });
+
+  test("a percent-encoded id is decoded before matching", async () => {
+    const r = await send(`${main.base}/hooks/with%20space`);
+    assert.equal(r.status, 200);
+    assert.equal(r.text, "space id done");
   });
 
   test("an unknown id answers 404 'Hook not found.'", async () => {

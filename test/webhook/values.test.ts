@@ -78,6 +78,16 @@ describe("request values", { concurrency: true }, () => {
     assert.deepEqual(argv(r.text), ["hv", "hv", "tester/1.0"]);
   });
 
+  test("header: of a header sent twice, the first value", async () => {
+    const r = await send(`${s.base}/hooks/header`, { headers: { "X-Custom-Thing": ["first", "second"], "User-Agent": "ua" } });
+    assert.deepEqual(argv(r.text), ["first", "first", "ua"]);
+  });
+
+  test("url: a parameter without a value is an empty string", async () => {
+    const r = await send(`${s.base}/hooks/query?a&b=&encoded=x`);
+    assert.deepEqual(argv(r.text), ["", "", "x"]);
+  });
+
   test("url and query: the first of repeated parameters, percent-decoded", async () => {
     const r = await send(`${s.base}/hooks/query?a=1&a=2&b=x&encoded=${encodeURIComponent("sp ace&é")}`);
     assert.deepEqual(argv(r.text), ["1", "x", "sp ace&é"]);
