@@ -64,6 +64,9 @@ function loadHooks(opts: Options, log: Log): Map<string, Hook> {
 }
 
 async function main(): Promise<void> {
+  // A closed log pipe must not take the server down.
+  process.stderr.on("error", () => undefined);
+  process.stdout.on("error", () => undefined);
   const opts = parseArgs();
   if (opts.version) {
     process.stdout.write(`webhook version ${version()}\n`);

@@ -87,7 +87,7 @@ class Headers {
 }
 
 function respond(status: number, headers: Headers, body: string): HookResponse {
-  if (body.length > 0 && !headers.has("Content-Type")) headers.set("Content-Type", detectContentType(Buffer.from(body.slice(0, 512))));
+  if (body.length > 0 && !headers.has("Content-Type")) headers.set("Content-Type", detectContentType(body));
   return { status, headers: headers.list(), body };
 }
 
@@ -103,6 +103,13 @@ function cleanPath(p: string): string {
   let out = "/" + parts.join("/");
   if (p.endsWith("/") && out !== "/") out += "/";
   return out;
+}
+
+/** Go's URL path unescaping: %XX to bytes; undefined for a malformed escape (Go answers 400). */
+function pathUnescape(p: string): string | undefined {
+  if (/%(?![0-9a-fA-F]{2})/.test(p)) return undefined;
+  const bytes = Buffer.from(p.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), "latin1");
+  return bytes.toString("utf8");
 }
 
 function goQuote(s: string): string {
@@ -127,10 +134,8 @@ export class HookServer {
     const q = head.url.indexOf("?");
     const rawPath = q === -1 ? head.url : head.url.slice(0, q);
     const query = q === -1 ? "" : head.url.slice(q + 1);
-    let path: string;
-    try {
-      path = rawPath.includes("%") ? decodeURIComponent(rawPath) : rawPath;
-    } catch {
+    const path = rawPath.includes("%") ? pathUnescape(rawPath) : rawPath;
+    if (path === undefined) {
       return { kind: "response", response: { status: 400, headers: [["Content-Type", "text/plain; charset=utf-8"], ["Connection", "close"]], body: "400 Bad Request" } };
     }
     const logging = this.log.enabled;
@@ -150,7 +155,10 @@ export class HookServer {
       return this.done(head, rid, start, respond(200, h, "OK"));
     }
     if (!path.startsWith(this.prefix)) {
-      return { kind: "response", response: respond(404, new Headers(), "404 page not found\n") };
+      const h = new Headers();
+      h.set("Content-Type", "text/plain; charset=utf-8");
+      h.set("X-Content-Type-Options", "nosniff");
+      return { kind: "response", response: respond(404, h, "404 page not found\n") };
     }
     const id = path.slice(this.prefix.length);
     if (logging) this.log.print(`[${rid}] incoming HTTP ${head.method} request from ${head.remoteAddr}`);
@@ -174,9 +182,7 @@ export class HookServer {
   /** The answer when the body is larger than -max-body. */
   tooLarge(m: Matched, limit: number): HookResponse {
     this.log.print(`[${m.rid}] request body is larger than the -max-body limit of ${limit} bytes`);
-    const h = new Headers();
-    h.set("Connection", "close");
-    return this.finish(m.head, m.rid, m.start, respond(413, h, MSG.tooLarge));
+    return this.finish(m.head, m.rid, m.start, respond(413, new Headers(), MSG.tooLarge));
   }
 
   /** Step two: parse the body, evaluate the rules, run the command, build the response. */
@@ -195,12 +201,17 @@ export class HookServer {
     if (hook["incoming-payload-content-type"]) contentType = hook["incoming-payload-content-type"];
     const isMultipart = contentType.startsWith("multipart/form-data;");
 
+    let headers: Record<string, unknown> | undefined;
+    const rawHeaders = m.head.rawHeaders;
     const req: HookRequest = {
       id: rid,
       method: m.head.method,
       remoteAddr: m.head.remoteAddr,
       contentType,
-      headers: parseHeaders(m.head.rawHeaders),
+      // Built on first use: many hooks never read a header.
+      get headers() {
+        return (headers ??= parseHeaders(rawHeaders));
+      },
       query: parseQuery(m.query).values,
       // The reference does not keep the body of a multipart request.
       rawBody: isMultipart ? Buffer.alloc(0) : body,
@@ -262,7 +273,7 @@ export class HookServer {
       }
       return respond(this.statusFor(m, hook["success-http-response-code"]), out, result.output);
     }
-    void this.execute(hook, req);
+    this.execute(hook, req).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`));
     return respond(this.statusFor(m, hook["success-http-response-code"]), out, hook["response-message"] ?? "");
   }
 
@@ -424,10 +435,13 @@ function createTempFile(dir: string, pattern: string, data: Buffer): string | Er
     }
     try {
       writeSync(fd, data);
+      return name;
+    } catch (e) {
+      unlinkSync(name);
+      return e as Error;
     } finally {
       closeSync(fd);
     }
-    return name;
   }
   return new Error(`could not create a temp file in ${dir}`);
 }

@@ -37,11 +37,11 @@ function send(res: ServerResponse, r: HookResponse): void {
   res.end(body);
 }
 
-type BodyResult = { ok: true; body: Buffer } | { ok: false };
+type BodyResult = { kind: "body"; body: Buffer } | { kind: "too-large" } | { kind: "aborted" };
 
 function readBody(req: IncomingMessage, limit: number): Promise<BodyResult> {
   const declared = Number(req.headers["content-length"]);
-  if (declared > limit) return Promise.resolve({ ok: false });
+  if (declared > limit) return Promise.resolve({ kind: "too-large" });
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -52,7 +52,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<BodyResult> {
       if (size > limit) {
         done = true;
         req.pause();
-        resolve({ ok: false });
+        resolve({ kind: "too-large" });
         return;
       }
       chunks.push(c);
@@ -60,14 +60,36 @@ function readBody(req: IncomingMessage, limit: number): Promise<BodyResult> {
     req.on("end", () => {
       if (done) return;
       done = true;
-      resolve({ ok: true, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) });
+      resolve({ kind: "body", body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) });
     });
-    req.on("error", () => {
+    const abort = (): void => {
       if (done) return;
       done = true;
-      resolve({ ok: false });
-    });
+      resolve({ kind: "aborted" });
+    };
+    req.on("error", abort);
+    req.on("close", abort);
   });
+}
+
+/**
+ * Reads and drops the rest of a refused body, then closes the connection. A socket closed while
+ * the client is still sending gets reset, and the client may lose the 413 it had not read yet.
+ * Bounded: 64 MiB or 30 s, whichever comes first.
+ */
+function discard(req: IncomingMessage): void {
+  let dropped = 0;
+  const timer = setTimeout(() => req.socket.destroy(), 30_000);
+  req.on("data", (c: Buffer) => {
+    dropped += c.length;
+    if (dropped > 64 * 1024 * 1024) req.socket.destroy();
+  });
+  req.once("end", () => {
+    clearTimeout(timer);
+    req.socket.end();
+  });
+  req.once("close", () => clearTimeout(timer));
+  req.resume();
 }
 
 export function createHookHttpServer(app: HookServer, opts: ListenOptions): Server {
@@ -84,9 +106,10 @@ export function createHookHttpServer(app: HookServer, opts: ListenOptions): Serv
       return;
     }
     void readBody(req, opts.maxBody).then(async (b) => {
-      if (!b.ok) {
+      if (b.kind === "aborted") return;
+      if (b.kind === "too-large") {
         send(res, app.tooLarge(routed, opts.maxBody));
-        res.once("finish", () => req.destroy());
+        discard(req);
         return;
       }
       let response: HookResponse;

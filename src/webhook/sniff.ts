@@ -2,8 +2,13 @@
 // for the kinds of output hooks produce: HTML, XML, PDF, common images, text or binary.
 const HTML_TAGS = ["<!DOCTYPE HTML", "<HTML", "<HEAD", "<SCRIPT", "<IFRAME", "<H1", "<DIV", "<FONT", "<TABLE", "<A", "<STYLE", "<TITLE", "<B", "<BODY", "<BR", "<P", "<!--"];
 
-export function detectContentType(body: Buffer): string {
-  const data = body.subarray(0, 512);
+const PLAIN = /^[\t\n\r\x20-\x7e]*$/;
+
+export function detectContentType(text: string): string {
+  const head = text.slice(0, 512);
+  // Fast path: printable ASCII that cannot start a signature below.
+  if (PLAIN.test(head) && !/^\s*<|^%PDF-|^GIF8/.test(head)) return "text/plain; charset=utf-8";
+  const data = Buffer.from(head, "utf8").subarray(0, 512);
   let i = 0;
   while (i < data.length && (data[i] === 0x09 || data[i] === 0x0a || data[i] === 0x0c || data[i] === 0x0d || data[i] === 0x20)) i++;
   const rest = data.subarray(i).toString("latin1");
