@@ -86,6 +86,15 @@ describe("JSON bodies", { concurrency: true }, () => {
     assert.deepEqual(args(r.text), ["deep", "one", "true", "42"]);
   });
 
+  test("a chunked body (no Content-Length) is read whole", async () => {
+    const r = await send(`${s.base}/hooks/json`, {
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ a: { b: "chunked" }, list: ["x", "y"], flag: false, n: 1, pad: "p".repeat(10_000) }),
+      chunked: true,
+    });
+    assert.deepEqual(args(r.text), ["chunked", "y", "false", "1"]);
+  });
+
   test("any content type containing 'json' is parsed as JSON", async () => {
     const r = await send(`${s.base}/hooks/json`, {
       headers: { "Content-Type": "application/vnd.github+json; charset=utf-8" },

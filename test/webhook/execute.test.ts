@@ -8,7 +8,7 @@ import { mkdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { eventually, removeDir, tempDir } from "../helpers.js";
-import { fixture, fixturesDir, parseEcho, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+import { fixture, fixturesDir, parseDump, parseEcho, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
 
 const echo = fixture("echo.sh");
 let dir = "";
@@ -51,6 +51,13 @@ before(async () => {
         { source: "url", name: "override", envname: "TEST_OVERRIDDEN" },
       ],
     }),
+    {
+      // dump.mjs, not echo.sh: dash drops variables whose names are not shell names
+      id: "env-dotted",
+      "execute-command": fixture("dump.mjs"),
+      "include-command-output-in-response": true,
+      "pass-environment-to-command": [{ source: "payload", name: "head_commit.timestamp" }],
+    },
     {
       id: "file",
       "execute-command": fixture("files.sh"),
@@ -138,6 +145,14 @@ describe("environment", { concurrency: true }, () => {
     assert.equal(env["EXTRA_STATIC"], "static value");
     assert.equal(env["TEST_FROM_SERVER"], "inherited");
     assert.equal(env["TEST_OVERRIDDEN"], "from request", "hook values override the server's environment");
+  });
+
+  test("a dotted payload name makes a dotted variable name, as the reference does (HOOK_head_commit.timestamp)", async () => {
+    const r = await send(`${s.base}/hooks/env-dotted`, {
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ head_commit: { timestamp: "2013-03-12T08:14:29-07:00" } }),
+    });
+    assert.equal(parseDump(r.text).env["HOOK_head_commit.timestamp"], "2013-03-12T08:14:29-07:00");
   });
 
   test("a missing value sets no variable", async () => {

@@ -78,6 +78,7 @@ describe("routing", { concurrency: true }, () => {
     const r = await send(`${main.base}/hooks/nope`);
     assert.equal(r.status, 404);
     assert.equal(r.text, "Hook not found.");
+    assert.equal(r.headers["content-type"], "text/plain; charset=utf-8");
   });
 
   test("an empty id answers 404 'Hook not found.'", async () => {

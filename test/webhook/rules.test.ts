@@ -46,6 +46,14 @@ before(async () => {
     }),
     ok("regex", { match: { type: "regex", regex: "v[0-9]+\\.[0-9]+", parameter: { source: "url", name: "tag" } } }),
     ok("number-value", value("payload", "n", "5")),
+    ok("regex-go-flags", { match: { type: "regex", regex: "(?i)^release-(?P<num>\\d+)\\z", parameter: { source: "url", name: "tag" } } }),
+    ok("empty-rule", {}),
+    {
+      id: "remote",
+      "execute-command": echo,
+      "include-command-output-in-response": true,
+      "pass-arguments-to-command": [{ source: "request", name: "remote-addr" }],
+    },
     ok("hmac-sha1", hmacRule("payload-hmac-sha1")),
     ok("hmac-sha256", hmacRule("payload-hmac-sha256")),
     ok("hmac-sha512", hmacRule("payload-hmac-sha512")),
@@ -100,6 +108,17 @@ describe("match value and regex", { concurrency: true }, () => {
   test("regex matches anywhere in the value (unanchored, Go syntax)", async () => {
     assert.equal((await send(`${s.base}/hooks/regex?tag=release-v1.2-final`)).text, "triggered");
     assert.equal((await send(`${s.base}/hooks/regex?tag=release-1.2`)).text, NOT_SATISFIED);
+  });
+
+  test("Go regex syntax: (?i) flags, (?P<name>…) groups, \\z", async () => {
+    assert.equal((await send(`${s.base}/hooks/regex-go-flags?tag=RELEASE-12`)).text, "triggered");
+    assert.equal((await send(`${s.base}/hooks/regex-go-flags?tag=release-12x`)).text, NOT_SATISFIED);
+  });
+
+  test("an empty trigger-rule object never holds", async () => {
+    const r = await send(`${s.base}/hooks/empty-rule`);
+    assert.equal(r.status, 200);
+    assert.equal(r.text, NOT_SATISFIED);
   });
 
   test("a JSON number compares with a quoted value", async () => {
@@ -217,6 +236,11 @@ describe("ip-whitelist", { concurrency: true }, () => {
     assert.equal((await send(`${v6.base}/hooks/ip-v6`)).text, "triggered");
     assert.equal((await send(`${v6.base}/hooks/ip-v6-elsewhere`)).text, NOT_SATISFIED);
     assert.equal((await send(`${v6.base}/hooks/ip-v4-cidr`)).text, NOT_SATISFIED);
+  });
+
+  test("IPv6: remote-addr is [::1]:port", async () => {
+    const r = await send(`${v6.base}/hooks/remote`);
+    assert.match(r.text, /^arg1=\[::1\]:\d+$/m);
   });
 
   test("IPv6: an IPv4 client does not match an IPv6 range", async () => {
