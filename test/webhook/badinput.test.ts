@@ -4,9 +4,9 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { removeDir, tempDir } from "../helpers.js";
+import { eventually, removeDir, tempDir } from "../helpers.js";
 import { fixture, parseDump, parseEcho, rawExchange, send, startServer, statusOf, writeHooks, type Server } from "./fixtures/harness.js";
 
 const echo = fixture("echo.sh");
@@ -67,6 +67,15 @@ before(async () => {
       "http-methods": ["POST"],
       "pass-arguments-to-command": appendArgs,
       "trigger-rule": tokenRule,
+    },
+    {
+      id: "slow-capture",
+      "execute-command": fixture("slow.sh"),
+      "include-command-output-in-response": true,
+      "pass-arguments-to-command": [
+        { source: "url", name: "gate" },
+        { source: "url", name: "done" },
+      ],
     },
     {
       id: "utf8-header",
@@ -205,6 +214,29 @@ describe("-max-body", { concurrency: true }, () => {
 
   test("both servers are still up after oversized bodies", async () => {
     await stillUp(small);
+  });
+});
+
+describe("clients that hang up", () => {
+  test("a client that disconnects while its command runs: no crash, and the command still finishes", async () => {
+    const gate = join(dir, "hangup-gate");
+    const done = join(dir, "hangup-done");
+    const url = `${s.base}/hooks/slow-capture?gate=${encodeURIComponent(gate)}&done=${encodeURIComponent(done)}`;
+    const aborted = send(url, { timeoutMs: 500 }).then(
+      () => "answered",
+      () => "hung up",
+    );
+    assert.equal(await aborted, "hung up");
+    await writeFile(gate, "go");
+    await eventually(() => existsSync(done), 20_000);
+    await stillUp(s);
+  });
+
+  test("a client that disconnects in the middle of its body: no crash", async () => {
+    const raw = rawExchange(s.port, "POST /hooks/good?token=yes&n=half-body HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"a\":", 300);
+    assert.equal(statusOf(await raw), 0);
+    await stillUp(s);
+    assert.ok(!(await ranLines()).includes("half-body"));
   });
 });
 

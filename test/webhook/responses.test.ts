@@ -91,6 +91,8 @@ before(async () => {
       ],
     },
     { id: "stdin", "execute-command": "/bin/cat", "include-command-output-in-response": true },
+    { id: "bad-cwd", "execute-command": echo, "command-working-directory": join(dir, "no-such-dir"), "include-command-output-in-response": true },
+    { id: "not-executable", "execute-command": fixture("harness.ts"), "include-command-output-in-response": true },
   ]);
   s = await startServer(["-hooks", hooks, "-verbose"]);
 });
@@ -209,6 +211,18 @@ describe("responses", { concurrency: true }, () => {
 
   test("a command that does not exist, with output capture: 500 and the fixed message", async () => {
     const r = await send(`${s.base}/hooks/capture-missing`);
+    assert.equal(r.status, 500);
+    assert.equal(r.text, EXEC_ERROR);
+  });
+
+  test("a command-working-directory that does not exist: 500 and the fixed message", async () => {
+    const r = await send(`${s.base}/hooks/bad-cwd`);
+    assert.equal(r.status, 500);
+    assert.equal(r.text, EXEC_ERROR);
+  });
+
+  test("a file that is not executable: 500 and the fixed message", async () => {
+    const r = await send(`${s.base}/hooks/not-executable`);
     assert.equal(r.status, 500);
     assert.equal(r.text, EXEC_ERROR);
   });
