@@ -20,7 +20,8 @@ export interface CommandSpec {
 }
 
 export interface CommandResult {
-  output: string;
+  /** Combined stdout and stderr, byte for byte. */
+  output: Buffer;
   /** Go's error text: "exit status 1", "signal: killed", or the spawn failure; undefined on success. */
   error?: string;
   exitCode: number | null;
@@ -76,7 +77,7 @@ function openOutputFile(): number {
   return fd;
 }
 
-function readOutputFile(fd: number): string {
+function readOutputFile(fd: number): Buffer {
   const size = fstatSync(fd).size;
   const buf = Buffer.allocUnsafe(size);
   let off = 0;
@@ -86,7 +87,7 @@ function readOutputFile(fd: number): string {
     off += n;
   }
   closeSync(fd);
-  return buf.subarray(0, off).toString("utf8");
+  return buf.subarray(0, off);
 }
 
 /** Starts the command and resolves when it has exited. Never rejects. */
@@ -105,7 +106,7 @@ export function runCommand(spec: CommandSpec): Promise<CommandResult> {
       });
     } catch (e) {
       if (outFd !== undefined) closeSync(outFd);
-      done({ output: "", error: (e as Error).message, exitCode: null });
+      done({ output: Buffer.alloc(0), error: (e as Error).message, exitCode: null });
       return;
     }
     let spawnError: string | undefined;
@@ -113,7 +114,7 @@ export function runCommand(spec: CommandSpec): Promise<CommandResult> {
       spawnError = `fork/exec ${spec.path}: ${e.message}`;
     });
     child.once("close", (code, signal) => {
-      const output = outFd === undefined ? "" : readOutputFile(outFd);
+      const output = outFd === undefined ? Buffer.alloc(0) : readOutputFile(outFd);
       if (spawnError) done({ output, error: spawnError, exitCode: null });
       else if (signal) done({ output, error: `signal: ${signalName(signal)}`, exitCode: null });
       else if (code !== 0) done({ output, error: `exit status ${code}`, exitCode: code });

@@ -38,7 +38,8 @@ export interface RequestHead {
 export interface HookResponse {
   status: number;
   headers: [string, string][];
-  body: string;
+  /** A message, or a command's output kept byte for byte. */
+  body: string | Buffer;
 }
 
 export interface ServerOptions {
@@ -86,7 +87,7 @@ class Headers {
   }
 }
 
-function respond(status: number, headers: Headers, body: string): HookResponse {
+function respond(status: number, headers: Headers, body: string | Buffer): HookResponse {
   if (body.length > 0 && !headers.has("Content-Type")) headers.set("Content-Type", detectContentType(body));
   return { status, headers: headers.list(), body };
 }
@@ -311,7 +312,7 @@ export class HookServer {
   }
 
   /** Runs the hook's command (the reference's handleHook); resolves with its output and error. */
-  private async execute(hook: Hook, req: HookRequest): Promise<{ output: string; error?: string }> {
+  private async execute(hook: Hook, req: HookRequest): Promise<{ output: Buffer; error?: string }> {
     const log = this.log;
     const rid = req.id;
     const command = hook["execute-command"];
@@ -324,7 +325,7 @@ export class HookServer {
       if (command.includes(" ")) {
         log.print(`[${rid}] use 'pass-arguments-to-command' to specify args for '${command.trim().split(/\s+/)[0]}'`);
       }
-      return { output: "", error: (e as Error).message };
+      return { output: Buffer.alloc(0), error: (e as Error).message };
     }
 
     const argv = [command];
@@ -388,7 +389,7 @@ export class HookServer {
       ...(cwd ? { cwd } : {}),
     };
     const result = await runCommand(spec);
-    log.print(`[${rid}] command output: ${result.output}`);
+    if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`);
     if (result.error !== undefined) log.print(`[${rid}] error occurred: ${result.error}`);
     for (const f of files) {
       log.print(`[${rid}] removing file ${f}`);
@@ -464,7 +465,7 @@ function dump(rid: string, head: RequestHead, body: Buffer | undefined, res: Hoo
   for (const [k, v] of [...res.headers].sort((a, b) => (a[0] < b[0] ? -1 : 1))) out += `\n< [${rid}] ${k}: ${v}`;
   if (res.body.length > 0) {
     out += "\n";
-    for (const line of res.body.split("\n")) out += `< [${rid}] ${line}\n`;
+    for (const line of res.body.toString().split("\n")) out += `< [${rid}] ${line}\n`;
   }
   return out + "\n";
 }

@@ -31,7 +31,7 @@ function send(res: ServerResponse, r: HookResponse): void {
     res.end();
     return;
   }
-  const body = Buffer.from(r.body, "utf8");
+  const body = typeof r.body === "string" ? Buffer.from(r.body, "utf8") : r.body;
   const headers: [string, string][] = [...r.headers, ["Content-Length", String(body.length)]];
   res.writeHead(r.status, headers.flat());
   res.end(body);

@@ -4,11 +4,13 @@ const HTML_TAGS = ["<!DOCTYPE HTML", "<HTML", "<HEAD", "<SCRIPT", "<IFRAME", "<H
 
 const PLAIN = /^[\t\n\r\x20-\x7e]*$/;
 
-export function detectContentType(text: string): string {
-  const head = text.slice(0, 512);
-  // Fast path: printable ASCII that cannot start a signature below.
-  if (PLAIN.test(head) && !/^\s*<|^%PDF-|^GIF8/.test(head)) return "text/plain; charset=utf-8";
-  const data = Buffer.from(head, "utf8").subarray(0, 512);
+export function detectContentType(body: string | Buffer): string {
+  if (typeof body === "string") {
+    const head = body.slice(0, 512);
+    // Fast path: printable ASCII that cannot start a signature below.
+    if (PLAIN.test(head) && !/^\s*<|^%PDF-|^GIF8/.test(head)) return "text/plain; charset=utf-8";
+  }
+  const data = (typeof body === "string" ? Buffer.from(body.slice(0, 512), "utf8") : body).subarray(0, 512);
   let i = 0;
   while (i < data.length && (data[i] === 0x09 || data[i] === 0x0a || data[i] === 0x0c || data[i] === 0x0d || data[i] === 0x20)) i++;
   const rest = data.subarray(i).toString("latin1");
