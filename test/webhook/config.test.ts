@@ -3,6 +3,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { bin, freePort, removeDir, run, tempDir } from "../helpers.js";
 import { fixture, parseEcho, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
@@ -302,6 +303,28 @@ describe("command line", { concurrency: true }, () => {
     const s = await serve(["--verbose", "-hooks", file]);
     await send(`${s.base}/hooks/loud`);
     await s.proc.waitFor(/loud got matched/, 10_000);
+  });
+
+  test("without -ip the server listens on every address (0.0.0.0), IPv4 and IPv6 clients alike", async () => {
+    const file = await writeHooks(dir, [{ id: "anyaddr", "execute-command": echo, "response-message": "any address" }], "anyaddr.json");
+    const s = await serve(["-hooks", file], { addressArgs: (_ip, port) => ["-port", String(port)] });
+    assert.equal((await send(`${s.base}/hooks/anyaddr`)).text, "any address");
+    assert.equal((await send(`http://[::1]:${s.port}/hooks/anyaddr`)).text, "any address");
+  });
+
+  test("a port that is taken: a clear error and a non-zero exit", async () => {
+    const blocker = createServer();
+    await new Promise<void>((res) => blocker.listen(0, "127.0.0.1", () => res()));
+    const port = (blocker.address() as { port: number }).port;
+    const file = await writeHooks(dir, [{ id: "x", "execute-command": echo }], "taken.json");
+    try {
+      const r = await run(bin("webhook"), ["-ip", "127.0.0.1", "-port", String(port), "-hooks", file], { timeoutMs: 15_000 });
+      assert.notEqual(r.code, 0);
+      assert.match(r.stdout + r.stderr, new RegExp(`${port}`));
+      assert.match(r.stdout + r.stderr, /listen|in use/i);
+    } finally {
+      blocker.close();
+    }
   });
 
   test("arguments after a non-flag word are not parsed as flags (Go stops at the first non-flag)", async () => {
