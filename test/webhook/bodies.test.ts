@@ -103,6 +103,15 @@ describe("JSON bodies", { concurrency: true }, () => {
     assert.equal(args(r.text)[0], "vendor");
   });
 
+  test("only the first JSON value is read; anything after it is ignored (Go's json.Decoder)", async () => {
+    const r = await send(`${s.base}/hooks/json`, {
+      headers: { "Content-Type": "application/json" },
+      body: '{"a":{"b":"first value"},"list":[0,1]}\n{"a":{"b":"second"}} trailing words',
+    });
+    assert.equal(r.status, 200);
+    assert.deepEqual(args(r.text).slice(0, 2), ["first value", "1"]);
+  });
+
   test("a top-level array is reachable under 'root'", async () => {
     const r = await send(`${s.base}/hooks/json-array`, {
       headers: { "Content-Type": "application/json" },
