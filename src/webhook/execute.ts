@@ -110,8 +110,9 @@ export function runCommand(spec: CommandSpec): Promise<CommandResult> {
       return;
     }
     let spawnError: string | undefined;
-    child.once("error", (e) => {
-      spawnError = `fork/exec ${spec.path}: ${e.message}`;
+    child.once("error", (e: NodeJS.ErrnoException) => {
+      const cwdMissing = e.code === "ENOENT" && spec.cwd !== undefined && !existsSync(spec.cwd);
+      spawnError = cwdMissing ? `chdir ${spec.cwd}: no such file or directory` : `fork/exec ${spec.path}: ${e.message}`;
     });
     child.once("close", (code, signal) => {
       const output = outFd === undefined ? Buffer.alloc(0) : readOutputFile(outFd);
