@@ -195,6 +195,24 @@ describe("start-up errors", { concurrency: true }, () => {
     assert.match(output(r), /line:?\s*[345]\b|:[345](:\d+)?\b/i, "the message should give the line of the error");
   });
 
+  test("start-up errors never quote secrets from the file", async () => {
+    const yamlFile = join(dir, "secret-broken.yaml");
+    await writeFile(
+      yamlFile,
+      `- id: x\n  execute-command: ${echo}\n  trigger-rule:\n    match:\n      type: payload-hmac-sha256\n      secret: "TOPSECRET-yaml-123\n      parameter: {source: header, name: X-Sig}\n`,
+    );
+    const jsonFile = join(dir, "secret-broken.json");
+    await writeFile(jsonFile, `[{"id":"x","execute-command":"${echo}","trigger-rule":{"match":{"type":"value","value":"TOPSECRET-json-456" "parameter":{}}}}]`);
+    const noId = await writeHooks(dir, [
+      { "execute-command": echo, "trigger-rule": { match: { type: "value", value: "TOPSECRET-noid-789", parameter: { source: "url", name: "t" } } } },
+    ], "secret-noid.json");
+    for (const file of [yamlFile, jsonFile, noId]) {
+      const r = await runWebhook(["-hooks", file]);
+      assert.notEqual(r.code, 0);
+      assert.doesNotMatch(output(r), /TOPSECRET/, output(r));
+    }
+  });
+
   test("a hooks file that is not an array is rejected, naming the file", async () => {
     const file = join(dir, "object.json");
     await writeFile(file, JSON.stringify({ id: "x", "execute-command": echo }));
