@@ -73,23 +73,35 @@ function readBody(req: IncomingMessage, limit: number): Promise<BodyResult> {
 }
 
 /**
- * Reads and drops the rest of a refused body, then closes the connection. A socket closed while
- * the client is still sending gets reset, and the client may lose the 413 it had not read yet.
- * Bounded: 64 MiB or 30 s, whichever comes first.
+ * Reads and drops the rest of a refused body; resolves true once it has all been read, false
+ * when the bounds (64 MiB, 30 s) cut it short or the client went away. The 413 is sent only
+ * after this: a socket closed while the client is still sending gets reset, and the client
+ * then loses the answer it had not read yet.
  */
-function discard(req: IncomingMessage): void {
-  let dropped = 0;
-  const timer = setTimeout(() => req.socket.destroy(), 30_000);
-  req.on("data", (c: Buffer) => {
-    dropped += c.length;
-    if (dropped > 64 * 1024 * 1024) req.socket.destroy();
+function drain(req: IncomingMessage): Promise<boolean> {
+  return new Promise((resolve) => {
+    let dropped = 0;
+    let settled = false;
+    const settle = (complete: boolean): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.pause();
+      resolve(complete);
+    };
+    const timer = setTimeout(() => settle(false), 30_000);
+    if (req.complete) {
+      settle(true);
+      return;
+    }
+    req.on("data", (c: Buffer) => {
+      dropped += c.length;
+      if (dropped > 64 * 1024 * 1024) settle(false);
+    });
+    req.once("end", () => settle(true));
+    req.once("close", () => settle(req.complete));
+    req.resume();
   });
-  req.once("end", () => {
-    clearTimeout(timer);
-    req.socket.end();
-  });
-  req.once("close", () => clearTimeout(timer));
-  req.resume();
 }
 
 export function createHookHttpServer(app: HookServer, opts: ListenOptions): Server {
@@ -108,8 +120,10 @@ export function createHookHttpServer(app: HookServer, opts: ListenOptions): Serv
     void readBody(req, opts.maxBody).then(async (b) => {
       if (b.kind === "aborted") return;
       if (b.kind === "too-large") {
+        const complete = await drain(req);
+        if (res.destroyed) return;
         send(res, app.tooLarge(routed, opts.maxBody));
-        discard(req);
+        if (!complete) res.once("finish", () => req.socket.destroy());
         return;
       }
       let response: HookResponse;
