@@ -153,7 +153,7 @@ before(async () => {
 ]
 `,
   );
-  s = await startServer(["-hooks", hooksFile, "-hooks", xmlHooks]);
+  s = await startServer(["-hooks", hooksFile, "-hooks", xmlHooks], { cwd: dir });
 });
 
 after(async () => {
