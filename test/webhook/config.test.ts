@@ -316,6 +316,21 @@ describe("command line", { concurrency: true }, () => {
     assert.doesNotMatch(s.logs(), /syntax got matched/);
   });
 
+  test("numbers as Go reads them (-port in hex) and booleans as Go spells them (-verbose=t)", async () => {
+    const file = await writeHooks(dir, [{ id: "go-syntax", "execute-command": echo, "response-message": "go syntax" }], "gosyntax.json");
+    const s = await serve(["-hooks", file, "-verbose=t"], {
+      addressArgs: (ip, port) => ["-ip", ip, "-port", "0x" + port.toString(16)],
+    });
+    assert.equal((await send(`${s.base}/hooks/go-syntax`)).text, "go syntax");
+    await s.proc.waitFor(/go-syntax got matched/, 10_000);
+  });
+
+  test("a boolean flag with a value Go does not accept is refused with exit 2", async () => {
+    const r = await run(bin("webhook"), ["-verbose=yes"], { timeoutMs: 15_000 });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /invalid boolean value "yes" for -verbose/);
+  });
+
   test("--verbose (double dash boolean) turns request logging on", async () => {
     const file = await writeHooks(dir, [{ id: "loud", "execute-command": echo, "response-message": "loud ok" }], "loud.json");
     const s = await serve(["--verbose", "-hooks", file]);
