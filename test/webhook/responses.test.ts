@@ -30,6 +30,7 @@ before(async () => {
       ],
     },
     { id: "created", "execute-command": echo, "response-message": "made", "success-http-response-code": 201 },
+    { id: "no-content", "execute-command": echo, "response-message": "dropped", "success-http-response-code": 204 },
     { id: "odd-code", "execute-command": echo, "response-message": "odd", "success-http-response-code": 999 },
     { id: "guarded", "execute-command": echo, "response-message": "in", "trigger-rule": tokenRule },
     {
@@ -125,6 +126,12 @@ describe("responses", { concurrency: true }, () => {
     const r = await send(`${s.base}/hooks/created`);
     assert.equal(r.status, 201);
     assert.equal(r.text, "made");
+  });
+
+  test("success-http-response-code 204 sends no body", async () => {
+    const r = await send(`${s.base}/hooks/no-content`);
+    assert.equal(r.status, 204);
+    assert.equal(r.text, "");
   });
 
   test("an unknown success-http-response-code falls back to 200 and is logged", async () => {

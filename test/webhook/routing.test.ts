@@ -17,6 +17,12 @@ before(async () => {
     { id: "plain", "execute-command": echo, "response-message": "plain done" },
     { id: "deploy/site/prod", "execute-command": echo, "response-message": "nested id done" },
     { id: "with space", "execute-command": echo, "response-message": "space id done" },
+    {
+      id: "own-header",
+      "execute-command": echo,
+      "response-headers": [{ name: "X-Global", value: "from the hook" }],
+      "trigger-rule": { match: { type: "value", value: "yes", parameter: { source: "url", name: "ok" } } },
+    },
     { id: "put-only", "execute-command": echo, "response-message": "put done", "http-methods": [" put "] },
     { id: "mixed-case", "execute-command": echo, "response-message": "mixed done", "http-methods": ["Patch", "  DELETE"] },
   ]);
@@ -59,6 +65,17 @@ describe("routing", { concurrency: true }, () => {
 
   test("a hook response carries the -header headers", async () => {
     const r = await send(`${main.base}/hooks/plain`);
+    assert.equal(r.headers["x-global"], "on");
+  });
+
+  test("a hook's response-headers win over -header of the same name", async () => {
+    const r = await send(`${main.base}/hooks/own-header?ok=yes`);
+    assert.equal(r.headers["x-global"], "from the hook");
+  });
+
+  test("-header is sent with 'Hook rules were not satisfied.' too", async () => {
+    const r = await send(`${main.base}/hooks/own-header?ok=no`);
+    assert.equal(r.text, "Hook rules were not satisfied.");
     assert.equal(r.headers["x-global"], "on");
   });
 
