@@ -166,6 +166,16 @@ describe("request values", { concurrency: true }, () => {
     assert.deepEqual(query, { q: "1", other: "x" });
   });
 
+  test("entire-payload byte for byte as the reference prints it: keys sorted, numbers as sent, <>& escaped", async () => {
+    const r = await send(`${s.base}/hooks/entire?b=2&a=1`, {
+      headers: { "Content-Type": "application/json" },
+      body: '{"b":"<x>&","a":[1.50,{"d":1,"c":12345678901234567890}]}',
+    });
+    const [payload, , query] = argv(r.text);
+    assert.equal(payload, '{"a":[1.50,{"c":12345678901234567890,"d":1}],"b":"\\u003cx\\u003e\\u0026"}');
+    assert.equal(query, '{"a":"1","b":"2"}');
+  });
+
   test("entire-payload of an empty body is null", async () => {
     const r = await send(`${s.base}/hooks/entire`);
     assert.equal(argv(r.text)[0], "null");
