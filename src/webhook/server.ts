@@ -25,16 +25,30 @@ function target(url: string): string {
   return m ? m[1] || "/" : url;
 }
 
+/** Go's net/http writes a header value's CR and LF as spaces rather than failing. */
+function headerValue(v: string): string {
+  return /[\r\n]/.test(v) ? v.replace(/[\r\n]/g, " ") : v;
+}
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
 function send(res: ServerResponse, r: HookResponse): void {
-  if (r.status === 204 || r.status === 304 || r.status < 200) {
-    res.writeHead(r.status, r.headers.filter(([k]) => k !== "Content-Type").flat());
-    res.end();
-    return;
+  try {
+    const noBody = r.status === 204 || r.status === 304 || r.status < 200;
+    const body = noBody ? Buffer.alloc(0) : typeof r.body === "string" ? Buffer.from(r.body, "utf8") : r.body;
+    // Like Go's net/http, a header whose name is not a valid token is left out.
+    const headers = r.headers.filter(([k]) => TOKEN.test(k) && !(noBody && k === "Content-Type")).map(([k, v]) => [k, headerValue(v)]);
+    if (!noBody) headers.push(["Content-Length", String(body.length)]);
+    res.writeHead(r.status, headers.flat());
+    res.end(body);
+  } catch (e) {
+    // A header the hooks file or -header made unsendable: answer plainly rather than crash.
+    if (!res.headersSent) {
+      res.removeHeader("Content-Length");
+      res.writeHead(500, "Internal Server Error", { "Content-Type": "text/plain; charset=utf-8" });
+      res.end(`Internal Server Error: ${(e as Error).message}`);
+    } else res.destroy();
   }
-  const body = typeof r.body === "string" ? Buffer.from(r.body, "utf8") : r.body;
-  const headers: [string, string][] = [...r.headers, ["Content-Length", String(body.length)]];
-  res.writeHead(r.status, headers.flat());
-  res.end(body);
 }
 
 type BodyResult = { kind: "body"; body: Buffer } | { kind: "too-large" } | { kind: "aborted" };
@@ -117,7 +131,7 @@ export function createHookHttpServer(app: HookServer, opts: ListenOptions): Serv
       send(res, routed.response);
       return;
     }
-    void readBody(req, opts.maxBody).then(async (b) => {
+    const respondWith = async (b: BodyResult): Promise<void> => {
       if (b.kind === "aborted") return;
       if (b.kind === "too-large") {
         const complete = await drain(req);
@@ -133,6 +147,13 @@ export function createHookHttpServer(app: HookServer, opts: ListenOptions): Serv
         response = { status: 500, headers: [["Content-Type", "text/plain; charset=utf-8"]], body: `Internal Server Error: ${(e as Error).message}` };
       }
       if (!res.destroyed) send(res, response);
+    };
+    void readBody(req, opts.maxBody).then(async (b) => {
+      try {
+        await respondWith(b);
+      } catch {
+        res.destroy();
+      }
     });
   });
   server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
