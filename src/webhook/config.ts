@@ -22,7 +22,8 @@ function parseFile(path: string, text: string): unknown {
     if (doc.errors.length === 0) return doc.toJS({ maxAliasCount: 100 });
     const looksJson = /^\s*[[{]/.test(text) && path.toLowerCase().endsWith(".json");
     if (looksJson) {
-      const msg = (jsonError as Error).message;
+      // V8 may quote part of the file in its message; the file can hold secrets, so drop the quote.
+      const msg = (jsonError as Error).message.replace(/, ".*" is not valid JSON$/s, "");
       const pos = /position (\d+)/.exec(msg);
       const where = lineCol(text, pos ? Number(pos[1]) : text.length);
       throw new ConfigError(`${path}: ${where}: invalid JSON: ${msg}`);
@@ -125,6 +126,8 @@ function validateHook(raw: unknown, index: number): Hook {
 
 /** Reads one hooks file; throws ConfigError naming the file and what is wrong. */
 export function loadHooksFile(path: string): Hook[] {
+  // The reference treats an empty path as a file without hooks.
+  if (path === "") return [];
   let text: string;
   try {
     text = readFileSync(path, "utf8");

@@ -169,7 +169,7 @@ export class HookServer {
       this.log.print(`[${rid}] HTTP ${head.method} method not allowed for hook ${goQuote(id)}`);
       return this.done(head, rid, start, { status: 405, headers: [], body: "" });
     }
-    this.log.print(`[${rid}] ${id} got matched`);
+    if (logging) this.log.print(`[${rid}] ${id} got matched`);
     return { kind: "hook", hook, head, rid, start, query };
   }
 
@@ -236,7 +236,7 @@ export class HookServer {
           log.print(`[${rid}] error parsing multipart form: ${(e as Error).message}\n`);
           return respond(500, out, MSG.multipartError);
         }
-      } else log.print(`[${rid}] error parsing body payload due to unsupported content type header: ${contentType}`);
+      } else if (log.enabled) log.print(`[${rid}] error parsing body payload due to unsupported content type header: ${contentType}`);
     } catch (e) {
       log.print(`[${rid}] ${(e as Error).message}`);
     }
