@@ -5,7 +5,24 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile, chmod } from "node:fs/promises";
 import { join } from "node:path";
-import { bin, freePort, removeDir, run, start, tempDir, type RunningProgram } from "../helpers.js";
+import { spawn } from "node:child_process";
+import { bin, freePort, removeDir, start, tempDir, type RunningProgram } from "../helpers.js";
+
+/** Runs a program to the end and waits until its output pipes are closed too (not just 'exit'). */
+function run(command: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
 
 describe("impl: flags", () => {
   test("-help prints Go's usage layout on stderr and exits 0", async () => {
