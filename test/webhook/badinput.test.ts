@@ -69,6 +69,26 @@ before(async () => {
       "trigger-rule": tokenRule,
     },
     {
+      id: "proto",
+      "execute-command": fixture("dump.mjs"),
+      "include-command-output-in-response": true,
+      "pass-arguments-to-command": [
+        { source: "payload", name: "constructor" },
+        { source: "payload", name: "toString" },
+        { source: "payload", name: "x" },
+        { source: "url", name: "constructor" },
+        { source: "header", name: "constructor" },
+        { source: "payload", name: "a.hasOwnProperty" },
+      ],
+    },
+    {
+      id: "polluted",
+      "execute-command": append,
+      "pass-arguments-to-command": appendArgs,
+      "response-message": "ran",
+      "trigger-rule": { match: { type: "value", value: "polluted", parameter: { source: "payload", name: "x" } } },
+    },
+    {
       id: "slow-capture",
       "execute-command": fixture("slow.sh"),
       "include-command-output-in-response": true,
@@ -127,6 +147,34 @@ describe("malformed bodies", { concurrency: true }, () => {
     for (const body of ['"just a string"', "42", "null", "[1,2", "\u0000\u0001"]) {
       const r = await send(`${s.base}/hooks/guarded-echo?token=yes`, { headers: { "Content-Type": "application/json" }, body });
       assert.equal(r.status, 200, body);
+    }
+  });
+
+  test("names of JavaScript built-ins are just missing keys (no prototype lookups)", async () => {
+    const r = await send(`${s.base}/hooks/proto`, { headers: { "Content-Type": "application/json" }, body: '{"__proto__":{"x":"polluted"},"a":{}}' });
+    assert.deepEqual(parseDump(r.text).argv, ["", "", "", "", "", ""]);
+  });
+
+  test("__proto__ keys in JSON, forms and XML cannot satisfy a rule on another key", async () => {
+    const bodies: [string, string][] = [
+      ["application/json", '{"__proto__":{"x":"polluted"}}'],
+      ["application/x-www-form-urlencoded", "__proto__[x]=polluted&__proto__=polluted"],
+      ["application/xml", "<__proto__><x>polluted</x></__proto__>"],
+    ];
+    for (const [type, body] of bodies) {
+      const r = await send(`${s.base}/hooks/polluted?n=proto-${type}`, { headers: { "Content-Type": type }, body });
+      assert.equal(r.text, NOT_SATISFIED, type);
+    }
+    assert.ok(!(await ranLines()).some((l) => l.startsWith("proto-")));
+  });
+
+  test("JSON and XML nested 50 000 deep: a proper answer, no crash", async () => {
+    const deepJson = '{"a":'.repeat(50_000) + "1" + "}".repeat(50_000);
+    const deepArray = "[".repeat(100_000) + "]".repeat(100_000);
+    const deepXml = "<a>".repeat(50_000) + "1" + "</a>".repeat(50_000);
+    for (const [type, body] of [["application/json", deepJson], ["application/json", deepArray], ["application/xml", deepXml]] as const) {
+      const r = await send(`${s.base}/hooks/guarded-echo?token=yes`, { headers: { "Content-Type": type }, body });
+      assert.equal(r.status, 200, type);
     }
   });
 
