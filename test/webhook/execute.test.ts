@@ -4,7 +4,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { eventually, removeDir, tempDir } from "../helpers.js";
@@ -80,6 +80,30 @@ before(async () => {
       "pass-arguments-to-command": [{ source: "string", name: "EXTRA_RAW" }],
       "pass-environment-to-command": [recordEnv],
       "pass-file-to-command": [{ source: "raw-request-body", envname: "EXTRA_RAW" }],
+    },
+    {
+      id: "file-then-fail",
+      "execute-command": "/bin/sh",
+      "include-command-output-in-response": true,
+      "pass-arguments-to-command": [
+        { source: "string", name: "-c" },
+        { source: "string", name: 'echo "$EXTRA_F" >> "$RECORD_FILE"; cat "$EXTRA_F"; exit 4' },
+      ],
+      "pass-environment-to-command": [{ ...recordEnv, name: recordFile + ".fail" }],
+      "pass-file-to-command": [{ source: "payload", name: "f", envname: "EXTRA_F" }],
+      "include-command-output-in-response-on-error": true,
+    },
+    {
+      id: "file-background",
+      "execute-command": "/bin/sh",
+      "response-message": "started",
+      "pass-arguments-to-command": [
+        { source: "string", name: "-c" },
+        { source: "string", name: 'echo "$EXTRA_BG" > "$1.path"; while [ ! -e "$1" ]; do sleep 0.05; done' },
+        { source: "string", name: "sh" },
+        { source: "url", name: "gate" },
+      ],
+      "pass-file-to-command": [{ source: "payload", name: "f", envname: "EXTRA_BG" }],
     },
     captured("cwd", { "command-working-directory": workDir }),
     captured("no-cwd", {}),
@@ -194,6 +218,28 @@ describe("pass-file-to-command", { concurrency: true }, () => {
     assert.deepEqual(files["EXTRA_BIN"]!.content, binary);
     assert.equal(dirname(files["HOOK_DATA"]!.path), tmpdir(), "without a working directory the file goes to the temp dir");
     await eventually(() => !existsSync(files["HOOK_DATA"]!.path) && !existsSync(files["EXTRA_BIN"]!.path), 5_000);
+  });
+
+  test("the file is removed after a failing command too", async () => {
+    const r = await send(`${s.base}/hooks/file-then-fail`, { headers: { "Content-Type": "application/json" }, body: '{"f":"fail content"}' });
+    assert.equal(r.status, 500);
+    assert.equal(r.text, "fail content");
+    const path = (await readFile(recordFile + ".fail", "utf8")).trim();
+    await eventually(() => !existsSync(path), 5_000);
+  });
+
+  test("without output capture the file lives until the command exits, then goes", async () => {
+    const gate = join(dir, "bg-gate");
+    const r = await send(`${s.base}/hooks/file-background?gate=${encodeURIComponent(gate)}`, {
+      headers: { "Content-Type": "application/json" },
+      body: '{"f":"background content"}',
+    });
+    assert.equal(r.text, "started");
+    await eventually(() => existsSync(gate + ".path"), 10_000);
+    const path = (await readFile(gate + ".path", "utf8")).trim();
+    assert.equal(await readFile(path, "utf8"), "background content", "the file is there while the command runs");
+    await writeFile(gate, "go");
+    await eventually(() => !existsSync(path), 10_000);
   });
 
   test("each request gets its own file", async () => {
