@@ -18,7 +18,7 @@ function parseFile(path: string, text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (jsonError) {
-    const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: false, merge: true });
+    const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: false, version: "1.1", merge: true });
     if (doc.errors.length === 0) return doc.toJS({ maxAliasCount: 100 });
     const looksJson = /^\s*[[{]/.test(text) && path.toLowerCase().endsWith(".json");
     if (looksJson) {
