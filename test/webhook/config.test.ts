@@ -107,6 +107,16 @@ describe("hooks files", { concurrency: true }, () => {
     assert.equal((await send(`${s.base}/hooks/second`)).text, "shared message");
   });
 
+  test("a UTF-8 byte-order mark and CRLF line ends are accepted", async () => {
+    const bom = join(dir, "bom.json");
+    await writeFile(bom, `\ufeff[{"id":"bom","execute-command":"${echo}","response-message":"bom ok"}]`);
+    const crlf = join(dir, "crlf.yaml");
+    await writeFile(crlf, `- id: crlf\r\n  execute-command: ${echo}\r\n  response-message: crlf ok\r\n`);
+    const s = await serve(["-hooks", bom, "-hooks", crlf]);
+    assert.equal((await send(`${s.base}/hooks/bom`)).text, "bom ok");
+    assert.equal((await send(`${s.base}/hooks/crlf`)).text, "crlf ok");
+  });
+
   test("unknown keys in a hook are ignored", async () => {
     const file = await writeHooks(dir, [{ id: "extra-keys", "execute-command": echo, "response-message": "fine", "x-note": { any: ["thing"] } }], "extra.json");
     const s = await serve(["-hooks", file]);
