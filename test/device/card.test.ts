@@ -1,0 +1,114 @@
+// Issue 4 point 4 and the --card-size flag: card figures in bytes, recursive file count, files
+// changed in the folder by another program, the default capacity, an emulated card size.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdir, statfs, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { bin, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { getJson, until } from "./fixtures/http.js";
+
+interface Card {
+  total_size: number;
+  used_size: number;
+  free_size: number;
+  file_count: number;
+}
+const card = async (dev: RunningDevice): Promise<Card> => (await getJson<{ sd_card: Card }>(dev.url, "/")).sd_card;
+
+/** Waits (up to a few seconds, as another program's changes may be noticed late) until `ok` holds. */
+const settle = (dev: RunningDevice, ok: (c: Card) => boolean): Promise<Card> =>
+  until(async () => {
+    const c = await card(dev);
+    return ok(c) ? c : undefined;
+  }, 6_000, 100).catch(async (e) => {
+    throw new Error(`${String(e)}; last figures ${JSON.stringify(await card(dev))}`);
+  });
+
+describe("an emulated 8GiB card with files already on it", () => {
+  let dev: RunningDevice;
+  let folder: string;
+  before(async () => {
+    folder = await tempDir("framefi-card-pre-");
+    await mkdir(join(folder, "a/b/c"), { recursive: true });
+    await writeFile(join(folder, "top.jpg"), Buffer.alloc(1000));
+    await writeFile(join(folder, "a/one.jpg"), Buffer.alloc(2000));
+    await writeFile(join(folder, "a/b/c/deep.jpg"), Buffer.alloc(3000));
+    await writeFile(join(folder, ".hidden"), Buffer.alloc(10));
+    dev = await startDevice({ card: folder, args: ["--card-size", "8GiB"] });
+  });
+  after(async () => {
+    await dev?.stop();
+    await removeDir(folder);
+  });
+
+  test("boot figures: total is 8 GiB in bytes, files counted recursively, used + free = total", async () => {
+    const c = await card(dev);
+    assert.equal(c.total_size, 8 * 1024 ** 3);
+    assert.equal(c.file_count, 4, "top.jpg, a/one.jpg, a/b/c/deep.jpg, .hidden (folders not counted)");
+    assert.ok(c.used_size >= 6010, `used_size ${c.used_size} covers the 6010 bytes`);
+    assert.ok(c.used_size < 1024 * 1024, `used_size ${c.used_size} is bytes, not blocks of the host disk`);
+    assert.equal(c.used_size + c.free_size, c.total_size);
+  });
+
+  test("files written by another program are counted within a few seconds (MSC mode)", async () => {
+    const c0 = await card(dev);
+    await run("sh", ["-c", `mkdir -p "${folder}/ext/x/y" && head -c 50000 /dev/zero > "${folder}/ext/x/y/new.bin" && head -c 7000 /dev/zero > "${folder}/ext/b.bin"`]);
+    const c1 = await settle(dev, (c) => c.file_count === c0.file_count + 2 && c.used_size >= c0.used_size + 57_000);
+    assert.equal(c1.used_size + c1.free_size, c1.total_size);
+  });
+
+  test("files grown, deleted and moved by another program", async () => {
+    const c0 = await card(dev);
+    await run("sh", ["-c", `head -c 200000 /dev/zero >> "${folder}/top.jpg"`]);
+    const c1 = await settle(dev, (c) => c.used_size >= c0.used_size + 200_000 && c.file_count === c0.file_count);
+    await run("sh", ["-c", `rm -r "${folder}/ext" && mv "${folder}/a/one.jpg" "${folder}/a/b/moved.jpg"`]);
+    const c2 = await settle(dev, (c) => c.file_count === c1.file_count - 2 && c.used_size <= c1.used_size - 57_000);
+    assert.equal(c2.used_size + c2.free_size, c2.total_size);
+  });
+});
+
+describe("the default capacity is the folder's filesystem", () => {
+  let dev: RunningDevice;
+  before(async () => {
+    dev = await startDevice();
+  });
+  after(async () => {
+    await dev?.stop();
+  });
+
+  test("total_size is the filesystem's size in bytes; free near the filesystem's free bytes", async () => {
+    const fs = await statfs(dev.card);
+    const c = await card(dev);
+    assert.equal(c.total_size, fs.blocks * fs.bsize);
+    const slack = 1024 ** 3; // other programs write to this disk meanwhile
+    assert.ok(c.free_size >= Math.min(fs.bavail, fs.bfree) * fs.bsize - slack && c.free_size <= fs.bfree * fs.bsize + slack,
+      `free_size ${c.free_size} vs bavail ${fs.bavail * fs.bsize} / bfree ${fs.bfree * fs.bsize}`);
+    assert.equal(c.used_size + c.free_size, c.total_size);
+    assert.equal(c.file_count, 0);
+  });
+});
+
+describe("--card-size forms", () => {
+  const forms: Array<[string, number]> = [
+    ["64MiB", 64 * 1024 ** 2],
+    ["1048576", 1048576],
+    ["2GiB", 2 * 1024 ** 3],
+  ];
+  for (const [form, bytes] of forms) {
+    test(`--card-size ${form} → total_size ${bytes}`, async (t) => {
+      const dev = await startDevice({ args: ["--card-size", form] });
+      t.after(() => dev.stop());
+      const c = await card(dev);
+      assert.equal(c.total_size, bytes);
+      assert.equal(c.free_size, bytes - c.used_size);
+    });
+  }
+
+  test("a nonsense --card-size is refused with a clear error", async () => {
+    const dir = await tempDir("framefi-bad-size-");
+    const r = await run(bin("framefi-device"), ["--card-size", "lots", "--port", "0", "--card", join(dir, "card"), "--state", join(dir, "state")], { timeoutMs: 10_000 });
+    await removeDir(dir);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /card-size/);
+  });
+});

@@ -1,0 +1,290 @@
+// Issue 4 points 3, 4 and 7: POST /upload — MSC refusal, multipart with sub-folders, escapes, 507,
+// interrupted uploads, card figures after uploads — against a running bin/framefi-device.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { request } from "node:http";
+import { mkdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { BODY, MODE_FTP } from "./fixtures/contract.js";
+import { call, curl, getJson, multipart, post, tree, until, type Part } from "./fixtures/http.js";
+
+const MiB = 1024 * 1024;
+const CARD = 24 * MiB;
+
+let dev: RunningDevice;
+let work: string; // local files to upload and the "outside" folder escapes aim at
+let outside: string;
+
+interface Status {
+  mode: string;
+  sd_card: { total_size: number; used_size: number; free_size: number; file_count: number };
+}
+const status = (): Promise<Status> => getJson<Status>(dev.url, "/");
+
+before(async () => {
+  work = await tempDir("framefi-upload-work-");
+  outside = join(work, "outside");
+  await mkdir(outside);
+  await writeFile(join(outside, "keep.txt"), "outside the card");
+  dev = await startDevice({ args: ["--card-size", String(CARD)] });
+});
+after(async () => {
+  await dev?.stop();
+  await removeDir(work);
+});
+
+/** Uploads a multipart body with fetch. */
+async function upload(parts: Part[]): Promise<{ status: number; text: string }> {
+  const { body, contentType } = multipart(parts);
+  const r = await call(dev.url, "POST", "/upload", { body, headers: { "content-type": contentType }, timeoutMs: 30_000 });
+  return { status: r.status, text: r.text };
+}
+
+const errorBody = (text: string): void => {
+  const j = JSON.parse(text);
+  assert.deepEqual(Object.keys(j), ["status", "message"], text);
+  assert.equal(j.status, "error");
+  assert.ok(typeof j.message === "string" && j.message.length > 0);
+};
+
+describe("MSC mode: the card belongs to the USB host (point 3)", () => {
+  test("POST /upload → 400 with the firmware's exact body; nothing written", async () => {
+    const before = await tree(dev.card);
+    const local = join(work, "msc.jpg");
+    await writeFile(local, randomBytes(4096));
+    const r = await curl(["-F", `file=@${local}`, `${dev.url}/upload`]);
+    assert.equal(r.status, 400);
+    assert.equal(r.body, BODY.uploadInMsc);
+    const r2 = await upload([{ name: "file", filename: "sub/dir/msc.jpg", content: "hello" }]);
+    assert.equal(r2.status, 400);
+    assert.equal(r2.text, BODY.uploadInMsc);
+    assert.deepEqual(await tree(dev.card), before, "card unchanged");
+  });
+
+  test("switch to FTP mode for the rest", async () => {
+    const r = await post(dev.url, "/mode/ftp");
+    assert.equal(r.text, BODY.switchedToFtp);
+    await eventually(async () => (await status()).mode === MODE_FTP, 2_000);
+  });
+});
+
+describe("uploads in FTP mode (points 4, 7)", () => {
+  test("curl -F file=@… → exact success body, bytes identical, figures updated", async () => {
+    const s0 = await status();
+    const local = join(work, "photo.jpg");
+    const data = randomBytes(300_000);
+    await writeFile(local, data);
+    const r = await curl(["-F", `file=@${local}`, `${dev.url}/upload`]);
+    assert.equal(r.status, 200, r.body + r.stderr);
+    assert.equal(r.body, BODY.uploaded);
+    assert.deepEqual(await readFile(join(dev.card, "photo.jpg")), data);
+    const s1 = await until(async () => {
+      const s = await status();
+      return s.sd_card.file_count === s0.sd_card.file_count + 1 ? s : undefined;
+    }, 3_000);
+    assert.ok(s1.sd_card.used_size - s0.sd_card.used_size >= data.length, "used_size grew by the file's bytes");
+    assert.equal(s1.sd_card.total_size, CARD);
+    assert.equal(s1.sd_card.used_size + s1.sd_card.free_size, CARD, "used + free = total");
+  });
+
+  test("the file may come in any part with a filename; sub-folders are created", async () => {
+    const r = await upload([
+      { name: "note", content: "a plain field first" },
+      { name: "photo", filename: "albums/2024/summer/beach.jpg", content: "beach bytes" },
+    ]);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.text, BODY.uploaded);
+    assert.equal(await readFile(join(dev.card, "albums/2024/summer/beach.jpg"), "utf8"), "beach bytes");
+    const local = join(work, "tree.jpg");
+    await writeFile(local, "tree bytes");
+    const c = await curl(["-F", `image=@${local};filename=albums/2025/tree.jpg`, `${dev.url}/upload`]);
+    assert.equal(c.status, 200, c.body);
+    assert.equal(c.body, BODY.uploaded);
+    assert.equal(await readFile(join(dev.card, "albums/2025/tree.jpg"), "utf8"), "tree bytes");
+  });
+
+  test("uploading an existing name replaces it whole", async () => {
+    const r1 = await upload([{ name: "file", filename: "replace.txt", content: "a much longer first version of the file" }]);
+    assert.equal(r1.status, 200);
+    const r2 = await upload([{ name: "file", filename: "replace.txt", content: "short" }]);
+    assert.equal(r2.status, 200);
+    assert.equal(await readFile(join(dev.card, "replace.txt"), "utf8"), "short");
+  });
+
+  test("file_count is recursive and used_size covers every byte after uploads", async () => {
+    const entries = await tree(dev.card);
+    const files = entries.filter((e) => !e.endsWith("/"));
+    const bytes = files.reduce((n, e) => n + Number(e.slice(e.lastIndexOf(" ") + 1)), 0);
+    const s = await until(async () => {
+      const st = await status();
+      return st.sd_card.file_count === files.length ? st : undefined;
+    }, 3_000);
+    assert.ok(s.sd_card.used_size >= bytes, `used_size ${s.sd_card.used_size} ≥ ${bytes}`);
+    assert.ok(s.sd_card.used_size <= bytes + entries.length * 64 * 1024, `used_size ${s.sd_card.used_size} near ${bytes}`);
+  });
+
+  test("a multipart body without any file part → 400 JSON; nothing written", async () => {
+    const before = await tree(dev.card);
+    const r = await upload([{ name: "note", content: "no file here" }]);
+    assert.equal(r.status, 400, r.text);
+    errorBody(r.text);
+    const empty = await upload([{ name: "file", filename: "", content: "nameless" }]);
+    assert.equal(empty.status, 400, empty.text);
+    errorBody(empty.text);
+    assert.deepEqual(await tree(dev.card), before);
+  });
+});
+
+describe("names that escape the card → 400, nothing written (point 7)", () => {
+  test("'..', absolute, backslash and NUL names", async () => {
+    await mkdir(join(dev.card, "inner"), { recursive: true });
+    const beforeCard = await tree(dev.card);
+    const beforeOutside = await tree(outside);
+    const names = [
+      "../escape.txt",
+      "../../escape.txt",
+      "inner/../../escape.txt",
+      "inner/../../../../../../tmp/escape.txt",
+      "..",
+      `${outside}/escape.txt`,
+      "/escape.txt",
+      "..\\escape.txt",
+      "inner\\..\\..\\escape.txt",
+      "C:\\escape.txt",
+      "esc\0ape.txt",
+      "inner/\0/escape.txt",
+      "inner/escape.txt\0.jpg",
+    ];
+    for (const name of names) {
+      const r = await upload([{ name: "file", filename: name, content: "should never land" }]);
+      assert.equal(r.status, 400, `${JSON.stringify(name)} → ${r.status} ${r.text}`);
+      errorBody(r.text);
+    }
+    assert.deepEqual(await tree(dev.card), beforeCard, "card unchanged");
+    assert.deepEqual(await tree(outside), beforeOutside, "outside unchanged");
+    assert.equal(await readFile(join(outside, "keep.txt"), "utf8"), "outside the card");
+  });
+
+  test("symlinks inside the card pointing out", async () => {
+    await symlink(outside, join(dev.card, "door"));
+    await symlink(join(outside, "keep.txt"), join(dev.card, "keep-link.txt"));
+    try {
+      const beforeCard = await tree(dev.card);
+      const beforeOutside = await tree(outside);
+      for (const name of ["door/escape.txt", "door/keep.txt", "keep-link.txt", "door/new/deep.txt"]) {
+        const r = await upload([{ name: "file", filename: name, content: "should never land" }]);
+        assert.equal(r.status, 400, `${name} → ${r.status} ${r.text}`);
+        errorBody(r.text);
+      }
+      assert.deepEqual(await tree(dev.card), beforeCard, "card unchanged");
+      assert.deepEqual(await tree(outside), beforeOutside, "outside unchanged");
+      assert.equal(await readFile(join(outside, "keep.txt"), "utf8"), "outside the card");
+    } finally {
+      await rm(join(dev.card, "door"));
+      await rm(join(dev.card, "keep-link.txt"));
+    }
+  });
+
+  test("a path through an existing regular file → JSON error, service up", async () => {
+    await writeFile(join(dev.card, "plain.txt"), "x");
+    const before = await tree(dev.card);
+    const r = await upload([{ name: "file", filename: "plain.txt/child.jpg", content: "nope" }]);
+    assert.ok([400, 409, 500].includes(r.status), `${r.status} ${r.text}`);
+    errorBody(r.text);
+    assert.deepEqual(await tree(dev.card), before);
+    assert.equal((await call(dev.url, "GET", "/mode/ftp")).text, BODY.modeIsFtp);
+  });
+});
+
+describe("not enough space → 507, nothing written (point 7)", () => {
+  test("a file larger than the free space, with Content-Length", async () => {
+    const before = await tree(dev.card);
+    const s0 = await status();
+    const local = join(work, "huge.bin");
+    await writeFile(local, Buffer.alloc(s0.sd_card.free_size + MiB, 7));
+    const r = await curl(["-F", `file=@${local}`, `${dev.url}/upload`]);
+    assert.equal(r.status, 507, r.body + r.stderr);
+    errorBody(r.body);
+    assert.deepEqual(await eventually(async () => {
+      const t = await tree(dev.card);
+      return JSON.stringify(t) === JSON.stringify(before) ? t : undefined;
+    }, 5_000), before, "no partial or temp file left");
+    assert.equal((await status()).sd_card.free_size, s0.sd_card.free_size);
+    await rm(local);
+  });
+
+  test("a streamed (chunked) body that outgrows the free space", async () => {
+    const before = await tree(dev.card);
+    const s0 = await status();
+    const boundary = "----framefiStreamBoundary";
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="stream.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    const chunk = Buffer.alloc(256 * 1024, 1);
+    let left = s0.sd_card.free_size + 2 * MiB;
+    let sentHead = false;
+    const body = new ReadableStream<Uint8Array>({
+      pull(ctl) {
+        if (!sentHead) {
+          sentHead = true;
+          ctl.enqueue(head);
+        } else if (left > 0) {
+          left -= chunk.length;
+          ctl.enqueue(chunk);
+        } else {
+          ctl.enqueue(tail);
+          ctl.close();
+        }
+      },
+    });
+    let status507 = 0;
+    let text = "";
+    try {
+      const res = await fetch(dev.url + "/upload", {
+        method: "POST",
+        body,
+        headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
+        duplex: "half",
+        signal: AbortSignal.timeout(30_000),
+      } as RequestInit);
+      status507 = res.status;
+      text = await res.text();
+    } catch (e) {
+      assert.fail(`the server should answer 507 rather than drop the connection: ${String(e)}`);
+    }
+    assert.equal(status507, 507, text);
+    errorBody(text);
+    await eventually(async () => JSON.stringify(await tree(dev.card)) === JSON.stringify(before), 5_000);
+  });
+});
+
+describe("interrupted upload leaves nothing (point 7)", () => {
+  test("client connection killed midway", async () => {
+    const before = await tree(dev.card);
+    const boundary = "----framefiCutBoundary";
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="cut/half.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    const total = 8 * MiB;
+    await new Promise<void>((res) => {
+      const req = request({
+        host: "127.0.0.1",
+        port: dev.port,
+        method: "POST",
+        path: "/upload",
+        headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + total + 64 },
+      });
+      req.on("error", () => res());
+      req.on("close", () => res());
+      req.write(head);
+      req.write(Buffer.alloc(2 * MiB, 3), () => {
+        setTimeout(() => req.destroy(), 300);
+      });
+    });
+    const after = await eventually(async () => {
+      const t = await tree(dev.card);
+      return JSON.stringify(t) === JSON.stringify(before) ? t : undefined;
+    }, 5_000).catch(async () => tree(dev.card));
+    assert.deepEqual(after, before, "no partial file, no temp file, no new folder");
+    assert.equal((await call(dev.url, "GET", "/mode/ftp")).text, BODY.modeIsFtp, "service still up");
+  });
+});
