@@ -110,6 +110,8 @@ export class Card {
 
   /** The figures GET / reports: no tree walk, one statfs call at most. */
   async figures(): Promise<CardFigures> {
+    // Changes the watcher has already reported are applied first, so an answer never lags behind them.
+    if (this.pending.size > 0) await this.flush();
     if (this.opts.capacity !== undefined) {
       const total = this.opts.capacity;
       return { totalSize: total, usedSize: this.usedBytes, freeSize: Math.max(0, total - this.usedBytes), fileCount: this.files.size };
@@ -132,9 +134,9 @@ export class Card {
   /**
    * Turns a client-supplied name (upload filename, FTP path made card-relative) into a path inside the card.
    * Refuses NUL, backslashes, absolute paths, drive letters, ".." segments, and any folder on the way that is a
-   * symlink leading out of the card or a file. With `followFinal`, the last component must stay inside too.
+   * symlink leading out of the card or a file. The last component may be anything but a link leading out.
    */
-  async resolve(name: string, followFinal = false): Promise<CardPath> {
+  async resolve(name: string): Promise<CardPath> {
     const refuse = (why: string): never => {
       throw new CardError("unsafe-path", `Invalid file name "${printable(name)}": ${why}.`);
     };
@@ -150,8 +152,7 @@ export class Card {
     const relative = segments.join("/");
     const absolute = join(this.root, ...segments);
     let current = this.root;
-    const last = followFinal ? segments.length : segments.length - 1;
-    for (let i = 0; i < last; i++) {
+    for (let i = 0; i < segments.length; i++) {
       current = join(current, segments[i]!);
       let st;
       try {
@@ -336,6 +337,7 @@ export class Card {
   }
 
   private async flush(): Promise<void> {
+    clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
     const paths = [...this.pending];
     this.pending.clear();
