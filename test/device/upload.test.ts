@@ -3,7 +3,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { request } from "node:http";
-import { mkdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
@@ -286,5 +286,119 @@ describe("interrupted upload leaves nothing (point 7)", () => {
     }, 5_000).catch(async () => tree(dev.card));
     assert.deepEqual(after, before, "no partial file, no temp file, no new folder");
     assert.equal((await call(dev.url, "GET", "/mode/ftp")).text, BODY.modeIsFtp, "service still up");
+  });
+});
+
+describe("streaming, temp names and file names (point 7)", () => {
+  test("the final name appears only when the upload is complete", async () => {
+    const boundary = "----framefiSlowBoundary";
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow/whole.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    const part = Buffer.alloc(MiB, 5);
+    let answer = "";
+    let code = 0;
+    const req = request({
+      host: "127.0.0.1",
+      port: dev.port,
+      method: "POST",
+      path: "/upload",
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + 2 * part.length + tail.length },
+    });
+    const done = new Promise<void>((res, rej) => {
+      req.on("response", (r) => {
+        code = r.statusCode ?? 0;
+        r.setEncoding("utf8").on("data", (d: string) => (answer += d)).on("end", () => res());
+      });
+      req.on("error", rej);
+    });
+    req.write(head);
+    await new Promise<void>((r) => req.write(part, () => r()));
+    await new Promise((r) => setTimeout(r, 400));
+    const midway = await tree(dev.card);
+    assert.ok(!midway.some((e) => e.startsWith("slow/whole.bin")), `final name visible before the upload completed: ${midway.join(", ")}`);
+    req.write(part);
+    req.end(tail);
+    await done;
+    assert.equal(code, 200, answer);
+    assert.equal(answer, BODY.uploaded);
+    const bytes = await readFile(join(dev.card, "slow/whole.bin"));
+    assert.equal(bytes.length, 2 * MiB);
+    assert.ok(bytes.every((b) => b === 5));
+  });
+
+  test("UTF-8 file names are kept as sent (curl sends them raw)", async () => {
+    const local = join(work, "utf8.jpg");
+    await writeFile(local, "ünïcödé");
+    const name = "été/фото 1.jpg";
+    const r = await curl(["-F", `file=@${local};filename=${name}`, `${dev.url}/upload`]);
+    assert.equal(r.status, 200, r.body);
+    assert.equal(await readFile(join(dev.card, name), "utf8"), "ünïcödé");
+  });
+
+  test("PUT /upload?filename= (the docs' raw form) refuses escaping names too", async () => {
+    const before = await tree(dev.card);
+    const beforeOutside = await tree(outside);
+    for (const q of ["../escape.txt", "%2E%2E%2Fescape.txt", `${encodeURIComponent(outside)}%2Fescape.txt`, "a%00b.txt", "..%5Cescape.txt", ""]) {
+      const r = await call(dev.url, "PUT", `/upload?filename=${q}`, { body: "nope" });
+      assert.equal(r.status, 400, `filename=${q} → ${r.status} ${r.text}`);
+      errorBody(r.text);
+    }
+    const noName = await call(dev.url, "PUT", "/upload", { body: "nope" });
+    assert.equal(noName.status, 400);
+    errorBody(noName.text);
+    assert.deepEqual(await tree(dev.card), before);
+    assert.deepEqual(await tree(outside), beforeOutside);
+  });
+});
+
+describe("memory stays flat while a big upload streams to disk (point 7)", () => {
+  let big: RunningDevice;
+  before(async () => {
+    big = await startDevice();
+    await post(big.url, "/mode/ftp");
+    await eventually(async () => (await getJson<Status>(big.url, "/")).mode === MODE_FTP, 2_000);
+  });
+  after(async () => {
+    await big?.stop();
+  });
+
+  const peakRss = async (pid: number): Promise<number> => {
+    const m = (await readFile(`/proc/${pid}/status`, "utf8")).match(/VmHWM:\s+(\d+) kB/);
+    return Number(m![1]) * 1024;
+  };
+
+  test("a 160 MiB upload raises the service's peak RSS by far less than its size", async () => {
+    const pid = big.program.child.pid!;
+    const before = await peakRss(pid);
+    const boundary = "----framefiBigBoundary";
+    const size = 160 * MiB;
+    const chunk = Buffer.alloc(MiB, 9);
+    let sent = 0;
+    let stage = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(ctl) {
+        if (stage === 0) {
+          stage = 1;
+          ctl.enqueue(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n`));
+        } else if (sent < size) {
+          sent += chunk.length;
+          ctl.enqueue(chunk);
+        } else {
+          ctl.enqueue(Buffer.from(`\r\n--${boundary}--\r\n`));
+          ctl.close();
+        }
+      },
+    });
+    const res = await fetch(big.url + "/upload", {
+      method: "POST",
+      body,
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
+      duplex: "half",
+      signal: AbortSignal.timeout(60_000),
+    } as RequestInit);
+    assert.equal(await res.text(), BODY.uploaded);
+    const grew = (await peakRss(pid)) - before;
+    assert.ok(grew < 64 * MiB, `peak RSS grew by ${(grew / MiB).toFixed(1)} MiB for a 160 MiB upload`);
+    assert.equal((await stat(join(big.card, "big.bin"))).size, size);
   });
 });
