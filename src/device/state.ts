@@ -164,12 +164,12 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
     return next;
   }
 
-  /** Sets and persists the brightness; resolves once it is on disk. */
+  /** Sets and persists the brightness; resolves once it is on disk (or the write failed and was logged). */
   setBrightness(value: number): Promise<void> {
     this.brightness = value;
     this.showLed();
     this.emitChange("brightness");
-    return this.settings.update({ ledBrightness: value });
+    return this.save({ ledBrightness: value });
   }
 
   /** Enables, disables or toggles the MQTT client and persists the choice; returns the new state. */
@@ -182,7 +182,17 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
       this.mqttConnected = false;
     }
     if (changed) this.emitChange("mqtt-enabled");
-    return { enabled: next, saved: this.settings.update({ mqttEnabled: next }) };
+    return { enabled: next, saved: this.save({ mqttEnabled: next }) };
+  }
+
+  /**
+   * The change is in effect either way (the answer says so); a settings file that cannot be written only costs
+   * persistence, and the log says what to fix.
+   */
+  private save(changes: Partial<Settings>): Promise<void> {
+    return this.settings.update(changes).catch((e: Error) => {
+      this.log(`warning: could not save the settings (${e.message}); the change is in effect but will not survive a restart. Check the state folder.`);
+    });
   }
 
   /** For the MQTT client: its PubSubClient-style state code and whether it is connected. */

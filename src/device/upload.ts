@@ -101,7 +101,7 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
 
   let parser: busboy.Busboy;
   try {
-    parser = busboy({ headers: req.headers, preservePath: true, highWaterMark: CHUNK, fileHwm: CHUNK });
+    parser = busboy({ headers: req.headers, preservePath: true, defParamCharset: "utf8", highWaterMark: CHUNK, fileHwm: CHUNK });
   } catch (e) {
     sendErrorAndClose(req, res, 400, `Malformed multipart request: ${(e as Error).message}.`);
     return;
