@@ -4,7 +4,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startDevice, type RunningDevice } from "../helpers.js";
 import { BODY, ENDPOINTS, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
-import { call, get, getJson, post, rawRequest } from "./fixtures/http.js";
+import { call, get, post, rawRequest } from "./fixtures/http.js";
+import { api } from "./fixtures/device.js";
 
 let dev: RunningDevice;
 before(async () => {
@@ -36,7 +37,7 @@ async function expectGet(path: string, body: string): Promise<void> {
 async function waitForMode(mode: string, limitMs = 5_000): Promise<number> {
   const t0 = Date.now();
   for (;;) {
-    const m = (await getJson<{ mode: string }>(dev.url, "/mode/msc")).mode;
+    const m = (await api(dev).mode()).mode;
     if (m === mode) return Date.now() - t0;
     if (Date.now() - t0 > limitMs) throw new Error(`mode still ${m} after ${limitMs} ms, wanted ${mode}`);
     await new Promise((r) => setTimeout(r, 20));
@@ -71,7 +72,7 @@ describe("boot state and GET / (points 1, 2)", () => {
     await expectGet("/display/status", BODY.displayIs("on"));
     await expectGet("/led/status", JSON.stringify({ status: "success", color: "green", state: "on", brightness: 13 }));
     await expectGet("/led/brightness", BODY.brightnessIs(13));
-    const m = await getJson<Record<string, unknown>>(dev.url, "/mqtt/status");
+    const m = await api(dev).mqttStatus();
     assert.deepEqual(keys(m), ["status", "mqtt_enabled", "mqtt_connected", "mqtt_state"]);
     assert.equal(m.status, "success");
     assert.equal(typeof m.mqtt_enabled, "boolean");
@@ -96,7 +97,7 @@ describe("mode transitions (points 1, 2)", () => {
     assert.ok(ms <= 1_000, `mode visible after ${ms} ms (issue: within 1 s)`);
     await expectGet("/mode/ftp", BODY.modeIsFtp);
     await expectGet("/mode/msc", BODY.modeIsFtp);
-    const s = await getJson<{ mode: string; led: { color: string; state: string } }>(dev.url, "/");
+    const s = await api(dev).status();
     assert.equal(s.mode, MODE_FTP);
     assert.equal(s.led.color, "purple", "issue 4 point 2: purple in FTP (firmware says unknown)");
     assert.equal(s.led.state, "on");
@@ -111,7 +112,7 @@ describe("mode transitions (points 1, 2)", () => {
     await expectPost("/mode/msc", BODY.switchedToMsc);
     const ms = await waitForMode(MODE_MSC);
     assert.ok(ms <= 1_000, `mode visible after ${ms} ms (issue: within 1 s)`);
-    const s = await getJson<{ led: { color: string } }>(dev.url, "/");
+    const s = await api(dev).status();
     assert.equal(s.led.color, "green");
   });
 });
@@ -120,7 +121,7 @@ describe("display (points 1, 2)", () => {
   test("off, on, toggle, toggle with the firmware's messages; status follows", async () => {
     await expectPost("/display/off", BODY.displayTurned("off"));
     await expectGet("/display/status", BODY.displayIs("off"));
-    assert.equal((await getJson<{ display: { status: string } }>(dev.url, "/")).display.status, "off");
+    assert.equal((await api(dev).status()).display.status, "off");
     await expectPost("/display/off", BODY.displayTurned("off"));
     await expectPost("/display/toggle", BODY.displayToggled("on"));
     await expectGet("/display/status", BODY.displayIs("on"));
@@ -137,7 +138,7 @@ describe("LED (points 1, 2)", () => {
     await expectPost("/led/off", BODY.ledTurned("off"));
     // Firmware getLedColorString(): a dark LED reads back as colour "off".
     await expectGet("/led/status", JSON.stringify({ status: "success", color: "off", state: "off", brightness: 13 }));
-    const s = await getJson<{ led: { color: string; state: string } }>(dev.url, "/");
+    const s = await api(dev).status();
     assert.deepEqual(s.led, { color: "off", state: "off", brightness: 13 });
     await expectPost("/led/toggle", BODY.ledToggled("on"));
     await expectGet("/led/status", JSON.stringify({ status: "success", color: "green", state: "on", brightness: 13 }));
@@ -151,11 +152,11 @@ describe("LED (points 1, 2)", () => {
 
 describe("MQTT flag (points 1, 2)", () => {
   test("disable, enable, toggle with the firmware's messages; status follows", async () => {
-    const enabled = async (): Promise<boolean> => (await getJson<{ mqtt_enabled: boolean }>(dev.url, "/mqtt/status")).mqtt_enabled;
+    const enabled = async (): Promise<boolean> => (await api(dev).mqttStatus()).mqtt_enabled;
     await expectPost("/mqtt/disable", BODY.mqttDisabled);
     assert.equal(await enabled(), false);
-    assert.equal((await getJson<{ mqtt: { enabled: boolean; connected: boolean } }>(dev.url, "/")).mqtt.enabled, false);
-    assert.equal((await getJson<{ mqtt_connected: boolean }>(dev.url, "/mqtt/status")).mqtt_connected, false, "disabled → not connected");
+    assert.equal((await api(dev).status()).mqtt.enabled, false);
+    assert.equal((await api(dev).mqttStatus()).mqtt_connected, false, "disabled → not connected");
     await expectPost("/mqtt/disable", BODY.mqttDisabled);
     await expectPost("/mqtt/toggle", BODY.mqttEnabled);
     assert.equal(await enabled(), true);
@@ -167,7 +168,7 @@ describe("MQTT flag (points 1, 2)", () => {
 });
 
 describe("LED brightness (points 1, 5)", () => {
-  const brightness = async (): Promise<number> => (await getJson<{ brightness: number }>(dev.url, "/led/brightness")).brightness;
+  const brightness = async (): Promise<number> => (await api(dev).brightness()).brightness;
 
   test("plain integer bodies are accepted whatever the Content-Type", async () => {
     const cases: Array<[string, Record<string, string>, number]> = [
@@ -182,7 +183,7 @@ describe("LED brightness (points 1, 5)", () => {
       assert.equal(r.status, 200, `body ${body} ${JSON.stringify(headers)}: ${r.text}`);
       assert.equal(r.text, BODY.brightnessSet(n));
       assert.equal(await brightness(), n);
-      const s = await getJson<{ led: { brightness: number } }>(dev.url, "/");
+      const s = await api(dev).status();
       assert.equal(s.led.brightness, n);
     }
   });
@@ -262,6 +263,18 @@ describe("error bodies (point 9)", () => {
     assert.ok(badPct.status === 400 || badPct.status === 404, `GET /%zz → ${badPct.status}`);
     errorShape(badPct.text);
     await expectGet("/mode/msc", BODY.modeIsMsc);
+  });
+
+  test("a query string does not change the route", async () => {
+    await expectGet("/led/brightness?x=1", BODY.brightnessIs(13));
+    await expectGet("/mode/msc?cache=no", BODY.modeIsMsc);
+  });
+
+  test("an oversized brightness body → 4xx JSON error, state unchanged, service up", async () => {
+    const r = await post(dev.url, "/led/brightness", { body: "1".repeat(5 * 1024 * 1024), headers: { "content-type": "text/plain" } });
+    assert.ok(r.status === 400 || r.status === 413, `→ ${r.status}`);
+    errorShape(r.text);
+    await expectGet("/led/brightness", BODY.brightnessIs(13));
   });
 
   test("every seed endpoint answers JSON (not HTML) for its own method", async () => {

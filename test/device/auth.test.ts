@@ -4,7 +4,9 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { bin, run, startDevice, type RunningDevice } from "../helpers.js";
 import { BODY, ENDPOINTS, MODE_MSC } from "./fixtures/contract.js";
-import { call, curl, getJson } from "./fixtures/http.js";
+import { call, curl } from "./fixtures/http.js";
+import { api } from "./fixtures/device.js";
+import { AuthenticationError, ForbiddenError } from "../../src/client/api.js";
 
 const USER = "frame-admin";
 const PASS = "s3cret-Pa55:with-colon";
@@ -28,16 +30,9 @@ const errorBody = (text: string): void => {
   assert.ok(typeof j.message === "string" && j.message.length > 0);
 };
 
-interface Status {
-  mode: string;
-  display: { status: string };
-  mqtt: { enabled: boolean };
-  led: { state: string; brightness: number };
-}
-
 /** The settable part of the state (MQTT connection fields move on their own). */
 async function settable(dev: RunningDevice): Promise<object> {
-  const s = await getJson<Status>(dev.url, "/", { auth: ADMIN });
+  const s = await api(dev, ADMIN).status();
   return { mode: s.mode, display: s.display.status, mqtt: s.mqtt.enabled, led: s.led.state, brightness: s.led.brightness };
 }
 
@@ -86,7 +81,9 @@ describe("a web user and password are set", () => {
         errorBody(r.text);
       }
     }
-    assert.equal((await getJson<Status>(dev.url, "/", { auth: ADMIN })).display.status, "on");
+    assert.equal((await api(dev, ADMIN).status()).display.status, "on");
+    await assert.rejects(api(dev, [USER, "wrong"]).status(), AuthenticationError);
+    await assert.rejects(api(dev).display("off"), AuthenticationError);
   });
 
   test("the right credentials open every endpoint (curl -u as in the docs)", async () => {
@@ -102,6 +99,14 @@ describe("a web user and password are set", () => {
     const up = await curl(["-u", `${USER}:${PASS}`, "-F", "file=@/etc/hostname", `${dev.url}/upload`]);
     assert.equal(up.status, 400, "authenticated upload in MSC mode reaches the MSC check");
     assert.equal(up.body, BODY.uploadInMsc);
+  });
+
+  test("the auth scheme name is case-insensitive (RFC 7617)", async () => {
+    const token = Buffer.from(`${USER}:${PASS}`).toString("base64");
+    for (const scheme of ["basic", "BASIC"]) {
+      const r = await call(dev.url, "GET", "/led/status", { headers: { authorization: `${scheme} ${token}` } });
+      assert.equal(r.status, 200, scheme);
+    }
   });
 
   test("secrets never appear in the service's output", async () => {
@@ -124,10 +129,14 @@ describe("a web user and password are set", () => {
         errorBody(r.text);
       }
     }
+    const roClient = api(dev, RO);
+    assert.equal((await roClient.ledStatus()).status, "success");
+    await assert.rejects(roClient.led("off"), ForbiddenError);
+    await assert.rejects(roClient.setBrightness(1), ForbiddenError);
     const wrongRo = await call(dev.url, "GET", "/", { auth: [RO_USER, "nope"] });
     assert.equal(wrongRo.status, 401);
     assert.deepEqual(await settable(dev), before);
-    assert.equal((await getJson<Status>(dev.url, "/", { auth: ADMIN })).mode, MODE_MSC);
+    assert.equal((await api(dev, ADMIN).status()).mode, MODE_MSC);
   });
 });
 

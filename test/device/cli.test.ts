@@ -5,15 +5,15 @@ import assert from "node:assert/strict";
 import { mkdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { bin, freePort, removeDir, run, startDevice, tempDir } from "../helpers.js";
-import { call, getJson } from "./fixtures/http.js";
+import { call } from "./fixtures/http.js";
+import { api } from "./fixtures/device.js";
 
 const FLAGS = [
   "--host", "--port", "--card", "--card-size", "--state", "--web-user", "--web-password",
   "--ftp-user", "--ftp-password", "--ftp-port", "--setup-port", "--mqtt-url", "--config",
 ];
 
-const total = async (url: string, auth?: readonly [string, string]): Promise<number> =>
-  (await getJson<{ sd_card: { total_size: number } }>(url, "/", { auth })).sd_card.total_size;
+const total = async (url: string, auth?: readonly [string, string]): Promise<number> => (await api(url, auth).status()).sd_card.total_size;
 
 let folder: string;
 before(async () => {
@@ -112,6 +112,17 @@ describe("--config FILE", () => {
       assert.notEqual(r.code, 0, `--config ${f} should fail`);
       assert.ok(r.stderr.includes(f), `error names the file: ${r.stderr}`);
     }
+  });
+});
+
+describe("display orientation", () => {
+  test("--orientation 3 shows in GET /; an orientation outside 0–3 is refused", async (t) => {
+    const dev = await startDevice({ args: ["--orientation", "3"] });
+    t.after(() => dev.stop());
+    assert.equal((await api(dev).status()).display.orientation, 3);
+    const r = await run(bin("framefi-device"), ["--orientation", "7", "--port", "0", "--card", join(folder, "o"), "--state", join(folder, "os")], { timeoutMs: 10_000 });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /orientation/);
   });
 });
 

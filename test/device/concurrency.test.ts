@@ -6,7 +6,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startDevice, type RunningDevice } from "../helpers.js";
 import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
-import { getJson, post, until } from "./fixtures/http.js";
+import { post, until } from "./fixtures/http.js";
+import { api } from "./fixtures/device.js";
 
 let dev: RunningDevice;
 before(async () => {
@@ -15,13 +16,6 @@ before(async () => {
 after(async () => {
   await dev?.stop();
 });
-
-interface Status {
-  mode: string;
-  display: { status: string };
-  mqtt: { enabled: boolean };
-  led: { color: string; state: string; brightness: number };
-}
 
 type Op = { path: string; body?: string };
 
@@ -35,7 +29,7 @@ function shuffled<T>(xs: T[]): T[] {
 }
 
 test("1 000 concurrent mixed POSTs are serialised", async () => {
-  const s0 = await getJson<Status>(dev.url, "/");
+  const s0 = await api(dev).status();
   assert.equal(s0.mode, MODE_MSC);
   assert.equal(s0.display.status, "on");
 
@@ -84,9 +78,9 @@ test("1 000 concurrent mixed POSTs are serialised", async () => {
 
   const wantMode = toFtp > toMsc ? MODE_FTP : MODE_MSC;
   const s1 = await until(async () => {
-    const s = await getJson<Status>(dev.url, "/");
+    const s = await api(dev).status();
     return s.mode === wantMode ? s : undefined;
-  }, 2_000).catch(async () => getJson<Status>(dev.url, "/"));
+  }, 2_000).catch(async () => api(dev).status());
   assert.equal(s1.mode, wantMode, "final mode matches the order the answers imply");
   assert.equal(s1.display.status, dOff > dOn ? "off" : "on", "final display matches the answers");
   assert.equal(s1.mqtt.enabled, first > second ? !s0.mqtt.enabled : s0.mqtt.enabled, "final MQTT flag matches the answers");
@@ -94,19 +88,19 @@ test("1 000 concurrent mixed POSTs are serialised", async () => {
   assert.equal(s1.led.color, wantMode === MODE_FTP ? "purple" : "green", "LED colour follows the final mode");
 
   // The separate read endpoints agree with GET /.
-  assert.equal((await getJson<{ display_status: string }>(dev.url, "/display/status")).display_status, s1.display.status);
-  assert.equal((await getJson<{ brightness: number }>(dev.url, "/led/brightness")).brightness, s1.led.brightness);
-  assert.equal((await getJson<{ mqtt_enabled: boolean }>(dev.url, "/mqtt/status")).mqtt_enabled, s1.mqtt.enabled);
+  assert.equal((await api(dev).displayStatus()).display_status, s1.display.status);
+  assert.equal((await api(dev).brightness()).brightness, s1.led.brightness);
+  assert.equal((await api(dev).mqttStatus()).mqtt_enabled, s1.mqtt.enabled);
 });
 
 test("200 concurrent LED toggles alternate and leave the LED as the answers imply", async () => {
-  const s0 = await getJson<Status>(dev.url, "/");
+  const s0 = await api(dev).status();
   assert.equal(s0.led.state, "on");
   const replies = await Promise.all(Array.from({ length: 201 }, () => post(dev.url, "/led/toggle", { timeoutMs: 30_000 })));
   const off = replies.filter((r) => r.text === BODY.ledToggled("off")).length;
   const on = replies.filter((r) => r.text === BODY.ledToggled("on")).length;
   assert.equal(off + on, 201, `answers: ${[...new Set(replies.map((r) => r.text))].join(" | ")}`);
   assert.ok(off - on === 0 || off - on === 1, `LED toggles answered off ${off} / on ${on}`);
-  const s1 = await getJson<Status>(dev.url, "/");
+  const s1 = await api(dev).status();
   assert.equal(s1.led.state, off > on ? "off" : "on");
 });

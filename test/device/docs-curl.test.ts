@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { DOC_STEPS } from "./fixtures/docs-curl.js";
-import { curl, getJson, shellWords } from "./fixtures/http.js";
+import { curl, shellWords } from "./fixtures/http.js";
+import { api } from "./fixtures/device.js";
 
 let work: string;
 let image: string;
@@ -45,7 +46,7 @@ for (const creds of [undefined, ["docuser", "docpass"] as const]) {
         if (step.thenMode) {
           const { thenMode, thenDisplay } = step;
           await eventually(async () => {
-            const s = await getJson<{ mode: string; display: { status: string } }>(dev.url, "/", { auth: creds, timeoutMs: 1_000 });
+            const s = await api(dev, creds, 1_000).status();
             return s.mode === thenMode && (!thenDisplay || s.display.status === thenDisplay);
           }, 3_000, 25);
         }

@@ -6,7 +6,8 @@ import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eventually, freePort, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
-import { call, getJson, post, sleep } from "./fixtures/http.js";
+import { call, post, sleep } from "./fixtures/http.js";
+import { api } from "./fixtures/device.js";
 
 interface Status {
   mode: string;
@@ -16,8 +17,7 @@ interface Status {
 }
 
 const setBrightness = async (dev: RunningDevice, n: number, auth?: readonly [string, string]): Promise<void> => {
-  const r = await post(dev.url, "/led/brightness", { body: String(n), headers: { "content-type": "text/plain" }, auth });
-  assert.equal(r.text, BODY.brightnessSet(n));
+  assert.deepEqual(await api(dev, auth).setBrightness(n), JSON.parse(BODY.brightnessSet(n)));
 };
 
 /** Resolves once nothing answers HTTP on `url` any more. */
@@ -51,13 +51,13 @@ describe("persisted settings survive a restart of the process (point 6)", () => 
       await post(a.url, "/display/off");
       await post(a.url, "/led/off");
       await post(a.url, "/mode/ftp");
-      await eventually(async () => (await getJson<Status>(a.url, "/")).mode === MODE_FTP, 2_000);
+      await eventually(async () => (await api(a).status()).mode === MODE_FTP, 2_000);
     } finally {
       await a.stop();
     }
     const b = await startDevice({ state, card });
     try {
-      const s = await getJson<Status>(b.url, "/");
+      const s = await api(b).status();
       assert.equal(s.led.brightness, 77);
       assert.equal(s.mqtt.enabled, false);
       assert.equal(s.mode, MODE_MSC, "boots in MSC");
@@ -65,6 +65,23 @@ describe("persisted settings survive a restart of the process (point 6)", () => 
       assert.equal(s.led.state, "on", "boots with the LED on");
       assert.equal(s.led.color, "green");
       assert.equal(s.display.orientation, 1);
+    } finally {
+      await b.stop();
+    }
+  });
+
+  test("a brightness set through the API wins over --brightness on the next start", async () => {
+    const state = join(folder, "state-flag");
+    const a = await startDevice({ state, args: ["--brightness", "40"] });
+    try {
+      assert.equal((await api(a).status()).led.brightness, 40, "--brightness sets the starting value");
+      await setBrightness(a, 90);
+    } finally {
+      await a.stop();
+    }
+    const b = await startDevice({ state, args: ["--brightness", "40"] });
+    try {
+      assert.equal((await api(b).status()).led.brightness, 90);
     } finally {
       await b.stop();
     }
@@ -80,7 +97,7 @@ describe("persisted settings survive a restart of the process (point 6)", () => 
       filesAfterOne = (await readdir(state)).sort();
       const values = Array.from({ length: 60 }, (_, i) => (i * 37) % 256);
       await Promise.all(values.map((v) => post(a.url, "/led/brightness", { body: String(v) })));
-      last = (await getJson<{ brightness: number }>(a.url, "/led/brightness")).brightness;
+      last = (await api(a).brightness()).brightness;
       await sleep(300);
       assert.deepEqual((await readdir(state)).sort(), filesAfterOne, "no temp files left behind in the state folder");
     } finally {
@@ -88,7 +105,7 @@ describe("persisted settings survive a restart of the process (point 6)", () => 
     }
     const b = await startDevice({ state });
     try {
-      assert.equal((await getJson<{ brightness: number }>(b.url, "/led/brightness")).brightness, last);
+      assert.equal((await api(b).brightness()).brightness, last);
     } finally {
       await b.stop();
     }
@@ -108,7 +125,7 @@ describe("persisted settings survive a restart of the process (point 6)", () => 
     for (const f of files) await writeFile(join(state, f), "{ this is not valid \u0000\u00ff settings");
     const b = await startDevice({ state });
     try {
-      const s = await getJson<Status>(b.url, "/");
+      const s = await api(b).status();
       assert.equal(s.led.brightness, 13, "default brightness");
       assert.match(b.program.stdout() + b.program.stderr(), /warn/i, "a warning is logged");
       await setBrightness(b, 55);
@@ -117,50 +134,34 @@ describe("persisted settings survive a restart of the process (point 6)", () => 
     }
     const c = await startDevice({ state });
     try {
-      assert.equal((await getJson<Status>(c.url, "/")).led.brightness, 55, "settings written again after the corrupt file");
+      assert.equal((await api(c).status()).led.brightness, 55, "settings written again after the corrupt file");
     } finally {
       await c.stop();
     }
   });
 
-  test("an unreadable settings file (a folder in its place) → defaults and a warning", async () => {
-    const state = join(folder, "state4");
-    const a = await startDevice({ state });
-    try {
-      await setBrightness(a, 201);
-    } finally {
-      await a.stop();
-    }
-    for (const f of await readdir(state)) {
-      await rm(join(state, f), { recursive: true });
-      await mkdir(join(state, f));
-    }
-    const b = await startDevice({ state });
-    try {
-      assert.equal((await getJson<Status>(b.url, "/")).led.brightness, 13);
-      assert.match(b.program.stdout() + b.program.stderr(), /warn/i);
-    } finally {
-      await b.stop();
-    }
-  });
-
-  test("an empty settings file → defaults and a warning", async () => {
-    const state = join(folder, "state5");
-    const a = await startDevice({ state });
-    try {
-      await setBrightness(a, 202);
-    } finally {
-      await a.stop();
-    }
-    for (const f of await readdir(state)) await writeFile(join(state, f), "");
-    const b = await startDevice({ state });
-    try {
-      assert.equal((await getJson<Status>(b.url, "/")).led.brightness, 13);
-      assert.match(b.program.stdout() + b.program.stderr(), /warn/i);
-    } finally {
-      await b.stop();
-    }
-  });
+  // --help names the settings file: <state>/settings.json.
+  const broken: Array<[string, (file: string) => Promise<void>]> = [
+    ["unreadable (a folder in its place)", (f) => mkdir(f)],
+    ["empty", (f) => writeFile(f, "")],
+    ["valid JSON of the wrong shape", (f) => writeFile(f, "[1, 2, 3]")],
+  ];
+  for (const [what, make] of broken) {
+    test(`an ${what} settings file → defaults and a warning`, async () => {
+      const state = join(folder, `state-${what.split(" ")[0]}`);
+      await mkdir(state);
+      await make(join(state, "settings.json"));
+      const b = await startDevice({ state });
+      try {
+        const s = await api(b).status();
+        assert.equal(s.led.brightness, 13);
+        assert.equal(s.mode, MODE_MSC);
+        assert.match(b.program.stdout() + b.program.stderr(), /warn/i);
+      } finally {
+        await b.stop();
+      }
+    });
+  }
 });
 
 describe("POST /device/restart (point 10)", () => {
@@ -175,7 +176,7 @@ describe("POST /device/restart (point 10)", () => {
   test("answers, restarts in-process, back within 2 s in MSC mode with settings re-read", async () => {
     await setBrightness(dev, 99);
     await post(dev.url, "/mode/ftp");
-    await eventually(async () => (await getJson<Status>(dev.url, "/")).mode === MODE_FTP, 2_000);
+    await eventually(async () => (await api(dev).status()).mode === MODE_FTP, 2_000);
     await post(dev.url, "/display/off");
     await post(dev.url, "/led/off");
     const pid = dev.program.child.pid;
@@ -187,7 +188,7 @@ describe("POST /device/restart (point 10)", () => {
     let s: Status | undefined;
     while (Date.now() - t0 < 4_000) {
       try {
-        const got = await getJson<Status>(dev.url, "/", { timeoutMs: 1_000 });
+        const got = await api(dev, undefined, 1_000).status();
         // Until the restart has happened the old state may still answer.
         if (got.mode === MODE_MSC && got.display.status === "on") {
           s = got;
@@ -285,7 +286,7 @@ describe("POST /wifi/reset → setup page → saved (point 10)", () => {
     const open = await call(dev.url, "GET", "/");
     assert.equal(open.status, 401, "the saved web user now protects the API");
     assert.equal(open.headers.get("www-authenticate"), 'Basic realm="FrameFi"');
-    const s = await getJson<Status>(dev.url, "/", { auth: ["alice", "wonderland"] });
+    const s = await api(dev, ["alice", "wonderland"]).status();
     assert.equal(s.mode, MODE_MSC);
     assert.equal(s.led.color, "green");
     assert.ok(await gone(setupUrl() + "/"), "the setup page is gone once back in normal mode");
@@ -320,5 +321,39 @@ describe("setup port is configurable", () => {
     t.after(() => dev.stop());
     await post(dev.url, "/wifi/reset");
     await eventually(async () => (await fetch(`http://127.0.0.1:${setupPort}/`)).status === 200, 5_000, 50);
+  });
+});
+
+describe("an unexpected failure (point 9)", () => {
+  test("settings cannot be written → 500 JSON error, the service keeps running, state not half-changed", async (t) => {
+    const folder = await tempDir("framefi-500-");
+    const state = join(folder, "state");
+    const dev = await startDevice({ state, card: join(folder, "card") });
+    t.after(async () => {
+      await dev.stop();
+      await removeDir(folder);
+    });
+    await setBrightness(dev, 50);
+    // Another program puts a plain file where the state folder was: every settings write now fails.
+    await rm(state, { recursive: true });
+    await writeFile(state, "not a folder");
+    const r = await post(dev.url, "/led/brightness", { body: "60", headers: { "content-type": "text/plain" } });
+    const now = (await api(dev).status()).led.brightness;
+    if (r.status === 200) {
+      assert.equal(r.text, BODY.brightnessSet(60));
+      assert.equal(now, 60, "answered success, so the change took effect");
+    } else {
+      assert.equal(r.status, 500, r.text);
+      const j = JSON.parse(r.text);
+      assert.deepEqual(Object.keys(j), ["status", "message"]);
+      assert.equal(j.status, "error");
+      assert.equal(now, 50, `answered ${r.status} error, yet brightness reads back ${now}: state half-changed`);
+    }
+    const m0 = (await api(dev).status()).mqtt.enabled;
+    const m = await post(dev.url, "/mqtt/toggle");
+    const m1 = (await api(dev).status()).mqtt.enabled;
+    if (m.status === 200) assert.equal(m1, !m0);
+    else assert.equal(m1, m0, `POST /mqtt/toggle answered ${m.status}, yet the MQTT flag changed`);
+    assert.equal((await call(dev.url, "GET", "/mode/msc")).text, BODY.modeIsMsc, "service keeps running");
   });
 });

@@ -8,7 +8,9 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { BODY, MODE_FTP } from "./fixtures/contract.js";
-import { call, curl, getJson, multipart, post, tree, until, type Part } from "./fixtures/http.js";
+import { call, curl, multipart, post, tree, until, type Part } from "./fixtures/http.js";
+import { api } from "./fixtures/device.js";
+import { DeviceHttpError } from "../../src/client/api.js";
 
 const MiB = 1024 * 1024;
 const CARD = 24 * MiB;
@@ -21,7 +23,7 @@ interface Status {
   mode: string;
   sd_card: { total_size: number; used_size: number; free_size: number; file_count: number };
 }
-const status = (): Promise<Status> => getJson<Status>(dev.url, "/");
+const status = (): Promise<Status> => api(dev).status();
 
 before(async () => {
   work = await tempDir("framefi-upload-work-");
@@ -106,10 +108,10 @@ describe("uploads in FTP mode (points 4, 7)", () => {
   });
 
   test("uploading an existing name replaces it whole", async () => {
-    const r1 = await upload([{ name: "file", filename: "replace.txt", content: "a much longer first version of the file" }]);
-    assert.equal(r1.status, 200);
-    const r2 = await upload([{ name: "file", filename: "replace.txt", content: "short" }]);
-    assert.equal(r2.status, 200);
+    const client = api(dev);
+    const ok = JSON.parse(BODY.uploaded);
+    assert.deepEqual(await client.upload({ name: "replace.txt", data: Buffer.from("a much longer first version of the file") }), ok);
+    assert.deepEqual(await client.upload({ name: "replace.txt", data: Buffer.from("short") }), ok);
     assert.equal(await readFile(join(dev.card, "replace.txt"), "utf8"), "short");
   });
 
@@ -207,6 +209,7 @@ describe("not enough space → 507, nothing written (point 7)", () => {
     const r = await curl(["-F", `file=@${local}`, `${dev.url}/upload`]);
     assert.equal(r.status, 507, r.body + r.stderr);
     errorBody(r.body);
+    await assert.rejects(api(dev).upload(local, "huge-again.bin"), (e: unknown) => e instanceof DeviceHttpError && e.status === 507);
     assert.deepEqual(await eventually(async () => {
       const t = await tree(dev.card);
       return JSON.stringify(t) === JSON.stringify(before) ? t : undefined;
@@ -351,12 +354,51 @@ describe("streaming, temp names and file names (point 7)", () => {
   });
 });
 
+describe("a switch to MSC mode during an upload (point 3)", () => {
+  test("the upload is refused and nothing lands on the card", async () => {
+    const before = await tree(dev.card);
+    const boundary = "----framefiMscBoundary";
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="during-msc.bin"\r\n\r\n`);
+    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    const part = Buffer.alloc(MiB, 4);
+    let answer = "";
+    let code = 0;
+    const req = request({
+      host: "127.0.0.1",
+      port: dev.port,
+      method: "POST",
+      path: "/upload",
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + 2 * part.length + tail.length },
+    });
+    const done = new Promise<void>((res) => {
+      req.on("response", (r) => {
+        code = r.statusCode ?? 0;
+        r.setEncoding("utf8").on("data", (d: string) => (answer += d)).on("end", () => res());
+      });
+      req.on("error", () => res());
+    });
+    req.write(head);
+    await new Promise<void>((r) => req.write(part, () => r()));
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal((await post(dev.url, "/mode/msc")).text, BODY.switchedToMsc);
+    await eventually(async () => (await status()).mode !== MODE_FTP, 2_000);
+    req.write(part);
+    req.end(tail);
+    await done;
+    assert.notEqual(code, 200, `an upload that straddled the switch to MSC answered ${code} ${answer}`);
+    if (code) assert.equal(answer, BODY.uploadInMsc);
+    await eventually(async () => JSON.stringify(await tree(dev.card)) === JSON.stringify(before), 3_000);
+    assert.equal((await post(dev.url, "/mode/ftp")).text, BODY.switchedToFtp);
+    await eventually(async () => (await status()).mode === MODE_FTP, 2_000);
+  });
+});
+
 describe("memory stays flat while a big upload streams to disk (point 7)", () => {
   let big: RunningDevice;
   before(async () => {
     big = await startDevice();
     await post(big.url, "/mode/ftp");
-    await eventually(async () => (await getJson<Status>(big.url, "/")).mode === MODE_FTP, 2_000);
+    await eventually(async () => (await api(big).status()).mode === MODE_FTP, 2_000);
   });
   after(async () => {
     await big?.stop();
