@@ -178,23 +178,21 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     }
     const methods = routes.get(url.pathname);
     if (!methods) {
-      sendError(res, 404, `Not found: ${req.method} ${url.pathname}. See docs/api.md for the endpoints.`);
+      sendErrorAndClose(req, res, 404, `Not found: ${req.method} ${url.pathname}. See docs/api.md for the endpoints.`);
       return;
     }
     const access = authenticate(req);
     if (access === "none") {
-      sendError(res, 401, "Authentication required: send the web user and password with HTTP basic auth (curl -u USER:PASSWORD).", {
+      sendErrorAndClose(req, res, 401, "Authentication required: send the web user and password with HTTP basic auth (curl -u USER:PASSWORD).", {
         "WWW-Authenticate": 'Basic realm="FrameFi"',
       });
-      req.resume();
       return;
     }
     const method = (req.method === "HEAD" ? "GET" : req.method) as Method;
     const handler = methods[method];
     if (!handler) {
       const allow = Object.keys(methods).flatMap((m) => (m === "GET" ? ["GET", "HEAD"] : [m])).join(", ");
-      sendError(res, 405, `Method ${req.method} is not allowed on ${url.pathname}; use ${allow}.`, { Allow: allow });
-      req.resume();
+      sendErrorAndClose(req, res, 405, `Method ${req.method} is not allowed on ${url.pathname}; use ${allow}.`, { Allow: allow });
       return;
     }
     if (access === "read-only" && method !== "GET") {

@@ -25,18 +25,41 @@ export function sendError(res: ServerResponse, status: number, message: string, 
   sendJson(res, status, body, headers);
 }
 
+const continued = new WeakSet<ServerResponse>();
+
+function waitsForContinue(req: IncomingMessage, res: ServerResponse): boolean {
+  return /100-continue/i.test(req.headers.expect ?? "") && !continued.has(res);
+}
+
 /**
- * Answers with an error while the client may still be sending a body: the connection closes after the answer,
- * and what arrives meanwhile is discarded.
+ * Answers with an error while the client may still be sending a body. A client that waits for "100 Continue"
+ * gets the answer at once and sends nothing. Any other client gets it once its body has arrived (discarded):
+ * most clients, fetch among them, stop reading the answer when the server stops reading the body.
+ * The connection closes after the answer.
  */
-export function sendErrorAndClose(req: IncomingMessage, res: ServerResponse, status: number, message: string): void {
-  sendError(res, status, message, { Connection: "close" });
+export function sendErrorAndClose(req: IncomingMessage, res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
+  if (!hasBody) {
+    sendError(res, status, message, headers);
+    req.resume();
+    return;
+  }
+  headers = { ...headers, Connection: "close" };
+  if (req.complete || waitsForContinue(req, res)) {
+    sendError(res, status, message, headers);
+    req.resume();
+    return;
+  }
+  req.once("end", () => sendError(res, status, message, headers));
   req.resume();
 }
 
 /** Tells a client that waits for "100 Continue" to send its body. */
 export function acceptBody(req: IncomingMessage, res: ServerResponse): void {
-  if (/100-continue/i.test(req.headers.expect ?? "") && !res.headersSent) res.writeContinue();
+  if (/100-continue/i.test(req.headers.expect ?? "") && !res.headersSent && !continued.has(res)) {
+    continued.add(res);
+    res.writeContinue();
+  }
 }
 
 /** Reads a small body; resolves undefined when it is longer than `limit` bytes. */
