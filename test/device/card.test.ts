@@ -6,6 +6,8 @@ import { mkdir, statfs, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { bin, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { until } from "./fixtures/http.js";
+import { MODE_FTP } from "./fixtures/contract.js";
+import { DeviceHttpError } from "../../src/client/api.js";
 import { api } from "./fixtures/device.js";
 
 interface Card {
@@ -65,6 +67,25 @@ describe("an emulated 8GiB card with files already on it", () => {
     await run("sh", ["-c", `rm -r "${folder}/ext" && mv "${folder}/a/one.jpg" "${folder}/a/b/moved.jpg"`]);
     const c2 = await settle(dev, (c) => c.file_count === c1.file_count - 2 && c.used_size <= c1.used_size - 57_000);
     assert.equal(c2.used_size + c2.free_size, c2.total_size);
+  });
+});
+
+describe("a card already fuller than --card-size", () => {
+  test("free_size is 0, never negative, and uploads get 507", async (t) => {
+    const folder = await tempDir("framefi-card-full-");
+    await writeFile(join(folder, "big.bin"), Buffer.alloc(2 * 1024 * 1024));
+    const dev = await startDevice({ card: folder, args: ["--card-size", "1MiB"] });
+    t.after(async () => {
+      await dev.stop();
+      await removeDir(folder);
+    });
+    const c = await card(dev);
+    assert.equal(c.total_size, 1024 * 1024);
+    assert.equal(c.free_size, 0);
+    assert.ok(c.used_size >= 2 * 1024 * 1024);
+    await api(dev).setMode("ftp");
+    await until(async () => (await api(dev).status()).mode === MODE_FTP || undefined, 2_000);
+    await assert.rejects(api(dev).upload({ name: "one-more.jpg", data: Buffer.from("x") }), (e: unknown) => e instanceof DeviceHttpError && e.status === 507);
   });
 });
 

@@ -354,6 +354,57 @@ describe("streaming, temp names and file names (point 7)", () => {
   });
 });
 
+describe("edge cases of names, sizes and races (point 7)", () => {
+  test("an empty file is stored as an empty file", async () => {
+    const r = await upload([{ name: "file", filename: "empty/zero.bin", content: "" }]);
+    assert.equal(r.status, 200, r.text);
+    assert.equal((await stat(join(dev.card, "empty/zero.bin"))).size, 0);
+  });
+
+  test("names that cannot be files → 400 JSON, nothing written", async () => {
+    await mkdir(join(dev.card, "albums"), { recursive: true });
+    const before = await tree(dev.card);
+    for (const name of ["x".repeat(300) + ".jpg", "dir/", ".", "./", "albums"]) {
+      const r = await upload([{ name: "file", filename: name, content: "bytes" }]);
+      assert.ok(r.status === 400 || r.status === 409, `${JSON.stringify(name.slice(0, 40))} → ${r.status} ${r.text}`);
+      errorBody(r.text);
+    }
+    assert.deepEqual(await tree(dev.card), before);
+  });
+
+  test("two concurrent uploads to one name leave one of them whole, never a mix", async () => {
+    const a = Buffer.alloc(3 * MiB, 0x61);
+    const b = Buffer.alloc(3 * MiB, 0x62);
+    const [ra, rb] = await Promise.all([
+      upload([{ name: "file", filename: "race/same.bin", content: a }]),
+      upload([{ name: "file", filename: "race/same.bin", content: b }]),
+    ]);
+    assert.equal(ra.status, 200, ra.text);
+    assert.equal(rb.status, 200, rb.text);
+    const got = await readFile(join(dev.card, "race/same.bin"));
+    assert.equal(got.length, 3 * MiB);
+    assert.ok(got.equals(a) || got.equals(b), "the stored file is one upload, whole");
+    assert.deepEqual((await tree(join(dev.card, "race"))), [`same.bin ${3 * MiB}`], "no temp files left");
+  });
+
+  test("concurrent uploads cannot together overfill the card", async () => {
+    const s0 = await status();
+    const each = Math.floor(s0.sd_card.free_size * 0.6);
+    const rs = await Promise.all([0, 1, 2].map((i) => upload([{ name: "file", filename: `fill/${i}.bin`, content: Buffer.alloc(each, i) }])));
+    const ok = rs.filter((r) => r.status === 200).length;
+    assert.equal(ok, 1, `exactly one of three 60 % uploads fits; got ${rs.map((r) => r.status).join(", ")}`);
+    for (const r of rs.filter((x) => x.status !== 200)) {
+      assert.equal(r.status, 507, r.text);
+      errorBody(r.text);
+    }
+    const s1 = await status();
+    assert.ok(s1.sd_card.used_size <= s1.sd_card.total_size && s1.sd_card.free_size >= 0);
+    assert.equal((await tree(join(dev.card, "fill"))).length, 1, "only the stored file, no leftovers");
+    await rm(join(dev.card, "fill"), { recursive: true });
+    await until(async () => (await status()).sd_card.free_size >= s0.sd_card.free_size - 64 * 1024 || undefined, 6_000, 100);
+  });
+});
+
 describe("a switch to MSC mode during an upload (point 3)", () => {
   test("the upload is refused and nothing lands on the card", async () => {
     const before = await tree(dev.card);
