@@ -256,6 +256,12 @@ describe("error bodies (point 9)", () => {
     const badHeader = await rawRequest(dev.port, "GET / HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n");
     assert.equal(badHeader.status, 400, badHeader.raw);
     errorShape(badHeader.body);
+    const overflow = await rawRequest(dev.port, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`);
+    assert.ok(overflow.status === 400 || overflow.status === 431, overflow.raw.slice(0, 200));
+    errorShape(overflow.body);
+    const smuggle = await rawRequest(dev.port, "POST /led/off HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+    assert.equal(smuggle.status, 400, smuggle.raw.slice(0, 200));
+    errorShape(smuggle.body);
     const badMultipart = await post(dev.url, "/upload", { body: "x", headers: { "content-type": "multipart/form-data" } });
     assert.ok(badMultipart.status === 400, `multipart without boundary → ${badMultipart.status} ${badMultipart.text}`);
     errorShape(badMultipart.text);

@@ -158,3 +158,12 @@ describe("blank credentials → no authentication", () => {
     assert.equal((await call(dev.url, "GET", "/", { auth: ["solo", ""] })).status, 200);
   });
 });
+
+describe("non-ASCII credentials", () => {
+  test("UTF-8 credentials work with curl -u", async (t) => {
+    const dev = await startDevice({ args: ["--web-user", "jörg", "--web-password", "päss-ñ"] });
+    t.after(() => dev.stop());
+    assert.equal((await curl(["-u", "jörg:päss-ñ", `${dev.url}/mode/msc`])).body, BODY.modeIsMsc);
+    assert.equal((await curl(["-u", "jorg:pass-n", `${dev.url}/mode/msc`])).status, 401);
+  });
+});

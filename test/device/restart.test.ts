@@ -71,6 +71,53 @@ describe("POST /device/restart (point 10)", () => {
   });
 });
 
+const unescapeHtml = (v: string): string =>
+  v.replace(/&(#\d+|#x[0-9a-f]+|quot|amp|lt|gt|apos);/gi, (_, e: string) => {
+    const named: Record<string, string> = { quot: '"', amp: "&", lt: "<", gt: ">", apos: "'" };
+    if (e[0] !== "#") return named[e.toLowerCase()]!;
+    return String.fromCodePoint(e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : Number(e.slice(1)));
+  });
+
+interface Form {
+  action: string;
+  method: string;
+  fields: Map<string, string>;
+  html: string;
+}
+
+/** Finds the setup form (on / or WiFiManager's /wifi page) and its inputs. */
+async function setupForm(base: string): Promise<Form> {
+  for (const path of ["/", "/wifi", "/0wifi"]) {
+    const r = await call(base, "GET", path).catch(() => undefined);
+    if (!r || r.status !== 200) continue;
+    assert.match(r.headers.get("content-type") ?? "", /text\/html/, `setup page ${path} is HTML`);
+    const html = r.text;
+    const form = html.match(/<form\b[^>]*>[\s\S]*?<\/form>/gi)?.find((f) => /name=['"]?s['"\s>]/.test(f));
+    if (!form) continue;
+    const attr = (tag: string, name: string): string | undefined => tag.match(new RegExp(`\\b${name}=['"]?([^'"\\s>]*)`, "i"))?.[1];
+    const open = form.match(/<form\b[^>]*>/i)![0];
+    const fields = new Map<string, string>();
+    for (const input of form.match(/<input\b[^>]*>/gi) ?? []) {
+      const n = attr(input, "name");
+      if (n) fields.set(n, unescapeHtml(input.match(/\bvalue=(['"])(.*?)\1/i)?.[2] ?? ""));
+    }
+    return { action: attr(open, "action") ?? path, method: (attr(open, "method") ?? "GET").toUpperCase(), fields, html };
+  }
+  throw new Error("no setup form with a network-name field 's' on the setup port");
+}
+
+async function submit(base: string, form: Form, values: Record<string, string>): Promise<number> {
+  const params = new URLSearchParams();
+  for (const [k, v] of form.fields) params.set(k, v);
+  for (const [k, v] of Object.entries(values)) params.set(k, v);
+  const target = new URL(form.action, base + "/");
+  const r = form.method === "POST"
+    ? await fetch(target, { method: "POST", body: params, signal: AbortSignal.timeout(5_000) })
+    : await fetch(`${target}?${params}`, { signal: AbortSignal.timeout(5_000) });
+  await r.arrayBuffer();
+  return r.status;
+}
+
 describe("POST /wifi/reset → setup page → saved (point 10)", () => {
   let dev: RunningDevice;
   let folder: string;
@@ -85,53 +132,13 @@ describe("POST /wifi/reset → setup page → saved (point 10)", () => {
 
   const setupUrl = (): string => `http://127.0.0.1:${dev.setupPort}`;
 
-  interface Form {
-    action: string;
-    method: string;
-    fields: Map<string, string>;
-    html: string;
-  }
-
-  /** Finds the setup form (on / or WiFiManager's /wifi page) and its inputs. */
-  async function setupForm(): Promise<Form> {
-    for (const path of ["/", "/wifi", "/0wifi"]) {
-      const r = await call(setupUrl(), "GET", path).catch(() => undefined);
-      if (!r || r.status !== 200) continue;
-      assert.match(r.headers.get("content-type") ?? "", /text\/html/, `setup page ${path} is HTML`);
-      const html = r.text;
-      const form = html.match(/<form\b[^>]*>[\s\S]*?<\/form>/gi)?.find((f) => /name=['"]?s['"\s>]/.test(f));
-      if (!form) continue;
-      const attr = (tag: string, name: string): string | undefined => tag.match(new RegExp(`\\b${name}=['"]?([^'"\\s>]*)`, "i"))?.[1];
-      const open = form.match(/<form\b[^>]*>/i)![0];
-      const fields = new Map<string, string>();
-      for (const input of form.match(/<input\b[^>]*>/gi) ?? []) {
-        const n = attr(input, "name");
-        if (n) fields.set(n, input.match(/\bvalue=(['"])(.*?)\1/i)?.[2] ?? "");
-      }
-      return { action: attr(open, "action") ?? path, method: (attr(open, "method") ?? "GET").toUpperCase(), fields, html };
-    }
-    throw new Error("no setup form with a network-name field 's' on the setup port");
-  }
-
-  async function submit(form: Form, values: Record<string, string>): Promise<number> {
-    const params = new URLSearchParams();
-    for (const [k, v] of form.fields) params.set(k, v);
-    for (const [k, v] of Object.entries(values)) params.set(k, v);
-    const target = new URL(form.action, setupUrl() + "/");
-    const r = form.method === "POST"
-      ? await fetch(target, { method: "POST", body: params, signal: AbortSignal.timeout(5_000) })
-      : await fetch(`${target}?${params}`, { signal: AbortSignal.timeout(5_000) });
-    await r.arrayBuffer();
-    return r.status;
-  }
-
   test("answers with the docs' message, then the API stops answering and the setup page appears", async () => {
     await setBrightness(dev, 150);
     const r = await post(dev.url, "/wifi/reset");
     assert.equal(r.status, 200);
     assert.equal(r.text, BODY.wifiReset);
     assert.ok(await gone(dev.url + "/"), "API stops answering at its address");
-    const form = await eventually(() => setupForm(), 5_000, 100);
+    const form = await eventually(() => setupForm(setupUrl()), 5_000, 100);
     for (const name of ["s", "p", "ftp_user", "ftp_pass", "web_user", "web_pass", "mqtt_host", "mqtt_port", "mqtt_user", "mqtt_pass"]) {
       assert.ok(form.fields.has(name), `setup form has WiFiManager/firmware field "${name}" (has ${[...form.fields.keys()].join(", ")})`);
     }
@@ -140,8 +147,8 @@ describe("POST /wifi/reset → setup page → saved (point 10)", () => {
   });
 
   test("saving the form stores the settings and brings the API back on its address", async () => {
-    const form = await setupForm();
-    const st = await submit(form, { s: "HomeNet", p: "wifi-secret", web_user: "alice", web_pass: "wonderland", ftp_user: "photos", ftp_pass: "ftp-pw" });
+    const form = await setupForm(setupUrl());
+    const st = await submit(setupUrl(), form, { s: "HomeNet", p: "wifi-secret", web_user: "alice", web_pass: "wonderland", ftp_user: "photos", ftp_pass: "ftp-pw" });
     assert.ok(st >= 200 && st < 400, `saving the setup form → ${st}`);
     await eventually(async () => (await call(dev.url, "GET", "/", { timeoutMs: 1_000 })).status === 401, 5_000, 50);
     const open = await call(dev.url, "GET", "/");
@@ -166,11 +173,29 @@ describe("POST /wifi/reset → setup page → saved (point 10)", () => {
     const r = await post(dev.url, "/wifi/reset", { auth: ["alice", "wonderland"] });
     assert.equal(r.text, BODY.wifiReset);
     assert.ok(await gone(dev.url + "/"));
-    const form = await eventually(() => setupForm(), 5_000, 100);
+    const form = await eventually(() => setupForm(setupUrl()), 5_000, 100);
     assert.equal(form.fields.get("web_user") ?? "", "", "stored web user cleared by the reset");
     assert.notEqual(form.fields.get("web_pass"), "wonderland", "stored web password cleared (and never echoed)");
-    const st = await submit(form, { s: "OtherNet", p: "x", web_user: "", web_pass: "" });
+    const st = await submit(setupUrl(), form, { s: "OtherNet", p: "x", web_user: "", web_pass: "" });
     assert.ok(st >= 200 && st < 400);
     await eventually(async () => (await call(dev.url, "GET", "/", { timeoutMs: 1_000 })).status === 200, 5_000, 50);
+  });
+});
+
+describe("the setup page's own edge cases (point 10)", () => {
+  test("stored values are HTML-escaped in the form; an invalid MQTT port is refused and setup mode stays", async (t) => {
+    const odd = `x"'><b>&amp;`;
+    const dev = await startDevice({ args: ["--ftp-user", odd] });
+    t.after(() => dev.stop());
+    const base = `http://127.0.0.1:${dev.setupPort}`;
+    await post(dev.url, "/wifi/reset");
+    const form = await eventually(() => setupForm(base), 5_000, 100);
+    assert.equal(form.fields.get("ftp_user"), odd, "the value round-trips through the HTML unchanged");
+    assert.ok(!form.html.includes("<b>&amp;"), "no raw markup from a stored value");
+    const st = await submit(base, form, { s: "Net", p: "pw", mqtt_port: "not-a-port" });
+    assert.equal(st, 400, "an invalid MQTT port is refused");
+    assert.ok(await gone(dev.url + "/", 1_000), "the API stays down: still in setup mode");
+    const again = await setupForm(base);
+    assert.ok(again.fields.has("s"), "the setup page is still served");
   });
 });
