@@ -77,6 +77,7 @@ export class Card {
   private fsFree = 0;
   private fsTotal = 0;
   private fsCheckedAt = 0;
+  private statfsFailing = false;
   private closed = false;
 
   constructor(
@@ -178,6 +179,9 @@ export class Card {
    */
   async beginWrite(name: string, expectedBytes = 0): Promise<CardWrite> {
     if (!this.writable) throw new CardError("not-writable", "Cannot upload in MSC mode.");
+    if (name.endsWith("/") || name.endsWith("/.")) {
+      throw new CardError("unsafe-path", `Invalid file name "${printable(name)}": it ends with a folder separator, so it names a folder, not a file.`);
+    }
     const target = await this.resolve(name);
     const existing = await lstat(target.absolute).catch(() => undefined);
     if (existing?.isDirectory()) throw new CardError("unsafe-path", `Invalid file name "${printable(name)}": a folder of that name exists on the card.`);
@@ -245,9 +249,16 @@ export class Card {
 
   private async refreshStatfs(): Promise<void> {
     this.fsCheckedAt = Date.now();
-    const s = await statfs(this.root);
-    this.fsTotal = s.blocks * s.bsize;
-    this.fsFree = s.bavail * s.bsize;
+    try {
+      const s = await statfs(this.root);
+      this.fsTotal = s.blocks * s.bsize;
+      this.fsFree = s.bavail * s.bsize;
+      this.statfsFailing = false;
+    } catch (e) {
+      // The folder vanished or became unreadable: keep the last figures; the rescan notices what changed.
+      if (!this.statfsFailing) this.opts.warn(`cannot read the card's filesystem figures (${(e as Error).message}); showing the last ones`);
+      this.statfsFailing = true;
+    }
   }
 
   private async addFolders(dir: string): Promise<void> {

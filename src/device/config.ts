@@ -71,7 +71,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "mqtt-topic-prefix", kind: "string", default: "frame-fi", help: "prefix of the MQTT topics" },
   { name: "orientation", kind: "int", default: "1", help: "display orientation 0-3 (0 portrait, 1 landscape, 2 portrait inverted, 3 landscape inverted)" },
   { name: "brightness", kind: "int", default: "13", help: "LED brightness 0-255 until changed through the API" },
-  { name: "rescan-interval", kind: "int", default: "60", help: "seconds between background rescans of the card folder" },
+  { name: "rescan-interval", kind: "int", default: "300", help: "seconds between background rescans of the card folder" },
   { name: "boot-delay", kind: "int", default: "300", help: "milliseconds a simulated boot takes" },
 ];
 
