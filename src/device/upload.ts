@@ -10,6 +10,9 @@ import { CardError, type Card, type CardWrite } from "./card.js";
 import { acceptBody, sendErrorAndClose, sendJson } from "./http.js";
 
 const CHUNK = 1 << 20;
+
+/** The multipart body could not be parsed. */
+class MalformedUpload extends Error {}
 const MSC_MESSAGE = "Cannot upload in MSC mode.";
 
 export const UPLOAD_SUCCESS = { status: "success", message: "File uploaded successfully." } as const;
@@ -110,6 +113,7 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
   const writes: CardWrite[] = [];
   const stored: Promise<void>[] = [];
   let failure: unknown;
+  let finished = false;
   let chain: Promise<void> = Promise.resolve();
   let signalFailure: () => void = () => undefined;
   const failed = new Promise<"failed">((resolve) => {
@@ -137,6 +141,12 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
         fail(e);
         return;
       }
+      if (finished) {
+        // The request already ended in an error; this file must not stay behind.
+        stream.resume();
+        await write.abort();
+        return;
+      }
       writes.push(write);
       try {
         await store(stream, write, 0);
@@ -151,7 +161,7 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
 
   const parsed = new Promise<void>((resolve, reject) => {
     parser.on("close", resolve);
-    parser.on("error", reject);
+    parser.on("error", (e: Error) => reject(new MalformedUpload(e.message)));
   });
   const closedEarly = new Promise<void>((resolve) => {
     req.on("close", () => {
@@ -174,11 +184,11 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
     for (const w of writes) await w.commit();
     sendJson(res, 200, UPLOAD_SUCCESS);
   } catch (e) {
+    finished = true;
     await Promise.all(writes.map((w) => w.abort()));
     if (res.destroyed || req.destroyed && !res.writable) return;
     const err = failure ?? e;
-    const isParseError = failure === undefined && !(err instanceof CardError) && (err as NodeJS.ErrnoException).code === undefined && /multipart|boundary|part|Unexpected end/i.test((err as Error).message);
-    if (isParseError) sendErrorAndClose(req, res, 400, `Malformed multipart request: ${(err as Error).message}.`);
+    if (err instanceof MalformedUpload) sendErrorAndClose(req, res, 400, `Malformed multipart request: ${(err as Error).message}.`);
     else {
       const { status, message } = statusFor(err);
       sendErrorAndClose(req, res, status, message);
