@@ -2,10 +2,11 @@
 // POST /wifi/reset → API gone → setup page on the setup port → saving it brings the API back.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
-import { call, post, sleep } from "./fixtures/http.js";
+import { call, post, sleep, until } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
 import type { DeviceStatus } from "../../src/client/api.js";
 
@@ -117,6 +118,28 @@ async function submit(base: string, form: Form, values: Record<string, string>):
   await r.arrayBuffer();
   return r.status;
 }
+
+describe("a restart re-reads the settings file (point 10)", () => {
+  test("settings.json put back by another program is what the device boots with", async (t) => {
+    const dev = await startDevice();
+    t.after(() => dev.stop());
+    await setBrightness(dev, 123);
+    const file = join(dev.state, "settings.json");
+    const saved = await readFile(file);
+    await setBrightness(dev, 5);
+    await writeFile(file, saved);
+    assert.equal((await post(dev.url, "/device/restart")).text, BODY.restarting);
+    const s = await until(async () => {
+      try {
+        const st = await api(dev, undefined, 1_000).status();
+        return st.led.brightness !== 5 ? st : undefined;
+      } catch {
+        return undefined;
+      }
+    }, 4_000);
+    assert.equal(s.led.brightness, 123);
+  });
+});
 
 describe("POST /wifi/reset → setup page → saved (point 10)", () => {
   let dev: RunningDevice;

@@ -7,7 +7,7 @@ import { mkdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises"
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
-import { BODY, MODE_FTP } from "./fixtures/contract.js";
+import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
 import { call, curl, multipart, post, tree, until, type Part } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
 import { DeviceHttpError } from "../../src/client/api.js";
@@ -82,10 +82,8 @@ describe("uploads in FTP mode (points 4, 7)", () => {
     assert.equal(r.status, 200, r.body + r.stderr);
     assert.equal(r.body, BODY.uploaded);
     assert.deepEqual(await readFile(join(dev.card, "photo.jpg")), data);
-    const s1 = await until(async () => {
-      const s = await status();
-      return s.sd_card.file_count === s0.sd_card.file_count + 1 ? s : undefined;
-    }, 3_000);
+    const s1 = await status();
+    assert.equal(s1.sd_card.file_count, s0.sd_card.file_count + 1, "figures count the upload as soon as it is answered");
     assert.ok(s1.sd_card.used_size - s0.sd_card.used_size >= data.length, "used_size grew by the file's bytes");
     assert.equal(s1.sd_card.total_size, CARD);
     assert.equal(s1.sd_card.used_size + s1.sd_card.free_size, CARD, "used + free = total");
@@ -263,33 +261,41 @@ describe("not enough space → 507, nothing written (point 7)", () => {
 });
 
 describe("interrupted upload leaves nothing (point 7)", () => {
-  test("client connection killed midway", async () => {
-    const before = await tree(dev.card);
-    const boundary = "----framefiCutBoundary";
-    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="cut/half.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
-    const total = 8 * MiB;
-    await new Promise<void>((res) => {
-      const req = request({
-        host: "127.0.0.1",
-        port: dev.port,
-        method: "POST",
-        path: "/upload",
-        headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + total + 64 },
+  for (const form of ["multipart POST", "raw PUT"] as const) {
+    test(`client connection killed midway (${form})`, async () => {
+      const before = await tree(dev.card);
+      const boundary = "----framefiCutBoundary";
+      const multipartForm = form === "multipart POST";
+      const head = multipartForm
+        ? Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="cut/half.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`)
+        : Buffer.alloc(0);
+      const total = 8 * MiB;
+      await new Promise<void>((res) => {
+        const req = request({
+          host: "127.0.0.1",
+          port: dev.port,
+          method: multipartForm ? "POST" : "PUT",
+          path: multipartForm ? "/upload" : "/upload?filename=cut/half.bin",
+          headers: {
+            "content-type": multipartForm ? `multipart/form-data; boundary=${boundary}` : "application/octet-stream",
+            "content-length": head.length + total + (multipartForm ? 64 : 0),
+          },
+        });
+        req.on("error", () => res());
+        req.on("close", () => res());
+        req.write(head);
+        req.write(Buffer.alloc(2 * MiB, 3), () => {
+          setTimeout(() => req.destroy(), 300);
+        });
       });
-      req.on("error", () => res());
-      req.on("close", () => res());
-      req.write(head);
-      req.write(Buffer.alloc(2 * MiB, 3), () => {
-        setTimeout(() => req.destroy(), 300);
-      });
+      const after = await eventually(async () => {
+        const t = await tree(dev.card);
+        return JSON.stringify(t) === JSON.stringify(before) ? t : undefined;
+      }, 5_000).catch(async () => tree(dev.card));
+      assert.deepEqual(after, before, "no partial file, no temp file, no new folder");
+      assert.equal((await call(dev.url, "GET", "/mode/ftp")).text, BODY.modeIsFtp, "service still up");
     });
-    const after = await eventually(async () => {
-      const t = await tree(dev.card);
-      return JSON.stringify(t) === JSON.stringify(before) ? t : undefined;
-    }, 5_000).catch(async () => tree(dev.card));
-    assert.deepEqual(after, before, "no partial file, no temp file, no new folder");
-    assert.equal((await call(dev.url, "GET", "/mode/ftp")).text, BODY.modeIsFtp, "service still up");
-  });
+  }
 });
 
 describe("streaming, temp names and file names (point 7)", () => {
@@ -439,6 +445,48 @@ describe("a switch to MSC mode during an upload (point 3)", () => {
     assert.notEqual(code, 200, `an upload that straddled the switch to MSC answered ${code} ${answer}`);
     if (code) assert.equal(answer, BODY.uploadInMsc);
     await eventually(async () => JSON.stringify(await tree(dev.card)) === JSON.stringify(before), 3_000);
+    assert.equal((await post(dev.url, "/mode/ftp")).text, BODY.switchedToFtp);
+    await eventually(async () => (await status()).mode === MODE_FTP, 2_000);
+  });
+
+  test("a restart during an upload: refused or cut, nothing lands on the card, back in MSC", async () => {
+    const before = await tree(dev.card);
+    const boundary = "----framefiRestartBoundary";
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="during-restart.bin"\r\n\r\n`);
+    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    const part = Buffer.alloc(MiB, 6);
+    let code = 0;
+    const req = request({
+      host: "127.0.0.1",
+      port: dev.port,
+      method: "POST",
+      path: "/upload",
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + 2 * part.length + tail.length },
+    });
+    const done = new Promise<void>((res) => {
+      req.on("response", (r) => {
+        code = r.statusCode ?? 0;
+        r.resume().on("end", () => res());
+      });
+      req.on("error", () => res());
+      req.on("close", () => res());
+    });
+    req.write(head);
+    await new Promise<void>((r) => req.write(part, () => r()));
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal((await post(dev.url, "/device/restart")).text, BODY.restarting);
+    req.write(part, () => undefined);
+    req.end(tail);
+    await done;
+    assert.notEqual(code, 200, "an upload cut by a restart is not reported stored");
+    await until(async () => {
+      try {
+        return (await status()).mode === MODE_MSC || undefined;
+      } catch {
+        return undefined;
+      }
+    }, 5_000);
+    await until(async () => JSON.stringify(await tree(dev.card)) === JSON.stringify(before) || undefined, 3_000);
     assert.equal((await post(dev.url, "/mode/ftp")).text, BODY.switchedToFtp);
     await eventually(async () => (await status()).mode === MODE_FTP, 2_000);
   });
