@@ -170,7 +170,9 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
   return (req, res) => {
     let url: URL;
     try {
-      url = new URL(req.url ?? "/", "http://device");
+      const target = req.url ?? "/";
+      // Origin form ("/path?query") is the norm; absolute form ("http://host/path") is allowed by HTTP/1.1.
+      url = target.startsWith("/") ? new URL(`http://device${target}`) : new URL(target);
       decodeURIComponent(url.pathname);
     } catch {
       sendErrorAndClose(req, res, 400, "Malformed request URL.");
