@@ -24,7 +24,7 @@ test("enabled → connected, state 0; disabled → not connected, state -1; togg
   const connected = await until(async () => {
     const m = await client.mqttStatus();
     return m.mqtt_connected ? m : undefined;
-  }, 10_000, 100);
+  }, 4_000, 100);
   assert.deepEqual(connected, { status: "success", mqtt_enabled: true, mqtt_connected: true, mqtt_state: 0 });
   assert.deepEqual((await client.status()).mqtt, { enabled: true, state: 0, connected: true });
 
@@ -37,5 +37,5 @@ test("enabled → connected, state 0; disabled → not connected, state -1; togg
   assert.deepEqual((await client.status()).mqtt, { enabled: false, state: -1, connected: false });
 
   assert.equal((await post(dev.url, "/mqtt/toggle")).text, BODY.mqttEnabled);
-  await until(async () => (await client.mqttStatus()).mqtt_connected || undefined, 10_000, 100);
+  await until(async () => (await client.mqttStatus()).mqtt_connected || undefined, 4_000, 100);
 });
