@@ -180,6 +180,7 @@ describe("POST /wifi/reset → setup page → saved (point 10)", () => {
     const s = await api(dev, ["alice", "wonderland"]).status();
     assert.equal(s.mode, MODE_MSC);
     assert.equal(s.led.color, "green");
+    assert.equal(s.led.brightness, 13, "the reset cleared the whole settings store, as the firmware's prefs.clear()");
     assert.ok(await gone(setupUrl() + "/"), "the setup page is gone once back in normal mode");
     const out = dev.program.stdout() + dev.program.stderr();
     for (const secret of ["wonderland", "wifi-secret", "ftp-pw"]) assert.ok(!out.includes(secret), `${secret} in logs`);
