@@ -40,7 +40,7 @@ export interface DeviceConfig {
   bootDelay: number;
 }
 
-type Kind = "string" | "int" | "size" | "bool";
+type Kind = "string" | "int" | "size";
 
 interface FlagSpec {
   name: string;
@@ -91,7 +91,7 @@ export function helpText(): string {
     "Options (each also as the environment variable shown, and as a key of the --config file):",
   ];
   for (const f of FLAGS) {
-    const arg = f.kind === "bool" ? "" : " VALUE";
+    const arg = f.kind === "int" ? " N" : f.kind === "size" ? " SIZE" : " VALUE";
     const def = f.default !== undefined && f.default !== "" ? ` (default ${f.default})` : "";
     lines.push(`  --${f.name}${arg}`, `      ${f.help}${def}  [${envName(f.name)}]`);
   }
@@ -139,7 +139,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     config: { type: "string" },
     help: { type: "boolean", short: "h" },
   };
-  for (const f of FLAGS) options[f.name] = { type: f.kind === "bool" ? "boolean" : "string" };
+  for (const f of FLAGS) options[f.name] = { type: "string" };
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
