@@ -2,7 +2,7 @@
 // changed in the folder by another program, the default capacity, an emulated card size.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, statfs, writeFile } from "node:fs/promises";
+import { mkdir, rm, statfs, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { bin, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { until } from "./fixtures/http.js";
@@ -67,6 +67,24 @@ describe("an emulated 8GiB card with files already on it", () => {
     await run("sh", ["-c", `rm -r "${folder}/ext" && mv "${folder}/a/one.jpg" "${folder}/a/b/moved.jpg"`]);
     const c2 = await settle(dev, (c) => c.file_count === c1.file_count - 2 && c.used_size <= c1.used_size - 57_000);
     assert.equal(c2.used_size + c2.free_size, c2.total_size);
+  });
+
+  test("links leading out of the card or in circles are not followed by the count", async () => {
+    const outside = await tempDir("framefi-card-outside-");
+    try {
+      await writeFile(join(outside, "not-on-card.jpg"), Buffer.alloc(5000));
+      const c0 = await card(dev);
+      await symlink(outside, join(folder, "out-link"));
+      await symlink("..", join(folder, "a", "loop"));
+      await writeFile(join(folder, "marker.bin"), Buffer.alloc(100));
+      const c1 = await settle(dev, (c) => c.file_count >= c0.file_count + 1);
+      assert.equal(c1.file_count, c0.file_count + 1, "only marker.bin is new; the linked folders add nothing");
+      assert.ok(c1.used_size < c0.used_size + 5000, "bytes behind the outward link are not the card's");
+    } finally {
+      await rm(join(folder, "out-link"), { force: true });
+      await rm(join(folder, "a", "loop"), { force: true });
+      await removeDir(outside);
+    }
   });
 });
 
