@@ -2,8 +2,9 @@
 // GET / never walks the tree: updated on our own writes, by a watcher on every folder, and by a periodic rescan.
 // Also owns safe paths (nothing resolves outside the card) and space accounting for writes in progress.
 import { randomBytes } from "node:crypto";
-import { watch, type FSWatcher } from "node:fs";
-import { lstat, mkdir, opendir, realpath, rename, rm, statfs } from "node:fs/promises";
+import { lstatSync, readdirSync, watch, type Dirent, type FSWatcher } from "node:fs";
+import { lstat, mkdir, realpath, rename, rm, statfs } from "node:fs/promises";
+import { setImmediate } from "node:timers/promises";
 import { basename, dirname, join, sep } from "node:path";
 
 export type CardErrorCode = "unsafe-path" | "no-space" | "not-writable";
@@ -92,7 +93,7 @@ export class Card {
     await mkdir(this.root, { recursive: true });
     this.root = await realpath(this.root);
     await this.refreshStatfs();
-    await this.rescan();
+    await this.rescan(true);
     this.rescanTimer = setInterval(() => void this.rescan().catch((e) => this.opts.warn(`card rescan failed: ${(e as Error).message}`)), this.opts.rescanIntervalMs);
     this.rescanTimer.unref();
   }
@@ -267,15 +268,18 @@ export class Card {
 
   // --- inventory -------------------------------------------------------------------------------------------
 
-  /** Full walk of the card, in the background; paths touched while it runs are re-read afterwards. */
-  async rescan(): Promise<void> {
+  /**
+   * Full walk of the card: the first one at start-up (before the API answers), then in the background;
+   * paths touched while a walk runs are re-read afterwards.
+   */
+  async rescan(initial = false): Promise<void> {
     if (this.scanning || this.closed) return;
     const touched = new Set<string>();
     this.scanning = touched;
     try {
       const files = new Map<string, number>();
       const dirs = new Set<string>();
-      await this.walk(this.root, files, dirs);
+      await this.walk(this.root, files, dirs, !initial);
       this.files.clear();
       let used = 0;
       for (const [p, size] of files) {
@@ -296,27 +300,34 @@ export class Card {
     this.opts.onChange?.();
   }
 
-  private async walk(dir: string, files: Map<string, number>, dirs: Set<string>): Promise<void> {
+  /**
+   * Lists a folder tree with synchronous calls, several times faster than one promise per file. `yielding`
+   * hands the event loop back every 256 entries, so a background rescan never holds up requests for long.
+   */
+  private async walk(dir: string, files: Map<string, number>, dirs: Set<string>, yielding: boolean): Promise<void> {
     dirs.add(dir);
     this.watchDir(dir);
-    let handle;
+    let entries: Dirent[];
     try {
-      handle = await opendir(dir, { bufferSize: 256 });
+      entries = readdirSync(dir, { withFileTypes: true });
     } catch {
       return; // vanished or unreadable: the watcher or the next rescan will tell
     }
     const subdirs: string[] = [];
-    const sized: Promise<void>[] = [];
-    for await (const entry of handle) {
+    let seen = 0;
+    for (const entry of entries) {
       const p = join(dir, entry.name);
       if (entry.isDirectory()) subdirs.push(p);
       else if (entry.isFile() && !TEMP_NAME.test(entry.name)) {
-        sized.push(lstat(p).then((st) => void files.set(p, st.size), () => undefined));
-        if (sized.length >= 64) await Promise.all(sized.splice(0));
+        try {
+          files.set(p, lstatSync(p).size);
+        } catch {
+          // gone since the listing
+        }
       }
+      if (yielding && ++seen % 256 === 0) await setImmediate();
     }
-    await Promise.all(sized);
-    for (const d of subdirs) await this.walk(d, files, dirs);
+    for (const d of subdirs) await this.walk(d, files, dirs, yielding);
   }
 
   private watchDir(dir: string): void {
@@ -372,7 +383,7 @@ export class Card {
     if (st?.isDirectory()) {
       if (!this.watchers.has(path)) {
         const files = new Map<string, number>();
-        await this.walk(path, files, new Set());
+        await this.walk(path, files, new Set(), true);
         for (const [p, size] of files) this.setFile(p, size);
       }
       return;
