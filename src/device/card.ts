@@ -49,6 +49,11 @@ export interface CardWrite {
 
 const TEMP_NAME = /^\.framefi-upload-[0-9a-f]+\.part$/;
 
+/** Whether a file name is one of our writes in progress (listings such as FTP's LIST should hide them). */
+export function isTempName(name: string): boolean {
+  return TEMP_NAME.test(name);
+}
+
 export interface CardOptions {
   /** Emulated capacity in bytes, enforced; undefined = the folder's filesystem. */
   capacity: number | undefined;
