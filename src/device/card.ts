@@ -154,7 +154,7 @@ export class Card {
     const segments = name.split("/").filter((s) => s !== "" && s !== ".");
     if (segments.includes("..")) refuse("\"..\" is not allowed; the path must stay inside the card");
     if (segments.length === 0) refuse("it names no file");
-    if (segments.some((s) => TEMP_NAME.test(s))) refuse("that name is reserved for uploads in progress");
+    if (segments.some((s) => isTempName(s))) refuse("that name is reserved for uploads in progress");
     if (segments.some((s) => Buffer.byteLength(s) > 255)) refuse("a path component is longer than 255 bytes");
     const relative = segments.join("/");
     const absolute = join(this.root, ...segments);
@@ -323,7 +323,7 @@ export class Card {
     for (const entry of entries) {
       const p = join(dir, entry.name);
       if (entry.isDirectory()) subdirs.push(p);
-      else if (entry.isFile() && !TEMP_NAME.test(entry.name)) {
+      else if (entry.isFile() && !isTempName(entry.name)) {
         try {
           files.set(p, lstatSync(p).size);
         } catch {
@@ -354,7 +354,7 @@ export class Card {
   }
 
   private touch(path: string): void {
-    if (TEMP_NAME.test(basename(path))) return;
+    if (isTempName(basename(path))) return;
     this.scanning?.add(path);
     this.pending.add(path);
     if (!this.flushTimer) {
@@ -373,7 +373,7 @@ export class Card {
   }
 
   private async reconcile(path: string): Promise<void> {
-    if (!this.inside(path) || TEMP_NAME.test(basename(path))) return;
+    if (!this.inside(path) || isTempName(basename(path))) return;
     let st;
     try {
       st = await lstat(path);
