@@ -62,6 +62,18 @@ async function listen(server: Server, host: string, port: number): Promise<strin
   }
 }
 
+/** After a restart the port may still be held for a moment (by a lingering socket, say): retry for ~5 s. */
+async function listenPatiently(server: Server, host: string, port: number): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await listen(server, host, port);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= 25) throw e;
+      await sleep(200);
+    }
+  }
+}
+
 function close(server: Server | undefined): Promise<void> {
   if (!server) return Promise.resolve();
   return new Promise((resolve) => {
@@ -157,14 +169,14 @@ export class DeviceService {
           save: (values) => this.saveSetup(values),
         }),
       );
-      const host = await listen(this.setup, this.config.setupHost, this.config.setupPort);
+      const host = await listenPatiently(this.setup, this.config.setupHost, this.config.setupPort);
       this.state.enterSetup(ap);
       this.log(`setup mode: no Wi-Fi network stored; setup page on ${urlOf(host, this.config.setupPort)} (access point ${ap.ssid})`);
       return;
     }
     const network = await this.hardware.wifi.connect(this.current.wifiSsid);
     this.api = this.createApiServer();
-    const host = await listen(this.api, this.config.host, this.config.port);
+    const host = await listenPatiently(this.api, this.config.host, this.config.port);
     await this.state.finishBoot(network);
     this.log(`web API listening on ${urlOf(host, this.config.port)}; mode USB MSC${this.current.webUser || this.current.webPassword ? "; basic auth on" : ""}`);
     for (const p of this.plugins) {
