@@ -6,7 +6,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startDevice, type RunningDevice } from "../helpers.js";
 import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
-import { post, until } from "./fixtures/http.js";
+import { postFresh, until } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
 
 let dev: RunningDevice;
@@ -45,7 +45,7 @@ test("1 000 concurrent mixed POSTs are serialised", async () => {
 
   const replies = await Promise.all(
     ops.map(async (op) => {
-      const r = await post(dev.url, op.path, { body: op.body, headers: op.body ? { "content-type": "application/json" } : {}, timeoutMs: 30_000 });
+      const r = await postFresh(dev.port, op.path, op.body, op.body ? { "content-type": "application/json" } : {});
       return { op, status: r.status, text: r.text };
     }),
   );
@@ -96,7 +96,7 @@ test("1 000 concurrent mixed POSTs are serialised", async () => {
 test("200 concurrent LED toggles alternate and leave the LED as the answers imply", async () => {
   const s0 = await api(dev).status();
   assert.equal(s0.led.state, "on");
-  const replies = await Promise.all(Array.from({ length: 201 }, () => post(dev.url, "/led/toggle", { timeoutMs: 30_000 })));
+  const replies = await Promise.all(Array.from({ length: 201 }, () => postFresh(dev.port, "/led/toggle")));
   const off = replies.filter((r) => r.text === BODY.ledToggled("off")).length;
   const on = replies.filter((r) => r.text === BODY.ledToggled("on")).length;
   assert.equal(off + on, 201, `answers: ${[...new Set(replies.map((r) => r.text))].join(" | ")}`);
