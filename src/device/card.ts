@@ -3,7 +3,7 @@
 // Also owns safe paths (nothing resolves outside the card) and space accounting for writes in progress.
 import { randomBytes } from "node:crypto";
 import { lstatSync, readdirSync, watch, type Dirent, type FSWatcher } from "node:fs";
-import { lstat, mkdir, realpath, rename, rm, statfs } from "node:fs/promises";
+import { lstat, mkdir, readdir, realpath, rename, rm, statfs } from "node:fs/promises";
 import { setImmediate } from "node:timers/promises";
 import { basename, dirname, join, sep } from "node:path";
 
@@ -64,6 +64,7 @@ export interface CardOptions {
 }
 
 interface ActiveWrite {
+  tempPath: string;
   claimed: number;
   controller: AbortController;
   abort: () => Promise<void>;
@@ -136,6 +137,14 @@ export class Card {
   async setWritable(writable: boolean): Promise<void> {
     this.writable = writable;
     if (!writable) await Promise.all([...this.active].map((w) => w.abort()));
+    else await this.removeStaleTempFiles();
+  }
+
+  /** Temp files left by a crash (uploads in progress are tracked, so anything else is stale). */
+  private async removeStaleTempFiles(): Promise<void> {
+    const live = new Set([...this.active].map((w) => basename(w.tempPath)));
+    const names = await readdir(this.root).catch(() => [] as string[]);
+    await Promise.all(names.filter((n) => isTempName(n) && !live.has(n)).map((n) => rm(join(this.root, n), { force: true })));
   }
 
   /**
@@ -195,7 +204,7 @@ export class Card {
 
     const tempPath = join(this.root, `.framefi-upload-${randomBytes(8).toString("hex")}.part`);
     const controller = new AbortController();
-    const entry: ActiveWrite = { claimed: 0, controller, abort: async () => undefined };
+    const entry: ActiveWrite = { tempPath, claimed: 0, controller, abort: async () => undefined };
     let finished = false;
     const card = this;
     const abort = async (): Promise<void> => {
@@ -339,7 +348,7 @@ export class Card {
     if (this.watchers.has(dir) || this.closed) return;
     try {
       const w = watch(dir, { persistent: false }, (_event, filename) => {
-        if (filename === null) void this.rescan();
+        if (filename === null) void this.rescan().catch((e) => this.opts.warn(`card rescan failed: ${(e as Error).message}`));
         else this.touch(join(dir, filename.toString()));
       });
       w.on("error", () => {
