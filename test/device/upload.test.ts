@@ -308,6 +308,16 @@ describe("streaming, temp names and file names (point 7)", () => {
     assert.equal(await readFile(join(dev.card, name), "utf8"), "ünïcödé");
   });
 
+  test("names with quotes, semicolons, spaces, percent and plus signs are kept (typed client and raw PUT)", async () => {
+    const odd = `odd/we;ird "quoted" 100% +plus & 'single'.jpg`;
+    assert.deepEqual(await api(dev).upload({ name: odd, data: Buffer.from("odd bytes") }), JSON.parse(BODY.uploaded));
+    assert.equal(await readFile(join(dev.card, odd), "utf8"), "odd bytes");
+    const raw = "odd/raw 50% +1 & more.jpg";
+    const r = await call(dev.url, "PUT", `/upload?filename=${encodeURIComponent(raw)}`, { body: "raw bytes" });
+    assert.equal(r.text, BODY.uploaded);
+    assert.equal(await readFile(join(dev.card, raw), "utf8"), "raw bytes");
+  });
+
   test("PUT /upload?filename= (the docs' raw form) refuses escaping names too", async () => {
     const before = await tree(dev.card);
     const beforeOutside = await tree(outside);
