@@ -233,9 +233,10 @@ export class FrameFiClient {
 
   /**
    * Uploads one file (FTP mode only) as multipart/form-data, streamed: memory stays flat whatever the size.
-   * `remoteName` may contain sub-folders ("2024/summer/a.jpg"); default: the file's own name.
+   * `remoteName` may contain sub-folders ("2024/summer/a.jpg"); default: the file's own name. `onProgress`
+   * hears the file bytes handed to the connection so far.
    */
-  async upload(source: UploadSource, remoteName?: string): Promise<ActionResult> {
+  async upload(source: UploadSource, remoteName?: string, onProgress?: (bytesSent: number, totalBytes: number | undefined) => void): Promise<ActionResult> {
     let name: string;
     let data: Readable;
     let size: number | undefined;
@@ -256,7 +257,12 @@ export class FrameFiClient {
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
     async function* body(): AsyncGenerator<Uint8Array> {
       yield head;
-      for await (const chunk of data) yield chunk as Uint8Array;
+      let sent = 0;
+      for await (const chunk of data) {
+        yield chunk as Uint8Array;
+        sent += (chunk as Uint8Array).byteLength;
+        onProgress?.(sent, size);
+      }
       yield tail;
     }
     const headers: Record<string, string> = {};

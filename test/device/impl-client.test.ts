@@ -75,7 +75,13 @@ describe("FrameFiClient", () => {
 
     const local = join(work, "local.jpg");
     await writeFile(local, Buffer.alloc(300_000, 3));
-    assert.deepEqual(await client.upload(local, "2024/été/local.jpg"), { status: "success", message: "File uploaded successfully." });
+    let progress = 0;
+    const result = await client.upload(local, "2024/été/local.jpg", (sent, total) => {
+      assert.equal(total, 300_000);
+      progress = sent;
+    });
+    assert.deepEqual(result, { status: "success", message: "File uploaded successfully." });
+    assert.equal(progress, 300_000);
     assert.deepEqual(await readFile(join(dev.card, "2024/été/local.jpg")), Buffer.alloc(300_000, 3));
     await client.upload({ name: "bytes.bin", data: Buffer.from("hello") });
     await client.upload({ name: "stream.bin", data: Readable.from([Buffer.from("a"), Buffer.from("b")]) });
