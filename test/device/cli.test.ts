@@ -115,6 +115,17 @@ describe("--config FILE", () => {
   });
 });
 
+describe("secrets in a broken config file", () => {
+  test("the parse error does not quote the file's text (it may hold passwords)", async () => {
+    const file = join(folder, "leaky.json");
+    await writeFile(file, '{"web-user": "admin", "web-password": hunter2-secret}');
+    const r = await run(bin("framefi-device"), ["--config", file, "--port", "0", "--card", join(folder, "lk"), "--state", join(folder, "lks")], { timeoutMs: 10_000 });
+    assert.notEqual(r.code, 0);
+    assert.ok(r.stderr.includes(file), "names the file");
+    assert.ok(!(r.stdout + r.stderr).includes("hunter2"), `the password leaks into the error: ${r.stderr}`);
+  });
+});
+
 describe("display orientation", () => {
   test("an orientation outside 0–3 is refused", async () => {
     const r = await run(bin("framefi-device"), ["--orientation", "7", "--port", "0", "--card", join(folder, "o"), "--state", join(folder, "os")], { timeoutMs: 10_000 });
