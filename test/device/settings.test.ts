@@ -67,12 +67,14 @@ describe("persisted settings survive a restart of the process (point 6)", () => 
     // --help names the settings file: <state>/settings.json.
     const state = join(folder, "state3");
     await mkdir(state);
-    await writeFile(join(state, "settings.json"), "{ this is not valid \u0000\u00ff settings");
+    // Settings hold credentials: the warning must not quote the broken file's text.
+    await writeFile(join(state, "settings.json"), '{"webUser": "admin", "webPassword": s3cr3t-in-settings, \u0000\u00ff');
     const b = await startDevice({ state });
     try {
       const s = await api(b).status();
       assert.equal(s.led.brightness, 13, "default brightness");
       assert.match(b.program.stdout() + b.program.stderr(), /warn/i, "a warning is logged");
+      assert.ok(!(b.program.stdout() + b.program.stderr()).includes("s3cr3t"), "the warning does not quote the file's secrets");
       await setBrightness(b, 55);
     } finally {
       await b.stop();
