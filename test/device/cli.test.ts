@@ -64,8 +64,8 @@ describe("environment variables", () => {
     assert.equal((await call(dev.url, "GET", "/")).status, 401, "FRAMEFI_WEB_USER protects the API");
     assert.equal(await total(dev.url, ["envuser", "envpass"]), 16 * 1024 ** 2);
     await sleep(500); // let any broker connection attempt log
-    const out2 = dev.program.stdout() + dev.program.stderr();
-    for (const secret of ["envpass", "ftpenvpw", "envmqpw"]) assert.ok(!out2.includes(secret), `${secret} logged`);
+    const out = dev.program.stdout() + dev.program.stderr();
+    for (const secret of ["envpass", "ftpenvpw", "envmqpw"]) assert.ok(!out.includes(secret), `${secret} logged`);
   });
 
   test("precedence: flag, then environment, then config file", async (t) => {
