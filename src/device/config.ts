@@ -151,11 +151,20 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   const fileValues: Record<string, unknown> = {};
   const configPath = (values.config as string | undefined) ?? env.FRAMEFI_CONFIG;
   if (configPath) {
-    let parsed: unknown;
+    let text: string;
     try {
-      parsed = JSON.parse(readFileSync(resolve(cwd, configPath), "utf8"));
+      text = readFileSync(resolve(cwd, configPath), "utf8");
     } catch (e) {
       throw new ConfigError(`cannot read config file ${configPath}: ${(e as Error).message}`);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (e) {
+      // JSON.parse quotes the text around the error, which may hold a password: give only the place.
+      const at = /position (\d+)/.exec((e as Error).message);
+      const where = at ? ` at line ${text.slice(0, Number(at[1])).split("\n").length}` : "";
+      throw new ConfigError(`config file ${configPath} is not valid JSON${where}; check its quotes, commas and brackets`);
     }
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
       throw new ConfigError(`config file ${configPath} must hold a JSON object whose keys are option names`);
