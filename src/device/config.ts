@@ -200,7 +200,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     try {
       u = new URL(mqttUrl);
     } catch {
-      throw new ConfigError(`--mqtt-url "${mqttUrl}" is not a URL; use mqtt://[user:password@]host[:port]`);
+      // Not quoted: the URL may carry a password.
+      throw new ConfigError("--mqtt-url is not a URL; use mqtt://[user:password@]host[:port]");
     }
     if (u.protocol !== "mqtt:" && u.protocol !== "tcp:") throw new ConfigError(`--mqtt-url must start with mqtt://, got "${u.protocol}"`);
     mqttHost = u.hostname.replace(/^\[|\]$/g, "");
