@@ -17,6 +17,8 @@ export interface DeviceContext {
   card: Card;
   /** The settings as they are now (re-read on every boot). */
   settings: () => Settings;
+  /** Reboots in-process, as POST /device/restart does (for MQTT's restart command). */
+  restart: () => Promise<void>;
   log: (message: string) => void;
 }
 
@@ -111,7 +113,14 @@ export class DeviceService {
       onChange: () => this.cardChanged(),
     });
     this.state = new DeviceState(this.hardware, this.card, this.settings, noFtpShare, this.log);
-    const ctx: DeviceContext = { config, state: this.state, card: this.card, settings: () => this.current, log: this.log };
+    const ctx: DeviceContext = {
+      config,
+      state: this.state,
+      card: this.card,
+      settings: () => this.current,
+      restart: () => this.restart(),
+      log: this.log,
+    };
     if (opts.ftp) this.state.setFtpShare(opts.ftp(ctx));
     this.plugins = (opts.plugins ?? []).map((make) => make(ctx));
   }
