@@ -6,7 +6,9 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
-import { call, post, sleep, until } from "./fixtures/http.js";
+
+const MiB = 1024 * 1024;
+import { call, openUpload, post, sleep, tree, until } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
 import type { DeviceStatus } from "../../src/client/api.js";
 
@@ -222,4 +224,43 @@ describe("the setup page's own edge cases (point 10)", () => {
     const again = await setupForm(base);
     assert.ok(again.fields.has("s"), "the setup page is still served");
   });
+});
+
+describe("the process dies during an upload (point 7)", () => {
+  for (const signal of ["SIGTERM", "SIGKILL"] as const) {
+    // In MSC mode the service may not write to the card, so its leftovers go once it owns the card again (FTP mode).
+    test(`${signal} mid-upload: once the next start owns the card again, nothing of it is left`, async (t) => {
+      const folder = await tempDir("framefi-kill-");
+      t.after(() => removeDir(folder));
+      const card = join(folder, "card");
+      const state = join(folder, "state");
+      const args = ["--card-size", "64MiB"];
+      const a = await startDevice({ card, state, args });
+      try {
+        await api(a).setMode("ftp");
+        await until(async () => (await api(a).status()).mode === MODE_FTP || undefined, 2_000);
+        const up = openUpload(a.port, "killed/mid.bin", 8 * MiB);
+        await up.send(Buffer.alloc(2 * MiB, 7));
+        await sleep(300);
+        a.program.child.kill(signal);
+        const code = await a.program.exited;
+        if (signal === "SIGTERM") assert.ok(code === 0 || code === "SIGTERM", `SIGTERM → exit ${code}`);
+      } finally {
+        await a.stop();
+      }
+      const b = await startDevice({ card, state, args });
+      try {
+        await api(b).setMode("ftp");
+        const left = await until(async () => {
+          const t = await tree(card);
+          return t.length === 0 ? t : undefined;
+        }, 3_000).catch(() => tree(card));
+        assert.deepEqual(left, [], "no partial or temp file, no folder made for it");
+        assert.equal((await api(b).status()).sd_card.file_count, 0);
+        assert.equal((await api(b).status()).sd_card.used_size, 0);
+      } finally {
+        await b.stop();
+      }
+    });
+  }
 });
