@@ -127,6 +127,17 @@ describe("secrets in a broken config file", () => {
   });
 });
 
+describe("secrets in a bad --mqtt-url", () => {
+  test("the error does not echo the URL's password", async () => {
+    for (const url of ["mqtt://u:mq-secret-pw@host:notaport", "http://u:mq-secret-pw@host:1883"]) {
+      const r = await run(bin("framefi-device"), ["--mqtt-url", url, "--port", "0", "--card", join(folder, "mq"), "--state", join(folder, "mqs")], { timeoutMs: 10_000 });
+      assert.notEqual(r.code, 0, `${url} should be refused`);
+      assert.match(r.stderr, /mqtt-url/);
+      assert.ok(!(r.stdout + r.stderr).includes("mq-secret-pw"), `the password leaks: ${r.stderr}`);
+    }
+  });
+});
+
 describe("display orientation", () => {
   test("an orientation outside 0–3 is refused", async () => {
     const r = await run(bin("framefi-device"), ["--orientation", "7", "--port", "0", "--card", join(folder, "o"), "--state", join(folder, "os")], { timeoutMs: 10_000 });
