@@ -211,7 +211,12 @@ export class DeviceService {
   }
 
   private async saveSetup(values: SetupValues): Promise<void> {
-    await this.settings.update(values);
+    try {
+      await this.settings.update(values);
+    } catch (e) {
+      this.log(`error: could not save the setup (${(e as Error).message}); staying in setup mode. Check the state folder.`);
+      return;
+    }
     this.log(`setup saved: joining ${values.wifiSsid}`);
     await this.restart();
   }
