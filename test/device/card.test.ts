@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { mkdir, rm, statfs, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { bin, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
-import { until } from "./fixtures/http.js";
+import { sleep, until } from "./fixtures/http.js";
 import { MODE_FTP } from "./fixtures/contract.js";
 import { DeviceHttpError } from "../../src/client/api.js";
 import { api } from "./fixtures/device.js";
@@ -67,6 +67,21 @@ describe("an emulated 8GiB card with files already on it", () => {
     await run("sh", ["-c", `rm -r "${folder}/ext" && mv "${folder}/a/one.jpg" "${folder}/a/b/moved.jpg"`]);
     const c2 = await settle(dev, (c) => c.file_count === c1.file_count - 2 && c.used_size <= c1.used_size - 57_000);
     assert.equal(c2.used_size + c2.free_size, c2.total_size);
+  });
+
+  test("folders made, renamed and removed by another program keep being watched correctly", async () => {
+    const c0 = await card(dev);
+    await run("sh", ["-c", `mkdir -p "${folder}/new/deeper"`]);
+    await sleep(800);
+    await run("sh", ["-c", `head -c 4000 /dev/zero > "${folder}/new/deeper/later.bin"`]);
+    const c1 = await settle(dev, (c) => c.file_count === c0.file_count + 1 && c.used_size >= c0.used_size + 4000);
+    await run("sh", ["-c", `mv "${folder}/new" "${folder}/renamed"`]);
+    await sleep(800);
+    await run("sh", ["-c", `head -c 6000 /dev/zero > "${folder}/renamed/deeper/after-rename.bin"`]);
+    const c2 = await settle(dev, (c) => c.file_count === c1.file_count + 1 && c.used_size >= c1.used_size + 6000);
+    await run("sh", ["-c", `rm -r "${folder}/renamed"`]);
+    const c3 = await settle(dev, (c) => c.file_count === c2.file_count - 2);
+    assert.ok(c3.used_size <= c2.used_size - 10_000, `used_size ${c3.used_size} dropped by the removed folder's bytes`);
   });
 
   test("links leading out of the card or in circles are not followed by the count", async () => {
