@@ -175,7 +175,8 @@ export class DeviceService {
         createSetupHandler({
           apSsid: ap.ssid,
           settings: () => this.current,
-          save: (values) => this.saveSetup(values),
+          store: (values) => this.storeSetup(values),
+          restart: () => void this.restart(),
         }),
       );
       const host = await listenPatiently(this.setup, this.config.setupHost, this.config.setupPort);
@@ -210,15 +211,9 @@ export class DeviceService {
     await this.hardware.wifi.disconnect();
   }
 
-  private async saveSetup(values: SetupValues): Promise<void> {
-    try {
-      await this.settings.update(values);
-    } catch (e) {
-      this.log(`error: could not save the setup (${(e as Error).message}); staying in setup mode. Check the state folder.`);
-      return;
-    }
+  private async storeSetup(values: SetupValues): Promise<void> {
+    await this.settings.update(values);
     this.log(`setup saved: joining ${values.wifiSsid}`);
-    await this.restart();
   }
 
   private createApiServer(): Server {

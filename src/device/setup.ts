@@ -20,8 +20,10 @@ export interface SetupValues {
 export interface SetupContext {
   apSsid: string;
   settings: () => Settings;
-  /** Stores the values; the service then restarts into normal mode. */
-  save: (values: SetupValues) => Promise<void>;
+  /** Stores the values (rejects when they cannot be written). */
+  store: (values: SetupValues) => Promise<void>;
+  /** Restarts into normal mode; called once the answer has been sent. */
+  restart: () => void;
 }
 
 const escape = (s: string): string =>
@@ -142,12 +144,19 @@ export function createSetupHandler(ctx: SetupContext): (req: IncomingMessage, re
             return;
           }
           saving = true;
+          try {
+            await ctx.store(parsed);
+          } catch (e) {
+            saving = false;
+            sendHtml(res, 500, setupForm(ctx, `The settings could not be saved (${(e as Error).message}). Try again.`));
+            return;
+          }
+          res.once("finish", ctx.restart);
           sendHtml(
             res,
             200,
             page("FrameFi Setup", `<h1>Credentials saved</h1><p>FrameFi is joining <b>${escape(parsed.wifiSsid)}</b> and restarting; its web API answers on its usual address in a moment.</p>`),
           );
-          res.once("finish", () => void ctx.save(parsed));
         },
         (e: Error) => sendHtml(res, 400, setupForm(ctx, e.message)),
       );
