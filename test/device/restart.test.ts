@@ -2,7 +2,7 @@
 // POST /wifi/reset → API gone → setup page on the setup port → saving it brings the API back.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
@@ -223,6 +223,25 @@ describe("the setup page's own edge cases (point 10)", () => {
     assert.ok(await gone(dev.url + "/", 1_000), "the API stays down: still in setup mode");
     const again = await setupForm(base);
     assert.ok(again.fields.has("s"), "the setup page is still served");
+  });
+
+  test("settings that cannot be stored → an error page, setup mode stays, nothing half-saved", async (t) => {
+    const folder = await tempDir("framefi-setup-fail-");
+    const state = join(folder, "state");
+    const dev = await startDevice({ state, card: join(folder, "card") });
+    t.after(async () => {
+      await dev.stop();
+      await removeDir(folder);
+    });
+    const base = `http://127.0.0.1:${dev.setupPort}`;
+    await post(dev.url, "/wifi/reset");
+    const form = await eventually(() => setupForm(base), 5_000, 100);
+    await rm(state, { recursive: true, force: true });
+    await writeFile(state, "not a folder");
+    const st = await submit(base, form, { s: "Net", p: "pw", web_user: "half", web_pass: "saved" });
+    assert.ok(st >= 500, `a save that could not be stored answered ${st}`);
+    assert.ok(await gone(dev.url + "/", 1_000), "still in setup mode");
+    assert.ok((await setupForm(base)).fields.has("s"), "the form is still served");
   });
 });
 
