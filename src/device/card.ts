@@ -118,8 +118,9 @@ export class Card {
 
   /** The figures GET / reports: no tree walk, one statfs call at most. */
   async figures(): Promise<CardFigures> {
-    // Changes the watcher has already reported are applied first, so an answer never lags behind them.
-    if (this.pending.size > 0) await this.flush();
+    // A few changes the watcher has already reported are applied first, so an answer does not lag behind them;
+    // a flood of them (a big folder copied in) is left to the background, so the answer stays fast.
+    if (this.pending.size > 0 && this.pending.size <= 256) await this.flush();
     if (this.opts.capacity !== undefined) {
       const total = this.opts.capacity;
       return { totalSize: total, usedSize: this.usedBytes, freeSize: Math.max(0, total - this.usedBytes), fileCount: this.files.size };
