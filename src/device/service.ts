@@ -188,7 +188,11 @@ export class DeviceService {
     this.api = this.createApiServer();
     const host = await listenPatiently(this.api, this.config.host, this.config.port);
     await this.state.finishBoot(network);
-    this.log(`web API listening on ${urlOf(host, this.config.port)}; mode USB MSC${this.current.webUser || this.current.webPassword ? "; basic auth on" : ""}`);
+    const authOn = this.current.webUser !== "" || this.current.webPassword !== "";
+    this.log(`web API listening on ${urlOf(host, this.config.port)}; mode USB MSC${authOn ? "; basic auth on" : ""}`);
+    if (!authOn && this.config.readonlyUser !== "") {
+      this.log("warning: the read-only account has no effect while the web user and password are blank (the API is open to everyone); set --web-user");
+    }
     for (const p of this.plugins) {
       try {
         await p.start();
