@@ -147,3 +147,79 @@ export async function eventually<T>(probe: () => Promise<T> | T, timeoutMs = 5_0
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** A running `bin/framefi-device` on free ports with its own card and state folders. */
+export interface RunningDevice {
+  program: RunningProgram;
+  /** Base URL of the web API, without a trailing slash. */
+  url: string;
+  port: number;
+  setupPort: number;
+  ftpPort: number;
+  card: string;
+  state: string;
+  /** Stops the process; removes the card and state folders unless they were given. */
+  stop(): Promise<void>;
+}
+
+export interface DeviceOptions {
+  /** Extra command-line arguments, after the ones startDevice sets. */
+  args?: string[];
+  /** Extra environment variables. */
+  env?: NodeJS.ProcessEnv;
+  /** Reuse these folders (kept on stop) instead of fresh temp folders. */
+  card?: string;
+  state?: string;
+  port?: number;
+  setupPort?: number;
+  ftpPort?: number;
+  /** Do not pass --host/--port/--card/--state/--setup-port/--ftp-port (for env or config tests). */
+  bare?: boolean;
+  /** How long to wait for the API to answer; default 15 s. */
+  readyMs?: number;
+  /** Working folder of the process; default the repository root. */
+  cwd?: string;
+}
+
+/** Starts `bin/framefi-device` and resolves once its API answers any HTTP request. */
+export async function startDevice(opts: DeviceOptions = {}): Promise<RunningDevice> {
+  const card = opts.card ?? (await tempDir("framefi-card-"));
+  const state = opts.state ?? (await tempDir("framefi-state-"));
+  const port = opts.port ?? (await freePort());
+  const setupPort = opts.setupPort ?? (await freePort());
+  const ftpPort = opts.ftpPort ?? (await freePort());
+  const base = opts.bare
+    ? []
+    : ["--host", "127.0.0.1", "--port", String(port), "--card", card, "--state", state,
+       "--setup-port", String(setupPort), "--ftp-port", String(ftpPort)];
+  const program = start(bin("framefi-device"), [...base, ...(opts.args ?? [])], {
+    env: { ...process.env, ...(opts.env ?? {}) },
+    cwd: opts.cwd,
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async (): Promise<void> => {
+    await program.stop();
+    if (!opts.card) await removeDir(card);
+    if (!opts.state) await removeDir(state);
+  };
+  try {
+    await Promise.race([
+      eventually(
+        async () => {
+          const res = await fetch(url + "/", { signal: AbortSignal.timeout(2_000) });
+          await res.arrayBuffer();
+          return true;
+        },
+        opts.readyMs ?? 15_000,
+        50,
+      ),
+      program.exited.then((code) => {
+        throw new Error(`framefi-device exited (${code}) before answering\nstdout:\n${program.stdout()}\nstderr:\n${program.stderr()}`);
+      }),
+    ]);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { program, url, port, setupPort, ftpPort, card, state, stop };
+}

@@ -1,0 +1,330 @@
+// The typed client of the FrameFi web API (our device service and the real firmware alike). Built on fetch.
+// Every endpoint has a method with typed request and response; failures are typed errors:
+// DeviceUnreachableError (no answer), AuthenticationError (401), ForbiddenError (403), DeviceHttpError (any other
+// error status, carrying the status and the device's message) and ProtocolError (an answer that is not the JSON
+// the API promises).
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import { basename } from "node:path";
+import { Readable } from "node:stream";
+
+export const MODE_MSC = "USB MSC";
+export const MODE_FTP = "Application (FTP Server)";
+export type ModeName = typeof MODE_MSC | typeof MODE_FTP;
+export type Mode = "msc" | "ftp";
+export type OnOff = "on" | "off";
+export type Toggle = "on" | "off" | "toggle";
+export type MqttAction = "enable" | "disable" | "toggle";
+
+/** GET / */
+export interface DeviceStatus {
+  mode: ModeName;
+  display: { status: OnOff; orientation: number };
+  sd_card: { total_size: number; used_size: number; free_size: number; file_count: number };
+  mqtt: { enabled: boolean; state: number; connected: boolean };
+  led: { color: string; state: OnOff; brightness: number };
+}
+
+/** The answer of every POST: `success`, or `no_change` when a mode switch found the device already there. */
+export interface ActionResult {
+  status: "success" | "no_change";
+  message: string;
+}
+
+/** GET /mode/msc and GET /mode/ftp (both report the current mode). */
+export interface ModeStatus {
+  status: "success";
+  mode: ModeName;
+}
+
+/** GET /display/status */
+export interface DisplayStatus {
+  status: "success";
+  display_status: OnOff;
+}
+
+/** GET /mqtt/status */
+export interface MqttStatus {
+  status: "success";
+  mqtt_enabled: boolean;
+  mqtt_connected: boolean;
+  mqtt_state: number;
+}
+
+/** GET /led/status */
+export interface LedStatus {
+  status: "success";
+  color: string;
+  state: OnOff;
+  brightness: number;
+}
+
+/** GET /led/brightness */
+export interface Brightness {
+  status: "success";
+  brightness: number;
+}
+
+/** The MQTT client state codes (PubSubClient's), by name. */
+export const MQTT_STATES: Readonly<Record<number, string>> = {
+  [-4]: "MQTT_CONNECTION_TIMEOUT",
+  [-3]: "MQTT_CONNECTION_LOST",
+  [-2]: "MQTT_CONNECT_FAILED",
+  [-1]: "MQTT_DISCONNECTED",
+  0: "MQTT_CONNECTED",
+  1: "MQTT_CONNECT_BAD_PROTOCOL",
+  2: "MQTT_CONNECT_BAD_CLIENT_ID",
+  3: "MQTT_CONNECT_UNAVAILABLE",
+  4: "MQTT_CONNECT_BAD_CREDENTIALS",
+  5: "MQTT_CONNECT_UNAUTHORIZED",
+};
+
+export class FrameFiError extends Error {
+  override name = "FrameFiError";
+}
+
+/** No answer: the address is wrong, the device is off or restarting, or the request timed out. */
+export class DeviceUnreachableError extends FrameFiError {
+  override name = "DeviceUnreachableError";
+  constructor(
+    readonly url: string,
+    reason: string,
+  ) {
+    super(`The device at ${url} did not answer (${reason}). Check the address and that the device is on.`);
+  }
+}
+
+/** The device answered with an error status; `deviceMessage` is the message of its JSON body. */
+export class DeviceHttpError extends FrameFiError {
+  override name = "DeviceHttpError";
+  constructor(
+    readonly status: number,
+    readonly deviceMessage: string,
+    readonly body: string,
+    readonly request: string,
+  ) {
+    super(`${request}: the device answered ${status}: ${deviceMessage}`);
+  }
+}
+
+/** 401: credentials missing or wrong. */
+export class AuthenticationError extends DeviceHttpError {
+  override name = "AuthenticationError";
+}
+
+/** 403: the account may not do this (the read-only account on a POST). */
+export class ForbiddenError extends DeviceHttpError {
+  override name = "ForbiddenError";
+}
+
+/** The device answered something that is not the API's JSON. */
+export class ProtocolError extends FrameFiError {
+  override name = "ProtocolError";
+}
+
+export interface ClientOptions {
+  /** "host", "host:port" or a URL such as "http://192.168.1.50"; a bare host means http on port 80. */
+  host: string;
+  user?: string;
+  password?: string;
+  /** Per request, except uploads (which have none unless given `uploadTimeoutMs`). Default 10 s. */
+  timeoutMs?: number;
+  uploadTimeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+/** What to upload: a local file path, or bytes/a stream with the name to store it under. */
+export type UploadSource = string | { name: string; data: Uint8Array | Readable; size?: number };
+
+/** Turns "host", "host:port", "[v6]:port" or a URL into a base URL without a trailing slash. */
+export function baseUrl(host: string): string {
+  const text = host.trim();
+  if (!text) throw new FrameFiError("No device address given: pass a host such as 192.168.1.50 or http://frame.local:8080.");
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    throw new FrameFiError(`"${host}" is not a device address; use host, host:port or http://host:port.`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new FrameFiError(`"${host}": only http:// and https:// addresses are supported.`);
+  return url.origin + url.pathname.replace(/\/+$/, "");
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+export class FrameFiClient {
+  readonly url: string;
+  private readonly auth: string | undefined;
+  private readonly timeoutMs: number;
+  private readonly uploadTimeoutMs: number | undefined;
+  private readonly fetch: typeof fetch;
+
+  constructor(opts: ClientOptions) {
+    this.url = baseUrl(opts.host);
+    this.auth =
+      opts.user !== undefined && (opts.user !== "" || (opts.password ?? "") !== "")
+        ? "Basic " + Buffer.from(`${opts.user}:${opts.password ?? ""}`).toString("base64")
+        : undefined;
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.uploadTimeoutMs = opts.uploadTimeoutMs;
+    this.fetch = opts.fetch ?? globalThis.fetch;
+  }
+
+  status(): Promise<DeviceStatus> {
+    return this.call<DeviceStatus>("GET", "/");
+  }
+
+  /** The current mode (GET /mode/msc). */
+  mode(): Promise<ModeStatus> {
+    return this.call<ModeStatus>("GET", "/mode/msc");
+  }
+
+  /** Switches mode; answers at once, the switch completes just after. */
+  setMode(mode: Mode): Promise<ActionResult> {
+    return this.call<ActionResult>("POST", `/mode/${mode}`);
+  }
+
+  restart(): Promise<ActionResult> {
+    return this.call<ActionResult>("POST", "/device/restart");
+  }
+
+  wifiReset(): Promise<ActionResult> {
+    return this.call<ActionResult>("POST", "/wifi/reset");
+  }
+
+  displayStatus(): Promise<DisplayStatus> {
+    return this.call<DisplayStatus>("GET", "/display/status");
+  }
+
+  display(action: Toggle): Promise<ActionResult> {
+    return this.call<ActionResult>("POST", `/display/${action}`);
+  }
+
+  mqttStatus(): Promise<MqttStatus> {
+    return this.call<MqttStatus>("GET", "/mqtt/status");
+  }
+
+  mqtt(action: MqttAction): Promise<ActionResult> {
+    return this.call<ActionResult>("POST", `/mqtt/${action}`);
+  }
+
+  ledStatus(): Promise<LedStatus> {
+    return this.call<LedStatus>("GET", "/led/status");
+  }
+
+  led(action: Toggle): Promise<ActionResult> {
+    return this.call<ActionResult>("POST", `/led/${action}`);
+  }
+
+  brightness(): Promise<Brightness> {
+    return this.call<Brightness>("GET", "/led/brightness");
+  }
+
+  /** Sets the LED brightness, an integer 0–255 (sent as a plain-text body, as the firmware expects). */
+  setBrightness(value: number): Promise<ActionResult> {
+    if (!Number.isInteger(value) || value < 0 || value > 255) {
+      return Promise.reject(new FrameFiError(`Brightness must be an integer from 0 to 255, got ${value}.`));
+    }
+    return this.call<ActionResult>("POST", "/led/brightness", { body: String(value), contentType: "text/plain" });
+  }
+
+  /**
+   * Uploads one file (FTP mode only) as multipart/form-data, streamed: memory stays flat whatever the size.
+   * `remoteName` may contain sub-folders ("2024/summer/a.jpg"); default: the file's own name. `onProgress`
+   * hears the file bytes handed to the connection so far.
+   */
+  async upload(source: UploadSource, remoteName?: string, onProgress?: (bytesSent: number, totalBytes: number | undefined) => void): Promise<ActionResult> {
+    let name: string;
+    let data: Readable;
+    let size: number | undefined;
+    if (typeof source === "string") {
+      size = (await stat(source)).size;
+      name = remoteName ?? basename(source);
+      data = createReadStream(source, { highWaterMark: 1 << 20 });
+    } else {
+      name = remoteName ?? source.name;
+      data = source.data instanceof Readable ? source.data : Readable.from([source.data]);
+      size = source.data instanceof Readable ? source.size : source.data.byteLength;
+    }
+    const boundary = `----framefi${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
+    const quoted = name.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/[\r\n]/g, " ");
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${quoted}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    );
+    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    async function* body(): AsyncGenerator<Uint8Array> {
+      yield head;
+      let sent = 0;
+      for await (const chunk of data) {
+        yield chunk as Uint8Array;
+        sent += (chunk as Uint8Array).byteLength;
+        onProgress?.(sent, size);
+      }
+      yield tail;
+    }
+    const headers: Record<string, string> = {};
+    if (size !== undefined) headers["Content-Length"] = String(head.length + size + tail.length);
+    try {
+      return await this.call<ActionResult>("POST", "/upload", {
+        body: body(),
+        contentType: `multipart/form-data; boundary=${boundary}`,
+        headers,
+        timeoutMs: this.uploadTimeoutMs,
+      });
+    } finally {
+      if (typeof source === "string") data.destroy();
+    }
+  }
+
+  private async call<T>(
+    method: "GET" | "POST",
+    path: string,
+    opts: { body?: string | AsyncIterable<Uint8Array>; contentType?: string; headers?: Record<string, string>; timeoutMs?: number | undefined } = {},
+  ): Promise<T> {
+    const request = `${method} ${path}`;
+    const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
+    if (this.auth) headers.Authorization = this.auth;
+    if (opts.contentType) headers["Content-Type"] = opts.contentType;
+    const timeout = path === "/upload" ? opts.timeoutMs : this.timeoutMs;
+    const init: RequestInit & { duplex?: "half" } = {
+      method,
+      headers,
+      signal: timeout ? AbortSignal.timeout(timeout) : null,
+    };
+    if (opts.body !== undefined) {
+      init.body = opts.body as BodyInit;
+      if (typeof opts.body !== "string") init.duplex = "half";
+    }
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.fetch(this.url + path, init);
+      text = await res.text();
+    } catch (e) {
+      const err = e as Error & { cause?: { code?: string; message?: string } };
+      const reason = err.name === "TimeoutError" ? `no answer within ${timeout} ms` : (err.cause?.code ?? err.cause?.message ?? err.message);
+      throw new DeviceUnreachableError(this.url, reason);
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    if (!res.ok) {
+      const message = isObject(json) && typeof json.message === "string" ? json.message : text.trim() || res.statusText;
+      if (res.status === 401) throw new AuthenticationError(res.status, message, text, request);
+      if (res.status === 403) throw new ForbiddenError(res.status, message, text, request);
+      throw new DeviceHttpError(res.status, message, text, request);
+    }
+    if (!isObject(json)) throw new ProtocolError(`${request}: the device answered ${res.status} with something that is not a JSON object: ${text.slice(0, 200)}`);
+    // The firmware answers some errors with status 200 and {"status":"error"}; treat them as errors too.
+    if (json.status === "error") {
+      throw new DeviceHttpError(res.status, typeof json.message === "string" ? json.message : text, text, request);
+    }
+    return json as T;
+  }
+}

@@ -1,0 +1,216 @@
+// The web API: routes → state, with the firmware's JSON (docs/api.md wins where it and main.cpp disagree).
+// Errors are always {"status":"error","message":"…"}: 400, 401, 403, 404, 405 (with Allow), 500, 507.
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Card } from "./card.js";
+import { readSmallBody, sendError, sendErrorAndClose, sendJson } from "./http.js";
+import type { Settings } from "./settings.js";
+import { MODE_NAMES, type DeviceState, type Mode } from "./state.js";
+import { handleMultipartUpload, handleRawUpload } from "./upload.js";
+
+export interface ApiContext {
+  state: DeviceState;
+  card: Card;
+  settings: () => Settings;
+  readonlyAccount: { user: string; password: string };
+  /** Called after the restart answer has been sent. */
+  restart: () => void;
+  /** Called after the Wi-Fi reset answer has been sent. */
+  wifiReset: () => void;
+  log: (message: string) => void;
+}
+
+type Method = "GET" | "POST" | "PUT";
+type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void | Promise<void>;
+
+const BRIGHTNESS_INVALID = "Invalid brightness value. Body must be a plain text integer between 0 and 255.";
+
+const success = (message: string) => ({ status: "success", message });
+
+function digest(s: string): Buffer {
+  return createHash("sha256").update(s, "utf8").digest();
+}
+
+/** Constant-time comparison of two secrets of any length. */
+function same(a: string, b: string): boolean {
+  return timingSafeEqual(digest(a), digest(b));
+}
+
+function parseBasic(header: string | undefined): { user: string; password: string } | undefined {
+  const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? "");
+  if (!m) return undefined;
+  const decoded = Buffer.from(m[1]!, "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  if (colon < 0) return { user: decoded, password: "" };
+  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerResponse) => void {
+  const { state, card } = ctx;
+  const routes = new Map<string, Partial<Record<Method, Handler>>>();
+  const route = (method: Method, path: string, handler: Handler): void => {
+    routes.set(path, { ...routes.get(path), [method]: handler });
+  };
+
+  const modeAnswer: Handler = (_req, res) => sendJson(res, 200, { status: "success", mode: MODE_NAMES[state.snapshot().mode] });
+  const switchMode = (mode: Mode, label: string): Handler => (_req, res) => {
+    if (state.setMode(mode)) sendJson(res, 200, success(`Switched to ${label} mode.`));
+    else sendJson(res, 200, { status: "no_change", message: `Already in ${label} mode.` });
+  };
+
+  route("GET", "/", async (_req, res) => {
+    const s = state.snapshot();
+    const f = await card.figures();
+    sendJson(res, 200, {
+      mode: MODE_NAMES[s.mode],
+      display: { status: s.display.on ? "on" : "off", orientation: s.display.orientation },
+      sd_card: { total_size: f.totalSize, used_size: f.usedSize, free_size: f.freeSize, file_count: f.fileCount },
+      mqtt: { enabled: s.mqtt.enabled, state: s.mqtt.state, connected: s.mqtt.connected },
+      led: { color: s.led.on ? s.led.color : "off", state: s.led.on ? "on" : "off", brightness: s.led.brightness },
+    });
+  });
+  route("GET", "/mode/msc", modeAnswer);
+  route("GET", "/mode/ftp", modeAnswer);
+  route("POST", "/mode/msc", switchMode("msc", "MSC"));
+  route("POST", "/mode/ftp", switchMode("ftp", "Application (FTP)"));
+
+  route("POST", "/device/restart", (_req, res) => {
+    res.once("finish", ctx.restart);
+    sendJson(res, 200, success("Restarting device..."));
+  });
+  route("POST", "/wifi/reset", (_req, res) => {
+    res.once("finish", ctx.wifiReset);
+    sendJson(res, 200, success("Resetting Wi-Fi and restarting..."));
+  });
+
+  route("GET", "/display/status", (_req, res) =>
+    sendJson(res, 200, { status: "success", display_status: state.snapshot().display.on ? "on" : "off" }),
+  );
+  route("POST", "/display/on", (_req, res) => {
+    state.setDisplay(true);
+    sendJson(res, 200, success("Display turned on."));
+  });
+  route("POST", "/display/off", (_req, res) => {
+    state.setDisplay(false);
+    sendJson(res, 200, success("Display turned off."));
+  });
+  route("POST", "/display/toggle", (_req, res) => {
+    const on = state.setDisplay("toggle");
+    sendJson(res, 200, success(`Display toggled ${on ? "on" : "off"}.`));
+  });
+
+  route("GET", "/mqtt/status", (_req, res) => {
+    const m = state.snapshot().mqtt;
+    sendJson(res, 200, { status: "success", mqtt_enabled: m.enabled, mqtt_connected: m.connected, mqtt_state: m.state });
+  });
+  const mqttAction = (how: boolean | "toggle"): Handler => async (_req, res) => {
+    const { enabled, saved } = state.setMqttEnabled(how);
+    await saved;
+    sendJson(res, 200, success(enabled ? "MQTT enabled." : "MQTT disabled."));
+  };
+  route("POST", "/mqtt/enable", mqttAction(true));
+  route("POST", "/mqtt/disable", mqttAction(false));
+  route("POST", "/mqtt/toggle", mqttAction("toggle"));
+
+  route("GET", "/led/status", (_req, res) => {
+    const l = state.snapshot().led;
+    sendJson(res, 200, { status: "success", color: l.on ? l.color : "off", state: l.on ? "on" : "off", brightness: l.brightness });
+  });
+  route("POST", "/led/on", (_req, res) => {
+    state.setLed(true);
+    sendJson(res, 200, success("LED turned on."));
+  });
+  route("POST", "/led/off", (_req, res) => {
+    state.setLed(false);
+    sendJson(res, 200, success("LED turned off."));
+  });
+  route("POST", "/led/toggle", (_req, res) => {
+    const on = state.setLed("toggle");
+    sendJson(res, 200, success(`LED toggled ${on ? "on" : "off"}.`));
+  });
+  route("GET", "/led/brightness", (_req, res) => sendJson(res, 200, { status: "success", brightness: state.snapshot().led.brightness }));
+  route("POST", "/led/brightness", async (req, res) => {
+    const body = await readSmallBody(req, res, 64);
+    // A plain integer whatever the Content-Type: clients send text/plain, JSON (`128`) or form encoding.
+    const text = body?.toString("utf8").trim() ?? "";
+    if (!/^\d{1,3}$/.test(text) || Number(text) > 255) {
+      sendError(res, 400, BRIGHTNESS_INVALID);
+      return;
+    }
+    const value = Number(text);
+    await state.setBrightness(value);
+    sendJson(res, 200, success(`LED brightness set to ${value}.`));
+  });
+
+  route("POST", "/upload", async (req, res) => {
+    await state.settled();
+    await handleMultipartUpload(req, res, card);
+  });
+  route("PUT", "/upload", async (req, res, url) => {
+    await state.settled();
+    await handleRawUpload(req, res, card, url.searchParams.get("filename"));
+  });
+
+  type Access = "full" | "read-only" | "none";
+  const authenticate = (req: IncomingMessage): Access | "open" => {
+    const s = ctx.settings();
+    if (s.webUser === "" && s.webPassword === "") return "open";
+    const given = parseBasic(req.headers.authorization);
+    if (!given) return "none";
+    // Compare everything every time, so the time taken says nothing about which part matched.
+    const full = same(given.user, s.webUser) && same(given.password, s.webPassword);
+    const ro = ctx.readonlyAccount;
+    const roUser = same(given.user, ro.user);
+    const roPass = same(given.password, ro.password);
+    if (full) return "full";
+    if (ro.user !== "" && roUser && roPass) return "read-only";
+    return "none";
+  };
+
+  return (req, res) => {
+    let url: URL;
+    try {
+      const target = req.url ?? "/";
+      // Origin form ("/path?query") is the norm; absolute form ("http://host/path") is allowed by HTTP/1.1.
+      url = target.startsWith("/") ? new URL(`http://device${target}`) : new URL(target);
+      decodeURIComponent(url.pathname);
+    } catch {
+      sendErrorAndClose(req, res, 400, "Malformed request URL.");
+      return;
+    }
+    const methods = routes.get(url.pathname);
+    if (!methods) {
+      sendErrorAndClose(req, res, 404, `Not found: ${req.method} ${url.pathname}. See docs/api.md for the endpoints.`);
+      return;
+    }
+    const access = authenticate(req);
+    if (access === "none") {
+      sendErrorAndClose(req, res, 401, "Authentication required: send the web user and password with HTTP basic auth (curl -u USER:PASSWORD).", {
+        "WWW-Authenticate": 'Basic realm="FrameFi"',
+      });
+      return;
+    }
+    const method = (req.method === "HEAD" ? "GET" : req.method) as Method;
+    const handler = methods[method];
+    if (!handler) {
+      const allow = Object.keys(methods).flatMap((m) => (m === "GET" ? ["GET", "HEAD"] : [m])).join(", ");
+      sendErrorAndClose(req, res, 405, `Method ${req.method} is not allowed on ${url.pathname}; use ${allow}.`, { Allow: allow });
+      return;
+    }
+    if (access === "read-only" && method !== "GET") {
+      sendErrorAndClose(req, res, 403, "Forbidden: this account is read-only; it may read (GET) but not change anything.");
+      return;
+    }
+    const fail = (e: unknown): void => {
+      ctx.log(`internal error on ${req.method} ${url.pathname}: ${(e as Error).stack ?? String(e)}`);
+      if (!res.headersSent) sendErrorAndClose(req, res, 500, `Internal error while handling ${req.method} ${url.pathname}: ${(e as Error).message}. The service keeps running.`);
+      else res.destroy();
+    };
+    try {
+      const done = handler(req, res, url);
+      if (done) done.catch(fail);
+    } catch (e) {
+      fail(e);
+    }
+  };
+}

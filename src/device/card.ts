@@ -1,0 +1,435 @@
+// The SD card: a folder. Owns the card's figures (bytes used, recursive file count), kept in memory so
+// GET / never walks the tree: updated on our own writes, by a watcher on every folder, and by a periodic rescan.
+// Also owns safe paths (nothing resolves outside the card) and space accounting for writes in progress.
+import { randomBytes } from "node:crypto";
+import { lstatSync, readdirSync, watch, type Dirent, type FSWatcher } from "node:fs";
+import { lstat, mkdir, readdir, realpath, rename, rm, statfs } from "node:fs/promises";
+import { setImmediate } from "node:timers/promises";
+import { basename, dirname, join, sep } from "node:path";
+
+export type CardErrorCode = "unsafe-path" | "no-space" | "not-writable";
+
+/** A refused card operation; `code` tells the caller which HTTP/FTP answer fits (400, 507/552, 400). */
+export class CardError extends Error {
+  constructor(
+    readonly code: CardErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface CardFigures {
+  totalSize: number;
+  usedSize: number;
+  freeSize: number;
+  fileCount: number;
+}
+
+export interface CardPath {
+  /** Card-relative path with "/" separators and no "." or ".." segments, e.g. "photos/2024/a.jpg". */
+  relative: string;
+  /** Absolute path on this machine. */
+  absolute: string;
+}
+
+/** One file being written: bytes go to `tempPath`; commit() renames it into place, abort() removes it. */
+export interface CardWrite {
+  readonly target: CardPath;
+  readonly tempPath: string;
+  /** Aborted when the card stops belonging to the network (switch to MSC mode, restart). */
+  readonly signal: AbortSignal;
+  /** Claims `bytes` more space for this write; throws CardError("no-space") when the card cannot hold them. */
+  grow(bytes: number): void;
+  /** Renames the temp file into place (creating sub-folders) and updates the figures. */
+  commit(): Promise<void>;
+  /** Removes the temp file and releases the claimed space. Safe to call more than once, and after commit. */
+  abort(): Promise<void>;
+}
+
+const TEMP_NAME = /^\.framefi-upload-[0-9a-f]+\.part$/;
+
+/** Whether a file name is one of our writes in progress (listings such as FTP's LIST should hide them). */
+export function isTempName(name: string): boolean {
+  return TEMP_NAME.test(name);
+}
+
+export interface CardOptions {
+  /** Emulated capacity in bytes, enforced; undefined = the folder's filesystem. */
+  capacity: number | undefined;
+  rescanIntervalMs: number;
+  warn: (message: string) => void;
+  /** Called after the figures change (debounced by the caller if needed). */
+  onChange?: () => void;
+}
+
+interface ActiveWrite {
+  tempPath: string;
+  claimed: number;
+  controller: AbortController;
+  abort: () => Promise<void>;
+}
+
+export class Card {
+  root: string;
+  private readonly files = new Map<string, number>();
+  private usedBytes = 0;
+  private readonly watchers = new Map<string, FSWatcher>();
+  private readonly pending = new Set<string>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  private rescanTimer: NodeJS.Timeout | undefined;
+  private scanning: Set<string> | undefined;
+  private readonly active = new Set<ActiveWrite>();
+  private writable = false;
+  private fsFree = 0;
+  private fsTotal = 0;
+  private fsCheckedAt = 0;
+  private statfsFailing = false;
+  private closed = false;
+
+  constructor(
+    root: string,
+    private readonly opts: CardOptions,
+  ) {
+    this.root = root;
+  }
+
+  /** Creates the folder if missing, takes the first inventory and starts watching. */
+  async open(): Promise<void> {
+    await mkdir(this.root, { recursive: true });
+    this.root = await realpath(this.root);
+    await this.refreshStatfs();
+    await this.rescan(true);
+    this.rescanTimer = setInterval(() => void this.rescan().catch((e) => this.opts.warn(`card rescan failed: ${(e as Error).message}`)), this.opts.rescanIntervalMs);
+    this.rescanTimer.unref();
+  }
+
+  close(): void {
+    this.closed = true;
+    clearInterval(this.rescanTimer);
+    clearTimeout(this.flushTimer);
+    for (const w of this.watchers.values()) w.close();
+    this.watchers.clear();
+  }
+
+  get emulated(): boolean {
+    return this.opts.capacity !== undefined;
+  }
+
+  /** The figures GET / reports: no tree walk, one statfs call at most. */
+  async figures(): Promise<CardFigures> {
+    // A few changes the watcher has already reported are applied first, so an answer does not lag behind them;
+    // a flood of them (a big folder copied in) is left to the background, so the answer stays fast.
+    if (this.pending.size > 0 && this.pending.size <= 256) await this.flush();
+    if (this.opts.capacity !== undefined) {
+      const total = this.opts.capacity;
+      return { totalSize: total, usedSize: this.usedBytes, freeSize: Math.max(0, total - this.usedBytes), fileCount: this.files.size };
+    }
+    await this.refreshStatfs();
+    return { totalSize: this.fsTotal, usedSize: this.fsTotal - this.fsFree, freeSize: this.fsFree, fileCount: this.files.size };
+  }
+
+  /** Whether the card belongs to the network (FTP mode). In MSC mode it belongs to the USB host and we write nothing. */
+  get isWritable(): boolean {
+    return this.writable;
+  }
+
+  /** Gives the card to the network or takes it back; taking it back aborts every write in progress. */
+  async setWritable(writable: boolean): Promise<void> {
+    this.writable = writable;
+    if (!writable) await Promise.all([...this.active].map((w) => w.abort()));
+    else await this.removeStaleTempFiles();
+  }
+
+  /** Temp files left by a crash (uploads in progress are tracked, so anything else is stale). */
+  private async removeStaleTempFiles(): Promise<void> {
+    const live = new Set([...this.active].map((w) => basename(w.tempPath)));
+    const names = await readdir(this.root).catch(() => [] as string[]);
+    await Promise.all(names.filter((n) => isTempName(n) && !live.has(n)).map((n) => rm(join(this.root, n), { force: true })));
+  }
+
+  /**
+   * Turns a client-supplied name (upload filename, FTP path made card-relative) into a path inside the card.
+   * Refuses NUL, backslashes, absolute paths, drive letters, ".." segments, and any folder on the way that is a
+   * symlink leading out of the card or a file. The last component may be anything but a link leading out.
+   */
+  async resolve(name: string): Promise<CardPath> {
+    const refuse = (why: string): never => {
+      throw new CardError("unsafe-path", `Invalid file name "${printable(name)}": ${why}.`);
+    };
+    if (name.includes("\0")) refuse("it contains a NUL character");
+    if (name.includes("\\")) refuse("backslashes are not allowed; use / between folders");
+    if (name.startsWith("/")) refuse("absolute paths are not allowed; give a path relative to the card");
+    if (/^[A-Za-z]:/.test(name)) refuse("drive letters are not allowed; give a path relative to the card");
+    const segments = name.split("/").filter((s) => s !== "" && s !== ".");
+    if (segments.includes("..")) refuse("\"..\" is not allowed; the path must stay inside the card");
+    if (segments.length === 0) refuse("it names no file");
+    if (segments.some((s) => isTempName(s))) refuse("that name is reserved for uploads in progress");
+    if (segments.some((s) => Buffer.byteLength(s) > 255)) refuse("a path component is longer than 255 bytes");
+    const relative = segments.join("/");
+    const absolute = join(this.root, ...segments);
+    let current = this.root;
+    for (let i = 0; i < segments.length; i++) {
+      current = join(current, segments[i]!);
+      let st;
+      try {
+        st = await lstat(current);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === "ENOENT") break;
+        throw e;
+      }
+      if (st.isSymbolicLink()) {
+        const real = await realpath(current).catch(() => undefined);
+        if (!real || !this.inside(real)) refuse(`"${segments.slice(0, i + 1).join("/")}" is a link that leads outside the card`);
+        if (i < segments.length - 1 && !(await lstat(real!)).isDirectory()) refuse(`"${segments.slice(0, i + 1).join("/")}" is not a folder`);
+      } else if (i < segments.length - 1 && !st.isDirectory()) {
+        refuse(`"${segments.slice(0, i + 1).join("/")}" is a file, not a folder`);
+      }
+    }
+    return { relative, absolute };
+  }
+
+  /**
+   * Starts writing a new file at `name`. `expectedBytes`, when known, is claimed at once so a write that cannot
+   * fit is refused before any byte arrives. Throws CardError for an unsafe name, a full card or MSC mode.
+   */
+  async beginWrite(name: string, expectedBytes = 0): Promise<CardWrite> {
+    if (!this.writable) throw new CardError("not-writable", "Cannot upload in MSC mode.");
+    if (name.endsWith("/") || name.endsWith("/.")) {
+      throw new CardError("unsafe-path", `Invalid file name "${printable(name)}": it ends with a folder separator, so it names a folder, not a file.`);
+    }
+    const target = await this.resolve(name);
+    const existing = await lstat(target.absolute).catch(() => undefined);
+    if (existing?.isDirectory()) throw new CardError("unsafe-path", `Invalid file name "${printable(name)}": a folder of that name exists on the card.`);
+    if (!this.emulated) await this.refreshStatfs();
+
+    const tempPath = join(this.root, `.framefi-upload-${randomBytes(8).toString("hex")}.part`);
+    const controller = new AbortController();
+    const entry: ActiveWrite = { tempPath, claimed: 0, controller, abort: async () => undefined };
+    let finished = false;
+    const card = this;
+    const abort = async (): Promise<void> => {
+      if (finished) return;
+      finished = true;
+      card.active.delete(entry);
+      controller.abort();
+      await rm(tempPath, { force: true });
+    };
+    entry.abort = abort;
+    const grow = (bytes: number): void => {
+      if (finished) return;
+      if (!this.emulated && Date.now() - this.fsCheckedAt > 500) void this.refreshStatfs().catch(() => undefined);
+      if (bytes > this.available()) {
+        throw new CardError("no-space", `Not enough free space on the card: ${this.available()} bytes free, the file needs more.`);
+      }
+      entry.claimed += bytes;
+    };
+    grow(expectedBytes);
+    this.active.add(entry);
+
+    return {
+      target,
+      tempPath,
+      signal: controller.signal,
+      grow,
+      abort,
+      commit: async () => {
+        if (finished) throw new CardError("not-writable", "The write was aborted.");
+        await mkdir(dirname(target.absolute), { recursive: true });
+        await this.addFolders(dirname(target.absolute));
+        await rename(tempPath, target.absolute);
+        finished = true;
+        this.active.delete(entry);
+        await this.refresh(target.absolute);
+      },
+    };
+  }
+
+  /** Re-reads one path (file, folder or gone) into the figures: for FTP deletes, renames and folder changes. */
+  async refresh(absolute: string): Promise<void> {
+    await this.reconcile(absolute);
+    this.opts.onChange?.();
+  }
+
+  /** Bytes a new write may still claim. */
+  available(): number {
+    const claimed = [...this.active].reduce((sum, w) => sum + w.claimed, 0);
+    if (this.opts.capacity !== undefined) return this.opts.capacity - this.usedBytes - claimed;
+    // statfs already counts what the writes in progress have put on disk; claims grow as bytes arrive.
+    return this.fsFree;
+  }
+
+  private inside(real: string): boolean {
+    return real === this.root || real.startsWith(this.root + sep);
+  }
+
+  private async refreshStatfs(): Promise<void> {
+    this.fsCheckedAt = Date.now();
+    try {
+      const s = await statfs(this.root);
+      this.fsTotal = s.blocks * s.bsize;
+      this.fsFree = s.bavail * s.bsize;
+      this.statfsFailing = false;
+    } catch (e) {
+      // The folder vanished or became unreadable: keep the last figures; the rescan notices what changed.
+      if (!this.statfsFailing) this.opts.warn(`cannot read the card's filesystem figures (${(e as Error).message}); showing the last ones`);
+      this.statfsFailing = true;
+    }
+  }
+
+  private async addFolders(dir: string): Promise<void> {
+    for (let d = dir; this.inside(d) && !this.watchers.has(d); d = dirname(d)) this.watchDir(d);
+  }
+
+  // --- inventory -------------------------------------------------------------------------------------------
+
+  /**
+   * Full walk of the card: the first one at start-up (before the API answers), then in the background;
+   * paths touched while a walk runs are re-read afterwards.
+   */
+  async rescan(initial = false): Promise<void> {
+    if (this.scanning || this.closed) return;
+    const touched = new Set<string>();
+    this.scanning = touched;
+    try {
+      const files = new Map<string, number>();
+      const dirs = new Set<string>();
+      await this.walk(this.root, files, dirs, !initial);
+      this.files.clear();
+      let used = 0;
+      for (const [p, size] of files) {
+        this.files.set(p, size);
+        used += size;
+      }
+      this.usedBytes = used;
+      for (const [d, w] of this.watchers) {
+        if (!dirs.has(d)) {
+          w.close();
+          this.watchers.delete(d);
+        }
+      }
+    } finally {
+      this.scanning = undefined;
+    }
+    for (const p of touched) await this.reconcile(p);
+    this.opts.onChange?.();
+  }
+
+  /**
+   * Lists a folder tree with synchronous calls, several times faster than one promise per file. `yielding`
+   * hands the event loop back every 256 entries, so a background rescan never holds up requests for long.
+   */
+  private async walk(dir: string, files: Map<string, number>, dirs: Set<string>, yielding: boolean): Promise<void> {
+    dirs.add(dir);
+    this.watchDir(dir);
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return; // vanished or unreadable: the watcher or the next rescan will tell
+    }
+    const subdirs: string[] = [];
+    let seen = 0;
+    for (const entry of entries) {
+      const p = join(dir, entry.name);
+      if (entry.isDirectory()) subdirs.push(p);
+      else if (entry.isFile() && !isTempName(entry.name)) {
+        try {
+          files.set(p, lstatSync(p).size);
+        } catch {
+          // gone since the listing
+        }
+      }
+      if (yielding && ++seen % 256 === 0) await setImmediate();
+    }
+    for (const d of subdirs) await this.walk(d, files, dirs, yielding);
+  }
+
+  private watchDir(dir: string): void {
+    if (this.watchers.has(dir) || this.closed) return;
+    try {
+      const w = watch(dir, { persistent: false }, (_event, filename) => {
+        if (filename === null) void this.rescan().catch((e) => this.opts.warn(`card rescan failed: ${(e as Error).message}`));
+        else this.touch(join(dir, filename.toString()));
+      });
+      w.on("error", () => {
+        w.close();
+        if (this.watchers.get(dir) === w) this.watchers.delete(dir);
+        this.touch(dir);
+      });
+      this.watchers.set(dir, w);
+    } catch (e) {
+      this.opts.warn(`cannot watch ${dir} (${(e as Error).message}); its changes show after the next rescan`);
+    }
+  }
+
+  private touch(path: string): void {
+    if (isTempName(basename(path))) return;
+    this.scanning?.add(path);
+    this.pending.add(path);
+    if (!this.flushTimer) {
+      this.flushTimer = setTimeout(() => void this.flush(), 30);
+      this.flushTimer.unref();
+    }
+  }
+
+  private async flush(): Promise<void> {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const paths = [...this.pending];
+    this.pending.clear();
+    for (const p of paths) await this.reconcile(p);
+    this.opts.onChange?.();
+  }
+
+  private async reconcile(path: string): Promise<void> {
+    if (!this.inside(path) || isTempName(basename(path))) return;
+    let st;
+    try {
+      st = await lstat(path);
+    } catch {
+      st = undefined;
+    }
+    if (st?.isFile()) {
+      this.setFile(path, st.size);
+      return;
+    }
+    this.removeFile(path);
+    if (st?.isDirectory()) {
+      if (!this.watchers.has(path)) {
+        const files = new Map<string, number>();
+        await this.walk(path, files, new Set(), true);
+        for (const [p, size] of files) this.setFile(p, size);
+      }
+      return;
+    }
+    // Gone (or not a regular file): forget it, and everything below it if it was a folder.
+    const w = this.watchers.get(path);
+    if (w) {
+      const prefix = path + sep;
+      for (const p of [...this.files.keys()]) if (p.startsWith(prefix)) this.removeFile(p);
+      for (const [d, dw] of [...this.watchers]) {
+        if (d === path || d.startsWith(prefix)) {
+          dw.close();
+          this.watchers.delete(d);
+        }
+      }
+    }
+  }
+
+  private setFile(path: string, size: number): void {
+    this.usedBytes += size - (this.files.get(path) ?? 0);
+    this.files.set(path, size);
+  }
+
+  private removeFile(path: string): void {
+    const size = this.files.get(path);
+    if (size === undefined) return;
+    this.usedBytes -= size;
+    this.files.delete(path);
+  }
+}
+
+function printable(name: string): string {
+  return name.replace(/[\0-\x1f\x7f]/g, "?").slice(0, 200);
+}

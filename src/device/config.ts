@@ -1,0 +1,244 @@
+// Start-up configuration of the device service: flags, FRAMEFI_* environment variables and a JSON config file.
+// Precedence: flag > environment variable > config file > default.
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+
+export interface MqttConfig {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  clientId: string;
+  topicPrefix: string;
+  /** Whether the client is enabled until the user changes it (persisted settings win). */
+  enabled: boolean;
+}
+
+export interface DeviceConfig {
+  host: string;
+  port: number;
+  card: string;
+  /** Emulated card capacity in bytes; undefined = the capacity of the folder's filesystem. */
+  cardSize: number | undefined;
+  state: string;
+  webUser: string;
+  webPassword: string;
+  readonlyUser: string;
+  readonlyPassword: string;
+  ftpUser: string;
+  ftpPassword: string;
+  ftpPort: number;
+  setupHost: string;
+  setupPort: number;
+  mqtt: MqttConfig;
+  orientation: number;
+  brightness: number;
+  /** Seconds between background rescans of the card folder. */
+  rescanInterval: number;
+  /** Milliseconds the simulated boot takes (LED yellow, API down). */
+  bootDelay: number;
+}
+
+type Kind = "string" | "int" | "size";
+
+interface FlagSpec {
+  name: string;
+  kind: Kind;
+  help: string;
+  default?: string;
+}
+
+export const FLAGS: readonly FlagSpec[] = [
+  { name: "host", kind: "string", default: "::", help: "address the web API listens on (:: = every IPv4 and IPv6 address)" },
+  { name: "port", kind: "int", default: "8080", help: "port of the web API" },
+  { name: "card", kind: "string", default: "./sdcard", help: "folder that plays the SD card (created if missing)" },
+  { name: "card-size", kind: "size", help: "emulate a card of this capacity, enforced (e.g. 8GiB, 500MB, 1000000); default: the folder's filesystem" },
+  { name: "state", kind: "string", default: "./framefi-state", help: "folder for the persisted settings (settings.json)" },
+  { name: "web-user", kind: "string", default: "", help: "web API user; blank user and password = no authentication" },
+  { name: "web-password", kind: "string", default: "", help: "web API password" },
+  { name: "read-only-user", kind: "string", default: "", help: "optional read-only account: every GET allowed, every POST answered 403" },
+  { name: "read-only-password", kind: "string", default: "", help: "password of the read-only account" },
+  { name: "ftp-user", kind: "string", default: "user", help: "FTP user (FTP mode)" },
+  { name: "ftp-password", kind: "string", default: "password", help: "FTP password" },
+  { name: "ftp-port", kind: "int", default: "2121", help: "FTP control port" },
+  { name: "setup-host", kind: "string", help: "address of the Wi-Fi setup page after a Wi-Fi reset (default: --host)" },
+  { name: "setup-port", kind: "int", default: "8081", help: "port of the Wi-Fi setup page (the device's own access point)" },
+  { name: "mqtt-url", kind: "string", help: "MQTT broker, mqtt://[user:password@]host[:port]; enables the MQTT client" },
+  { name: "mqtt-user", kind: "string", help: "MQTT user (overrides the one in --mqtt-url)" },
+  { name: "mqtt-password", kind: "string", help: "MQTT password (overrides the one in --mqtt-url)" },
+  { name: "mqtt-client-id", kind: "string", default: "FrameFi", help: "MQTT client id" },
+  { name: "mqtt-topic-prefix", kind: "string", default: "frame-fi", help: "prefix of the MQTT topics" },
+  { name: "orientation", kind: "int", default: "1", help: "display orientation 0-3 (0 portrait, 1 landscape, 2 portrait inverted, 3 landscape inverted)" },
+  { name: "brightness", kind: "int", default: "13", help: "LED brightness 0-255 until changed through the API" },
+  { name: "rescan-interval", kind: "int", default: "300", help: "seconds between background rescans of the card folder" },
+  { name: "boot-delay", kind: "int", default: "300", help: "milliseconds a simulated boot takes" },
+];
+
+export class ConfigError extends Error {}
+
+export function envName(flag: string): string {
+  return `FRAMEFI_${flag.toUpperCase().replace(/-/g, "_")}`;
+}
+
+export function helpText(): string {
+  const lines = [
+    "Usage: framefi-device [options]",
+    "",
+    "The FrameFi picture-frame firmware's web API as a Node service. The card is a folder;",
+    "display, LED, USB mass storage and Wi-Fi are simulated.",
+    "",
+    "Options (each also as the environment variable shown, and as a key of the --config file):",
+  ];
+  for (const f of FLAGS) {
+    const arg = f.kind === "int" ? " N" : f.kind === "size" ? " SIZE" : " VALUE";
+    const def = f.default !== undefined && f.default !== "" ? ` (default ${f.default})` : "";
+    lines.push(`  --${f.name}${arg}`, `      ${f.help}${def}  [${envName(f.name)}]`);
+  }
+  lines.push(
+    "  --config FILE",
+    "      JSON file whose keys are the option names above, e.g. {\"port\": 8080, \"card-size\": \"8GiB\"}  [FRAMEFI_CONFIG]",
+    "  -h, --help",
+    "      print this help and exit",
+  );
+  return lines.join("\n") + "\n";
+}
+
+const UNITS: Record<string, number> = {
+  "": 1, b: 1,
+  k: 1024, kb: 1000, kib: 1024,
+  m: 1024 ** 2, mb: 1000 ** 2, mib: 1024 ** 2,
+  g: 1024 ** 3, gb: 1000 ** 3, gib: 1024 ** 3,
+  t: 1024 ** 4, tb: 1000 ** 4, tib: 1024 ** 4,
+};
+
+export function parseSize(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
+  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new ConfigError(`invalid size "${text}": use a number with an optional unit such as 500MB, 8GiB or 1000000`);
+  const bytes = Math.floor(Number(m[1]) * unit);
+  if (bytes <= 0) throw new ConfigError(`invalid size "${text}": it must be greater than zero`);
+  return bytes;
+}
+
+function parseIntValue(name: string, text: string): number {
+  if (!/^\s*-?\d+\s*$/.test(text)) throw new ConfigError(`--${name} must be a whole number, got "${text}"`);
+  return Number(text);
+}
+
+function inRange(name: string, v: number, lo: number, hi: number): number {
+  if (v < lo || v > hi) throw new ConfigError(`--${name} must be between ${lo} and ${hi}, got ${v}`);
+  return v;
+}
+
+export type ParsedCli = { help: true } | { help: false; config: DeviceConfig };
+
+/** Parses argv (without node and script) and env into a configuration. Throws ConfigError on bad input. */
+export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.cwd()): ParsedCli {
+  const options: Record<string, { type: "string" | "boolean"; short?: string }> = {
+    config: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  };
+  for (const f of FLAGS) options[f.name] = { type: "string" };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
+  } catch (e) {
+    throw new ConfigError(`${(e as Error).message}. Run framefi-device --help for the options.`);
+  }
+  if (values.help) return { help: true };
+
+  const fileValues: Record<string, unknown> = {};
+  const configPath = (values.config as string | undefined) ?? env.FRAMEFI_CONFIG;
+  if (configPath) {
+    let text: string;
+    try {
+      text = readFileSync(resolve(cwd, configPath), "utf8");
+    } catch (e) {
+      throw new ConfigError(`cannot read config file ${configPath}: ${(e as Error).message}`);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (e) {
+      // JSON.parse quotes the text around the error, which may hold a password: give only the place.
+      const at = /position (\d+)/.exec((e as Error).message);
+      const where = at ? ` at line ${text.slice(0, Number(at[1])).split("\n").length}` : "";
+      throw new ConfigError(`config file ${configPath} is not valid JSON${where}; check its quotes, commas and brackets`);
+    }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+      throw new ConfigError(`config file ${configPath} must hold a JSON object whose keys are option names`);
+    }
+    for (const [k, v] of Object.entries(parsed)) {
+      if (!FLAGS.some((f) => f.name === k)) throw new ConfigError(`config file ${configPath}: unknown key "${k}" (keys are the option names of --help)`);
+      if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean") {
+        throw new ConfigError(`config file ${configPath}: "${k}" must be a string or a number`);
+      }
+      fileValues[k] = String(v);
+    }
+  }
+
+  const raw = (name: string): string | undefined => {
+    const flag = values[name];
+    if (typeof flag === "string") return flag;
+    const fromEnv = env[envName(name)];
+    if (fromEnv !== undefined) return fromEnv;
+    if (fileValues[name] !== undefined) return fileValues[name] as string;
+    return FLAGS.find((f) => f.name === name)?.default;
+  };
+  const str = (name: string): string => raw(name) ?? "";
+  const int = (name: string): number => parseIntValue(name, str(name));
+
+  const host = str("host");
+  const mqttUrl = raw("mqtt-url");
+  let mqttHost = "";
+  let mqttPort = 1883;
+  let mqttUser = "";
+  let mqttPassword = "";
+  if (mqttUrl) {
+    let u: URL;
+    try {
+      u = new URL(mqttUrl);
+    } catch {
+      // Not quoted: the URL may carry a password.
+      throw new ConfigError("--mqtt-url is not a URL; use mqtt://[user:password@]host[:port]");
+    }
+    if (u.protocol !== "mqtt:" && u.protocol !== "tcp:") throw new ConfigError(`--mqtt-url must start with mqtt://, got "${u.protocol}"`);
+    mqttHost = u.hostname.replace(/^\[|\]$/g, "");
+    mqttPort = u.port ? Number(u.port) : 1883;
+    mqttUser = decodeURIComponent(u.username);
+    mqttPassword = decodeURIComponent(u.password);
+  }
+  const cardSizeText = raw("card-size");
+
+  const config: DeviceConfig = {
+    host,
+    port: inRange("port", int("port"), 0, 65535),
+    card: resolve(cwd, str("card")),
+    cardSize: cardSizeText ? parseSize(cardSizeText) : undefined,
+    state: resolve(cwd, str("state")),
+    webUser: str("web-user"),
+    webPassword: str("web-password"),
+    readonlyUser: str("read-only-user"),
+    readonlyPassword: str("read-only-password"),
+    ftpUser: str("ftp-user"),
+    ftpPassword: str("ftp-password"),
+    ftpPort: inRange("ftp-port", int("ftp-port"), 0, 65535),
+    setupHost: raw("setup-host") ?? host,
+    setupPort: inRange("setup-port", int("setup-port"), 0, 65535),
+    mqtt: {
+      host: mqttHost,
+      port: mqttPort,
+      user: raw("mqtt-user") ?? mqttUser,
+      password: raw("mqtt-password") ?? mqttPassword,
+      clientId: str("mqtt-client-id"),
+      topicPrefix: str("mqtt-topic-prefix"),
+      enabled: mqttHost !== "",
+    },
+    orientation: inRange("orientation", int("orientation"), 0, 3),
+    brightness: inRange("brightness", int("brightness"), 0, 255),
+    rescanInterval: inRange("rescan-interval", int("rescan-interval"), 1, 86_400),
+    bootDelay: inRange("boot-delay", int("boot-delay"), 0, 60_000),
+  };
+  return { help: false, config };
+}

@@ -1,0 +1,259 @@
+// The device as a whole: boots (settings → state → network → API), restarts in-process as a reboot would,
+// and after a Wi-Fi reset serves the setup page instead of the API until new settings are saved.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createApi } from "./api.js";
+import { Card } from "./card.js";
+import type { DeviceConfig } from "./config.js";
+import { simulatedHardware, type Hardware } from "./hardware.js";
+import { defaultSettings, SettingsStore, type Settings } from "./settings.js";
+import { createSetupHandler, type SetupValues } from "./setup.js";
+import { DeviceState, noFtpShare, type FtpShare } from "./state.js";
+
+/** What plug-ins (the FTP server, the MQTT client) get to work with. */
+export interface DeviceContext {
+  config: DeviceConfig;
+  state: DeviceState;
+  card: Card;
+  /** The settings as they are now (re-read on every boot). */
+  settings: () => Settings;
+  /** Reboots in-process, as POST /device/restart does (for MQTT's restart command). */
+  restart: () => Promise<void>;
+  log: (message: string) => void;
+}
+
+/** A network service that runs while the device is up and joined to its network (the MQTT client). */
+export interface DevicePlugin {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface DeviceServiceOptions {
+  hardware?: Hardware;
+  /** Builds the FTP server of FTP mode; without it FTP mode only hands the card to the network. */
+  ftp?: (ctx: DeviceContext) => FtpShare;
+  plugins?: Array<(ctx: DeviceContext) => DevicePlugin>;
+  log?: (message: string) => void;
+}
+
+function urlOf(host: string, port: number): string {
+  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+/** Listens on host:port; "::" falls back to 0.0.0.0 where IPv6 is unavailable. */
+async function listen(server: Server, host: string, port: number): Promise<string> {
+  const attempt = (h: string): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const onError = (e: Error): void => reject(e);
+      server.once("error", onError);
+      server.listen(port, h, () => {
+        server.off("error", onError);
+        resolve();
+      });
+    });
+  try {
+    await attempt(host);
+    return host;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (host === "::" && (code === "EAFNOSUPPORT" || code === "EADDRNOTAVAIL")) {
+      await attempt("0.0.0.0");
+      return "0.0.0.0";
+    }
+    throw e;
+  }
+}
+
+/** After a restart the port may still be held for a moment (by a lingering socket, say): retry for ~5 s. */
+async function listenPatiently(server: Server, host: string, port: number): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await listen(server, host, port);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= 25) throw e;
+      await sleep(200);
+    }
+  }
+}
+
+function close(server: Server | undefined): Promise<void> {
+  if (!server) return Promise.resolve();
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+export class DeviceService {
+  readonly card: Card;
+  readonly state: DeviceState;
+  readonly settings: SettingsStore;
+  readonly hardware: Hardware;
+  private api: Server | undefined;
+  private setup: Server | undefined;
+  private readonly plugins: DevicePlugin[];
+  private running: DevicePlugin[] = [];
+  private current: Settings;
+  private lifecycle: Promise<void> = Promise.resolve();
+  private cardTimer: NodeJS.Timeout | undefined;
+  private readonly log: (message: string) => void;
+
+  constructor(
+    private readonly config: DeviceConfig,
+    opts: DeviceServiceOptions = {},
+  ) {
+    this.log = opts.log ?? ((m) => console.log(`framefi-device: ${m}`));
+    this.hardware = opts.hardware ?? simulatedHardware(urlOf(config.host, config.port), urlOf(config.setupHost, config.setupPort));
+    this.settings = new SettingsStore(config.state, () => defaultSettings(config), (m) => this.log(`warning: ${m}`));
+    this.current = defaultSettings(config);
+    this.card = new Card(config.card, {
+      capacity: config.cardSize,
+      rescanIntervalMs: config.rescanInterval * 1000,
+      warn: (m) => this.log(`warning: ${m}`),
+      onChange: () => this.cardChanged(),
+    });
+    this.state = new DeviceState(this.hardware, this.card, this.settings, noFtpShare, this.log);
+    const ctx: DeviceContext = {
+      config,
+      state: this.state,
+      card: this.card,
+      settings: () => this.current,
+      restart: () => this.restart(),
+      log: this.log,
+    };
+    if (opts.ftp) this.state.setFtpShare(opts.ftp(ctx));
+    this.plugins = (opts.plugins ?? []).map((make) => make(ctx));
+  }
+
+  /** Powers on. Resolves once the API (or the setup page) answers. */
+  async start(): Promise<void> {
+    await this.card.open();
+    const figures = await this.card.figures();
+    this.log(`card ${this.card.root}: ${figures.fileCount} files, ${figures.usedSize} of ${figures.totalSize} bytes used${this.card.emulated ? " (emulated size)" : ""}`);
+    await this.serialised(() => this.boot());
+  }
+
+  /** Reboots in-process: settings re-read, back to MSC mode. */
+  restart(): Promise<void> {
+    return this.serialised(async () => {
+      this.log("restarting");
+      await this.shutdown();
+      await this.boot();
+    });
+  }
+
+  /** Clears the stored network and credentials, as the firmware's Wi-Fi reset does, and restarts into setup mode. */
+  wifiReset(): Promise<void> {
+    return this.serialised(async () => {
+      this.log("Wi-Fi reset: clearing the stored network and credentials");
+      await this.shutdown();
+      await this.settings.clear({ wifiSsid: "", wifiPassword: "" });
+      await this.boot();
+    });
+  }
+
+  /** Powers off for good. */
+  async stop(): Promise<void> {
+    await this.serialised(() => this.shutdown());
+    clearTimeout(this.cardTimer);
+    this.card.close();
+  }
+
+  private serialised(step: () => Promise<void>): Promise<void> {
+    const next = this.lifecycle.then(step);
+    this.lifecycle = next.catch((e) => this.log(`error: ${(e as Error).message}`));
+    return next;
+  }
+
+  private async boot(): Promise<void> {
+    this.current = await this.settings.load();
+    this.state.beginBoot(this.current);
+    await sleep(this.config.bootDelay);
+    if (this.current.wifiSsid === "") {
+      const ap = await this.hardware.wifi.startAccessPoint();
+      this.setup = createServer(
+        createSetupHandler({
+          apSsid: ap.ssid,
+          settings: () => this.current,
+          store: (values) => this.storeSetup(values),
+          restart: () => void this.restart(),
+        }),
+      );
+      const host = await listenPatiently(this.setup, this.config.setupHost, this.config.setupPort);
+      this.state.enterSetup(ap);
+      this.log(`setup mode: no Wi-Fi network stored; setup page on ${urlOf(host, this.config.setupPort)} (access point ${ap.ssid})`);
+      return;
+    }
+    const network = await this.hardware.wifi.connect(this.current.wifiSsid);
+    this.api = this.createApiServer();
+    const host = await listenPatiently(this.api, this.config.host, this.config.port);
+    await this.state.finishBoot(network);
+    const authOn = this.current.webUser !== "" || this.current.webPassword !== "";
+    this.log(`web API listening on ${urlOf(host, this.config.port)}; mode USB MSC${authOn ? "; basic auth on" : ""}`);
+    if (!authOn && this.config.readonlyUser !== "") {
+      this.log("warning: the read-only account has no effect while the web user and password are blank (the API is open to everyone); set --web-user");
+    }
+    for (const p of this.plugins) {
+      try {
+        await p.start();
+        this.running.push(p);
+      } catch (e) {
+        this.log(`error: a plug-in failed to start: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  private async shutdown(): Promise<void> {
+    for (const p of this.running.splice(0).reverse()) {
+      await p.stop().catch((e: Error) => this.log(`error: a plug-in failed to stop: ${e.message}`));
+    }
+    await close(this.api);
+    await close(this.setup);
+    this.api = undefined;
+    this.setup = undefined;
+    await this.state.shutdown();
+    await this.hardware.wifi.disconnect();
+  }
+
+  private async storeSetup(values: SetupValues): Promise<void> {
+    await this.settings.update(values);
+    this.log(`setup saved: joining ${values.wifiSsid}`);
+  }
+
+  private createApiServer(): Server {
+    const handler = createApi({
+      state: this.state,
+      card: this.card,
+      settings: () => this.current,
+      readonlyAccount: { user: this.config.readonlyUser, password: this.config.readonlyPassword },
+      restart: () => void this.restart(),
+      wifiReset: () => void this.wifiReset(),
+      log: this.log,
+    });
+    const server = createServer({ requestTimeout: 0, headersTimeout: 30_000 }, handler);
+    // Clients that wait for "100 Continue" get the same checks (auth, mode, space) before they send a body.
+    server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => handler(req, res));
+    server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
+      if (!socket.writable || err.code === "ECONNRESET") {
+        socket.destroy();
+        return;
+      }
+      const body = JSON.stringify({ status: "error", message: `Malformed HTTP request: ${err.message}.` });
+      socket.end(
+        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    });
+    server.on("error", (e) => this.log(`error: web API server: ${e.message}`));
+    return server;
+  }
+
+  /** Figures change in bursts (a folder copied in); tell the state at most every 100 ms. */
+  private cardChanged(): void {
+    if (this.cardTimer) return;
+    this.cardTimer = setTimeout(() => {
+      this.cardTimer = undefined;
+      this.state.cardChanged();
+    }, 100);
+    this.cardTimer.unref();
+  }
+}

@@ -1,0 +1,302 @@
+// The device state machine: mode, display, LED, MQTT flags, boot phase. The one place that changes state.
+// Every change is a synchronous step on the single JavaScript thread, so concurrent requests are serialised by
+// construction: each answer describes the state right after its own step. Hardware follows the state
+// asynchronously (a mode switch answers at once and completes just after), one transition at a time.
+import { EventEmitter } from "node:events";
+import type { Card } from "./card.js";
+import type { Hardware, LedColor, Screen } from "./hardware.js";
+import type { Settings, SettingsStore } from "./settings.js";
+
+export type Mode = "msc" | "ftp";
+export type Phase = "booting" | "running" | "setup" | "stopped";
+
+/** The mode names the firmware reports. */
+export const MODE_NAMES: Record<Mode, string> = { msc: "USB MSC", ftp: "Application (FTP Server)" };
+
+/** The FTP server of FTP mode: started on entering FTP mode, stopped on leaving it. */
+export interface FtpShare {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Until the FTP server plugs in, FTP mode shares the card with nobody. */
+export const noFtpShare: FtpShare = { start: async () => undefined, stop: async () => undefined };
+
+export type Change = "phase" | "mode" | "display" | "led" | "brightness" | "mqtt-enabled" | "mqtt-status" | "card";
+
+export interface Snapshot {
+  phase: Phase;
+  mode: Mode;
+  /** True while the hardware has not yet caught up with `mode`. */
+  switching: boolean;
+  display: { on: boolean; orientation: number };
+  led: { on: boolean; color: LedColor; brightness: number };
+  mqtt: { enabled: boolean; state: number; connected: boolean };
+}
+
+/** PubSubClient's state code for "disconnected". */
+export const MQTT_DISCONNECTED = -1;
+
+export interface DeviceStateEvents {
+  change: [what: Change, snapshot: Snapshot];
+}
+
+export class DeviceState extends EventEmitter<DeviceStateEvents> {
+  private phase: Phase = "stopped";
+  private mode: Mode = "msc";
+  private applied: Mode | undefined;
+  private reconciling: Promise<void> | undefined;
+  private displayOn = true;
+  private ledOn = true;
+  private brightness = 13;
+  private orientation = 1;
+  private mqttEnabled = false;
+  private mqttState = MQTT_DISCONNECTED;
+  private mqttConnected = false;
+  private network: { address: string; mac: string } = { address: "", mac: "" };
+
+  constructor(
+    private readonly hardware: Hardware,
+    private readonly card: Card,
+    private readonly settings: SettingsStore,
+    private ftp: FtpShare,
+    private readonly log: (message: string) => void,
+  ) {
+    super();
+  }
+
+  /** Plugs in the FTP server (issue 5). Takes effect on the next entry into FTP mode. */
+  setFtpShare(ftp: FtpShare): void {
+    this.ftp = ftp;
+  }
+
+  snapshot(): Snapshot {
+    return {
+      phase: this.phase,
+      mode: this.mode,
+      switching: this.applied !== this.mode,
+      display: { on: this.displayOn, orientation: this.orientation },
+      led: { on: this.ledOn, color: this.ledColor(), brightness: this.brightness },
+      mqtt: { enabled: this.mqttEnabled, state: this.mqttState, connected: this.mqttConnected },
+    };
+  }
+
+  // --- boot, setup, shutdown (driven by the service) ---------------------------------------------------------
+
+  /** Power-on: yellow LED, boot screen, state from the settings; the mode is MSC until told otherwise. */
+  beginBoot(settings: Settings): void {
+    this.phase = "booting";
+    this.mode = "msc";
+    this.displayOn = true;
+    this.ledOn = true;
+    this.brightness = settings.ledBrightness;
+    this.orientation = settings.orientation;
+    this.mqttEnabled = settings.mqttEnabled;
+    this.mqttState = MQTT_DISCONNECTED;
+    this.mqttConnected = false;
+    this.hardware.display.setBacklight(true);
+    this.hardware.display.setOrientation(this.orientation);
+    this.hardware.display.draw({ kind: "boot", version: "framefi-device" });
+    this.showLed();
+    this.emitChange("phase");
+  }
+
+  /** Joined the network: MSC mode, the card attached to the USB host. */
+  async finishBoot(network: { address: string; mac: string }): Promise<void> {
+    this.network = network;
+    this.phase = "running";
+    this.showLed();
+    this.emitChange("phase");
+    this.kick();
+    await this.settled();
+  }
+
+  /** No network stored: the device's access point and setup page, blue LED. */
+  enterSetup(ap: { ssid: string; address: string }): void {
+    this.phase = "setup";
+    this.showLed();
+    this.hardware.display.draw({ kind: "setup", ssid: ap.ssid, address: ap.address });
+    this.emitChange("phase");
+  }
+
+  /** Power-off for a restart: stops the FTP server, takes the card back, detaches USB. */
+  async shutdown(): Promise<void> {
+    await this.settled();
+    this.phase = "stopped";
+    if (this.applied === "ftp") await this.stopFtp();
+    await this.card.setWritable(false);
+    await this.hardware.usb.detach();
+    this.applied = undefined;
+    this.emitChange("phase");
+  }
+
+  // --- the transitions of the seed's table --------------------------------------------------------------------
+
+  /** Returns false when the device is already in (or switching to) `mode`. */
+  setMode(mode: Mode): boolean {
+    if (this.mode === mode) return false;
+    this.mode = mode;
+    this.showLed();
+    this.emitChange("mode");
+    this.kick();
+    return true;
+  }
+
+  /** `on` or "toggle"; returns the new display state. */
+  setDisplay(on: boolean | "toggle"): boolean {
+    const next = on === "toggle" ? !this.displayOn : on;
+    if (next !== this.displayOn) {
+      this.displayOn = next;
+      this.hardware.display.setBacklight(next);
+      this.emitChange("display");
+    }
+    return next;
+  }
+
+  /** `on` or "toggle"; returns the new LED state. */
+  setLed(on: boolean | "toggle"): boolean {
+    const next = on === "toggle" ? !this.ledOn : on;
+    if (next !== this.ledOn) {
+      this.ledOn = next;
+      this.showLed();
+      this.emitChange("led");
+    }
+    return next;
+  }
+
+  /** Sets and persists the brightness; resolves once it is on disk (or the write failed and was logged). */
+  setBrightness(value: number): Promise<void> {
+    this.brightness = value;
+    this.showLed();
+    this.emitChange("brightness");
+    return this.save({ ledBrightness: value });
+  }
+
+  /** Enables, disables or toggles the MQTT client and persists the choice; returns the new state. */
+  setMqttEnabled(enabled: boolean | "toggle"): { enabled: boolean; saved: Promise<void> } {
+    const next = enabled === "toggle" ? !this.mqttEnabled : enabled;
+    const changed = next !== this.mqttEnabled;
+    this.mqttEnabled = next;
+    if (!next) {
+      this.mqttState = MQTT_DISCONNECTED;
+      this.mqttConnected = false;
+    }
+    if (changed) this.emitChange("mqtt-enabled");
+    return { enabled: next, saved: this.save({ mqttEnabled: next }) };
+  }
+
+  /**
+   * The change is in effect either way (the answer says so); a settings file that cannot be written only costs
+   * persistence, and the log says what to fix.
+   */
+  private save(changes: Partial<Settings>): Promise<void> {
+    return this.settings.update(changes).catch((e: Error) => {
+      this.log(`warning: could not save the settings (${e.message}); the change is in effect but will not survive a restart. Check the state folder.`);
+    });
+  }
+
+  /** For the MQTT client: its PubSubClient-style state code and whether it is connected. */
+  setMqttStatus(state: number, connected: boolean): void {
+    if (state === this.mqttState && connected === this.mqttConnected) return;
+    this.mqttState = state;
+    this.mqttConnected = connected;
+    this.emitChange("mqtt-status");
+    this.redraw();
+  }
+
+  /** For the card: its figures changed (uploads, FTP writes, other programs). */
+  cardChanged(): void {
+    this.emitChange("card");
+    this.redraw();
+  }
+
+  /** Resolves once the hardware has caught up with the mode. */
+  async settled(): Promise<void> {
+    while (this.reconciling) await this.reconciling;
+  }
+
+  // --- hardware -------------------------------------------------------------------------------------------------
+
+  private kick(): void {
+    if (this.reconciling || this.phase !== "running") return;
+    this.reconciling = this.reconcile().finally(() => {
+      this.reconciling = undefined;
+    });
+  }
+
+  private async reconcile(): Promise<void> {
+    while (this.phase === "running" && this.applied !== this.mode) {
+      const target = this.mode;
+      try {
+        if (target === "ftp") await this.enterFtp();
+        else await this.enterMsc();
+        this.applied = target;
+      } catch (e) {
+        this.log(`could not switch to ${MODE_NAMES[target]} mode: ${(e as Error).message}; staying in USB MSC mode`);
+        await this.enterMsc().catch(() => undefined);
+        this.applied = "msc";
+        if (this.mode !== "msc") {
+          this.mode = "msc";
+          this.showLed();
+          this.emitChange("mode");
+        }
+        break;
+      }
+    }
+    this.redraw();
+  }
+
+  private async enterFtp(): Promise<void> {
+    await this.hardware.usb.detach();
+    await this.card.setWritable(true);
+    await this.ftp.start();
+  }
+
+  private async enterMsc(): Promise<void> {
+    if (this.applied === "ftp") await this.stopFtp();
+    await this.card.setWritable(false);
+    await this.hardware.usb.attach(this.card.root);
+  }
+
+  private async stopFtp(): Promise<void> {
+    try {
+      await this.ftp.stop();
+    } catch (e) {
+      this.log(`stopping the FTP server failed: ${(e as Error).message}`);
+    }
+  }
+
+  private ledColor(): LedColor {
+    if (this.phase === "booting" || this.phase === "stopped") return "yellow";
+    if (this.phase === "setup") return "blue";
+    return this.mode === "ftp" ? "purple" : "green";
+  }
+
+  private showLed(): void {
+    this.hardware.led.show(this.ledOn ? this.ledColor() : undefined, this.brightness);
+  }
+
+  private redraw(): void {
+    if (this.phase !== "running") return;
+    void this.card.figures().then(
+      (f) => {
+        const screen: Screen = {
+          kind: "mode",
+          mode: this.mode === "ftp" ? "FTP" : "USB MSC",
+          address: this.network.address,
+          mac: this.network.mac,
+          files: f.fileCount,
+          totalBytes: f.totalSize,
+          freeBytes: f.freeSize,
+          mqttConnected: this.mqttEnabled ? this.mqttConnected : undefined,
+        };
+        this.hardware.display.draw(screen);
+      },
+      () => undefined,
+    );
+  }
+
+  private emitChange(what: Change): void {
+    this.emit("change", what, this.snapshot());
+  }
+}

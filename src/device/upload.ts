@@ -1,0 +1,197 @@
+// POST /upload (multipart, as the firmware) and PUT /upload?filename= (raw body, as the firmware's docs show).
+// Streamed to a temp file on the card and renamed into place only when the whole request arrived.
+// Any failure, a dropped connection or a switch to MSC mode removes what was written.
+import busboy from "busboy";
+import { createWriteStream } from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Transform, type Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { CardError, type Card, type CardWrite } from "./card.js";
+import { acceptBody, sendErrorAndClose, sendJson } from "./http.js";
+
+const CHUNK = 1 << 20;
+
+/** The multipart body could not be parsed. */
+class MalformedUpload extends Error {}
+const MSC_MESSAGE = "Cannot upload in MSC mode.";
+
+export const UPLOAD_SUCCESS = { status: "success", message: "File uploaded successfully." } as const;
+
+function statusFor(e: unknown): { status: number; message: string } {
+  if (e instanceof CardError) {
+    if (e.code === "no-space") return { status: 507, message: e.message };
+    if (e.code === "not-writable") return { status: 400, message: MSC_MESSAGE };
+    return { status: 400, message: e.message };
+  }
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === "ENOSPC") return { status: 507, message: "Not enough free space on the card." };
+  if (code === "ENAMETOOLONG") return { status: 400, message: "Invalid file name: it is too long." };
+  return { status: 500, message: `Failed to write the file: ${(e as Error).message}.` };
+}
+
+/** Claims space for each chunk as it passes, so a card that fills up stops the write at once. */
+function spaceMeter(write: CardWrite, prepaid: number): Transform {
+  let credit = prepaid;
+  return new Transform({
+    highWaterMark: CHUNK,
+    transform(chunk: Buffer, _enc, done) {
+      try {
+        if (chunk.length > credit) {
+          write.grow(chunk.length - credit);
+          credit = 0;
+        } else credit -= chunk.length;
+        done(null, chunk);
+      } catch (e) {
+        done(e as Error);
+      }
+    },
+  });
+}
+
+async function store(source: Readable, write: CardWrite, prepaid: number): Promise<void> {
+  await pipeline(source, spaceMeter(write, prepaid), createWriteStream(write.tempPath, { highWaterMark: CHUNK }), { signal: write.signal });
+}
+
+function abortedReason(write: CardWrite): Error {
+  return write.signal.aborted ? new CardError("not-writable", MSC_MESSAGE) : new Error("upload failed");
+}
+
+/** PUT /upload?filename=NAME with the raw file as the body. */
+export async function handleRawUpload(req: IncomingMessage, res: ServerResponse, card: Card, filename: string | null): Promise<void> {
+  if (!filename) {
+    sendErrorAndClose(req, res, 400, "Missing file name: add ?filename=NAME to the URL.");
+    return;
+  }
+  const length = Number(req.headers["content-length"] ?? NaN);
+  let write: CardWrite;
+  try {
+    write = await card.beginWrite(filename, Number.isFinite(length) ? length : 0);
+  } catch (e) {
+    const { status, message } = statusFor(e);
+    sendErrorAndClose(req, res, status, message);
+    return;
+  }
+  acceptBody(req, res);
+  try {
+    await store(req, write, Number.isFinite(length) ? length : 0);
+    if (!req.complete) throw new Error("the connection closed before the whole file arrived");
+    await write.commit();
+    sendJson(res, 200, UPLOAD_SUCCESS);
+  } catch (e) {
+    await write.abort();
+    const { status, message } = statusFor(write.signal.aborted ? abortedReason(write) : e);
+    if (!res.destroyed) sendErrorAndClose(req, res, status, message);
+  }
+}
+
+/** POST /upload, multipart/form-data: every part with a filename is a file to store. */
+export async function handleMultipartUpload(req: IncomingMessage, res: ServerResponse, card: Card): Promise<void> {
+  if (!card.isWritable) {
+    sendErrorAndClose(req, res, 400, MSC_MESSAGE);
+    return;
+  }
+  const type = req.headers["content-type"] ?? "";
+  if (!/^multipart\/form-data\s*;.*boundary=/i.test(type)) {
+    sendErrorAndClose(req, res, 400, "The upload must be multipart/form-data with the file in a part that has a filename (curl -F 'file=@photo.jpg').");
+    return;
+  }
+  const length = Number(req.headers["content-length"] ?? NaN);
+  // The body holds the file plus a few hundred bytes of multipart framing: refuse at once what cannot fit.
+  if (Number.isFinite(length) && length - 64 * 1024 > card.available()) {
+    sendErrorAndClose(req, res, 507, `Not enough free space on the card: ${Math.max(0, card.available())} bytes free, the upload carries about ${length}.`);
+    return;
+  }
+
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: req.headers, preservePath: true, defParamCharset: "utf8", highWaterMark: CHUNK, fileHwm: CHUNK });
+  } catch (e) {
+    sendErrorAndClose(req, res, 400, `Malformed multipart request: ${(e as Error).message}.`);
+    return;
+  }
+
+  const writes: CardWrite[] = [];
+  const stored: Promise<void>[] = [];
+  let failure: unknown;
+  let finished = false;
+  let chain: Promise<void> = Promise.resolve();
+  let signalFailure: () => void = () => undefined;
+  const failed = new Promise<"failed">((resolve) => {
+    signalFailure = () => resolve("failed");
+  });
+
+  const fail = (e: unknown): void => {
+    if (failure === undefined) failure = e;
+    req.unpipe(parser);
+    signalFailure();
+  };
+
+  parser.on("file", (_field, stream, info) => {
+    // Files are stored one after the other, in the order they arrive.
+    const done = chain.then(async () => {
+      if (failure !== undefined) {
+        stream.resume();
+        return;
+      }
+      let write: CardWrite;
+      try {
+        write = await card.beginWrite(info.filename ?? "");
+      } catch (e) {
+        stream.resume();
+        fail(e);
+        return;
+      }
+      if (finished) {
+        // The request already ended in an error; this file must not stay behind.
+        stream.resume();
+        await write.abort();
+        return;
+      }
+      writes.push(write);
+      try {
+        await store(stream, write, 0);
+      } catch (e) {
+        stream.resume();
+        fail(write.signal.aborted ? abortedReason(write) : e);
+      }
+    });
+    chain = done;
+    stored.push(done);
+  });
+
+  const parsed = new Promise<void>((resolve, reject) => {
+    parser.on("close", resolve);
+    parser.on("error", (e: Error) => reject(new MalformedUpload(e.message)));
+  });
+  const closedEarly = new Promise<void>((resolve) => {
+    req.on("close", () => {
+      if (!req.complete) resolve();
+    });
+  });
+
+  acceptBody(req, res);
+  req.pipe(parser);
+
+  try {
+    const outcome = await Promise.race([parsed.then(() => "parsed" as const), closedEarly.then(() => "closed" as const), failed]);
+    if (outcome === "closed") throw new Error("the connection closed before the whole upload arrived");
+    if (outcome === "parsed") await Promise.all(stored);
+    if (failure !== undefined) throw failure;
+    if (writes.length === 0) {
+      sendErrorAndClose(req, res, 400, "No file in the upload: send a multipart/form-data part with a filename (curl -F 'file=@photo.jpg').");
+      return;
+    }
+    for (const w of writes) await w.commit();
+    sendJson(res, 200, UPLOAD_SUCCESS);
+  } catch (e) {
+    finished = true;
+    await Promise.all(writes.map((w) => w.abort()));
+    if (res.destroyed || req.destroyed && !res.writable) return;
+    const err = failure ?? e;
+    if (err instanceof MalformedUpload) sendErrorAndClose(req, res, 400, `Malformed multipart request: ${(err as Error).message}.`);
+    else {
+      const { status, message } = statusFor(err);
+      sendErrorAndClose(req, res, status, message);
+    }
+  }
+}

@@ -1,0 +1,71 @@
+// Upload details beyond the black-box suite: the raw PUT form of the firmware docs, a switch to MSC mode during
+// an upload, 507 answered before the body for clients that wait for 100 Continue.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { readdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { eventually, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+
+let dev: RunningDevice;
+let work: string;
+
+before(async () => {
+  work = await tempDir("framefi-impl-upload-");
+  dev = await startDevice({ args: ["--card-size", "8MiB"] });
+  await fetch(`${dev.url}/mode/ftp`, { method: "POST" }).then((r) => r.text());
+  await eventually(async () => (await (await fetch(`${dev.url}/mode/ftp`)).json() as { mode: string }).mode === "Application (FTP Server)");
+});
+after(async () => {
+  await dev?.stop();
+  await removeDir(work);
+});
+
+const curl = (args: string[]) => run("curl", ["-s", "-w", "\n%{http_code}", ...args]);
+
+test("PUT /upload?filename= with the raw body (the firmware docs' curl line)", async () => {
+  const local = join(work, "image.jpg");
+  await writeFile(local, Buffer.alloc(10_000, 9));
+  const r = await curl(["-X", "PUT", "--data-binary", `@${local}`, `${dev.url}/upload?filename=raw/image.jpg`]);
+  assert.equal(r.stdout, '{"status":"success","message":"File uploaded successfully."}\n200');
+  assert.deepEqual(await readFile(join(dev.card, "raw/image.jpg")), Buffer.alloc(10_000, 9));
+  const missing = await curl(["-X", "PUT", "--data-binary", `@${local}`, `${dev.url}/upload`]);
+  assert.match(missing.stdout, /^\{"status":"error","message":"Missing file name[^"]*"\}\n400$/);
+});
+
+test("a file larger than the card → 507 before the body is sent (Expect: 100-continue)", async () => {
+  const local = join(work, "big.bin");
+  await writeFile(local, Buffer.alloc(9 * 1024 * 1024));
+  const r = await curl(["-H", "Expect: 100-continue", "-F", `file=@${local}`, `${dev.url}/upload`]);
+  assert.match(r.stdout, /\n507$/);
+  assert.deepEqual(await readdir(join(dev.card)), ["raw"]);
+});
+
+test("switching to MSC mode during an upload aborts it and removes the partial file", async () => {
+  const local = join(work, "slow.bin");
+  await writeFile(local, Buffer.alloc(3 * 1024 * 1024, 1));
+  const upload = curl(["--limit-rate", "1M", "-F", `file=@${local}`, `${dev.url}/upload`]);
+  await eventually(async () => (await readdir(dev.card)).some((n) => n.endsWith(".part")), 10_000);
+  const sw = await fetch(`${dev.url}/mode/msc`, { method: "POST" });
+  assert.equal(await sw.text(), '{"status":"success","message":"Switched to MSC mode."}');
+  const r = await upload;
+  assert.equal(r.stdout, '{"status":"error","message":"Cannot upload in MSC mode."}\n400');
+  assert.deepEqual(await readdir(dev.card), ["raw"]);
+});
+
+test("HEAD answers like GET without a body", async () => {
+  const r = await fetch(`${dev.url}/`, { method: "HEAD" });
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get("content-type"), "application/json");
+  assert.equal(await r.text(), "");
+});
+
+test("a temp file left by a crash is never counted, and is removed when the card returns to the network", async () => {
+  const stale = join(dev.card, ".framefi-upload-0123456789abcdef.part");
+  const before = (await (await fetch(`${dev.url}/`)).json()) as { sd_card: { file_count: number } };
+  await writeFile(stale, "half an upload");
+  await new Promise((r) => setTimeout(r, 300));
+  const during = (await (await fetch(`${dev.url}/`)).json()) as { sd_card: { file_count: number } };
+  assert.equal(during.sd_card.file_count, before.sd_card.file_count);
+  await (await fetch(`${dev.url}/mode/ftp`, { method: "POST" })).text();
+  await eventually(async () => !(await readdir(dev.card)).includes(".framefi-upload-0123456789abcdef.part"), 5_000);
+});

@@ -1,0 +1,63 @@
+// "Done when": the README's device section shows curl lines that work. Its quick start must answer the JSON it
+// shows, and its upload lines must work as written (port substituted) against a running bin/framefi-device.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { removeDir, repoRoot, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { BODY, MODE_FTP } from "./fixtures/contract.js";
+import { curl, shellWords, until } from "./fixtures/http.js";
+import { api } from "./fixtures/device.js";
+
+let section: string;
+let work: string;
+before(async () => {
+  const readme = await readFile(join(repoRoot, "README.md"), "utf8");
+  const m = readme.match(/<!-- section:device -->([\s\S]*?)<!-- \/section:device -->/);
+  assert.ok(m, "README.md has a device section");
+  section = m[1]!;
+  work = await tempDir("framefi-readme-");
+});
+after(async () => {
+  await removeDir(work);
+});
+
+/** The fenced code blocks of the section, in order, with their language. */
+const blocks = (): Array<{ lang: string; body: string }> =>
+  [...section.matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+
+test("the quick start answers exactly the JSON the README shows", async (t) => {
+  const all = blocks();
+  const i = all.findIndex((b) => /framefi-device .*--card-size (\S+)/.test(b.body));
+  assert.ok(i >= 0 && all[i + 1]?.lang === "json", "a start line followed by the JSON it answers");
+  const size = all[i]!.body.match(/--card-size (\S+)/)![1]!;
+  const dev = await startDevice({ args: ["--card-size", size] });
+  t.after(() => dev.stop());
+  const r = await curl([`${dev.url}/`]);
+  assert.equal(r.status, 200);
+  assert.deepEqual(JSON.parse(r.body), JSON.parse(all[i + 1]!.body));
+  assert.equal(r.body, JSON.stringify(JSON.parse(all[i + 1]!.body)), "byte for byte, in the same field order");
+});
+
+test("the upload lines work as written", async (t) => {
+  const block = blocks().find((b) => /curl -F "file=@/.test(b.body));
+  assert.ok(block, "an upload block");
+  const dev: RunningDevice = await startDevice();
+  t.after(() => dev.stop());
+  const photo = randomBytes(20_000);
+  await writeFile(join(work, "photo.jpg"), photo);
+  const lines = block.body.split("\n").filter((l) => l.startsWith("curl "));
+  assert.ok(lines.length >= 3);
+  for (const line of lines) {
+    const words = shellWords(line.replaceAll("localhost:8080", `127.0.0.1:${dev.port}`));
+    const r = await curl(words.slice(1), { cwd: work });
+    assert.equal(r.status, 200, `${line} → ${r.status} ${r.body}`);
+    if (line.includes("/mode/ftp")) {
+      assert.equal(r.body, BODY.switchedToFtp);
+      await until(async () => (await api(dev).status()).mode === MODE_FTP || undefined, 2_000);
+    } else assert.equal(r.body, BODY.uploaded, line);
+  }
+  assert.deepEqual(await readFile(join(dev.card, "photo.jpg")), photo);
+  assert.deepEqual(await readFile(join(dev.card, "2024/summer/photo.jpg")), photo);
+});
