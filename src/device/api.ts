@@ -18,6 +18,8 @@ export interface ApiContext {
   /** Called after the Wi-Fi reset answer has been sent. */
   wifiReset: () => void;
   log: (message: string) => void;
+  /** More routes behind the same auth and error handling (the web panel under /panel/). */
+  extraRoutes?: ReadonlyArray<{ method: "GET" | "POST"; path: string; handler: Handler }>;
 }
 
 type Method = "GET" | "POST" | "PUT";
@@ -150,6 +152,7 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     await state.settled();
     await handleRawUpload(req, res, card, url.searchParams.get("filename"));
   });
+  for (const extra of ctx.extraRoutes ?? []) route(extra.method, extra.path, extra.handler);
 
   type Access = "full" | "read-only" | "none";
   const authenticate = (req: IncomingMessage): Access | "open" => {

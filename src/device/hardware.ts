@@ -1,9 +1,10 @@
 // The device's hardware behind small interfaces. The simulated implementations (the default) keep what the real
 // parts would show, so a panel or a test can read it; a real backend (a Linux USB gadget, say) plugs in here.
+import { EventEmitter } from "node:events";
 
 export type LedColor = "yellow" | "blue" | "green" | "purple";
 
-/** What the 240x135 screen shows; the firmware draws these fields for each mode. */
+/** What the 160x80 ST7735 screen shows; the firmware draws these fields for each mode. */
 export type Screen =
   | { kind: "boot"; version: string }
   | { kind: "setup"; ssid: string; address: string }
@@ -51,18 +52,22 @@ export interface Hardware {
   wifi: Wifi;
 }
 
-export class SimulatedDisplay implements Display {
+/** Emits "change" after every call, so the web panel can show what the screen shows. */
+export class SimulatedDisplay extends EventEmitter<{ change: [] }> implements Display {
   backlight = true;
   orientation = 1;
   screen: Screen | undefined;
   setBacklight(on: boolean): void {
     this.backlight = on;
+    this.emit("change");
   }
   setOrientation(orientation: number): void {
     this.orientation = orientation;
+    this.emit("change");
   }
   draw(screen: Screen): void {
     this.screen = screen;
+    this.emit("change");
   }
 }
 

@@ -6,6 +6,7 @@ import { createApi } from "./api.js";
 import { Card } from "./card.js";
 import type { DeviceConfig } from "./config.js";
 import { simulatedHardware, type Hardware } from "./hardware.js";
+import { panelRoutes } from "./panel/routes.js";
 import { defaultSettings, SettingsStore, type Settings } from "./settings.js";
 import { createSetupHandler, type SetupValues } from "./setup.js";
 import { DeviceState, noFtpShare, type FtpShare } from "./state.js";
@@ -229,6 +230,7 @@ export class DeviceService {
       restart: () => void this.restart(),
       wifiReset: () => void this.wifiReset(),
       log: this.log,
+      extraRoutes: panelRoutes({ state: this.state, display: this.hardware.display, wifiReset: () => void this.wifiReset() }),
     });
     const server = createServer({ requestTimeout: 0, headersTimeout: 30_000 }, handler);
     // Clients that wait for "100 Continue" get the same checks (auth, mode, space) before they send a body.

@@ -1,0 +1,151 @@
+// The web panel's routes, served by the device's API server under /panel/ (so they share its basic auth and its
+// read-only account): the page, the display picture, the device view as JSON, server-sent events, the button.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { sendError, sendJson } from "../http.js";
+import { SimulatedDisplay, type Display, type Screen } from "../hardware.js";
+import type { DeviceState } from "../state.js";
+import { panelPage } from "./page.js";
+import { renderDisplaySvg } from "./render.js";
+import { deviceView, type DeviceView } from "./view.js";
+
+export interface PanelContext {
+  state: DeviceState;
+  /** The display hardware; the simulated one tells what it shows and when it changes. */
+  display: Display;
+  /** Called once the button's "held 3 s" answer has been sent, as the firmware's long press does. */
+  wifiReset: () => void;
+}
+
+export interface PanelRoute {
+  method: "GET" | "POST";
+  path: string;
+  handler: (req: IncomingMessage, res: ServerResponse, url: URL) => void;
+}
+
+/** Seconds between keep-alive comments on an idle event stream (proxies drop silent connections). */
+const KEEP_ALIVE_MS = 15_000;
+
+export function panelRoutes(ctx: PanelContext): PanelRoute[] {
+  const observable = ctx.display instanceof SimulatedDisplay ? ctx.display : undefined;
+  let resetting = false;
+
+  const drawn = (): Screen | undefined => observable?.screen;
+  const view = (): DeviceView => deviceView(ctx.state.snapshot(), drawn(), resetting);
+  const current = (): { view: DeviceView; svg: string } => {
+    const v = view();
+    return { view: v, svg: renderDisplaySvg(v.display) };
+  };
+
+  /** Calls `listener` (at most once per turn of the event loop) whenever the state or the screen changes. */
+  const subscribe = (listener: () => void): (() => void) => {
+    let scheduled: NodeJS.Immediate | undefined;
+    const onChange = (): void => {
+      scheduled ??= setImmediate(() => {
+        scheduled = undefined;
+        listener();
+      });
+    };
+    ctx.state.on("change", onChange);
+    observable?.on("change", onChange);
+    return () => {
+      if (scheduled) clearImmediate(scheduled);
+      ctx.state.off("change", onChange);
+      observable?.off("change", onChange);
+    };
+  };
+  const listeners = new Set<() => void>();
+  const notify = (): void => listeners.forEach((l) => l());
+
+  const running = (res: ServerResponse): boolean => {
+    if (ctx.state.snapshot().phase === "running") return true;
+    sendError(res, 409, "The button does nothing until the device has booted and joined its network; try again in a moment.");
+    return false;
+  };
+
+  return [
+    {
+      method: "GET",
+      path: "/panel",
+      handler: (_req, res) => {
+        res.writeHead(301, { Location: "/panel/", "Content-Length": 0 });
+        res.end();
+      },
+    },
+    {
+      method: "GET",
+      path: "/panel/",
+      handler: (_req, res) => {
+        const html = panelPage(current());
+        res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Content-Length": Buffer.byteLength(html), "Cache-Control": "no-store" });
+        res.end(html);
+      },
+    },
+    {
+      method: "GET",
+      path: "/panel/display.svg",
+      handler: (_req, res, url) => {
+        const scaleText = url.searchParams.get("scale") ?? "1";
+        if (!/^[1-8]$/.test(scaleText)) {
+          sendError(res, 400, `Invalid scale "${scaleText}": use a whole number from 1 to 8 (pixels per display pixel).`);
+          return;
+        }
+        const svg = renderDisplaySvg(view().display, Number(scaleText));
+        res.writeHead(200, { "Content-Type": "image/svg+xml; charset=utf-8", "Content-Length": Buffer.byteLength(svg), "Cache-Control": "no-store" });
+        res.end(svg);
+      },
+    },
+    {
+      method: "GET",
+      path: "/panel/state",
+      handler: (_req, res) => sendJson(res, 200, view(), { "Cache-Control": "no-store" }),
+    },
+    {
+      method: "GET",
+      path: "/panel/events",
+      handler: (req, res) => {
+        res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", "X-Accel-Buffering": "no" });
+        let last = "";
+        const send = (): void => {
+          const data = JSON.stringify(current());
+          if (data === last) return;
+          last = data;
+          res.write(`event: device\ndata: ${data}\n\n`);
+        };
+        res.write("retry: 1000\n\n");
+        send();
+        const unsubscribe = subscribe(send);
+        listeners.add(send);
+        const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), KEEP_ALIVE_MS);
+        keepAlive.unref();
+        req.socket.setTimeout(0);
+        res.on("close", () => {
+          clearInterval(keepAlive);
+          unsubscribe();
+          listeners.delete(send);
+        });
+      },
+    },
+    {
+      method: "POST",
+      path: "/panel/button/click",
+      handler: (_req, res) => {
+        if (!running(res)) return;
+        const target = ctx.state.snapshot().mode === "msc" ? "ftp" : "msc";
+        ctx.state.setMode(target);
+        sendJson(res, 200, { status: "success", message: `Button clicked: switching to ${target === "ftp" ? "Application (FTP)" : "MSC"} mode.` });
+      },
+    },
+    {
+      method: "POST",
+      path: "/panel/button/hold",
+      handler: (_req, res) => {
+        if (!running(res)) return;
+        resetting = true;
+        // Show the reset screen to everyone watching before the device goes down.
+        notify();
+        res.once("finish", ctx.wifiReset);
+        sendJson(res, 200, { status: "success", message: "Button held for 3 seconds: resetting Wi-Fi and restarting..." });
+      },
+    },
+  ];
+}
