@@ -181,7 +181,11 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
       this.mqttState = MQTT_DISCONNECTED;
       this.mqttConnected = false;
     }
-    if (changed) this.emitChange("mqtt-enabled");
+    if (changed) {
+      this.emitChange("mqtt-enabled");
+      // The firmware redraws the mode screen: the MQTT dot appears or goes.
+      this.redraw();
+    }
     return { enabled: next, saved: this.save({ mqttEnabled: next }) };
   }
 

@@ -1,0 +1,149 @@
+// Issue 7 points 3 and 4 in a real headless Chromium: the panel shows the device as it is, its button works
+// with a mouse and a finger (click toggles the mode, holding 3 s resets Wi-Fi), and the page follows every change
+// made through the API live.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import { eventually, startDevice, type RunningDevice } from "../helpers.js";
+import { chromiumMissing, launchChromium, type Browser } from "./browser.js";
+
+const skip = chromiumMissing();
+if (skip) console.log(`# ${skip}`);
+
+interface Shown {
+  screen: string;
+  backlight: string;
+  text: string;
+  dots: string[];
+  led: string;
+  status: string;
+  link: string;
+}
+
+/** What the page shows now: the display's screen and text, the MQTT dot colours, the LED and the status line. */
+function shown(page: Page): Promise<Shown> {
+  return page.evaluate(() => {
+    const svg = document.querySelector<SVGSVGElement>("#display svg");
+    return {
+      screen: svg?.dataset.screen ?? "",
+      backlight: svg?.dataset.backlight ?? "",
+      text: [...(svg?.querySelectorAll("text") ?? [])].map((t) => t.textContent).join(" "),
+      dots: [...(svg?.querySelectorAll("circle") ?? [])].map((c) => c.getAttribute("fill") ?? ""),
+      led: document.getElementById("led")?.dataset.color ?? "",
+      status: document.getElementById("status")?.textContent ?? "",
+      link: document.getElementById("link")?.textContent ?? "",
+    };
+  });
+}
+
+/** Waits (generously) until what the page shows satisfies `ok`. */
+async function until(page: Page, ok: (s: Shown) => boolean, timeoutMs = 10_000): Promise<Shown> {
+  let last: Shown | undefined;
+  try {
+    return (await eventually(async () => {
+      last = await shown(page);
+      return ok(last) ? last : undefined;
+    }, timeoutMs))!;
+  } catch {
+    throw new Error(`the page never showed what was expected; it shows ${JSON.stringify(last)}`);
+  }
+}
+
+const filesShown = (s: Shown): number => Number(/Files: (\d+)/.exec(s.text)?.[1] ?? NaN);
+
+describe("web panel in Chromium", { skip }, () => {
+  let dev: RunningDevice;
+  let browser: Browser;
+  let page: Page;
+
+  before(async () => {
+    dev = await startDevice();
+    browser = await launchChromium();
+    page = await browser.context.newPage();
+    await page.goto(`${dev.url}/panel/`);
+  });
+  after(async () => {
+    await browser?.close();
+    await dev?.stop();
+  });
+
+  test("the panel renders the device: MSC screen, green LED, live", async () => {
+    const s = await until(page, (x) => x.link === "live" && x.screen === "USB MSC");
+    assert.equal(s.backlight, "on");
+    assert.match(s.text, /FrameFi Mode: USB MSC IP: 127\.0\.0\.1 MAC: [0-9A-F:]{17} Size: \d+\.\d\dGB Files: 0 Used: /);
+    assert.equal(s.led, "green");
+    assert.deepEqual(s.dots, [], "no MQTT dot while MQTT is disabled");
+    assert.match(s.status, /^USB MSC mode · display on · LED green 13\/255$/);
+  });
+
+  test("a click on the button switches to FTP mode and the display shows the FTP screen", async () => {
+    await page.click("#button");
+    const s = await until(page, (x) => x.screen === "FTP");
+    assert.match(s.text, /FrameFi Mode: FTP IP: 127\.0\.0\.1/);
+    assert.equal(s.led, "purple");
+    const status = (await (await fetch(`${dev.url}/`)).json()) as { mode: string };
+    assert.equal(status.mode, "Application (FTP Server)");
+  });
+
+  test("an upload changes the file count shown", async () => {
+    const before = filesShown(await shown(page));
+    assert.equal(before, 0);
+    const form = new FormData();
+    form.append("file", new Blob([Buffer.from("a picture")]), "holiday/beach.jpg");
+    const r = await fetch(`${dev.url}/upload`, { method: "POST", body: form });
+    assert.equal(r.status, 200, await r.text());
+    await until(page, (x) => filesShown(x) === 1);
+  });
+
+  test("POST /display/off makes the display dark in the page; /display/on lights it again", async () => {
+    assert.equal((await fetch(`${dev.url}/display/off`, { method: "POST" })).status, 200);
+    const off = await until(page, (x) => x.backlight === "off");
+    assert.equal(off.text, "", "nothing of the picture shows while the backlight is off");
+    const fill = await page.evaluate(() => document.querySelector("#display svg rect")?.getAttribute("fill"));
+    assert.equal(fill, "#050507");
+    assert.match(off.status, /display off/);
+    assert.equal((await fetch(`${dev.url}/display/on`, { method: "POST" })).status, 200);
+    await until(page, (x) => x.backlight === "on" && x.screen === "FTP");
+  });
+
+  test("the MQTT dot: red while enabled but not connected, gone when disabled", async () => {
+    assert.equal((await fetch(`${dev.url}/mqtt/enable`, { method: "POST" })).status, 200);
+    await until(page, (x) => x.dots.length === 1 && x.dots[0] === "#f38ba8");
+    assert.equal((await fetch(`${dev.url}/mqtt/disable`, { method: "POST" })).status, 200);
+    await until(page, (x) => x.dots.length === 0);
+  });
+
+  test("the LED follows the API: off, then on at full brightness", async () => {
+    assert.equal((await fetch(`${dev.url}/led/off`, { method: "POST" })).status, 200);
+    await until(page, (x) => x.led === "off");
+    assert.equal((await fetch(`${dev.url}/led/on`, { method: "POST" })).status, 200);
+    assert.equal((await fetch(`${dev.url}/led/brightness`, { method: "POST", body: "255" })).status, 200);
+    const s = await until(page, (x) => x.led === "purple" && x.status.endsWith("255/255"));
+    assert.ok(s);
+    // Full brightness: the LED at full opacity (once its short CSS transition is over).
+    await eventually(async () => (await page.evaluate(() => getComputedStyle(document.getElementById("led")!).opacity)) === "1");
+  });
+
+  test("a tap with a finger toggles the mode back to USB MSC", async () => {
+    const box = await page.locator("#button").boundingBox();
+    assert.ok(box);
+    await page.touchscreen.tap(box.x + box.width / 2, box.y + box.height / 2);
+    await until(page, (x) => x.screen === "USB MSC" && x.led === "green");
+  });
+
+  test("holding the button 3 s resets Wi-Fi: the reset screen, then the API stops and the setup page answers", async () => {
+    const box = await page.locator("#button").boundingBox();
+    assert.ok(box);
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.down();
+    const s = await until(page, (x) => /Resetting Wi-Fi\.\.\./.test(x.text), 15_000);
+    await page.mouse.up();
+    assert.match(s.text, /Restarting\.\.\./);
+    await until(page, (x) => x.link === "not answering", 15_000);
+    const setup = await eventually(async () => {
+      const r = await fetch(`http://127.0.0.1:${dev.setupPort}/`);
+      return r.status === 200 ? r.text() : "";
+    }, 15_000);
+    assert.match(setup, /<form/i);
+  });
+});

@@ -1,0 +1,44 @@
+// A real headless Chromium (Debian's /usr/bin/chromium) driven by playwright-core, with a fresh profile.
+// Never downloads a browser: without /usr/bin/chromium the browser tests skip and say why.
+import { existsSync } from "node:fs";
+import { chromium, type BrowserContext } from "playwright-core";
+import { removeDir, tempDir } from "../helpers.js";
+
+export const CHROMIUM = process.env.FRAMEFI_CHROMIUM ?? "/usr/bin/chromium";
+
+/** The reason to skip, or undefined when Chromium is there. */
+export function chromiumMissing(): string | undefined {
+  return existsSync(CHROMIUM) ? undefined : `no Chromium at ${CHROMIUM} (install Debian's chromium package or set FRAMEFI_CHROMIUM); browser tests skipped`;
+}
+
+export interface Browser {
+  context: BrowserContext;
+  close(): Promise<void>;
+}
+
+export async function launchChromium(): Promise<Browser> {
+  const profile = await tempDir("framefi-chromium-");
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    hasTouch: true,
+    viewport: { width: 900, height: 560 },
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  return {
+    context,
+    close: async () => {
+      await context.close();
+      await removeDir(profile);
+    },
+  };
+}
