@@ -1,0 +1,145 @@
+// Issue 7 points 1 and 2 end to end: the launcher that `npm start` runs starts the device service and the hook
+// server; the example hooks drive the frame through the real client (`framefi sync` over HTTP and FTP). A wrong
+// secret or signature runs nothing; the right one leaves the card equal to the photos folder and the device back
+// in USB MSC mode. Ctrl-C stops everything.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { copyFile, readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { eventually, freePort, removeDir, repoRoot, start, tempDir, type RunningProgram } from "../helpers.js";
+
+const SECRET = "frame-demo-secret";
+const GITHUB_SECRET = "github-demo-secret";
+
+/** name → content of every file under `dir`, recursively. */
+async function tree(dir: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const e of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile()) continue;
+    const path = join(e.parentPath, e.name);
+    out.set(path.slice(dir.length + 1), (await readFile(path)).toString("base64"));
+  }
+  return out;
+}
+
+describe("npm start: the whole system", () => {
+  let demo: string;
+  let launcher: RunningProgram;
+  let device: string;
+  let hooks: string;
+
+  before(async () => {
+    demo = await tempDir("framefi-demo-");
+    const [devicePort, hooksPort, ftpPort, setupPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    device = `http://127.0.0.1:${devicePort}`;
+    hooks = `http://127.0.0.1:${hooksPort}`;
+    launcher = start(process.execPath, [join(repoRoot, "dist", "src", "start.js")], {
+      env: {
+        ...process.env,
+        FRAMEFI_DEMO_DIR: demo,
+        FRAMEFI_DEVICE_PORT: String(devicePort),
+        FRAMEFI_HOOKS_PORT: String(hooksPort),
+        FRAMEFI_FTP_PORT: String(ftpPort),
+        FRAMEFI_SETUP_PORT: String(setupPort),
+      },
+    });
+    await launcher.waitFor(/Ctrl-C stops both\./, 30_000);
+  });
+  after(async () => {
+    await launcher?.stop();
+    await removeDir(demo);
+  });
+
+  test("npm start runs this launcher", () => {
+    const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: Record<string, string> };
+    assert.match(pkg.scripts.start ?? "", /node dist\/src\/start\.js$/);
+  });
+
+  test("it prints the addresses and a curl line, and the device has a card with sample pictures", async () => {
+    const out = launcher.stdout();
+    assert.ok(out.includes(`device API    ${device}/`), out);
+    assert.ok(out.includes(`web panel     ${device}/panel/`), out);
+    assert.ok(out.includes(`hook server   ${hooks}/hooks/`), out);
+    assert.ok(out.includes(`curl -X POST '${hooks}/hooks/sync-frame?secret=${SECRET}'`), out);
+    const status = (await (await fetch(`${device}/`)).json()) as { mode: string; sd_card: { file_count: number } };
+    assert.equal(status.mode, "USB MSC");
+    assert.equal(status.sd_card.file_count, 2);
+    assert.equal((await fetch(`${device}/panel/`)).status, 200);
+  });
+
+  test("sync-frame with a wrong secret runs nothing", async () => {
+    const cardBefore = await tree(join(demo, "sdcard"));
+    for (const query of ["?secret=wrong-secret", "", "?secret="]) {
+      const r = await fetch(`${hooks}/hooks/sync-frame${query}`, { method: "POST" });
+      assert.equal(r.status, 403, query);
+      assert.equal(await r.text(), "Hook rules were not satisfied.");
+    }
+    assert.deepEqual(await tree(join(demo, "sdcard")), cardBefore);
+    assert.doesNotMatch(launcher.stdout(), /executing/);
+    assert.equal(((await (await fetch(`${device}/`)).json()) as { mode: string }).mode, "USB MSC");
+  });
+
+  test("sync-frame with the right secret: the card matches the photos folder, the device is back in MSC mode", async () => {
+    const r = await fetch(`${hooks}/hooks/sync-frame?secret=${SECRET}`, { method: "POST" });
+    const output = await r.text();
+    assert.equal(r.status, 200, output);
+    assert.match(output, /Sync done: 3 uploaded/);
+    assert.deepEqual(await tree(join(demo, "sdcard")), await tree(join(demo, "photos")));
+    const status = (await (await fetch(`${device}/`)).json()) as { mode: string; sd_card: { file_count: number } };
+    assert.equal(status.mode, "USB MSC");
+    assert.equal(status.sd_card.file_count, 5);
+  });
+
+  test("frame-display turns the display off and on from a JSON field; other values run nothing", async () => {
+    const post = (body: object, secret = SECRET): Promise<Response> =>
+      fetch(`${hooks}/hooks/frame-display?secret=${secret}`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    const displayStatus = async (): Promise<string> => ((await (await fetch(`${device}/display/status`)).json()) as { display_status: string }).display_status;
+    let r = await post({ display: "off" });
+    assert.equal(r.status, 200, await r.text());
+    assert.equal(await displayStatus(), "off");
+    r = await post({ display: "on" }, "wrong-secret");
+    assert.equal(r.status, 403);
+    r = await post({ display: "sideways" });
+    assert.equal(r.status, 403);
+    assert.equal(await displayStatus(), "off");
+    r = await post({ display: "on" });
+    assert.equal(r.status, 200, await r.text());
+    assert.equal(await displayStatus(), "on");
+  });
+
+  test("frame-push: a GitHub-signed push syncs; a bad signature runs nothing", async () => {
+    await copyFile(join(repoRoot, "examples", "pictures", "sunset.jpg"), join(demo, "photos", "sunset-2.jpg"));
+    const body = JSON.stringify({ ref: "refs/heads/main", commits: [] });
+    const sign = (secret: string): string => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+    const push = (signature: string): Promise<Response> =>
+      fetch(`${hooks}/hooks/frame-push`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-GitHub-Event": "push", "X-Hub-Signature-256": signature },
+        body,
+      });
+    const bad = await push(sign("not-the-secret"));
+    assert.notEqual(bad.status, 200);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await tree(join(demo, "sdcard"))).has("sunset-2.jpg"), false, "nothing ran");
+
+    const good = await push(sign(GITHUB_SECRET));
+    assert.equal(good.status, 200);
+    assert.equal(await good.text(), "Push received: syncing the frame.\n");
+    const photos = await tree(join(demo, "photos"));
+    await eventually(async () => {
+      const card = await tree(join(demo, "sdcard"));
+      const mode = ((await (await fetch(`${device}/`)).json()) as { mode: string }).mode;
+      return card.size === photos.size && card.get("sunset-2.jpg") === photos.get("sunset-2.jpg") && mode === "USB MSC";
+    }, 20_000);
+  });
+
+  test("Ctrl-C stops both programs cleanly", async () => {
+    launcher.child.kill("SIGINT");
+    assert.equal(await launcher.exited, 0);
+    assert.match(launcher.stdout(), /Stopped\.\n$/);
+    await assert.rejects(fetch(`${device}/`));
+    await assert.rejects(fetch(`${hooks}/`));
+  });
+});
