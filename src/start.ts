@@ -115,7 +115,8 @@ async function main(): Promise<number> {
   const device = launch(
     "device",
     [join(root, "bin", "framefi-device"), "--host", host, "--port", String(config.devicePort), "--card", card, "--state", state, "--ftp-port", String(config.ftpPort)],
-    process.env,
+    // An 8 GiB card unless FRAMEFI_CARD_SIZE says otherwise: the screen's figures and capacity bar look like a frame's.
+    { ...process.env, FRAMEFI_CARD_SIZE: process.env.FRAMEFI_CARD_SIZE ?? "8GiB" },
   );
   // The hook server's commands run the client (`framefi`, found on PATH) against this device.
   const hooksEnv: NodeJS.ProcessEnv = {
