@@ -6,7 +6,7 @@ import { createApi } from "./api.js";
 import { Card } from "./card.js";
 import type { DeviceConfig } from "./config.js";
 import { simulatedHardware, type Hardware } from "./hardware.js";
-import { panelRoutes } from "./panel/routes.js";
+import { panelRoutes, servePanel, type PanelRoute } from "./panel/routes.js";
 import { defaultSettings, SettingsStore, type Settings } from "./settings.js";
 import { createSetupHandler, type SetupValues } from "./setup.js";
 import { DeviceState, noFtpShare, type FtpShare } from "./state.js";
@@ -172,14 +172,15 @@ export class DeviceService {
     await sleep(this.config.bootDelay);
     if (this.current.wifiSsid === "") {
       const ap = await this.hardware.wifi.startAccessPoint();
-      this.setup = createServer(
-        createSetupHandler({
-          apSsid: ap.ssid,
-          settings: () => this.current,
-          store: (values) => this.storeSetup(values),
-          restart: () => void this.restart(),
-        }),
-      );
+      const setupPage = createSetupHandler({
+        apSsid: ap.ssid,
+        settings: () => this.current,
+        store: (values) => this.storeSetup(values),
+        restart: () => void this.restart(),
+      });
+      // The web panel stays reachable in setup mode, on the setup page's server (the API is down).
+      const panel = servePanel(this.panelRoutes());
+      this.setup = createServer((req, res) => panel(req, res) || setupPage(req, res));
       const host = await listenPatiently(this.setup, this.config.setupHost, this.config.setupPort);
       this.state.enterSetup(ap);
       this.log(`setup mode: no Wi-Fi network stored; setup page on ${urlOf(host, this.config.setupPort)} (access point ${ap.ssid})`);
@@ -230,7 +231,7 @@ export class DeviceService {
       restart: () => void this.restart(),
       wifiReset: () => void this.wifiReset(),
       log: this.log,
-      extraRoutes: panelRoutes({ state: this.state, display: this.hardware.display, wifiReset: () => void this.wifiReset() }),
+      extraRoutes: this.panelRoutes(),
     });
     const server = createServer({ requestTimeout: 0, headersTimeout: 30_000 }, handler);
     // Clients that wait for "100 Continue" get the same checks (auth, mode, space) before they send a body.
@@ -247,6 +248,16 @@ export class DeviceService {
     });
     server.on("error", (e) => this.log(`error: web API server: ${e.message}`));
     return server;
+  }
+
+  /** The web panel (/panel/): served by the API, and by the setup page's server in setup mode. */
+  private panelRoutes(): PanelRoute[] {
+    return panelRoutes({
+      state: this.state,
+      display: this.hardware.display,
+      wifiReset: () => void this.wifiReset(),
+      ports: { api: this.config.port, setup: this.config.setupPort },
+    });
   }
 
   /** Figures change in bursts (a folder copied in); tell the state at most every 100 ms. */

@@ -1,6 +1,6 @@
 // Issue 7 points 3 and 4 in a real headless Chromium: the panel shows the device as it is, its button works
 // with a mouse and a finger (click toggles the mode, holding 3 s resets Wi-Fi), and the page follows every change
-// made through the API live.
+// made through the API live; in Wi-Fi setup mode the panel moves to the setup page's server.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
@@ -145,5 +145,17 @@ describe("web panel in Chromium", { skip }, () => {
       return r.status === 200 ? r.text() : "";
     }, 15_000);
     assert.match(setup, /<form/i);
+    // The offline page points to the setup page and its panel, which shows the setup screen.
+    const links = await page.$$eval("#status a", (as) => as.map((a) => (a as HTMLAnchorElement).href));
+    assert.deepEqual(links, [
+      `http://127.0.0.1:${dev.setupPort}/`,
+      `http://127.0.0.1:${dev.setupPort}/panel/`,
+      `http://127.0.0.1:${dev.port}/panel/`,
+    ]);
+    await page.goto(links[1]!);
+    const s2 = await until(page, (x) => x.link === "live" && x.screen === "setup");
+    assert.match(s2.text, /^FrameFi Setup Mode: AP AP IP: 127\.0\.0\.1 SSID: FrameFi-[0-9A-F]{6}$/);
+    assert.equal(s2.led, "blue");
+    assert.match(s2.status, /^in Wi-Fi setup mode/);
   });
 });

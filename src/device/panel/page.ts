@@ -36,7 +36,7 @@ h1 small { color: var(--muted); font-weight: 400; font-size: 14px; margin-left: 
 .info { width: min(720px, 100%); display: grid; gap: 10px; text-align: center; }
 #status { font-size: 16px; }
 .help, .links { color: var(--muted); font-size: 13px; }
-.links a { color: #89b4fa; }
+.links a, #status a { color: #89b4fa; }
 #link { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; background: #313244; color: #a6e3a1; margin-left: 6px; }
 body.offline #link { color: #f38ba8; }
 body.offline #display { opacity: .55; }
@@ -85,8 +85,19 @@ function connect() {
   events.onerror = () => {
     document.body.classList.add("offline");
     link.textContent = "not answering";
-    statusLine.textContent = "The device is not answering: it is restarting, or in Wi-Fi setup mode (see its setup page).";
+    const at = (port, path) => location.protocol + "//" + location.hostname + ":" + port + path;
+    statusLine.innerHTML = "";
+    statusLine.append("The device is not answering here: it is restarting, or it has moved. In Wi-Fi setup mode its ",
+      anchor(at(PORTS.setup, "/"), "setup page"), " and ", anchor(at(PORTS.setup, "/panel/"), "panel"),
+      " are on port " + PORTS.setup + "; on its network, its ", anchor(at(PORTS.api, "/panel/"), "panel"), " is on port " + PORTS.api + ".");
   };
+}
+
+function anchor(href, text) {
+  const a = document.createElement("a");
+  a.href = href;
+  a.textContent = text;
+  return a;
 }
 
 async function press(action) {
@@ -142,7 +153,7 @@ connect();
 `;
 
 /** The page, with the display as it is now so it shows before the first event arrives. */
-export function panelPage(first: { view: DeviceView; svg: string }): string {
+export function panelPage(first: { view: DeviceView; svg: string }, ports: { api: number; setup: number }): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -169,6 +180,7 @@ export function panelPage(first: { view: DeviceView; svg: string }): string {
   <div class="links"><a href="display.svg">display picture (SVG)</a> · <a href="state">state (JSON)</a> · <a href="../">device status (API)</a></div>
 </div>
 <script type="module">${SCRIPT}
+const PORTS = ${JSON.stringify(ports)};
 show(${JSON.stringify(first).replace(/</g, "\\u003c")});
 </script>
 </body>

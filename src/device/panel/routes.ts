@@ -14,6 +14,8 @@ export interface PanelContext {
   display: Display;
   /** Called once the button's "held 3 s" answer has been sent, as the firmware's long press does. */
   wifiReset: () => void;
+  /** Where the page can point when the device stops answering: its API port and its setup page's port. */
+  ports: { api: number; setup: number };
 }
 
 export interface PanelRoute {
@@ -75,7 +77,7 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
       method: "GET",
       path: "/panel/",
       handler: (_req, res) => {
-        const html = panelPage(current());
+        const html = panelPage(current(), ctx.ports);
         res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Content-Length": Buffer.byteLength(html), "Cache-Control": "no-store" });
         res.end(html);
       },
@@ -148,4 +150,19 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
       },
     },
   ];
+}
+
+/**
+ * The panel on a server without the API's router (the setup page's server in setup mode, where the API is down):
+ * answers the panel's paths and returns true, or returns false and leaves the request to the caller.
+ */
+export function servePanel(routes: PanelRoute[]): (req: IncomingMessage, res: ServerResponse) => boolean {
+  return (req, res) => {
+    const url = new URL(req.url ?? "/", "http://device");
+    const method = req.method === "HEAD" ? "GET" : req.method;
+    const route = routes.find((r) => r.path === url.pathname && r.method === method);
+    if (!route) return false;
+    route.handler(req, res, url);
+    return true;
+  };
 }
