@@ -7,11 +7,18 @@ import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { copyFile, readdir, readFile } from "node:fs/promises";
-import { join } from "node:path";
-import { eventually, freePort, removeDir, repoRoot, start, tempDir, type RunningProgram } from "../helpers.js";
+import { join, relative } from "node:path";
+import { eventually, freePort, removeDir, repoRoot, run, start, tempDir, type RunningProgram } from "../helpers.js";
 
 const SECRET = "frame-demo-secret";
-const GITHUB_SECRET = "github-demo-secret";
+
+/** A README section's fenced code blocks of language `lang`. */
+function readmeBlocks(section: string, lang: string): string[] {
+  const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+  const m = new RegExp(`<!-- section:${section} -->([\\s\\S]*?)<!-- /section:${section} -->`).exec(readme);
+  assert.ok(m, `README.md has a ${section} section`);
+  return [...m[1]!.matchAll(/```(\w*)\n([\s\S]*?)```/g)].filter((b) => b[1] === lang).map((b) => b[2]!);
+}
 
 /** name → content of every file under `dir`, recursively. */
 async function tree(dir: string): Promise<Map<string, string>> {
@@ -29,10 +36,18 @@ describe("npm start: the whole system", () => {
   let launcher: RunningProgram;
   let device: string;
   let hooks: string;
+  let devicePort: number;
+  let hooksPort: number;
+
+  /** Runs a shell snippet from the README as written, with the default ports replaced by this test's. */
+  const shell = (snippet: string): Promise<{ code: number | string; stdout: string; stderr: string }> =>
+    run("sh", ["-c", snippet.replaceAll("127.0.0.1:9000", `127.0.0.1:${hooksPort}`).replaceAll("127.0.0.1:8080", `127.0.0.1:${devicePort}`)]);
 
   before(async () => {
     demo = await tempDir("framefi-demo-");
-    const [devicePort, hooksPort, ftpPort, setupPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const [ftpPort, setupPort] = [await freePort(), await freePort()];
+    devicePort = await freePort();
+    hooksPort = await freePort();
     device = `http://127.0.0.1:${devicePort}`;
     hooks = `http://127.0.0.1:${hooksPort}`;
     launcher = start(process.execPath, [join(repoRoot, "dist", "src", "start.js")], {
@@ -57,15 +72,20 @@ describe("npm start: the whole system", () => {
     assert.match(pkg.scripts.start ?? "", /node dist\/src\/start\.js$/);
   });
 
-  test("it prints the addresses and a curl line, and the device has a card with sample pictures", async () => {
+  test("it prints what the README's quickstart shows, and the device has a card with sample pictures", async () => {
     const out = launcher.stdout();
-    assert.ok(out.includes(`device API    ${device}/`), out);
-    assert.ok(out.includes(`web panel     ${device}/panel/`), out);
-    assert.ok(out.includes(`hook server   ${hooks}/hooks/`), out);
-    assert.ok(out.includes(`curl -X POST '${hooks}/hooks/sync-frame?secret=${SECRET}'`), out);
-    const status = (await (await fetch(`${device}/`)).json()) as { mode: string; sd_card: { file_count: number } };
+    const printed = out.slice(out.indexOf("FrameFi is running:"), out.indexOf("Ctrl-C stops both.") + "Ctrl-C stops both.".length);
+    const asInReadme = printed
+      .replaceAll(`127.0.0.1:${devicePort}`, "127.0.0.1:8080")
+      .replaceAll(`127.0.0.1:${hooksPort}`, "127.0.0.1:9000")
+      .replaceAll(relative(process.cwd(), demo), "demo")
+      .replace(/FTP port \d+/, "FTP port 2121");
+    const [shown] = readmeBlocks("system", "text");
+    assert.equal(asInReadme, shown!.trimEnd());
+    const status = (await (await fetch(`${device}/`)).json()) as { mode: string; sd_card: { file_count: number; total_size: number } };
     assert.equal(status.mode, "USB MSC");
     assert.equal(status.sd_card.file_count, 2);
+    assert.equal(status.sd_card.total_size, 8 * 1024 ** 3, "an 8 GiB card");
     assert.equal((await fetch(`${device}/panel/`)).status, 200);
   });
 
@@ -82,10 +102,12 @@ describe("npm start: the whole system", () => {
   });
 
   test("sync-frame with the right secret: the card matches the photos folder, the device is back in MSC mode", async () => {
-    const r = await fetch(`${hooks}/hooks/sync-frame?secret=${SECRET}`, { method: "POST" });
-    const output = await r.text();
-    assert.equal(r.status, 200, output);
-    assert.match(output, /Sync done: 3 uploaded/);
+    // The README's curl line, as written.
+    const curlLine = readmeBlocks("examples", "sh").find((b) => b.includes("/hooks/sync-frame"));
+    assert.ok(curlLine);
+    const r = await shell(curlLine);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Sync done: 3 uploaded/);
     assert.deepEqual(await tree(join(demo, "sdcard")), await tree(join(demo, "photos")));
     const status = (await (await fetch(`${device}/`)).json()) as { mode: string; sd_card: { file_count: number } };
     assert.equal(status.mode, "USB MSC");
@@ -96,9 +118,11 @@ describe("npm start: the whole system", () => {
     const post = (body: object, secret = SECRET): Promise<Response> =>
       fetch(`${hooks}/hooks/frame-display?secret=${secret}`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
     const displayStatus = async (): Promise<string> => ((await (await fetch(`${device}/display/status`)).json()) as { display_status: string }).display_status;
-    let r = await post({ display: "off" });
-    assert.equal(r.status, 200, await r.text());
+    const off = await shell(readmeBlocks("examples", "sh").find((b) => b.includes("/hooks/frame-display"))!);
+    assert.equal(off.code, 0, off.stderr);
+    assert.equal(off.stdout, "Display turned off.\n");
     assert.equal(await displayStatus(), "off");
+    let r: Response;
     r = await post({ display: "on" }, "wrong-secret");
     assert.equal(r.status, 403);
     r = await post({ display: "sideways" });
@@ -124,9 +148,10 @@ describe("npm start: the whole system", () => {
     await new Promise((r) => setTimeout(r, 300));
     assert.equal((await tree(join(demo, "sdcard"))).has("sunset-2.jpg"), false, "nothing ran");
 
-    const good = await push(sign(GITHUB_SECRET));
-    assert.equal(good.status, 200);
-    assert.equal(await good.text(), "Push received: syncing the frame.\n");
+    // The README's signed push, as written.
+    const good = await shell(readmeBlocks("examples", "sh").find((b) => b.includes("/hooks/frame-push"))!);
+    assert.equal(good.code, 0, good.stderr);
+    assert.equal(good.stdout, "Push received: syncing the frame.\n");
     const photos = await tree(join(demo, "photos"));
     await eventually(async () => {
       const card = await tree(join(demo, "sdcard"));
