@@ -2,18 +2,24 @@
 // auth, the button's answers, and server-sent events that follow every change.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import type { DeviceView } from "../../src/device/panel/view.js";
 import { startDevice, type RunningDevice } from "../helpers.js";
 
+interface DeviceEvent {
+  view: DeviceView;
+  svg: string;
+}
+
 /** Reads a server-sent event stream; `next()` resolves with the next "device" event's data. */
-async function openEvents(url: string, headers: Record<string, string> = {}): Promise<{ next(timeoutMs?: number): Promise<any>; close(): void }> {
+async function openEvents(url: string, headers: Record<string, string> = {}): Promise<{ next(timeoutMs?: number): Promise<DeviceEvent>; close(): void }> {
   const controller = new AbortController();
   const res = await fetch(url, { headers, signal: controller.signal });
   assert.equal(res.status, 200);
   assert.match(res.headers.get("content-type") ?? "", /^text\/event-stream/);
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
-  const queue: unknown[] = [];
-  const waiting: Array<(v: unknown) => void> = [];
+  const queue: DeviceEvent[] = [];
+  const waiting: Array<(v: DeviceEvent) => void> = [];
   void (async () => {
     try {
       for (;;) {
@@ -26,7 +32,7 @@ async function openEvents(url: string, headers: Record<string, string> = {}): Pr
           buffer = buffer.slice(end + 2);
           const data = /^event: device\ndata: (.*)$/m.exec(block);
           if (!data) continue;
-          const parsed = JSON.parse(data[1]!);
+          const parsed = JSON.parse(data[1]!) as DeviceEvent;
           const w = waiting.shift();
           if (w) w(parsed);
           else queue.push(parsed);
@@ -39,7 +45,7 @@ async function openEvents(url: string, headers: Record<string, string> = {}): Pr
   return {
     next: (timeoutMs = 10_000) =>
       queue.length > 0
-        ? Promise.resolve(queue.shift())
+        ? Promise.resolve(queue.shift()!)
         : new Promise((resolve, reject) => {
             const timer = setTimeout(() => reject(new Error(`no event within ${timeoutMs} ms`)), timeoutMs);
             waiting.push((v) => {
