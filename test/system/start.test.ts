@@ -5,11 +5,11 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { copyFile, readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
-import { bin, eventually, freePort, removeDir, repoRoot, run, start, tempDir, type RunningProgram } from "../helpers.js";
+import { missingPrograms } from "./programs.js";
+import { eventually, freePort, removeDir, repoRoot, run, start, tempDir, type RunningProgram } from "../helpers.js";
 
 const SECRET = "frame-demo-secret";
 
@@ -30,15 +30,6 @@ async function tree(dir: string): Promise<Map<string, string>> {
     out.set(path.slice(dir.length + 1), (await readFile(path)).toString("base64"));
   }
   return out;
-}
-
-/** The system needs all three programs: on a branch without the client or the hook server's -template, say so and skip. */
-function missingPrograms(): string | undefined {
-  const missing: string[] = [];
-  if (!existsSync(join(repoRoot, "dist", "src", "client", "cli.js"))) missing.push("the client CLI bin/framefi (issue 6)");
-  const help = spawnSync(bin("webhook"), ["-help"], { encoding: "utf8" });
-  if (!/-template/.test(`${help.stdout}${help.stderr}`)) missing.push("the hook server's -template flag (issue 3)");
-  return missing.length > 0 ? `the whole-system test needs ${missing.join(" and ")}; skipped` : undefined;
 }
 
 const skip = missingPrograms();

@@ -70,6 +70,7 @@ function show(device) {
     led.style.boxShadow = "none";
   }
   led.title = "LED: " + (v.led.color ? v.led.color + ", brightness " + v.led.brightness + " of 255" : "off");
+  led.setAttribute("aria-label", led.title);
   led.dataset.color = v.led.color || "off";
   const where = v.phase === "running" ? MODE_NAMES[v.mode] + " mode" : PHASES[v.phase];
   statusLine.textContent = where + " · display " + (v.display.backlight ? "on" : "off") + " · LED " + (v.led.color ? v.led.color + " " + v.led.brightness + "/255" : "off");

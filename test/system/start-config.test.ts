@@ -1,0 +1,67 @@
+// The launcher's bad paths: a bad variable or a taken port stops it with a clear message, exit 1, nothing left
+// running, and a secret never appears in what it prints.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { freePort, removeDir, repoRoot, run, tempDir } from "../helpers.js";
+import { missingPrograms } from "./programs.js";
+
+const launcher = join(repoRoot, "dist", "src", "start.js");
+
+async function launch(env: Record<string, string>): Promise<{ code: number | string; stdout: string; stderr: string }> {
+  const demo = await tempDir("framefi-demo-");
+  try {
+    return await run(process.execPath, [launcher], {
+      env: {
+        ...process.env,
+        FRAMEFI_DEMO_DIR: demo,
+        FRAMEFI_DEVICE_PORT: String(await freePort()),
+        FRAMEFI_HOOKS_PORT: String(await freePort()),
+        FRAMEFI_FTP_PORT: String(await freePort()),
+        FRAMEFI_SETUP_PORT: String(await freePort()),
+        ...env,
+      },
+      timeoutMs: 30_000,
+    });
+  } finally {
+    await removeDir(demo);
+  }
+}
+
+test("a port that is not a number is refused before anything starts", async () => {
+  const r = await launch({ FRAMEFI_DEVICE_PORT: "eighty" });
+  assert.equal(r.code, 1);
+  assert.equal(r.stderr, 'framefi start: FRAMEFI_DEVICE_PORT must be a port number from 1 to 65535, got "eighty"\n');
+  assert.equal(r.stdout, "");
+});
+
+test("a short secret is refused, and not printed", async () => {
+  const r = await launch({ FRAMEFI_HOOK_SECRET: "abc123" });
+  assert.equal(r.code, 1);
+  assert.equal(r.stderr, "framefi start: FRAMEFI_HOOK_SECRET must be at least 8 characters long (the hooks refuse shorter secrets)\n");
+  assert.doesNotMatch(r.stdout + r.stderr, /abc123/);
+});
+
+const skip = missingPrograms();
+
+// Both programs must be able to start for the launcher to get as far as the port.
+describe("a taken port", { skip }, () => {
+  test("a taken device port: the device's error, a hint, exit 1, and the hook server stopped too", async () => {
+    // Takes the port and drops every connection, as a busy port's owner might.
+    const blocker = createServer((socket) => socket.destroy());
+    const port = await freePort();
+    await new Promise<void>((res) => blocker.listen(port, "127.0.0.1", res));
+    try {
+      const hooksPort = await freePort();
+      const r = await launch({ FRAMEFI_DEVICE_PORT: String(port), FRAMEFI_HOOKS_PORT: String(hooksPort) });
+      assert.equal(r.code, 1);
+      assert.match(r.stdout, /\[device\] framefi-device: cannot start: .*EADDRINUSE.*--port/);
+      assert.match(r.stderr, /framefi start: the device service stopped \(exit 1\) before it was ready; see its output above\. Is a port taken\?/);
+      assert.doesNotMatch(r.stdout, /FrameFi is running/);
+      await assert.rejects(fetch(`http://127.0.0.1:${hooksPort}/`), "the hook server is stopped");
+    } finally {
+      await new Promise<void>((res) => blocker.close(() => res()));
+    }
+  });
+});
