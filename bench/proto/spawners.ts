@@ -68,7 +68,6 @@ const signalNames: Record<number, string> = { 1: "SIGHUP", 2: "SIGINT", 9: "SIGK
  */
 export function helperSpawner(command: string, args: string[] = []): Spawner {
   const helper: ChildProcess = spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] });
-  helper.unref();
   const pending = new Map<number, Pending>();
   let nextId = 1;
   let buf: Buffer = Buffer.alloc(0);
@@ -100,7 +99,6 @@ export function helperSpawner(command: string, args: string[] = []): Spawner {
     }
     buf = off === buf.length ? Buffer.alloc(0) : Buffer.from(buf.subarray(off));
   });
-  (helper.stdout as unknown as { unref?: () => void }).unref?.();
   const baseEnv = Object.entries(process.env).map(([k, v]) => `${k}=${v}`);
   return {
     run(file, args, opts) {
