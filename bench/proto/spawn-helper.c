@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -137,6 +138,10 @@ static int read_requests(void) {
 }
 
 int main(void) {
+  /* Commands get only stdin/stdout/stderr: drop whatever non-CLOEXEC fds we inherited. */
+#ifdef SYS_close_range
+  syscall(SYS_close_range, 3, ~0U, 0);
+#endif
   sigset_t chld;
   sigemptyset(&chld); sigaddset(&chld, SIGCHLD);
   sigprocmask(SIG_BLOCK, &chld, NULL);
