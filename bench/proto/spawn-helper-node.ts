@@ -47,3 +47,7 @@ process.stdin.on("data", (chunk: Buffer) => {
   }
   buf = Buffer.from(buf.subarray(off));
 });
+
+// The server went away: nothing left to report to.
+process.stdin.on("end", () => process.exit(0));
+process.stdout.on("error", () => process.exit(0));
