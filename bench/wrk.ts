@@ -87,6 +87,25 @@ export function processTree(root: number): number[] {
   return tree;
 }
 
+/**
+ * CPU time used so far by a process tree, in µs: `own` is user+system of the live processes,
+ * `children` what the commands they already reaped used (cutime+cstime).
+ */
+export function treeCpuUs(root: number): { own: number; children: number } {
+  let own = 0;
+  let children = 0;
+  for (const pid of processTree(root)) {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+      own += (Number(f[11]) + Number(f[12])) * 10_000;
+      children += (Number(f[13]) + Number(f[14])) * 10_000;
+    } catch {
+      // gone
+    }
+  }
+  return { own, children };
+}
+
 /** Sum of VmHWM (peak resident set) over a process tree, in MiB. Short-lived commands are skipped. */
 export function peakRssMiB(root: number): number {
   let kib = 0;
