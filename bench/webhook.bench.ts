@@ -116,9 +116,13 @@ export async function run(): Promise<void> {
     if (process.env.WEBHOOK_BENCH_CEILING !== "0") await ceiling(seconds);
     const server = startServer(command);
     try {
-      await waitForPort(port).catch((e: Error) => {
-        throw new Error(`${e.message}; server stderr:\n${server.stderr()}`);
-      });
+      const exited = new Promise<never>((_, reject) =>
+        server.child.once("close", (code, signal) =>
+          reject(new Error(`the server exited (${code ?? signal}) before listening; its stderr:\n${server.stderr()}`)),
+        ),
+      );
+      exited.catch(() => {});
+      await Promise.race([waitForPort(port), exited]);
       for (const c of cases) {
         const url = `http://127.0.0.1:${port}${c.path}`;
         const probe = await fetch(url, { method: "POST", body, headers: { "content-type": "application/json" } });
