@@ -22,13 +22,14 @@ function start(id: number, p: Buffer): void {
   const argc = p.readUInt32LE(0);
   const strings = p.subarray(8).toString("utf8").split("\0");
   const cwd = strings[0];
-  const argv = strings.slice(1, 1 + argc);
+  const path = strings[1];
+  const argv = strings.slice(2, 2 + argc);
   const env: Record<string, string> = {};
-  for (const kv of strings.slice(1 + argc, -1)) {
+  for (const kv of strings.slice(2 + argc, -1)) {
     const eq = kv.indexOf("=");
     env[kv.slice(0, eq)] = kv.slice(eq + 1);
   }
-  const child = spawn(argv[0], argv.slice(1), { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawn(path, argv.slice(1), { argv0: argv[0], cwd: cwd || undefined, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   const out = (c: Buffer) => send(0x4f, id, c);
   child.stdout.on("data", out);
   child.stderr.on("data", out);

@@ -4,7 +4,8 @@
  *
  * Protocol, both directions: frames of  u32 length (of what follows) | u8 type | u32 id | payload,
  * little-endian as the host.
- *   in  'S' spawn: u32 argc | u32 envc | cwd\0 | argv[0]\0 ... | env[0]\0 ...   (argv[0] = path)
+ *   in  'S' spawn: u32 argc | u32 envc | cwd\0 | path\0 | argv[0]\0 ... | env[0]\0 ...
+ *                  (cwd "" = the helper's own; argv[0] may differ from path, as Go allows)
  *   in  'K' kill:  i32 signal            (sent to the command's process group)
  *   out 'O' output: bytes                (as they arrive; combined stdout and stderr)
  *   out 'X' exit:   i32 status           (exit code >= 0, or -signal)  — after output EOF
@@ -68,11 +69,13 @@ static void maybe_finish(size_t i) {
 
 static void start_job(uint32_t id, const unsigned char *p, uint32_t n) {
   uint32_t argc, envc;
-  if (n < 8) return;
+  /* Every string must end inside the frame. */
+  if (n < 10 || p[n - 1] != 0) { int32_t e = EINVAL; send_frame('F', id, &e, 4); return; }
   memcpy(&argc, p, 4); memcpy(&envc, p + 4, 4);
   const char *s = (const char *)p + 8, *end = (const char *)p + n;
   char **argv = calloc(argc + 1, sizeof *argv), **envp = calloc(envc + 1, sizeof *envp);
   const char *cwd = s; s += strlen(s) + 1;
+  const char *path = s < end ? s : ""; s += strlen(path) + 1;
   for (uint32_t k = 0; k < argc && s < end; k++) { argv[k] = (char *)s; s += strlen(s) + 1; }
   for (uint32_t k = 0; k < envc && s < end; k++) { envp[k] = (char *)s; s += strlen(s) + 1; }
 
@@ -95,7 +98,7 @@ static void start_job(uint32_t id, const unsigned char *p, uint32_t n) {
     posix_spawnattr_setsigdefault(&at, &dfl);
     posix_spawnattr_setpgroup(&at, 0);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-    err = posix_spawn(&pid, argv[0], &fa, &at, argv, envp);
+    err = argc && argv[argc - 1] ? posix_spawn(&pid, path, &fa, &at, argv, envp) : EINVAL;
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     close(pfd[1]);

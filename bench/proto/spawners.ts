@@ -104,7 +104,7 @@ export function helperSpawner(command: string, args: string[] = []): Spawner {
     run(file, args, opts) {
       const id = nextId++;
       const env = baseEnv.concat(Object.entries(opts.env).map(([k, v]) => `${k}=${v}`));
-      const strings = [opts.cwd, file, ...args, ...env].join("\0") + "\0";
+      const strings = [opts.cwd, file, file, ...args, ...env].join("\0") + "\0";
       const body = Buffer.from(strings, "utf8");
       const frame = Buffer.allocUnsafe(17 + body.length);
       frame.writeUInt32LE(13 + body.length, 0);
