@@ -7,6 +7,8 @@ import type { HookResponse, RawRequest } from "./logic.js";
 export interface Http1Options {
   maxHeaderBytes: number;
   maxBodyBytes: number;
+  /** A connection with no traffic for this long is closed (slowloris, idle keep-alive). */
+  idleTimeoutMs: number;
   onRequest: (req: RawRequest) => HookResponse | Promise<HookResponse>;
 }
 
@@ -28,11 +30,12 @@ function date(): string {
   return dateLine;
 }
 
-function encode(res: HookResponse, keepAlive: boolean): Buffer {
-  const body = typeof res.body === "string" ? Buffer.from(res.body, "utf8") : res.body;
+function encode(res: HookResponse, keepAlive: boolean, omitBody = false): Buffer {
+  const full = typeof res.body === "string" ? Buffer.from(res.body, "utf8") : res.body;
+  const body = omitBody ? full.subarray(0, 0) : full;
   let head = `HTTP/1.1 ${res.status} ${reasons[res.status] ?? "Status"}\r\n`;
   for (const name in res.headers) head += `${name}: ${res.headers[name]}\r\n`;
-  head += `${date()}Content-Length: ${body.length}\r\n${keepAlive ? "" : "Connection: close\r\n"}\r\n`;
+  head += `${date()}Content-Length: ${full.length}\r\n${keepAlive ? "" : "Connection: close\r\n"}\r\n`;
   const out = Buffer.allocUnsafe(Buffer.byteLength(head, "latin1") + body.length);
   const n = out.write(head, 0, "latin1");
   body.copy(out, n);
@@ -44,6 +47,8 @@ const plain = (status: number, body: string): HookResponse => ({
   headers: { "Content-Type": "text/plain; charset=utf-8" },
   body,
 });
+
+const tokenRe = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 const enum State { Head, Body, ChunkSize, ChunkData, ChunkTrailer }
 
@@ -57,11 +62,19 @@ class Connection {
   private bodyLen = 0;
   private busy = false; // a request is being answered; later bytes wait in buf
   private closed = false;
+  private isHead = false;
 
   constructor(private readonly socket: Socket, private readonly opts: Http1Options) {
     socket.setNoDelay(true);
+    socket.setTimeout(opts.idleTimeoutMs, () => socket.destroy());
+    // A client that pipelines requests but does not read the answers stops being read.
+    socket.on("drain", () => {
+      if (!this.closed) socket.resume();
+    });
     socket.on("data", (d: Buffer) => {
       this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
+      // Requests pipelined behind one that is still being answered wait here, up to a bound.
+      if (this.busy && this.buf.length > 1 << 20) socket.pause();
       this.parse();
     });
     socket.on("error", () => {});
@@ -135,11 +148,20 @@ class Connection {
       this.fail(400, "Malformed request line");
       return false;
     }
+    if (lines.length > 101) {
+      this.fail(431, "Too many header fields");
+      return false;
+    }
+    // Control characters other than HTAB are not allowed anywhere in the head (RFC 9110 5.5).
+    if (/[\x00-\x08\x0a-\x1f\x7f]/.test(text.replace(/\r\n/g, ""))) {
+      this.fail(400, "Invalid characters in the request head");
+      return false;
+    }
     const headers: Record<string, string> = {};
     for (let i = 1; i < lines.length; i++) {
       const l = lines[i];
       const c = l.indexOf(":");
-      if (c <= 0 || l.charCodeAt(0) === 32 || l.charCodeAt(0) === 9) {
+      if (c <= 0 || !tokenRe.test(l.slice(0, c))) {
         this.fail(400, "Malformed header line");
         return false;
       }
@@ -149,6 +171,7 @@ class Connection {
     }
     const conn = (headers["connection"] ?? "").toLowerCase();
     this.keepAlive = m[3] === "1" ? conn !== "close" : conn === "keep-alive";
+    this.isHead = m[1] === "HEAD";
     this.req = {
       method: m[1],
       target: m[2],
@@ -160,6 +183,11 @@ class Connection {
     this.bodyLen = 0;
     const te = headers["transfer-encoding"];
     const cl = headers["content-length"];
+    if (te !== undefined && cl !== undefined) {
+      // Both framings at once is how requests are smuggled past proxies (RFC 9112 6.3).
+      this.fail(400, "Both Transfer-Encoding and Content-Length");
+      return false;
+    }
     if (te !== undefined) {
       if (te.toLowerCase() !== "chunked") {
         this.fail(501, "Unsupported transfer encoding");
@@ -168,7 +196,8 @@ class Connection {
       this.state = State.ChunkSize;
       this.need = 0;
     } else if (cl !== undefined) {
-      if (!/^\d+$/.test(cl)) {
+      if (!/^\d{1,15}$/.test(cl)) {
+        // also refuses repeated Content-Length headers, joined as "n, n"
         this.fail(400, "Bad Content-Length");
         return false;
       }
@@ -205,14 +234,17 @@ class Connection {
       () => this.reply(plain(500, "Internal Server Error")),
     ).finally(() => {
       this.busy = false;
+      if (!this.closed && this.socket.writableLength === 0) this.socket.resume();
       this.parse();
     });
   }
 
   private reply(res: HookResponse): void {
     if (this.closed) return;
-    const out = encode(res, this.keepAlive);
-    if (this.keepAlive) this.socket.write(out);
+    const out = encode(res, this.keepAlive, this.isHead);
+    if (this.keepAlive) {
+      if (!this.socket.write(out)) this.socket.pause();
+    }
     else {
       this.socket.end(out);
       this.closed = true;

@@ -18,6 +18,7 @@ function serve(): void {
   const server = createHttp1Server({
     maxHeaderBytes: 1 << 20,
     maxBodyBytes: 10 << 20,
+    idleTimeoutMs: 60_000,
     onRequest(req) {
       if (opts.mode === "ok") return ok;
       const out = handle(req);
