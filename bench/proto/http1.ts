@@ -48,6 +48,8 @@ const plain = (status: number, body: string): HookResponse => ({
   body,
 });
 
+// Control bytes other than HTAB, and CR or LF outside a CRLF pair.
+const ctlRe = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|(?<!\r)\n/;
 const tokenRe = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 const enum State { Head, Body, ChunkSize, ChunkData, ChunkTrailer }
@@ -153,7 +155,7 @@ class Connection {
       return false;
     }
     // Control characters other than HTAB are not allowed anywhere in the head (RFC 9110 5.5).
-    if (/[\x00-\x08\x0a-\x1f\x7f]/.test(text.replace(/\r\n/g, ""))) {
+    if (ctlRe.test(text)) {
       this.fail(400, "Invalid characters in the request head");
       return false;
     }
