@@ -114,10 +114,10 @@ describe("FTP mode: login and confinement", () => {
 });
 
 describe("FTP mode: passive settings", () => {
-  it("announces --ftp-public-address and uses --ftp-passive-ports", async () => {
+  it("announces --ftp-public-address and uses the passive port range (FRAMEFI_FTP_PASSIVE_PORTS)", async () => {
     const dir = await tempDir("framefi-ftp-pasv-");
     const low = await freePort();
-    const ftp = await startFtp(dir, ["--ftp-public-address", "10.1.2.3", "--ftp-passive-ports", `${low}-${low}`]);
+    const ftp = await startFtp(dir, ["--ftp-public-address", "10.1.2.3"], { FRAMEFI_FTP_PASSIVE_PORTS: `${low}-${low}` });
     try {
       const r = await lftp(ftp, "quote PASV");
       assert.match(r.stdout, new RegExp(`^227 Entering Passive Mode \\(10,1,2,3,${low >> 8},${low & 255}\\)`, "m"));
