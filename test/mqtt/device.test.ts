@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test, type TestContext } from "node:test";
-import { sharedBroker, type Broker } from "./fixtures/broker.js";
+import { embeddedBroker, ownBroker, sharedBroker, type Broker } from "./fixtures/broker.js";
 import { clearRetained, unique, WAIT, watch, type Watcher } from "./fixtures/frame.js";
 import { nodeIdFor } from "../../src/device/mqtt-discovery.js";
 import { bin, eventually, freePort, removeDir, run, start, tempDir, type RunningProgram } from "../helpers.js";
@@ -34,8 +34,11 @@ interface Run {
   startDevice(): Promise<Device>;
 }
 
-/** A watcher on a unique prefix, and a device whose MQTT client uses it; all cleaned up after the test. */
-async function setup(t: TestContext, name: string): Promise<Run> {
+/**
+ * A watcher on a unique prefix, and a device whose MQTT client uses it; all cleaned up after the test.
+ * `mqtt` replaces the shared broker's URL and adds MQTT flags (a broker the test owns, credentials).
+ */
+async function setup(t: TestContext, name: string, mqtt: { url: string; args: string[] } = { url: broker.url, args: [] }): Promise<Run> {
   const ids = unique(name);
   const dir = await tempDir("framefi-mqtt-device-");
   const watcher = await watch(broker.url, [`${ids.topicPrefix}/#`]);
@@ -54,8 +57,8 @@ async function setup(t: TestContext, name: string): Promise<Run> {
     const program = start(bin("framefi-device"), [
       "--host", "127.0.0.1", "--port", String(port), "--setup-port", String(setupPort), "--ftp-port", String(ftpPort),
       "--card", join(dir, "card"), "--card-size", "64MiB", "--state", join(dir, "state"),
-      "--mqtt-url", broker.url, "--mqtt-client-id", ids.clientId, "--mqtt-topic-prefix", ids.topicPrefix,
-      "--mqtt-discovery-prefix", ids.discoveryPrefix,
+      "--mqtt-url", mqtt.url, "--mqtt-client-id", ids.clientId, "--mqtt-topic-prefix", ids.topicPrefix,
+      "--mqtt-discovery-prefix", ids.discoveryPrefix, ...mqtt.args,
     ]);
     running.push(program);
     await program.waitFor(/web API listening/, WAIT);
@@ -73,8 +76,8 @@ const stateOf = (status: Record<string, unknown>): string =>
   JSON.stringify({ mode: status.mode, display: status.display, sd_card: status.sd_card });
 
 describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
-  test("the device publishes GET /'s mode, display and card as its retained state, and reports state 0", async (t) => {
-    const { prefix, watcher, startDevice } = await setup(t, "dev-state");
+  test("the device publishes GET /'s mode, display and card as its retained state, reports state 0, and announces itself under --mqtt-discovery-prefix", async (t) => {
+    const { prefix, discoveryPrefix, watcher, startDevice } = await setup(t, "dev-state");
     const device = await startDevice();
     await watcher.waitFor(`${prefix}/status`, (s) => s === "online");
     const mqttStatus = await eventually(async () => {
@@ -86,14 +89,8 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     assert.deepEqual(status.mqtt, { enabled: true, state: 0, connected: true });
     await watcher.waitFor(`${prefix}/state`, (s) => s === stateOf(status));
     await watcher.waitFor(`${prefix}/display/status`, (s) => s === "ON");
-  });
-
-  test("Home Assistant discovery configs go under --mqtt-discovery-prefix", async (t) => {
-    const { prefix, discoveryPrefix, watcher, startDevice } = await setup(t, "dev-discovery");
-    await startDevice();
+    // Home Assistant, subscribing later, gets the retained discovery config.
     const topic = `${discoveryPrefix}/switch/${nodeIdFor(prefix)}/display/config`;
-    await watcher.waitFor(topic, (s) => s !== "");
-    // Retained: Home Assistant, subscribing later, still gets it.
     const late = await watch(broker.url, [topic]);
     t.after(() => late.close());
     const config = await late.waitFor(topic);
@@ -184,5 +181,34 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     device.program.child.kill("SIGKILL");
     await device.program.exited;
     await watcher.waitFor(`${prefix}/status`, (s) => s === "offline", WAIT, seen);
+  });
+
+  test("a broker refusing the password: GET /mqtt/status reports state 4, and the password is never logged", async (t) => {
+    const own = await embeddedBroker({ users: { frame: "s3cret-pass" } });
+    t.after(() => own.stop());
+    const { startDevice } = await setup(t, "dev-badcreds", { url: own.url, args: ["--mqtt-user", "frame", "--mqtt-password", "wrong-pass"] });
+    const device = await startDevice();
+    const status = await eventually(async () => {
+      const s = await device.get("/mqtt/status");
+      return s.mqtt_state === 4 ? s : undefined;
+    }, WAIT, 100);
+    assert.deepEqual(status, { status: "success", mqtt_enabled: true, mqtt_connected: false, mqtt_state: 4 });
+    assert.doesNotMatch(device.program.stdout() + device.program.stderr(), /wrong-pass/);
+  });
+
+  test("broker stopped and restarted: state -3, then 0 again within 10 s (GET /mqtt/status)", async (t) => {
+    const own = await ownBroker();
+    t.after(() => own.dispose());
+    const { startDevice } = await setup(t, "dev-broker-restart", { url: own.url, args: [] });
+    const device = await startDevice();
+    const stateIs = (code: number) => async (): Promise<boolean> => (await device.get("/mqtt/status")).mqtt_state === code;
+    await eventually(stateIs(0), WAIT, 100);
+    await own.stop();
+    await eventually(stateIs(-3), WAIT, 100);
+    assert.equal((await device.get("/mqtt/status")).mqtt_connected, false);
+    await own.start();
+    const restarted = Date.now();
+    await eventually(stateIs(0), WAIT, 100);
+    assert.ok(Date.now() - restarted < 10_000, `reconnected after ${Date.now() - restarted} ms`);
   });
 });
