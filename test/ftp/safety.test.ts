@@ -6,7 +6,7 @@ import { mkdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { eventually, freePort, removeDir, start, tempDir } from "../helpers.js";
+import { eventually, freePort, removeDir, start, startDevice, tempDir } from "../helpers.js";
 import { curl, hasPartial, lftp, listTree, startFtp, type Ftp } from "./fixtures/ftp.js";
 
 /** True when a listener can take the port again (the server released it). */
@@ -127,6 +127,23 @@ describe("FTP mode: passive settings", () => {
       await ftp.stop();
       await removeDir(dir);
     }
+  });
+});
+
+describe("FTP mode: its port taken by another program", () => {
+  it("the switch fails with a clear log line and the device stays in USB MSC mode", async (t) => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    t.after(() => blocker.close());
+    const taken = (blocker.address() as { port: number }).port;
+    const dev = await startDevice({ ftpPort: taken, args: ["--boot-delay", "0"] });
+    t.after(() => dev.stop());
+    const res = await fetch(`${dev.url}/mode/ftp`, { method: "POST" });
+    assert.equal(res.status, 200, "the switch answers at once, as the firmware's does");
+    await dev.program.waitFor(/Cannot listen for FTP on 127\.0\.0\.1:\d+: EADDRINUSE\. Choose another FTP port\..*staying in USB MSC mode/, 15_000);
+    const status = (await (await fetch(`${dev.url}/`)).json()) as { mode: string; led: { color: string } };
+    assert.equal(status.mode, "USB MSC");
+    assert.equal(status.led.color, "green");
   });
 });
 
