@@ -178,10 +178,14 @@ export class Card {
    * answered next (GET /, the MQTT state) already include the change.
    */
   ftpChanged(paths: string[]): void {
-    const absolute = paths.map((p) => join(this.root, p));
     this.ftpRefresh = this.ftpRefresh
       .then(async () => {
-        for (const a of absolute) await this.reconcile(a);
+        for (const p of paths) {
+          // The FTP path may pass through a link to a folder inside the card: count the file where it really is.
+          const absolute = join(this.root, p);
+          const folder = await realpath(dirname(absolute)).catch(() => dirname(absolute));
+          await this.reconcile(join(folder, basename(absolute)));
+        }
         this.opts.onChange?.();
       })
       .catch((e) => this.opts.warn(`cannot read the FTP change on the card: ${(e as Error).message}`));

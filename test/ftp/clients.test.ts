@@ -191,5 +191,11 @@ describe("FTP mode with real clients", () => {
     assert.equal(rm.code, 0, rm.stderr);
     assert.equal(await readFile(join(card, "real/pic.jpg"), "utf8"), "pic");
     await assert.rejects(stat(join(card, "pic-link.jpg")));
+    // A file written through the link is counted once, where it really is.
+    await writeFile(join(dir, "through.jpg"), randomBytes(10_000));
+    const put = await curl(["-T", join(dir, "through.jpg"), `${ftp.url}/alias/through.jpg`]);
+    assert.equal(put.code, 0, put.stderr);
+    assert.equal((await stat(join(card, "real/through.jpg"))).size, 10_000);
+    await assertFigures();
   });
 });
