@@ -261,6 +261,20 @@ describe("FTP mode: leaving it during transfers", () => {
     }
   });
 
+  it("FTP temp files left by a crash are removed when FTP mode starts and never counted", async () => {
+    const card = join(dir, "card-crash");
+    await mkdir(join(card, "album"), { recursive: true });
+    await writeFile(join(card, "album/kept.jpg"), randomBytes(1_000));
+    await writeFile(join(card, "album/.lost.jpg.ftp-partial-0123abcd"), randomBytes(5_000));
+    const ftp = await startFtp(card, ["--card-size", "1MB"]);
+    try {
+      assert.deepEqual(await listTree(card), ["album/", "album/kept.jpg"]);
+      assert.deepEqual(await ftp.figures(), { total_size: 1_000_000, used_size: 1_000, free_size: 999_000, file_count: 1 });
+    } finally {
+      await ftp.stop();
+    }
+  });
+
   it("a client killed mid-upload leaves no partial file, and never a file that is not a prefix of the upload", async () => {
     const card = join(dir, "card-kill");
     await mkdir(card);
