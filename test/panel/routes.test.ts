@@ -138,6 +138,29 @@ describe("panel routes", () => {
   });
 });
 
+describe("many panels at once", () => {
+  let dev: RunningDevice;
+  before(async () => {
+    dev = await startDevice();
+  });
+  after(async () => {
+    await dev?.stop();
+  });
+
+  test("20 open panels all get each change, and the service warns of no listener leak", async () => {
+    const streams = await Promise.all(Array.from({ length: 20 }, () => openEvents(`${dev.url}/panel/events`)));
+    try {
+      await Promise.all(streams.map((s) => s.next()));
+      assert.equal((await fetch(`${dev.url}/display/off`, { method: "POST" })).status, 200);
+      const events = await Promise.all(streams.map((s) => s.next()));
+      assert.ok(events.every((e) => e.view.display.backlight === false));
+    } finally {
+      streams.forEach((s) => s.close());
+    }
+    assert.doesNotMatch(dev.program.stderr() + dev.program.stdout(), /MaxListenersExceeded/);
+  });
+});
+
 describe("panel behind basic auth", () => {
   let dev: RunningDevice;
   const auth = (u: string, p: string): Record<string, string> => ({ Authorization: `Basic ${Buffer.from(`${u}:${p}`).toString("base64")}` });

@@ -24,7 +24,7 @@ export interface PanelRoute {
   handler: (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 }
 
-/** Seconds between keep-alive comments on an idle event stream (proxies drop silent connections). */
+/** Milliseconds between keep-alive comments on an idle event stream (proxies drop silent connections). */
 const KEEP_ALIVE_MS = 15_000;
 
 export function panelRoutes(ctx: PanelContext): PanelRoute[] {
@@ -38,25 +38,36 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
     return { view: v, svg: renderDisplaySvg(v.display) };
   };
 
-  /** Calls `listener` (at most once per turn of the event loop) whenever the state or the screen changes. */
-  const subscribe = (listener: () => void): (() => void) => {
-    let scheduled: NodeJS.Immediate | undefined;
-    const onChange = (): void => {
-      scheduled ??= setImmediate(() => {
-        scheduled = undefined;
-        listener();
-      });
-    };
-    ctx.state.on("change", onChange);
-    observable?.on("change", onChange);
-    return () => {
-      if (scheduled) clearImmediate(scheduled);
-      ctx.state.off("change", onChange);
-      observable?.off("change", onChange);
-    };
+  // One subscription to the state and the display, shared by every open event stream: each change is drawn once
+  // (at most once per turn of the event loop) and sent to all of them.
+  type Client = (data: string) => void;
+  const clients = new Set<Client>();
+  let scheduled: NodeJS.Immediate | undefined;
+  const sendAll = (): void => {
+    const data = JSON.stringify(current());
+    clients.forEach((send) => send(data));
   };
-  const listeners = new Set<() => void>();
-  const notify = (): void => listeners.forEach((l) => l());
+  const onChange = (): void => {
+    scheduled ??= setImmediate(() => {
+      scheduled = undefined;
+      sendAll();
+    });
+  };
+  const join = (client: Client): void => {
+    if (clients.size === 0) {
+      ctx.state.on("change", onChange);
+      observable?.on("change", onChange);
+    }
+    clients.add(client);
+  };
+  const leave = (client: Client): void => {
+    clients.delete(client);
+    if (clients.size > 0) return;
+    ctx.state.off("change", onChange);
+    observable?.off("change", onChange);
+    if (scheduled) clearImmediate(scheduled);
+    scheduled = undefined;
+  };
 
   const running = (res: ServerResponse): boolean => {
     if (ctx.state.snapshot().phase === "running") return true;
@@ -107,23 +118,20 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
       handler: (req, res) => {
         res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", "X-Accel-Buffering": "no" });
         let last = "";
-        const send = (): void => {
-          const data = JSON.stringify(current());
+        const send: Client = (data) => {
           if (data === last) return;
           last = data;
           res.write(`event: device\ndata: ${data}\n\n`);
         };
         res.write("retry: 1000\n\n");
-        send();
-        const unsubscribe = subscribe(send);
-        listeners.add(send);
+        send(JSON.stringify(current()));
+        join(send);
         const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), KEEP_ALIVE_MS);
         keepAlive.unref();
         req.socket.setTimeout(0);
         res.on("close", () => {
           clearInterval(keepAlive);
-          unsubscribe();
-          listeners.delete(send);
+          leave(send);
         });
       },
     },
@@ -144,7 +152,7 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
         if (!running(res)) return;
         resetting = true;
         // Show the reset screen to everyone watching before the device goes down.
-        notify();
+        sendAll();
         res.once("finish", ctx.wifiReset);
         sendJson(res, 200, { status: "success", message: "Button held for 3 seconds: resetting Wi-Fi and restarting..." });
       },
