@@ -71,8 +71,9 @@ export function start(command: string, args: string[], opts: StartOptions = {}):
     err += d;
     notify();
   });
+  // 'close' (not 'exit'): it fires only after stdout and stderr are fully read.
   const exited = new Promise<number | string>((res) => {
-    child.once("exit", (code, signal) => {
+    child.once("close", (code, signal) => {
       res(code ?? signal ?? -1);
       notify();
     });

@@ -1,0 +1,169 @@
+// FTP throughput with real lftp: a 1 GB upload and download, and a mirror of 1 000 files of 200 KB,
+// against our server and against vsftpd serving the same card folder in the same run.
+import { randomBytes } from "node:crypto";
+import { mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { freePort, removeDir, repoRoot, run as runProgram, start, tempDir, type RunningProgram } from "../test/helpers.js";
+
+const GB = 1024 ** 3;
+const ROUNDS = 2;
+
+async function listFiles(dir: string): Promise<number> {
+  return (await readdir(dir, { recursive: true, withFileTypes: true })).filter((d) => d.isFile()).length;
+}
+
+interface Target {
+  name: string;
+  port: number;
+  user: string;
+  password: string;
+  /** The card folder as the server's clients see it. */
+  remoteCard: string;
+  stop(): Promise<unknown>;
+}
+
+/** Times `f` after flushing dirty pages, so one run's writeback does not land in the next one's time. */
+async function time(label: string, f: () => Promise<void>): Promise<number> {
+  await runProgram("sync", []);
+  const t0 = performance.now();
+  await f();
+  const s = (performance.now() - t0) / 1000;
+  console.log(`  ${label}: ${s.toFixed(2)} s`);
+  return s;
+}
+
+async function lftp(t: Target, script: string, cwd: string): Promise<void> {
+  const r = await runProgram(
+    "lftp",
+    ["-c", `set ftp:ssl-allow no; set net:max-retries 1; open -u '${t.user}','${t.password}' -p ${t.port} 127.0.0.1; ${script}`],
+    { cwd, timeoutMs: 600_000 },
+  );
+  if (r.code !== 0) throw new Error(`lftp against ${t.name} failed (${r.code}): ${r.stderr}`);
+}
+
+async function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, "127.0.0.1", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
+}
+
+async function startOurs(card: string): Promise<Target> {
+  const p = start("node", [join(repoRoot, "dist/test/ftp/fixtures/serve.js"), "--root", card]);
+  const m = await p.waitFor(/\{"port":(\d+)\}/, 15_000);
+  return { name: "ours", port: Number(m[1]), user: "user", password: "password", remoteCard: "/", stop: () => p.stop() };
+}
+
+/** vsftpd with anonymous write access; chroot rules want a root-owned top folder, so the card sits below it. */
+async function startVsftpd(dir: string, top: string): Promise<Target | string> {
+  if (process.getuid?.() !== 0) return "needs root to start vsftpd with a chroot";
+  if ((await runProgram("sh", ["-c", "command -v vsftpd"])).code !== 0) return "vsftpd is not installed";
+  const port = await freePort();
+  const pasv = await freePort();
+  const conf = join(dir, "vsftpd.conf");
+  await writeFile(
+    conf,
+    [
+      "listen=YES",
+      "listen_ipv6=NO",
+      "listen_address=127.0.0.1",
+      `listen_port=${port}`,
+      "background=NO",
+      "anonymous_enable=YES",
+      "local_enable=NO",
+      `anon_root=${top}`,
+      "no_anon_password=YES",
+      "write_enable=YES",
+      "anon_upload_enable=YES",
+      "anon_mkdir_write_enable=YES",
+      "anon_other_write_enable=YES",
+      "anon_umask=022",
+      "seccomp_sandbox=NO",
+      `pasv_min_port=${pasv}`,
+      `pasv_max_port=${Math.min(pasv + 50, 65535)}`,
+      "xferlog_enable=NO",
+      "secure_chroot_dir=/var/run/vsftpd/empty",
+      "",
+    ].join("\n"),
+  );
+  await mkdir("/var/run/vsftpd/empty", { recursive: true });
+  const p: RunningProgram = start("vsftpd", [conf]);
+  const deadline = Date.now() + 10_000;
+  while (!(await listening(port))) {
+    if (Date.now() > deadline) {
+      await p.stop();
+      return `vsftpd did not start: ${p.stderr()}`;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { name: "vsftpd", port, user: "anonymous", password: "bench", remoteCard: "/card", stop: () => p.stop() };
+}
+
+export async function run(): Promise<void> {
+  const dir = await tempDir("framefi-ftp-bench-");
+  try {
+    // Top folder (root-owned, for vsftpd's chroot) → card (served by both) ; src holds the local files.
+    const top = join(dir, "top");
+    const card = join(top, "card");
+    const src = join(dir, "src");
+    await mkdir(card, { recursive: true });
+    await mkdir(join(src, "tree"), { recursive: true });
+    const block = randomBytes(16 * 1024 * 1024);
+    const big = join(src, "big.bin");
+    await writeFile(big, Buffer.alloc(0));
+    for (let i = 0; i < GB / block.length; i++) await writeFile(big, block, { flag: "a" });
+    for (let d = 0; d < 10; d++) {
+      await mkdir(join(src, "tree", `album${d}`));
+      for (let f = 0; f < 100; f++) await writeFile(join(src, "tree", `album${d}`, `photo${f}.jpg`), randomBytes(200 * 1024));
+    }
+    // vsftpd's anonymous user writes into the card.
+    await runProgram("chown", ["ftp:ftp", card]);
+
+    await time("cp of the 1 GB file into the card folder (reference)", async () => {
+      await runProgram("cp", [big, join(card, "cp.bin")], { timeoutMs: 600_000 });
+    });
+    await rm(join(card, "cp.bin"));
+
+    const ours = await startOurs(card);
+    const vs = await startVsftpd(dir, top);
+    const targets = typeof vs === "string" ? [ours] : [ours, vs];
+    if (typeof vs === "string") console.log(`  vsftpd column skipped: ${vs}`);
+
+    // Rounds alternate between the servers and the best time counts: other work on the machine
+    // (this box is shared) then weighs on both columns alike.
+    const best: Record<string, { up: number; down: number; mirror: number }> = {};
+    try {
+      for (let round = 1; round <= ROUNDS; round++) {
+        for (const t of targets) {
+          console.log(`${t.name}, round ${round}:`);
+          const remote = `${t.remoteCard}/big-${t.name}.bin`.replace("//", "/");
+          const up = await time("upload 1 GB", () => lftp(t, `put big.bin -o ${remote}`, src));
+          if ((await stat(join(card, `big-${t.name}.bin`))).size !== GB) throw new Error(`${t.name}: uploaded size differs`);
+          const down = await time("download 1 GB", () => lftp(t, `get ${remote} -o down.bin`, dir));
+          if ((await stat(join(dir, "down.bin"))).size !== GB) throw new Error(`${t.name}: downloaded size differs`);
+          await rm(join(dir, "down.bin"));
+          await rm(join(card, `big-${t.name}.bin`));
+          const mirror = await time("mirror -R 1 000 files of 200 KB", () =>
+            lftp(t, `mirror -R --only-missing --no-perms --parallel=1 tree ${t.remoteCard}/tree-${t.name}`.replace("//", "/"), src),
+          );
+          if ((await listFiles(join(card, `tree-${t.name}`))) !== 1000) throw new Error(`${t.name}: mirror incomplete`);
+          await rm(join(card, `tree-${t.name}`), { recursive: true });
+          const b = best[t.name];
+          best[t.name] = b ? { up: Math.min(b.up, up), down: Math.min(b.down, down), mirror: Math.min(b.mirror, mirror) } : { up, down, mirror };
+        }
+      }
+    } finally {
+      for (const t of targets) await t.stop();
+    }
+    const mbps = (s: number): string => `${(GB / 1e6 / s).toFixed(0)} MB/s`;
+    console.log(`\nbest of ${ROUNDS} rounds`);
+    console.log("| server | upload 1 GB | download 1 GB | mirror 1 000 × 200 KB |\n|---|---|---|---|");
+    for (const [name, r] of Object.entries(best)) console.log(`| ${name} | ${mbps(r.up)} | ${mbps(r.down)} | ${r.mirror.toFixed(2)} s |`);
+  } finally {
+    await removeDir(dir);
+  }
+}

@@ -1,0 +1,49 @@
+// FTP replies: the error a handler throws to answer with a code, and how file-system errors map to codes.
+import { PathError } from "./paths.js";
+
+/** A reply to send; thrown by handlers to stop with an error. */
+export class Reply extends Error {
+  constructor(
+    readonly code: number,
+    readonly text: string,
+  ) {
+    super(`${code} ${text}`);
+  }
+}
+
+/** `"` inside a quoted path is doubled (RFC 959 §7). */
+export function quote(path: string): string {
+  return `"${path.replaceAll('"', '""')}"`;
+}
+
+/** A path outside the card or missing → 550. */
+export function pathReply(e: unknown): never {
+  if (e instanceof PathError) throw new Reply(550, e.message);
+  throw e;
+}
+
+/** A file-system error → the FTP reply a client understands; anything unexpected is rethrown (→ 451). */
+export function fsReply(e: unknown): never {
+  if (e instanceof Reply) throw e;
+  switch ((e as NodeJS.ErrnoException).code) {
+    case "ENOENT":
+      throw new Reply(550, "No such file or folder.");
+    case "EEXIST":
+      throw new Reply(550, "It already exists.");
+    case "ENOTEMPTY":
+      throw new Reply(550, "Folder not empty.");
+    case "EISDIR":
+      throw new Reply(550, "That is a folder.");
+    case "ENOTDIR":
+      throw new Reply(550, "Not a folder.");
+    case "EACCES":
+    case "EPERM":
+      throw new Reply(550, "Permission denied.");
+    case "EINVAL":
+      throw new Reply(550, "Invalid request (a folder cannot move into itself).");
+    case "ENOSPC":
+      throw new Reply(552, "The card's filesystem is full.");
+    default:
+      throw e;
+  }
+}

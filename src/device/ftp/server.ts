@@ -1,0 +1,58 @@
+// The device's FTP server: listens while the device is in FTP mode, serving the card folder.
+import { stat } from "node:fs/promises";
+import { createServer, type Server } from "node:net";
+import { Card } from "./paths.js";
+import { Session } from "./session.js";
+import { Quota } from "./transfer.js";
+import type { FtpServer, FtpServerOptions } from "./types.js";
+
+export type { CardSpace, FtpChange, FtpServer, FtpServerOptions } from "./types.js";
+export { isPartialUpload } from "./paths.js";
+
+const MAX_SESSIONS = 32;
+
+export function createFtpServer(options: FtpServerOptions): FtpServer {
+  const log = options.log ?? ((): void => undefined);
+  const sessions = new Set<Session>();
+  let server: Server | undefined;
+  let bound: { host: string; port: number } | undefined;
+
+  const start = async (): Promise<void> => {
+    if (server) throw new Error("The FTP server is already running.");
+    const st = await stat(options.root).catch(() => undefined);
+    if (!st?.isDirectory()) throw new Error(`The card folder ${options.root} does not exist or is not a folder.`);
+    const ctx = { options, card: await Card.open(options.root), quota: new Quota(options.space), log };
+    const srv = createServer((socket) => {
+      if (sessions.size >= MAX_SESSIONS) {
+        socket.end("421 Too many connections; try again later.\r\n");
+        return;
+      }
+      const session = new Session(socket, ctx);
+      sessions.add(session);
+      void session.closed.then(() => sessions.delete(session));
+    });
+    await new Promise<void>((resolve, reject) => {
+      srv.once("error", (e: NodeJS.ErrnoException) =>
+        reject(new Error(`Cannot listen for FTP on ${options.host}:${options.port}: ${e.code ?? e.message}. Choose another FTP port.`)),
+      );
+      srv.listen(options.port, options.host, () => resolve());
+    });
+    const addr = srv.address();
+    bound = { host: options.host, port: typeof addr === "object" && addr ? addr.port : options.port };
+    server = srv;
+    log(`ftp: listening on ${bound.host}:${bound.port}`);
+  };
+
+  const stop = async (): Promise<void> => {
+    const srv = server;
+    if (!srv) return;
+    server = undefined;
+    bound = undefined;
+    const listenerClosed = new Promise<void>((resolve) => srv.close(() => resolve()));
+    await Promise.all([...sessions].map((s) => s.close("421 FTP mode is ending; closing the connection.")));
+    await listenerClosed;
+    log("ftp: stopped");
+  };
+
+  return { start, stop, address: () => bound };
+}

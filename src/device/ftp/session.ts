@@ -1,0 +1,562 @@
+// One control connection: reads commands, checks the login, and runs them one at a time.
+import { createHash, timingSafeEqual } from "node:crypto";
+import { lstat, mkdir, rename, rmdir, stat, unlink, utimes } from "node:fs/promises";
+import type { Socket } from "node:net";
+import { isIP } from "node:net";
+import { activeChannel, listenPassive, parseEprt, parsePort, pasvAddress, plainAddress, type DataChannel } from "./data.js";
+import { ALL_FACTS, entryOf, factsLine, listLine, parseTimeVal, readFolder, timeVal, type Fact } from "./listing.js";
+import { Card, cardPath } from "./paths.js";
+import { fsReply, pathReply, quote, Reply } from "./replies.js";
+import { Quota, receiveFile, sendFile, SpaceError } from "./transfer.js";
+import type { FtpChange, FtpServerOptions } from "./types.js";
+
+const MAX_LINE = 8192;
+/** Commands read ahead of the one running; beyond this we stop reading until they are done. */
+const MAX_QUEUED = 64;
+const IDLE_TIMEOUT_MS = 5 * 60_000;
+const MAX_LOGIN_FAILURES = 3;
+
+const digest = (s: string): Buffer => createHash("sha256").update(s).digest();
+
+/** Commands allowed before login. */
+const OPEN = new Set(["USER", "PASS", "QUIT", "FEAT", "SYST", "NOOP", "OPTS", "AUTH", "HELP"]);
+/** Commands that consume a REST offset, and those that may come between REST and the transfer. */
+const TRANSFERS = new Set(["RETR", "STOR", "APPE", "LIST", "NLST", "MLSD"]);
+const KEEPS_REST = new Set(["REST", "PASV", "EPSV", "PORT", "EPRT", "TYPE"]);
+
+const FEATURES = ["EPSV", "MDTM", "MFMT", "MLST type*;size*;modify*;perm*;", "PASV", "REST STREAM", "SIZE", "TVFS", "UTF8"];
+
+interface Transfer {
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+export interface SessionContext {
+  options: FtpServerOptions;
+  card: Card;
+  quota: Quota;
+  log: (line: string) => void;
+}
+
+export class Session {
+  private readonly peer: string;
+  private readonly label: string;
+  private user: string | undefined;
+  private loggedIn = false;
+  private failures = 0;
+  private cwd = "/";
+  private restOffset = 0;
+  private renameFrom: string | undefined;
+  private facts = new Set<Fact>(ALL_FACTS);
+  private data: DataChannel | undefined;
+  private transfer: Transfer | undefined;
+  private abortedByClient = false;
+  private pending: Buffer = Buffer.alloc(0);
+  private queue: string[] = [];
+  private running = false;
+  private closing = false;
+  /** Resolves once the session is fully closed (transfer aborted and cleaned up, sockets gone). */
+  readonly closed: Promise<void>;
+  private markClosed!: () => void;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly ctx: SessionContext,
+  ) {
+    this.peer = plainAddress(socket.remoteAddress);
+    this.label = `${this.peer}:${socket.remotePort}`;
+    this.closed = new Promise((r) => (this.markClosed = r));
+    socket.setNoDelay(true);
+    socket.setTimeout(IDLE_TIMEOUT_MS);
+    socket.on("timeout", () => void this.close("421 Idle timeout; closing the connection."));
+    socket.on("data", (chunk: Buffer) => this.receive(chunk));
+    socket.on("error", () => undefined);
+    socket.on("end", () => void this.close());
+    socket.on("close", () => void this.close());
+    ctx.log(`ftp ${this.label}: connected`);
+    this.write(220, "FrameFi FTP server ready.");
+  }
+
+  /** Ends the session: aborts a transfer (removing its partial file), closes data and control connections. */
+  async close(goodbye?: string): Promise<void> {
+    if (this.closing) return this.closed;
+    this.closing = true;
+    this.transfer?.controller.abort();
+    this.data?.close();
+    this.data = undefined;
+    await this.transfer?.done.catch(() => undefined);
+    if (goodbye && !this.socket.destroyed) this.socket.end(goodbye + "\r\n");
+    this.socket.destroy();
+    this.ctx.log(`ftp ${this.label}: closed`);
+    this.markClosed();
+    return this.closed;
+  }
+
+  private write(code: number, text: string, lines?: string[]): void {
+    if (this.socket.destroyed) return;
+    if (lines) this.socket.write(`${code}-${text}\r\n${lines.map((l) => ` ${l}\r\n`).join("")}${code} End\r\n`);
+    else this.socket.write(`${code} ${text}\r\n`);
+  }
+
+  private receive(chunk: Buffer): void {
+    this.pending = Buffer.concat([this.pending, stripTelnet(chunk)]);
+    for (let nl = this.pending.indexOf(10); nl >= 0; nl = this.pending.indexOf(10)) {
+      const line = this.pending.subarray(0, nl).toString("utf8").replace(/\r$/, "");
+      this.pending = this.pending.subarray(nl + 1);
+      // ABOR must reach a running transfer now, not after it (RFC 959 §4.1.3).
+      if (line.trim().toUpperCase() === "ABOR" && this.transfer) {
+        this.abortedByClient = true;
+        this.transfer.controller.abort();
+      }
+      this.queue.push(line);
+    }
+    if (this.pending.length > MAX_LINE) {
+      this.pending = Buffer.alloc(0);
+      this.write(500, "Command line too long.");
+    }
+    if (this.queue.length > MAX_QUEUED) this.socket.pause();
+    void this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    for (let line = this.queue.shift(); line !== undefined && !this.closing; line = this.queue.shift()) {
+      const space = line.indexOf(" ");
+      const verb = (space < 0 ? line : line.slice(0, space)).toUpperCase();
+      const arg = space < 0 ? "" : line.slice(space + 1);
+      try {
+        await this.dispatch(verb, arg);
+      } catch (e) {
+        if (e instanceof Reply) this.write(e.code, e.text);
+        else {
+          this.ctx.log(`ftp ${this.label}: ${verb} failed: ${(e as Error).message}`);
+          this.write(451, "Local error; please try again.");
+        }
+      }
+    }
+    this.running = false;
+    this.socket.resume();
+  }
+
+  private async dispatch(verb: string, arg: string): Promise<void> {
+    if (!this.loggedIn && !OPEN.has(verb)) throw new Reply(530, "Please log in with USER and PASS.");
+    if (!TRANSFERS.has(verb) && !KEEPS_REST.has(verb)) this.restOffset = 0;
+    if (verb !== "RNTO") this.renameFrom = undefined;
+    switch (verb) {
+      case "USER":
+        return this.userCmd(arg);
+      case "PASS":
+        return this.passCmd(arg);
+      case "QUIT":
+        await this.close("221 Goodbye.");
+        return;
+      case "NOOP":
+        return this.write(200, "OK.");
+      case "SYST":
+        return this.write(215, "UNIX Type: L8");
+      case "FEAT":
+        return this.write(211, "Features:", FEATURES);
+      case "HELP":
+        return this.write(214, "Commands: USER PASS PWD CWD CDUP TYPE PASV EPSV PORT EPRT LIST NLST MLSD MLST SIZE MDTM MFMT STOR APPE RETR REST ABOR DELE MKD RMD RNFR RNTO FEAT OPTS SYST NOOP QUIT.");
+      case "OPTS":
+        return this.optsCmd(arg);
+      case "AUTH":
+        throw new Reply(502, "TLS is not supported; use plain FTP on a trusted network.");
+      case "PWD":
+      case "XPWD":
+        return this.write(257, `${quote(this.cwd)} is the current folder.`);
+      case "CWD":
+      case "XCWD":
+        return this.cwdCmd(arg || "/");
+      case "CDUP":
+      case "XCUP":
+        return this.cwdCmd("..");
+      case "TYPE":
+        return this.typeCmd(arg);
+      case "MODE":
+        if (arg.toUpperCase() !== "S") throw new Reply(504, "Only stream mode is supported.");
+        return this.write(200, "Mode set to S.");
+      case "STRU":
+        if (arg.toUpperCase() !== "F") throw new Reply(504, "Only file structure is supported.");
+        return this.write(200, "Structure set to F.");
+      case "PASV":
+        return this.pasvCmd();
+      case "EPSV":
+        return this.epsvCmd(arg);
+      case "PORT":
+        return this.portCmd(parsePort(arg));
+      case "EPRT":
+        return this.portCmd(parseEprt(arg));
+      case "REST":
+        return this.restCmd(arg);
+      case "ABOR":
+        if (this.abortedByClient) {
+          this.abortedByClient = false;
+          return this.write(226, "Abort successful.");
+        }
+        this.closeData();
+        return this.write(225, "No transfer to abort.");
+      case "LIST":
+      case "NLST":
+        return this.listCmd(verb, arg);
+      case "MLSD":
+        return this.mlsdCmd(arg);
+      case "MLST":
+        return this.mlstCmd(arg);
+      case "SIZE":
+        return this.sizeCmd(arg);
+      case "MDTM":
+        return this.mdtmCmd(arg);
+      case "MFMT":
+        return this.mfmtCmd(arg);
+      case "RETR":
+        return this.retrCmd(arg);
+      case "STOR":
+      case "APPE":
+        return this.storCmd(verb, arg);
+      case "DELE":
+        return this.deleCmd(arg);
+      case "MKD":
+      case "XMKD":
+        return this.mkdCmd(arg);
+      case "RMD":
+      case "XRMD":
+        return this.rmdCmd(arg);
+      case "RNFR":
+        return this.rnfrCmd(arg);
+      case "RNTO":
+        return this.rntoCmd(arg);
+      case "ALLO":
+        return this.write(202, "No storage allocation necessary.");
+      default:
+        throw new Reply(502, `Command not implemented: ${verb.slice(0, 20)}.`);
+    }
+  }
+
+  // --- login ---
+
+  private userCmd(arg: string): void {
+    this.user = arg;
+    this.loggedIn = false;
+    this.write(331, "Please specify the password.");
+  }
+
+  private async passCmd(arg: string): Promise<void> {
+    if (this.user === undefined) throw new Reply(503, "Login with USER first.");
+    if (this.loggedIn) return this.write(230, "Already logged in.");
+    const { user, password } = this.ctx.options;
+    const userOk = timingSafeEqual(digest(this.user), digest(user));
+    const passOk = timingSafeEqual(digest(arg), digest(password));
+    if (userOk && passOk) {
+      this.loggedIn = true;
+      this.ctx.log(`ftp ${this.label}: logged in`);
+      return this.write(230, "Login successful.");
+    }
+    this.failures++;
+    this.ctx.log(`ftp ${this.label}: login failed`);
+    this.user = undefined;
+    if (this.failures >= MAX_LOGIN_FAILURES) {
+      await this.close("530 Login incorrect. Too many failures; closing the connection.");
+      return;
+    }
+    throw new Reply(530, "Login incorrect.");
+  }
+
+  private optsCmd(arg: string): void {
+    const [name = "", ...rest] = arg.trim().split(/\s+/);
+    switch (name.toUpperCase()) {
+      case "UTF8":
+      case "UTF-8":
+        return this.write(200, "Always in UTF8 mode.");
+      case "MLST": {
+        const wanted = (rest.join(" ") || "").toLowerCase().split(";").filter(Boolean);
+        this.facts = new Set(ALL_FACTS.filter((f) => wanted.includes(f)));
+        return this.write(200, `MLST OPTS ${[...this.facts].map((f) => f + ";").join("")}`);
+      }
+      default:
+        throw new Reply(501, "Option not understood.");
+    }
+  }
+
+  // --- folders ---
+
+  private async resolveExisting(arg: string): Promise<{ path: string; real: string }> {
+    const path = this.path(arg);
+    return { path, real: await this.ctx.card.existing(path).catch(pathReply) };
+  }
+
+  private path(arg: string): string {
+    try {
+      return cardPath(this.cwd, arg);
+    } catch (e) {
+      return pathReply(e);
+    }
+  }
+
+  /** The directory entry itself (a symlink stays a link): removing or renaming acts on it, not on its target. */
+  private async entry(path: string): Promise<string> {
+    return this.ctx.card.creatable(path).catch(pathReply);
+  }
+
+  private async cwdCmd(arg: string): Promise<void> {
+    const { path, real } = await this.resolveExisting(arg);
+    if (!(await stat(real)).isDirectory()) throw new Reply(550, "Not a folder.");
+    this.cwd = path;
+    this.write(250, `Folder changed to ${path}.`);
+  }
+
+  private typeCmd(arg: string): void {
+    const t = arg.trim().toUpperCase();
+    // Both types move bytes unchanged: photos are binary, and clients rarely ask for ASCII.
+    if (t === "I" || t === "L 8") return this.write(200, "Switching to Binary mode.");
+    if (t === "A" || t === "A N") return this.write(200, "Switching to ASCII mode (bytes are transferred unchanged).");
+    throw new Reply(504, "Only types A and I are supported.");
+  }
+
+  private async mkdCmd(arg: string): Promise<void> {
+    if (!arg) throw new Reply(501, "MKD needs a folder name.");
+    const path = this.path(arg);
+    const real = await this.ctx.card.creatable(path).catch(pathReply);
+    await mkdir(real).catch(fsReply);
+    this.changed({ type: "mkdir", path });
+    this.write(257, `${quote(path)} created.`);
+  }
+
+  private async rmdCmd(arg: string): Promise<void> {
+    if (!arg) throw new Reply(501, "RMD needs a folder name.");
+    const { path, real } = await this.resolveExisting(arg);
+    if (path === "/") throw new Reply(550, "The card's root cannot be removed.");
+    if (!(await stat(real)).isDirectory()) throw new Reply(550, "Not a folder; use DELE for files.");
+    await rmdir(await this.entry(path)).catch(fsReply);
+    this.changed({ type: "rmdir", path });
+    this.write(250, "Folder removed.");
+  }
+
+  private async deleCmd(arg: string): Promise<void> {
+    if (!arg) throw new Reply(501, "DELE needs a file name.");
+    const { path, real } = await this.resolveExisting(arg);
+    if ((await stat(real)).isDirectory()) throw new Reply(550, "That is a folder; use RMD.");
+    await unlink(await this.entry(path)).catch(fsReply);
+    this.changed({ type: "delete", path });
+    this.write(250, "File deleted.");
+  }
+
+  private async rnfrCmd(arg: string): Promise<void> {
+    if (!arg) throw new Reply(501, "RNFR needs a name.");
+    const { path } = await this.resolveExisting(arg);
+    if (path === "/") throw new Reply(550, "The card's root cannot be renamed.");
+    this.renameFrom = path;
+    this.write(350, "Ready for RNTO.");
+  }
+
+  private async rntoCmd(arg: string): Promise<void> {
+    const from = this.renameFrom;
+    this.renameFrom = undefined;
+    if (from === undefined) throw new Reply(503, "Send RNFR first.");
+    if (!arg) throw new Reply(501, "RNTO needs a name.");
+    const path = this.path(arg);
+    await rename(await this.entry(from), await this.entry(path)).catch(fsReply);
+    this.changed({ type: "rename", from, path });
+    this.write(250, "Rename successful.");
+  }
+
+  // --- information ---
+
+  private async sizeCmd(arg: string): Promise<void> {
+    const { real } = await this.resolveExisting(arg);
+    const st = await stat(real);
+    if (!st.isFile()) throw new Reply(550, "Not a regular file.");
+    this.write(213, String(st.size));
+  }
+
+  private async mdtmCmd(arg: string): Promise<void> {
+    const { real } = await this.resolveExisting(arg);
+    this.write(213, timeVal((await stat(real)).mtime));
+  }
+
+  /** MFMT time path (draft-somers-ftp-mfxx): sets a file's modification time, so syncs can compare times. */
+  private async mfmtCmd(arg: string): Promise<void> {
+    const space = arg.indexOf(" ");
+    const when = parseTimeVal(space < 0 ? arg : arg.slice(0, space));
+    if (!when || space < 0) throw new Reply(501, "Usage: MFMT YYYYMMDDHHMMSS path.");
+    const { path, real } = await this.resolveExisting(arg.slice(space + 1));
+    await utimes(real, when, when).catch(fsReply);
+    this.write(213, `Modify=${timeVal(when)}; ${path}`);
+  }
+
+  private async mlstCmd(arg: string): Promise<void> {
+    const { path, real } = await this.resolveExisting(arg || ".");
+    const entry = await entryOf(real, path);
+    this.write(250, `Listing ${path}`, [factsLine(entry, this.facts)]);
+  }
+
+  private async listCmd(verb: "LIST" | "NLST", arg: string): Promise<void> {
+    // Clients send ls options such as "-la"; we always list the same way.
+    const target = arg.split(" ").filter((w) => !w.startsWith("-")).join(" ");
+    const { path, real } = await this.resolveExisting(target || ".");
+    const st = await stat(real).catch(fsReply);
+    const entries = st.isDirectory() ? await readFolder(this.ctx.card, real) : [await entryOf(real, path.split("/").pop()!)];
+    const now = Date.now();
+    const text = entries.map((e) => (verb === "LIST" ? listLine(e, now) : e.name) + "\r\n").join("");
+    await this.runTransfer(async (socket) => {
+      await new Promise<void>((resolve, reject) => socket.end(text, () => resolve()).once("error", reject));
+    });
+  }
+
+  private async mlsdCmd(arg: string): Promise<void> {
+    const { real } = await this.resolveExisting(arg || ".");
+    if (!(await stat(real)).isDirectory()) throw new Reply(501, "Not a folder; use MLST for files.");
+    const text = (await readFolder(this.ctx.card, real)).map((e) => factsLine(e, this.facts) + "\r\n").join("");
+    await this.runTransfer(async (socket) => {
+      await new Promise<void>((resolve, reject) => socket.end(text, () => resolve()).once("error", reject));
+    });
+  }
+
+  // --- transfers ---
+
+  private async retrCmd(arg: string): Promise<void> {
+    const offset = this.takeRest();
+    const { path, real } = await this.resolveExisting(arg);
+    const st = await stat(real);
+    if (!st.isFile()) throw new Reply(550, "Not a regular file.");
+    if (offset > st.size) throw new Reply(554, "Restart offset is beyond the end of the file.");
+    await this.runTransfer((socket, signal) => sendFile(real, offset, socket, signal));
+    this.ctx.log(`ftp ${this.label}: sent ${path}`);
+  }
+
+  private async storCmd(verb: "STOR" | "APPE", arg: string): Promise<void> {
+    const offset = this.takeRest();
+    if (!arg) throw new Reply(501, `${verb} needs a file name.`);
+    const path = this.path(arg);
+    const target = await this.entry(path);
+    // Existing content is kept for APPE and REST; through a symlink only when it stays inside the card.
+    const isLink = (await lstat(target).catch(() => undefined))?.isSymbolicLink() ?? false;
+    const source = isLink ? await this.ctx.card.existing(path).catch(pathReply) : target;
+    const existing = await stat(source).catch(() => undefined);
+    if (existing?.isDirectory()) throw new Reply(550, "That name is a folder.");
+    const size = existing?.size ?? 0;
+    if (offset > size) throw new Reply(554, "Restart offset is beyond the end of the file.");
+    const keep = verb === "APPE" ? size : offset;
+    let received = 0;
+    await this.runTransfer(async (socket, signal) => {
+      received = await receiveFile({ source, target, keep }, socket, this.ctx.quota, signal);
+    });
+    this.changed({ type: "write", path });
+    this.ctx.log(`ftp ${this.label}: stored ${path} (${received} bytes)`);
+  }
+
+  private takeRest(): number {
+    const offset = this.restOffset;
+    this.restOffset = 0;
+    return offset;
+  }
+
+  private restCmd(arg: string): void {
+    if (!/^\d+$/.test(arg.trim())) throw new Reply(501, "REST needs a byte offset.");
+    this.restOffset = Number(arg.trim());
+    this.write(350, `Restarting at ${this.restOffset}. Send STOR or RETR to start the transfer.`);
+  }
+
+  private async pasvCmd(): Promise<void> {
+    const host = this.ctx.options.publicAddress ?? plainAddress(this.socket.localAddress);
+    const channel = await this.openPassive();
+    const address = pasvAddress(host, channel.port);
+    if (!address) {
+      this.closeData();
+      throw new Reply(425, "PASV needs IPv4; use EPSV.");
+    }
+    this.write(227, `Entering Passive Mode (${address}).`);
+  }
+
+  private async epsvCmd(arg: string): Promise<void> {
+    if (arg.trim().toUpperCase() === "ALL") return this.write(200, "EPSV ALL ok.");
+    const channel = await this.openPassive();
+    this.write(229, `Entering Extended Passive Mode (|||${channel.port}|).`);
+  }
+
+  private async openPassive(): Promise<DataChannel> {
+    this.closeData();
+    try {
+      this.data = await listenPassive(this.ctx.options.host, this.peer, this.ctx.options.passivePortRange);
+    } catch (e) {
+      this.ctx.log(`ftp ${this.label}: passive listen failed: ${(e as Error).message}`);
+      throw new Reply(425, "Cannot open a passive data port; try again.");
+    }
+    return this.data;
+  }
+
+  private portCmd(target: { host: string; port: number } | undefined): void {
+    if (!target || !isIP(target.host)) throw new Reply(501, "Malformed address.");
+    // Connecting anywhere but the client itself would let us be used to reach third parties (FTP bounce).
+    if (plainAddress(target.host) !== this.peer || target.port < 1024) throw new Reply(504, "Data connections go only to your own address, port 1024 or above.");
+    this.closeData();
+    this.data = activeChannel(target.host, target.port);
+    this.write(200, "PORT command successful.");
+  }
+
+  private closeData(): void {
+    this.data?.close();
+    this.data = undefined;
+  }
+
+  /** Opens the prepared data connection, runs `work` on it, and replies 226 or the failure. */
+  private async runTransfer(work: (socket: Socket, signal: AbortSignal) => Promise<void>): Promise<void> {
+    const channel = this.data;
+    this.data = undefined;
+    if (!channel) throw new Reply(425, "Use PASV, EPSV or PORT first.");
+    const controller = new AbortController();
+    this.socket.setTimeout(0); // a long transfer keeps the control connection quiet; that is not idleness
+    const done = (async (): Promise<void> => {
+      let socket: Socket;
+      try {
+        socket = await channel.connect();
+      } catch {
+        channel.close();
+        throw new Reply(425, "Cannot open the data connection.");
+      }
+      this.write(150, "Opening data connection.");
+      try {
+        await work(socket, controller.signal);
+      } catch (e) {
+        if (e instanceof SpaceError) throw new Reply(552, `Upload aborted: ${e.message}`);
+        if (controller.signal.aborted) throw new Reply(426, "Transfer aborted; the connection was closed.");
+        if (e instanceof Reply) throw e;
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === "ECONNRESET" || code === "EPIPE" || code === "ERR_STREAM_PREMATURE_CLOSE") throw new Reply(426, "Data connection lost; transfer aborted.");
+        return fsReply(e);
+      } finally {
+        channel.close();
+      }
+      this.write(226, "Transfer complete.");
+    })();
+    this.transfer = { controller, done };
+    try {
+      await done;
+    } finally {
+      this.transfer = undefined;
+      this.socket.setTimeout(IDLE_TIMEOUT_MS);
+    }
+  }
+
+  private changed(change: FtpChange): void {
+    try {
+      this.ctx.options.onChange?.(change);
+    } catch (e) {
+      this.ctx.log(`ftp: onChange failed: ${(e as Error).message}`);
+    }
+  }
+}
+
+/** Removes Telnet IAC sequences (clients send IAC IP / IAC DM before ABOR). 0xFF never occurs in UTF-8. */
+function stripTelnet(chunk: Buffer): Buffer {
+  if (!chunk.includes(0xff)) return chunk;
+  const out: number[] = [];
+  for (let i = 0; i < chunk.length; i++) {
+    const b = chunk[i]!;
+    if (b !== 0xff) out.push(b);
+    else if (chunk[i + 1] === 0xff) out.push(0xff), i++;
+    else i += chunk[i + 1]! >= 0xfb && chunk[i + 1]! <= 0xfe ? 2 : 1;
+  }
+  return Buffer.from(out);
+}

@@ -1,0 +1,44 @@
+// The FTP server's public types: what the device passes in and what it gets back.
+
+/** What changed on the card after an FTP command completed. Paths are card paths ("/album/a.jpg"). */
+export type FtpChange =
+  | { type: "write"; path: string }
+  | { type: "delete"; path: string }
+  | { type: "mkdir"; path: string }
+  | { type: "rmdir"; path: string }
+  | { type: "rename"; from: string; path: string };
+
+/** The card's free space as the device counts it (the card may be emulated smaller than its filesystem). */
+export interface CardSpace {
+  /** Bytes free on the card now, not counting this server's uploads in progress (their temp files are hidden). */
+  free(): number;
+}
+
+export interface FtpServerOptions {
+  /** The card folder; every client path is confined to it. */
+  root: string;
+  /** Address to listen on for control and passive data connections. */
+  host: string;
+  /** Control port; 0 picks a free one (see `address()`). */
+  port: number;
+  user: string;
+  password: string;
+  /** Inclusive range of ports for passive data connections; any free port when omitted. */
+  passivePortRange?: [number, number];
+  /** IPv4 address announced in PASV replies (when clients reach us through NAT); default: the control connection's local address. */
+  publicAddress?: string;
+  space: CardSpace;
+  /** Called after every completed write, delete, rename, mkdir and rmdir. */
+  onChange?: (change: FtpChange) => void;
+  /** One line per notable event (connections, logins, transfers, errors). Never contains a password. */
+  log?: (line: string) => void;
+}
+
+export interface FtpServer {
+  /** Listens; rejects with a clear error when the root is missing or the port is taken. */
+  start(): Promise<void>;
+  /** Closes every control and data connection, aborts transfers (removing their partial files) and frees the ports. */
+  stop(): Promise<void>;
+  /** The bound address while started. */
+  address(): { host: string; port: number } | undefined;
+}

@@ -1,0 +1,238 @@
+// The FTP server's bad paths: wrong password, escapes from the card, a full card, and stop() mid-transfer.
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { eventually, freePort, removeDir, start, tempDir } from "../helpers.js";
+import { curl, hasPartial, lftp, listTree, startFtp, type Ftp } from "./fixtures/ftp.js";
+
+/** True when a listener can take the port again (the server released it). */
+async function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
+  });
+}
+
+describe("FTP server: login and confinement", () => {
+  let dir: string;
+  let card: string;
+  let ftp: Ftp;
+  const secret = "top secret outside the card";
+
+  before(async () => {
+    dir = await tempDir("framefi-ftp-safety-");
+    card = join(dir, "card");
+    await mkdir(join(dir, "outside"), { recursive: true });
+    await mkdir(card);
+    await writeFile(join(dir, "outside/secret.txt"), secret);
+    await writeFile(join(card, "photo.jpg"), "photo");
+    await symlink(join(dir, "outside"), join(card, "escape-dir"));
+    await symlink(join(dir, "outside/secret.txt"), join(card, "escape-file"));
+    ftp = await startFtp(card);
+  });
+  after(async () => {
+    await ftp.program.stop();
+    await removeDir(dir);
+  });
+
+  it("a wrong password gets 530 and no access (lftp and curl)", async () => {
+    const l = await lftp(ftp, "cls /", { password: "wrong" });
+    assert.notEqual(l.code, 0);
+    assert.match(l.stderr, /530 Login incorrect/);
+    assert.doesNotMatch(l.stdout, /photo\.jpg/);
+    const c = await curl([`ftp://user:wrong@127.0.0.1:${ftp.port}/photo.jpg`]);
+    assert.equal(c.code, 67, "curl: login denied");
+    assert.match(c.stderr, /530/);
+    assert.equal(c.stdout, "");
+    const u = await curl([`ftp://nobody:password@127.0.0.1:${ftp.port}/`]);
+    assert.equal(u.code, 67);
+    assert.doesNotMatch(ftp.program.stdout() + ftp.program.stderr(), /wrong/, "passwords never logged");
+  });
+
+  it("commands before login get 530", async () => {
+    const r = await curl(["-Q", "DELE photo.jpg", "--ftp-skip-pasv-ip", `ftp://127.0.0.1:${ftp.port}/`, "-u", ":"]);
+    assert.notEqual(r.code, 0);
+    assert.equal(await readFile(join(card, "photo.jpg"), "utf8"), "photo");
+  });
+
+  it("'..' and absolute paths stay inside the card", async () => {
+    const outside = join(dir, "outside/secret.txt");
+    for (const path of ["../outside/secret.txt", "../../../../etc/passwd", outside, "/../outside/secret.txt"]) {
+      const size = await lftp(ftp, `quote SIZE ${path}`);
+      assert.match(size.stderr + size.stdout, /550/, path);
+      const get = await curl(["--path-as-is", `${ftp.url}/${path}`]);
+      assert.notEqual(get.code, 0, path);
+      assert.doesNotMatch(get.stdout, /secret|root:/, path);
+    }
+    // CWD .. at the root stays at the root.
+    const up = await lftp(ftp, "quote CWD ../..; quote PWD");
+    assert.match(up.stdout, /^257 "\/" is the current folder\.$/m);
+    // Writes addressed outside land inside the card (or nowhere), never outside.
+    await writeFile(join(dir, "local.txt"), "uploaded");
+    const put = await curl(["--path-as-is", "-T", join(dir, "local.txt"), `${ftp.url}/../outside/planted.txt`]);
+    assert.notEqual(put.code, 0);
+    await assert.rejects(stat(join(dir, "outside/planted.txt")));
+  });
+
+  it("symlinks inside the card that point outside are refused and not listed", async () => {
+    const get = await curl([`${ftp.url}/escape-file`]);
+    assert.notEqual(get.code, 0);
+    assert.doesNotMatch(get.stdout, /secret/);
+    const inDir = await curl([`${ftp.url}/escape-dir/secret.txt`]);
+    assert.notEqual(inDir.code, 0);
+    assert.doesNotMatch(inDir.stdout, /secret/);
+    const cwd = await lftp(ftp, "cd /escape-dir");
+    assert.notEqual(cwd.code, 0);
+    for (const cmd of ["quote SIZE /escape-file", "quote MDTM /escape-dir/secret.txt", "rm /escape-file", "rm /escape-dir/secret.txt", "mkdir /escape-dir/new", "mv /escape-dir/secret.txt /stolen.txt"]) {
+      const r = await lftp(ftp, cmd);
+      assert.match(r.stderr + r.stdout, /550/, cmd);
+    }
+    await writeFile(join(dir, "local.txt"), "planted");
+    const put = await curl(["-T", join(dir, "local.txt"), `${ftp.url}/escape-dir/planted.txt`]);
+    assert.notEqual(put.code, 0);
+    // Appending to or resuming over the outward link must not copy the outside file into the card.
+    const append = await curl(["-a", "-T", join(dir, "local.txt"), `${ftp.url}/escape-file`]);
+    assert.notEqual(append.code, 0);
+    const resume = await lftp(ftp, "quote REST 3; quote SIZE /escape-file");
+    assert.match(resume.stdout, /550/);
+    const list = await curl([`${ftp.url}/`]);
+    assert.doesNotMatch(list.stdout, /escape/);
+    assert.match(list.stdout, /photo\.jpg/);
+    assert.deepEqual(await listTree(join(dir, "outside")), ["secret.txt"]);
+    assert.equal(await readFile(join(dir, "outside/secret.txt"), "utf8"), secret);
+  });
+
+  it("PORT to another address is refused (no FTP bounce)", async () => {
+    const r = await lftp(ftp, "quote PORT 10,0,0,1,20,20");
+    assert.match(r.stderr + r.stdout, /504/);
+  });
+});
+
+describe("FTP server: passive settings", () => {
+  it("announces the public address and uses the passive port range", async () => {
+    const dir = await tempDir("framefi-ftp-pasv-");
+    const low = await freePort();
+    const ftp = await startFtp(dir, ["--public", "10.1.2.3", "--passive", `${low}-${low}`]);
+    try {
+      const r = await lftp(ftp, "quote PASV");
+      assert.match(r.stdout, new RegExp(`^227 Entering Passive Mode \\(10,1,2,3,${low >> 8},${low & 255}\\)`, "m"));
+      const e = await lftp(ftp, "quote EPSV");
+      assert.match(e.stdout, new RegExp(`^229 Entering Extended Passive Mode \\(\\|\\|\\|${low}\\|\\)`, "m"));
+    } finally {
+      await ftp.program.stop();
+      await removeDir(dir);
+    }
+  });
+});
+
+describe("FTP server: full card", () => {
+  let dir: string;
+  let ftp: Ftp;
+  before(async () => {
+    dir = await tempDir("framefi-ftp-full-");
+    await mkdir(join(dir, "card"));
+    await writeFile(join(dir, "card/existing.jpg"), randomBytes(400_000));
+    ftp = await startFtp(join(dir, "card"), ["--capacity", "1000000"]);
+  });
+  after(async () => {
+    await ftp.program.stop();
+    await removeDir(dir);
+  });
+
+  it("an upload that does not fit gets 552 and leaves no file (curl, lftp); one that fits succeeds", async () => {
+    await writeFile(join(dir, "big.bin"), randomBytes(700_000));
+    const c = await curl(["-T", join(dir, "big.bin"), `${ftp.url}/big.bin`]);
+    assert.equal(c.code, 70, `curl reports 552 as "exceeded storage allocation": ${c.stderr}`);
+    const l = await lftp(ftp, "put big.bin -o /sub-big.bin", { cwd: dir });
+    assert.notEqual(l.code, 0);
+    assert.match(l.stderr, /552 Upload aborted: Not enough space on the card/);
+    assert.deepEqual(await listTree(join(dir, "card")), ["existing.jpg"], "no partial or truncated file");
+
+    await writeFile(join(dir, "small.bin"), randomBytes(500_000));
+    const ok = await curl(["-T", join(dir, "small.bin"), `${ftp.url}/small.bin`]);
+    assert.equal(ok.code, 0, ok.stderr);
+    const again = await curl(["-T", join(dir, "small.bin"), `${ftp.url}/small2.bin`]);
+    assert.equal(again.code, 70, "the card is now full");
+    assert.deepEqual(await listTree(join(dir, "card")), ["existing.jpg", "small.bin"]);
+  });
+});
+
+describe("FTP server: stop() during transfers", () => {
+  let dir: string;
+  before(async () => {
+    dir = await tempDir("framefi-ftp-stop-");
+    await writeFile(join(dir, "large.bin"), randomBytes(8_000_000));
+  });
+  after(async () => removeDir(dir));
+
+  it("aborts a running upload, removes its partial file, closes connections and frees the ports", async () => {
+    const card = join(dir, "card-up");
+    await mkdir(card);
+    const low = await freePort();
+    const port = await freePort();
+    const ftp = await startFtp(card, ["--passive", `${low}-${low}`, "--port", String(port)]);
+    try {
+      const upload = start("curl", ["-sS", "--limit-rate", "500K", "-T", join(dir, "large.bin"), `${ftp.url}/large.bin`]);
+      await eventually(async () => hasPartial(await listTree(card)), 15_000);
+      ftp.program.child.kill("SIGUSR2");
+      await ftp.program.waitFor(/^stopped$/m, 15_000);
+      const code = await upload.exited;
+      assert.notEqual(code, 0, "the client sees the transfer fail");
+      assert.deepEqual(await listTree(card), [], "no partial file, no target");
+      assert.ok(await portIsFree(ftp.port), "control port is free");
+      assert.ok(await portIsFree(low), "passive port is free");
+
+      // Entering FTP mode again serves the card again on the same port.
+      ftp.program.child.kill("SIGUSR1");
+      await eventually(() => ftp.program.stdout().split(`{"port":${port}}`).length === 3, 15_000);
+      const list = await curl(["-l", `${ftp.url}/`]);
+      assert.equal(list.code, 0, list.stderr);
+      assert.equal(list.stdout, "");
+    } finally {
+      await ftp.program.stop();
+    }
+  });
+
+  it("aborts a running download and frees the port", async () => {
+    const card = join(dir, "card-down");
+    await mkdir(card);
+    await writeFile(join(card, "large.bin"), await readFile(join(dir, "large.bin")));
+    const ftp = await startFtp(card);
+    try {
+      const download = start("curl", ["-sS", "-v", "--limit-rate", "500K", "-o", join(dir, "got.bin"), `${ftp.url}/large.bin`]);
+      await download.waitFor(/150 Opening data connection/, 15_000);
+      ftp.program.child.kill("SIGUSR2");
+      await ftp.program.waitFor(/^stopped$/m, 15_000);
+      assert.notEqual(await download.exited, 0);
+      const got = await stat(join(dir, "got.bin")).catch(() => undefined);
+      assert.ok((got?.size ?? 0) < 8_000_000, "download was cut short");
+      assert.ok(await portIsFree(ftp.port));
+      assert.deepEqual(await listTree(card), ["large.bin"], "the card file is untouched");
+    } finally {
+      await ftp.program.stop();
+    }
+  });
+
+  it("a client killed mid-upload leaves no partial file, and never a file that is not a prefix of the upload", async () => {
+    const card = join(dir, "card-kill");
+    await mkdir(card);
+    const ftp = await startFtp(card);
+    try {
+      const upload = start("curl", ["-sS", "--limit-rate", "500K", "-T", join(dir, "large.bin"), `${ftp.url}/large.bin`]);
+      await eventually(async () => hasPartial(await listTree(card)), 15_000);
+      upload.child.kill("SIGKILL");
+      await upload.exited;
+      // FTP stream mode ends a file by closing the data connection, which a dying client also does;
+      // when that arrives before its control connection closes, the bytes received are kept.
+      await eventually(async () => !hasPartial(await listTree(card)), 15_000);
+      const kept = await readFile(join(card, "large.bin")).catch(() => undefined);
+      if (kept) assert.ok((await readFile(join(dir, "large.bin"))).subarray(0, kept.length).equals(kept));
+    } finally {
+      await ftp.program.stop();
+    }
+  });
+});
