@@ -41,7 +41,7 @@ export function statusSummary(s: DeviceStatus): string {
     `Display:  ${s.display.status} (orientation ${s.display.orientation})`,
     `SD card:  ${gigabytes(card.used_size)} used of ${gigabytes(card.total_size)}, ${gigabytes(card.free_size)} free, ${files}`,
     `MQTT:     ${mqttLine(s.mqtt.enabled, s.mqtt.connected, s.mqtt.state)}`,
-    `LED:      ${s.led.color}, ${s.led.state}, brightness ${s.led.brightness}`,
+    `LED:      ${ledLine(s.led.state, s.led.color, s.led.brightness)}`,
   ].join("\n");
 }
 
@@ -49,6 +49,11 @@ export function mqttSummary(m: MqttStatus): string {
   return `MQTT ${mqttLine(m.mqtt_enabled, m.mqtt_connected, m.mqtt_state)}`;
 }
 
+/** "on, green, brightness 13"; an LED that is off has no colour to tell (the firmware reports "off"). */
+function ledLine(state: string, color: string, brightness: number): string {
+  return state === "off" ? `off, brightness ${brightness}` : `${state}, ${color}, brightness ${brightness}`;
+}
+
 export function ledSummary(l: LedStatus): string {
-  return `LED ${l.state}, ${l.color}, brightness ${l.brightness}`;
+  return `LED ${ledLine(l.state, l.color, l.brightness)}`;
 }

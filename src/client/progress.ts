@@ -47,15 +47,17 @@ export function barEvents(tty: WriteStream): SyncEvents & { stop(): void } {
   let doneFiles = 0;
   let doneBytes = 0;
   const inFlight = new Map<Upload, number>();
+  let failedFiles = 0;
   let started = 0;
   let shown = false;
+  let finished = false;
 
   const clear = (): void => {
     if (shown) tty.write("\r\x1b[K");
     shown = false;
   };
   const draw = (): void => {
-    if (totalFiles === 0) return;
+    if (totalFiles === 0 || finished) return;
     let sent = doneBytes;
     for (const n of inFlight.values()) sent += n;
     const fraction = totalBytes > 0 ? Math.min(1, sent / totalBytes) : doneFiles / totalFiles;
@@ -74,6 +76,17 @@ export function barEvents(tty: WriteStream): SyncEvents & { stop(): void } {
   };
   const timer = setInterval(draw, 200);
   timer.unref();
+  /** Draws the bar one last time and leaves it on its own line. */
+  const finish = (): void => {
+    draw();
+    if (shown) tty.write("\n");
+    shown = false;
+    finished = true;
+    clearInterval(timer);
+  };
+  const checkDone = (): void => {
+    if (doneFiles + failedFiles === totalFiles) finish();
+  };
 
   return {
     step: (text) => above(text),
@@ -91,18 +104,21 @@ export function barEvents(tty: WriteStream): SyncEvents & { stop(): void } {
       inFlight.delete(u);
       doneFiles++;
       doneBytes += u.size;
+      checkDone();
     },
     deleted: () => undefined,
     created: () => undefined,
     failed: (rel, reason) => {
-      for (const u of inFlight.keys()) if (u.rel === rel) inFlight.delete(u);
       above(`failed ${rel}: ${reason}`);
+      for (const u of inFlight.keys()) {
+        if (u.rel !== rel) continue;
+        inFlight.delete(u);
+        failedFiles++;
+        checkDone();
+      }
     },
     stop: () => {
-      clearInterval(timer);
-      draw();
-      if (shown) tty.write("\n");
-      shown = false;
+      if (!finished) finish();
     },
   };
 }
