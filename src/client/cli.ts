@@ -349,7 +349,8 @@ function exitCodeOf(e: unknown): number {
 function stoppedMessage(e: SyncStopped): string {
   const where = e.mode ? `The device is back in ${e.mode} mode.` : "Could not put the device back in its mode: check it with framefi status.";
   if (e.interrupted) return `Sync interrupted. ${where} Run the same command again to finish; what arrived is kept.`;
-  return `Sync stopped: ${explain(e.cause)} ${where} Run the same command again to finish.`;
+  const again = exitCodeOf(e.cause) === EXIT.auth ? "" : " Run the same command again to finish.";
+  return `Sync stopped: ${explain(e.cause)} ${where}${again}`;
 }
 
 function version(): string {
