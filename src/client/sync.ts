@@ -219,6 +219,10 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
           } finally {
             stream.destroy();
           }
+          if (stream.bytesRead !== u.size) {
+            await conn.removeFile(remotePath(u.rel)).catch(() => undefined);
+            throw new LocalFileError("the file changed while it was being sent; run the sync again");
+          }
           if (pool.canSetTimes) await conn.setMtime(remotePath(u.rel), u.mtimeMs);
         });
         result.uploaded++;
