@@ -102,6 +102,21 @@ export class FtpConnection {
     this.client.close();
   }
 
+  /**
+   * Drops the connection at once. The data connection is reset, not closed: in FTP's stream mode a closed data
+   * connection means "the file is complete", so a server would keep half a file; a reset makes it discard it.
+   */
+  abort(): void {
+    for (const socket of [this.client.ftp.dataSocket, this.client.ftp.socket]) {
+      try {
+        if (socket && !socket.destroyed) socket.resetAndDestroy();
+      } catch {
+        socket?.destroy();
+      }
+    }
+    this.client.close();
+  }
+
   async list(dir: string): Promise<Map<string, RemoteEntry>> {
     const out = new Map<string, RemoteEntry>();
     for (const info of await this.client.list(dir)) {
@@ -205,6 +220,11 @@ export class FtpPool {
 
   close(): void {
     for (const c of this.live) c.close();
+  }
+
+  /** Drops every connection at once, transfers included (see FtpConnection.abort). */
+  abort(): void {
+    for (const c of this.live) c.abort();
   }
 }
 

@@ -13,6 +13,8 @@ export function haveTerminal(): boolean {
 /** Reads one line from the terminal in raw mode; `echo` false shows nothing of what is typed. */
 function readTerminalLine(prompt: string, echo: boolean): Promise<string> {
   const stdin = process.stdin;
+  // Echo off before the prompt shows: whatever is typed after seeing it is never echoed by the terminal.
+  stdin.setRawMode(true);
   process.stderr.write(prompt);
   return new Promise((resolve, reject) => {
     let line = "";
@@ -44,7 +46,6 @@ function readTerminalLine(prompt: string, echo: boolean): Promise<string> {
         if (echo) process.stderr.write(ch);
       }
     };
-    stdin.setRawMode(true);
     stdin.resume();
     stdin.on("data", onData);
   });

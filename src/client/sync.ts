@@ -246,7 +246,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     const { client: first, port } = await waitForFtp(opts.ftp, waitMs, signal);
     pool = await FtpPool.open(first, opts.ftp, port, opts.parallel);
     const openPool = pool;
-    signal.addEventListener("abort", () => openPool.close(), { once: true });
+    signal.addEventListener("abort", () => openPool.abort(), { once: true });
     if (signal.aborted) throw signal.reason;
 
     events.step("Comparing the folder with the card…");
@@ -259,7 +259,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     if (!opts.dryRun) await apply(pool, plan, remote.rootMissing);
 
   } catch (e) {
-    pool?.close();
+    pool?.abort();
     pool = undefined;
     const back = switched ? await restore(client, modeOf(original), waitMs) : original;
     const interrupted = signal.aborted;

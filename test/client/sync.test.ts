@@ -83,7 +83,7 @@ describe("framefi sync", () => {
     const keep = await sync(local);
     assert.equal(keep.code, 0, keep.stderr);
     for (const rel of ["a.jpg", "2024/b.jpg", "2024/new.jpg", "new/folder/x.jpg"]) assert.match(keep.stdout, new RegExp(`^uploaded ${rel} `, "m"));
-    assert.doesNotMatch(keep.stdout, /deleted/);
+    assert.doesNotMatch(keep.stdout, /^deleted/m);
     const card = await tree(dev.card);
     assert.ok(card["stray.txt"] && card["2024/summer/deep/d.jpg"] && card["with space/é ü.jpg"], "nothing deleted without --delete");
 
