@@ -78,13 +78,10 @@ export interface Hook {
   "http-methods"?: string[];
 }
 
-/** JSON-like data decoded from a body, query or headers. */
-export type Payload = unknown;
-
 /**
- * A request as the rules and the command see it. Built once per request by the request module;
- * read by rules and execution. `headers` keys are canonical MIME form ("X-Hub-Signature"),
- * `query` holds the first value of each URL parameter.
+ * A request as the rules and the command see it. Built once per request by the handler; read by
+ * rules and execution. `headers` keys are canonical MIME form ("X-Hub-Signature"), `query` holds
+ * the first value of each URL parameter. Values may become objects through parse-parameters-as-json.
  */
 export interface HookRequest {
   /** The request id used in logs. */
@@ -93,11 +90,11 @@ export interface HookRequest {
   /** "ip:port", IPv6 in brackets ("[::1]:5000"), as Go's RemoteAddr. */
   remoteAddr: string;
   contentType: string;
-  headers: Record<string, string>;
-  query: Record<string, string>;
+  headers: Record<string, unknown>;
+  query: Record<string, unknown>;
   rawBody: Buffer;
-  /** Decoded body: an object or array, or undefined when the body was empty or not parsed. */
-  payload: Payload;
-  /** Signature failures make a match false instead of an error (`trigger-signature-soft-failures`). */
+  /** Decoded body: an object (a top-level JSON array sits under "root"), or undefined when none. */
+  payload: Record<string, unknown> | undefined;
+  /** Signature failures inside an `or` make a match false instead of an error (`trigger-signature-soft-failures`). */
   allowSignatureErrors: boolean;
 }

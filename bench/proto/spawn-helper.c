@@ -1,0 +1,187 @@
+/* Prototype spawn helper: a small long-lived process that starts commands for the hook server.
+ * It uses posix_spawn (glibc: clone(CLONE_VM|CLONE_VFORK), so no page-table copy) and reports
+ * each command's combined stdout+stderr and exit status back over its stdout.
+ *
+ * Protocol, both directions: frames of  u32 length (of what follows) | u8 type | u32 id | payload,
+ * little-endian as the host.
+ *   in  'S' spawn: u32 argc | u32 envc | cwd\0 | path\0 | argv[0]\0 ... | env[0]\0 ...
+ *                  (cwd "" = the helper's own; argv[0] may differ from path, as Go allows)
+ *   in  'K' kill:  i32 signal            (sent to the command's process group)
+ *   out 'O' output: bytes                (as they arrive; combined stdout and stderr)
+ *   out 'X' exit:   i32 status           (exit code >= 0, or -signal)  — after output EOF
+ *   out 'F' failed: i32 errno            (posix_spawn failed; nothing ran)
+ * The helper exits when its stdin closes. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct {
+  uint32_t id;
+  pid_t pid;
+  int fd;     /* read end of the output pipe, -1 after EOF */
+  int exited; /* 1 once reaped */
+  int status;
+} job_t;
+
+static job_t *jobs;
+static size_t njobs, capjobs;
+static unsigned char *inbuf;
+static size_t inlen, incap;
+
+static void write_all(const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t w = write(1, c, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) { struct pollfd pf = {1, POLLOUT, 0}; poll(&pf, 1, -1); continue; }
+      _exit(1);
+    }
+    c += w; n -= (size_t)w;
+  }
+}
+
+static void send_frame(char type, uint32_t id, const void *payload, uint32_t n) {
+  unsigned char head[9];
+  uint32_t len = 5 + n;
+  memcpy(head, &len, 4); head[4] = (unsigned char)type; memcpy(head + 5, &id, 4);
+  write_all(head, 9);
+  if (n) write_all(payload, n);
+}
+
+static void maybe_finish(size_t i) {
+  job_t *j = &jobs[i];
+  if (j->fd >= 0 || !j->exited) return;
+  int32_t st = WIFEXITED(j->status) ? WEXITSTATUS(j->status) : -WTERMSIG(j->status);
+  send_frame('X', j->id, &st, 4);
+  jobs[i] = jobs[--njobs];
+}
+
+static void start_job(uint32_t id, const unsigned char *p, uint32_t n) {
+  uint32_t argc, envc;
+  /* Every string must end inside the frame. */
+  if (n < 10 || p[n - 1] != 0) { int32_t e = EINVAL; send_frame('F', id, &e, 4); return; }
+  memcpy(&argc, p, 4); memcpy(&envc, p + 4, 4);
+  const char *s = (const char *)p + 8, *end = (const char *)p + n;
+  char **argv = calloc(argc + 1, sizeof *argv), **envp = calloc(envc + 1, sizeof *envp);
+  const char *cwd = s; s += strlen(s) + 1;
+  const char *path = s < end ? s : ""; s += strlen(path) + 1;
+  for (uint32_t k = 0; k < argc && s < end; k++) { argv[k] = (char *)s; s += strlen(s) + 1; }
+  for (uint32_t k = 0; k < envc && s < end; k++) { envp[k] = (char *)s; s += strlen(s) + 1; }
+
+  int pfd[2];
+  int err = pipe2(pfd, O_CLOEXEC) == 0 ? 0 : errno;
+  pid_t pid = -1;
+  if (!err) {
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none, dfl;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
+    if (cwd[0]) posix_spawn_file_actions_addchdir_np(&fa, cwd);
+    posix_spawnattr_init(&at);
+    sigemptyset(&none);
+    sigemptyset(&dfl); sigaddset(&dfl, SIGPIPE); sigaddset(&dfl, SIGCHLD);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &dfl);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+    err = argc && argv[argc - 1] ? posix_spawn(&pid, path, &fa, &at, argv, envp) : EINVAL;
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    close(pfd[1]);
+    if (err) close(pfd[0]);
+  }
+  free(argv); free(envp);
+  if (err) { int32_t e = err; send_frame('F', id, &e, 4); return; }
+  fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+  if (njobs == capjobs) { capjobs = capjobs ? capjobs * 2 : 64; jobs = realloc(jobs, capjobs * sizeof *jobs); }
+  jobs[njobs++] = (job_t){id, pid, pfd[0], 0, 0};
+}
+
+static void kill_job(uint32_t id, const unsigned char *p, uint32_t n) {
+  int32_t sig;
+  if (n < 4) return;
+  memcpy(&sig, p, 4);
+  for (size_t i = 0; i < njobs; i++) if (jobs[i].id == id && !jobs[i].exited) kill(-jobs[i].pid, sig);
+}
+
+static int read_requests(void) {
+  if (incap - inlen < 65536) { incap = incap ? incap * 2 : 131072; inbuf = realloc(inbuf, incap); }
+  ssize_t r = read(0, inbuf + inlen, incap - inlen);
+  if (r == 0) return 0;
+  if (r < 0) return errno == EINTR || errno == EAGAIN;
+  inlen += (size_t)r;
+  size_t off = 0;
+  while (inlen - off >= 9) {
+    uint32_t len, id;
+    memcpy(&len, inbuf + off, 4);
+    if (inlen - off < 4 + (size_t)len) break;
+    char type = (char)inbuf[off + 4];
+    memcpy(&id, inbuf + off + 5, 4);
+    if (type == 'S') start_job(id, inbuf + off + 9, len - 5);
+    else if (type == 'K') kill_job(id, inbuf + off + 9, len - 5);
+    off += 4 + len;
+  }
+  memmove(inbuf, inbuf + off, inlen - off);
+  inlen -= off;
+  return 1;
+}
+
+int main(void) {
+  /* Commands get only stdin/stdout/stderr: drop whatever non-CLOEXEC fds we inherited. */
+#ifdef SYS_close_range
+  syscall(SYS_close_range, 3, ~0U, 0);
+#endif
+  sigset_t chld;
+  sigemptyset(&chld); sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  int sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+  fcntl(0, F_SETFD, FD_CLOEXEC);
+  fcntl(1, F_SETFD, FD_CLOEXEC);
+  struct pollfd *pf = NULL;
+  size_t cappf = 0;
+  static unsigned char buf[65536];
+  for (;;) {
+    if (cappf < njobs + 2) { cappf = (njobs + 2) * 2; pf = realloc(pf, cappf * sizeof *pf); }
+    pf[0] = (struct pollfd){0, POLLIN, 0};
+    pf[1] = (struct pollfd){sfd, POLLIN, 0};
+    for (size_t i = 0; i < njobs; i++) pf[2 + i] = (struct pollfd){jobs[i].fd, POLLIN, 0};
+    size_t polled = njobs;
+    if (poll(pf, 2 + polled, -1) < 0) { if (errno == EINTR) continue; return 1; }
+    /* Output first, then exits, so a job's 'X' always follows all its 'O'. Walk backwards:
+       maybe_finish moves the last job into the finished slot. */
+    for (size_t i = polled; i-- > 0;) {
+      if (!pf[2 + i].revents) continue;
+      job_t *j = &jobs[i];
+      for (;;) {
+        ssize_t r = read(j->fd, buf, sizeof buf);
+        if (r > 0) { send_frame('O', j->id, buf, (uint32_t)r); continue; }
+        if (r == 0) { close(j->fd); j->fd = -1; maybe_finish(i); }
+        break;
+      }
+    }
+    if (pf[1].revents) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == sizeof si) {}
+      int st; pid_t pid;
+      while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+        for (size_t i = 0; i < njobs; i++)
+          if (jobs[i].pid == pid) { jobs[i].exited = 1; jobs[i].status = st; maybe_finish(i); break; }
+    }
+    if (pf[0].revents && !read_requests()) return 0;
+  }
+}

@@ -1,0 +1,146 @@
+// `npm run bench -- webhook`: throughput of the real hook server (bin/webhook) under wrk.
+//   (a) POST to a hook whose url `secret` does not match its trigger rule, 32 connections;
+//   (b) POST to a hook that runs /bin/true with include-command-output-in-response, 8 connections.
+// Also measures, in the same run, a bare node:http server answering "ok" (the machine's ceiling
+// for one Node process), because this shared 2-core machine's speed varies by 2x from minute to minute.
+// Environment:
+//   WEBHOOK_BENCH_SECONDS  measured seconds per case (default 10; a 3 s warm-up precedes each)
+//   WEBHOOK_BENCH_CMD      server command instead of bin/webhook; {port} and {hooks} are replaced
+//                          (e.g. "node dist/bench/proto/net-server.js --port {port} --spawn helper-c")
+//   WEBHOOK_BENCH_CEILING  "0" skips the ceiling case
+import { spawn, type ChildProcess } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { bin, freePort, removeDir, repoRoot, tempDir } from "../test/helpers.js";
+import { haveWrk, peakRssMiB, runWrk, waitForPort, type WrkResult } from "./wrk.js";
+
+const body = '{"ref":"refs/heads/main","repository":{"name":"photos"},"pusher":{"name":"ann"}}';
+
+const hooks = [
+  {
+    id: "deploy",
+    "execute-command": "/bin/true",
+    "trigger-rule": { match: { type: "value", value: "s3cret", parameter: { source: "url", name: "secret" } } },
+  },
+  { id: "run-true", "execute-command": "/bin/true", "include-command-output-in-response": true },
+];
+
+interface Case {
+  name: string;
+  path: string;
+  connections: number;
+  target: number;
+  expect: { status: number; body: string };
+}
+
+const cases: Case[] = [
+  {
+    name: "(a) url secret mismatch",
+    path: "/hooks/deploy?secret=wrong",
+    connections: 32,
+    target: 25_000,
+    expect: { status: 200, body: "Hook rules were not satisfied." },
+  },
+  { name: "(b) /bin/true + output", path: "/hooks/run-true", connections: 8, target: 1_300, expect: { status: 200, body: "" } },
+];
+
+function startServer(command: string[]): { child: ChildProcess; stderr: () => string } {
+  const child = spawn(command[0], command.slice(1), { cwd: repoRoot, stdio: ["ignore", "ignore", "pipe"] });
+  let err = "";
+  child.stderr!.on("data", (c: Buffer) => (err = (err + c.toString()).slice(-4000)));
+  return { child, stderr: () => err };
+}
+
+async function stopServer(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function row(name: string, r: WrkResult, rss: number, target: number | null): string {
+  const verdict = target === null ? "" : r.rps >= target && r.non2xx === 0 ? "meets target" : "BELOW target";
+  return [
+    name.padEnd(26),
+    `${Math.round(r.rps)}`.padStart(7) + " req/s",
+    `p50 ${r.p50Ms.toFixed(2)} ms`.padStart(14),
+    `p99 ${r.p99Ms.toFixed(2)} ms`.padStart(14),
+    `non-2xx ${r.non2xx}`.padStart(12),
+    `sock-err ${r.socketErrors}`.padStart(12),
+    `peak RSS ${rss} MiB`.padStart(19),
+    target === null ? "" : `  target ${target}: ${verdict}`,
+  ].join(" ");
+}
+
+async function measure(url: string, connections: number, seconds: number): Promise<WrkResult> {
+  const opts = { connections, threads: 2, body, contentType: "application/json" };
+  await runWrk(url, { ...opts, seconds: 3 });
+  return runWrk(url, { ...opts, seconds });
+}
+
+async function ceiling(seconds: number): Promise<void> {
+  const port = await freePort();
+  const code =
+    "require('http').createServer((q,s)=>{q.resume();s.writeHead(200,{'content-type':'text/plain'}).end('ok')})" +
+    `.listen(${port},'127.0.0.1')`;
+  const { child } = startServer([process.execPath, "-e", code]);
+  try {
+    await waitForPort(port);
+    const r = await measure(`http://127.0.0.1:${port}/`, 32, seconds);
+    console.log(row("ceiling: node:http 'ok'", r, peakRssMiB(child.pid!), null));
+  } finally {
+    await stopServer(child);
+  }
+}
+
+export async function run(): Promise<void> {
+  if (!haveWrk()) {
+    console.error("wrk is not installed; this benchmark needs it. Install it with: apt-get install wrk");
+    process.exit(1);
+  }
+  const seconds = Number(process.env.WEBHOOK_BENCH_SECONDS ?? "10");
+  const dir = await tempDir("webhook-bench-");
+  const hooksFile = join(dir, "hooks.json");
+  await writeFile(hooksFile, JSON.stringify(hooks, null, 2));
+  const port = await freePort();
+  const custom = process.env.WEBHOOK_BENCH_CMD;
+  const command = custom
+    ? custom.split(/\s+/).filter(Boolean).map((a) => a.replace("{port}", String(port)).replace("{hooks}", hooksFile))
+    : [bin("webhook"), "-hooks", hooksFile, "-ip", "127.0.0.1", "-port", String(port)];
+  console.log(`server: ${command.join(" ")}`);
+  console.log(`load: wrk -t2 (unpinned, same machine), POST ${body.length}-byte JSON body, ${seconds} s after a 3 s warm-up`);
+  let failed = false;
+  try {
+    if (process.env.WEBHOOK_BENCH_CEILING !== "0") await ceiling(seconds);
+    const server = startServer(command);
+    try {
+      const exited = new Promise<never>((_, reject) =>
+        server.child.once("close", (code, signal) =>
+          reject(new Error(`the server exited (${code ?? signal}) before listening; its stderr:\n${server.stderr()}`)),
+        ),
+      );
+      exited.catch(() => {});
+      await Promise.race([waitForPort(port), exited]);
+      for (const c of cases) {
+        const url = `http://127.0.0.1:${port}${c.path}`;
+        const probe = await fetch(url, { method: "POST", body, headers: { "content-type": "application/json" } });
+        const text = await probe.text();
+        if (probe.status !== c.expect.status || text !== c.expect.body) {
+          console.log(`${c.name}: unexpected answer ${probe.status} ${JSON.stringify(text)} (want ${c.expect.status} ${JSON.stringify(c.expect.body)})`);
+          failed = true;
+          continue;
+        }
+        const r = await measure(url, c.connections, seconds);
+        if (r.rps < c.target || r.non2xx > 0) failed = true;
+        console.log(row(`${c.name}, ${c.connections} conns`, r, peakRssMiB(server.child.pid!), c.target));
+      }
+    } finally {
+      await stopServer(server.child);
+    }
+  } finally {
+    await removeDir(dir);
+  }
+  if (failed) console.log("webhook: at least one case is below its target (see above); the machine is noisy, so repeat before concluding.");
+}

@@ -1,0 +1,200 @@
+// Command-line flags in Go's flag package syntax, with the reference's names, defaults and
+// usage text: -flag value, -flag=value, --flag, booleans as -flag or -flag=false. Parsing stops
+// at the first argument that is not a flag, or after "--".
+
+export interface Options {
+  hooks: string[];
+  ip: string;
+  port: number;
+  urlprefix: string;
+  httpMethods: string;
+  headers: { name: string; value: string }[];
+  verbose: boolean;
+  debug: boolean;
+  nopanic: boolean;
+  maxMultipartMem: number;
+  maxBody: number;
+  version: boolean;
+}
+
+type Kind = "bool" | "string" | "int" | "value";
+
+interface FlagDef {
+  name: string;
+  kind: Kind;
+  usage: string;
+  /** Default as Go prints it; undefined when it is the zero value (not printed). */
+  shownDefault?: string;
+  set(o: Options, v: string): void;
+}
+
+export class FlagError extends Error {
+  constructor(message: string, readonly exitCode: number) {
+    super(message);
+  }
+}
+
+function parseGoInt(s: string): number {
+  const m = /^([+-]?)(0x[0-9a-fA-F_]+|0o[0-7_]+|0b[01_]+|0[0-7_]*|[1-9][0-9_]*)$/i.exec(s);
+  if (!m) throw new Error("parse error");
+  const body = m[2]!.replace(/_/g, "");
+  let n: number;
+  if (/^0x/i.test(body)) n = parseInt(body.slice(2), 16);
+  else if (/^0o/i.test(body)) n = parseInt(body.slice(2), 8);
+  else if (/^0b/i.test(body)) n = parseInt(body.slice(2), 2);
+  else if (body.length > 1 && body.startsWith("0")) n = parseInt(body.slice(1), 8);
+  else n = parseInt(body, 10);
+  if (!Number.isSafeInteger(n)) throw new Error("value out of range");
+  return m[1] === "-" ? -n : n;
+}
+
+function parseGoBool(s: string): boolean {
+  if (["1", "t", "T", "TRUE", "true", "True"].includes(s)) return true;
+  if (["0", "f", "F", "FALSE", "false", "False"].includes(s)) return false;
+  throw new Error("parse error");
+}
+
+const FLAGS: FlagDef[] = [
+  { name: "debug", kind: "bool", usage: "show debug output", set: (o, v) => (o.debug = parseGoBool(v)) },
+  {
+    name: "header",
+    kind: "value",
+    usage: "response header to return, specified in format name=value, use multiple times to set multiple headers",
+    set: (o, v) => {
+      const eq = v.indexOf("=");
+      if (eq === -1) throw new Error("header flag must be in name=value format");
+      o.headers.push({ name: v.slice(0, eq), value: v.slice(eq + 1) });
+    },
+  },
+  {
+    name: "hooks",
+    kind: "value",
+    usage: "path to the json file containing defined hooks the webhook should serve, use multiple times to load from different files",
+    set: (o, v) => o.hooks.push(v),
+  },
+  {
+    name: "http-methods",
+    kind: "string",
+    usage: 'set default allowed HTTP methods (ie. "POST"); separate methods with comma',
+    set: (o, v) => (o.httpMethods = v),
+  },
+  {
+    name: "ip",
+    kind: "string",
+    usage: "ip the webhook should serve hooks on",
+    shownDefault: '"0.0.0.0"',
+    set: (o, v) => (o.ip = v),
+  },
+  {
+    name: "max-body",
+    kind: "int",
+    usage: "maximum size in bytes of a request body; larger requests get 413 Request Entity Too Large",
+    shownDefault: "10485760",
+    set: (o, v) => (o.maxBody = parseGoInt(v)),
+  },
+  {
+    name: "max-multipart-mem",
+    kind: "int",
+    usage: "maximum memory in bytes for parsing multipart form data before disk caching",
+    shownDefault: "1048576",
+    set: (o, v) => (o.maxMultipartMem = parseGoInt(v)),
+  },
+  {
+    name: "nopanic",
+    kind: "bool",
+    usage: "do not panic if hooks cannot be loaded when webhook is not running in verbose mode",
+    set: (o, v) => (o.nopanic = parseGoBool(v)),
+  },
+  {
+    name: "port",
+    kind: "int",
+    usage: "port the webhook should serve hooks on",
+    shownDefault: "9000",
+    set: (o, v) => (o.port = parseGoInt(v)),
+  },
+  {
+    name: "urlprefix",
+    kind: "string",
+    usage: "url prefix to use for served hooks (protocol://yourserver:port/PREFIX/:hook-id)",
+    shownDefault: '"hooks"',
+    set: (o, v) => (o.urlprefix = v),
+  },
+  { name: "verbose", kind: "bool", usage: "show verbose output", set: (o, v) => (o.verbose = parseGoBool(v)) },
+  { name: "version", kind: "bool", usage: "display webhook version and quit", set: (o, v) => (o.version = parseGoBool(v)) },
+];
+
+/** Go's flag.PrintDefaults output under "Usage of webhook:". */
+export function usage(): string {
+  let out = "Usage of webhook:\n";
+  for (const f of FLAGS) {
+    const typeName = f.kind === "bool" ? "" : f.kind === "value" ? " value" : ` ${f.kind}`;
+    out += `  -${f.name}${typeName}\n    \t${f.usage}`;
+    if (f.shownDefault !== undefined) out += ` (default ${f.shownDefault})`;
+    out += "\n";
+  }
+  return out;
+}
+
+export function defaults(): Options {
+  return {
+    hooks: [],
+    ip: "0.0.0.0",
+    port: 9000,
+    urlprefix: "hooks",
+    httpMethods: "",
+    headers: [],
+    verbose: false,
+    debug: false,
+    nopanic: false,
+    maxMultipartMem: 1 << 20,
+    maxBody: 10 * 1024 * 1024,
+    version: false,
+  };
+}
+
+/**
+ * Parses argv as Go's flag.Parse. Throws FlagError with the message Go prints (the caller adds
+ * the usage text) and exit code 2, or exit code 0 for -help / -h.
+ */
+export function parseFlags(args: string[]): Options {
+  const o = defaults();
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a.length < 2 || a[0] !== "-") break;
+    let name = a.slice(1);
+    if (name.startsWith("-")) {
+      if (name.length === 1) break; // "--" ends the flags
+      name = name.slice(1);
+    }
+    if (name === "" || name[0] === "-" || name[0] === "=") throw new FlagError(`bad flag syntax: ${a}`, 2);
+    let value: string | undefined;
+    const eq = name.indexOf("=");
+    if (eq !== -1) {
+      value = name.slice(eq + 1);
+      name = name.slice(0, eq);
+    }
+    const def = FLAGS.find((f) => f.name === name);
+    if (!def) {
+      if (name === "help" || name === "h") throw new FlagError("", 0);
+      throw new FlagError(`flag provided but not defined: -${name}`, 2);
+    }
+    if (def.kind === "bool") {
+      try {
+        def.set(o, value ?? "true");
+      } catch {
+        throw new FlagError(`invalid boolean value ${JSON.stringify(value)} for -${name}: parse error`, 2);
+      }
+      continue;
+    }
+    if (value === undefined) {
+      if (i + 1 >= args.length) throw new FlagError(`flag needs an argument: -${name}`, 2);
+      value = args[++i]!;
+    }
+    try {
+      def.set(o, value);
+    } catch (e) {
+      throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -${name}: ${(e as Error).message}`, 2);
+    }
+  }
+  return o;
+}

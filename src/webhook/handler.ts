@@ -1,0 +1,471 @@
+// The hook server's request logic, independent of the HTTP transport. A request goes through
+// two steps: `route` (method and URL only: "/", 404, 405, or a matched hook) and, for a matched
+// hook, `handle` with the body. The transport reads the body only between the two, so a 404
+// costs nothing. Status codes, bodies and log lines are the reference's.
+import { randomUUID } from "node:crypto";
+import { openSync, closeSync, unlinkSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Hook, HookRequest } from "./hook.js";
+import { commandLookupPath, lookPath, runCommand, type CommandSpec } from "./execute.js";
+import { goDuration, iBytes, type Log } from "./log.js";
+import { parseJson, isObject } from "./json.js";
+import {
+  parseFormPayload,
+  parseHeaders,
+  parseJsonPayload,
+  parseMultipart,
+  parseQuery,
+  parseXmlPayload,
+  rawHeader,
+} from "./request.js";
+import { evaluate } from "./rules.js";
+import { detectContentType } from "./sniff.js";
+import { STATUS_TEXT } from "./status.js";
+import { canonicalHeaderKey, describeArgument, getArgument, replaceParameter, ParameterNodeError } from "./values.js";
+
+/** What the transport knows before reading the body. */
+export interface RequestHead {
+  method: string;
+  /** The request target as sent: path and query. */
+  url: string;
+  /** Node's flat [name, value, name, value, …] list, names as sent. */
+  rawHeaders: string[];
+  /** "ip:port", IPv6 in brackets. */
+  remoteAddr: string;
+}
+
+export interface HookResponse {
+  status: number;
+  headers: [string, string][];
+  /** A message, or a command's output kept byte for byte. */
+  body: string | Buffer;
+}
+
+export interface ServerOptions {
+  urlprefix: string;
+  /** Global -http-methods, already upper-cased without spaces; "" allows all. */
+  httpMethods: string;
+  headers: { name: string; value: string }[];
+  maxMultipartMem: number;
+  debug: boolean;
+}
+
+/** A request routed to a hook, waiting for its body. */
+export interface Matched {
+  kind: "hook";
+  hook: Hook;
+  head: RequestHead;
+  rid: string;
+  start: bigint;
+  query: string;
+}
+
+export type Routed = { kind: "response"; response: HookResponse } | Matched;
+
+export const MSG = {
+  notFound: "Hook not found.",
+  rulesNotSatisfied: "Hook rules were not satisfied.",
+  ruleError: "Error occurred while evaluating hook rules.",
+  commandError: "Error occurred while executing the hook's command. Please check your logs for more details.",
+  multipartError: "Error occurred while parsing multipart form.",
+  tooLarge: "Request body too large.",
+} as const;
+
+/** Response headers under canonical names, later values replacing earlier ones (Go's Header.Set). */
+class Headers {
+  private readonly map = new Map<string, [string, string]>();
+  set(name: string, value: string): void {
+    const k = canonicalHeaderKey(name);
+    this.map.set(k, [k, value]);
+  }
+  has(name: string): boolean {
+    return this.map.has(name);
+  }
+  list(): [string, string][] {
+    return [...this.map.values()];
+  }
+}
+
+function respond(status: number, headers: Headers, body: string | Buffer): HookResponse {
+  if (body.length > 0 && !headers.has("Content-Type")) headers.set("Content-Type", detectContentType(body));
+  return { status, headers: headers.list(), body };
+}
+
+/** gorilla/mux's path cleaning: collapses "//", "/./" and "/../", keeping a trailing slash. */
+function cleanPath(p: string): string {
+  if (p === "") return "/";
+  const parts: string[] = [];
+  for (const seg of p.split("/")) {
+    if (seg === "" || seg === ".") continue;
+    if (seg === "..") parts.pop();
+    else parts.push(seg);
+  }
+  let out = "/" + parts.join("/");
+  if (p.endsWith("/") && out !== "/") out += "/";
+  return out;
+}
+
+/** Go's URL path unescaping: %XX to bytes; undefined for a malformed escape (Go answers 400). */
+function pathUnescape(p: string): string | undefined {
+  if (/%(?![0-9a-fA-F]{2})/.test(p)) return undefined;
+  const bytes = Buffer.from(p.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), "latin1");
+  return bytes.toString("utf8");
+}
+
+function goQuote(s: string): string {
+  return JSON.stringify(s);
+}
+
+export class HookServer {
+  private readonly prefix: string;
+  private readonly allowedMethods: string[];
+
+  constructor(
+    private readonly hooks: Map<string, Hook>,
+    private readonly opts: ServerOptions,
+    private readonly log: Log,
+  ) {
+    this.prefix = opts.urlprefix === "" ? "/" : `/${opts.urlprefix}/`;
+    this.allowedMethods = opts.httpMethods === "" ? [] : opts.httpMethods.split(",");
+  }
+
+  /** Step one: decide from the method and URL alone. */
+  route(head: RequestHead): Routed {
+    const q = head.url.indexOf("?");
+    const rawPath = q === -1 ? head.url : head.url.slice(0, q);
+    const query = q === -1 ? "" : head.url.slice(q + 1);
+    const path = rawPath.includes("%") ? pathUnescape(rawPath) : rawPath;
+    if (path === undefined) {
+      return { kind: "response", response: { status: 400, headers: [["Content-Type", "text/plain; charset=utf-8"], ["Connection", "close"]], body: "400 Bad Request" } };
+    }
+    const logging = this.log.enabled;
+    const rid = logging ? randomUUID().slice(0, 6) : "";
+    const start = logging ? process.hrtime.bigint() : 0n;
+    if (path.includes("//") || path.includes("/.")) {
+      const clean = cleanPath(path);
+      if (clean !== path) {
+        const h = new Headers();
+        h.set("Location", clean + (q === -1 ? "" : "?" + query));
+        return { kind: "response", response: { status: 301, headers: h.list(), body: "" } };
+      }
+    }
+    if (path === "/") {
+      const h = new Headers();
+      for (const { name, value } of this.opts.headers) h.set(name, value);
+      return this.done(head, rid, start, respond(200, h, "OK"));
+    }
+    if (!path.startsWith(this.prefix)) {
+      const h = new Headers();
+      h.set("Content-Type", "text/plain; charset=utf-8");
+      h.set("X-Content-Type-Options", "nosniff");
+      return { kind: "response", response: respond(404, h, "404 page not found\n") };
+    }
+    const id = path.slice(this.prefix.length);
+    if (logging) this.log.print(`[${rid}] incoming HTTP ${head.method} request from ${head.remoteAddr}`);
+    const hook = this.hooks.get(id);
+    if (!hook) return this.done(head, rid, start, respond(404, new Headers(), MSG.notFound));
+    if (!this.methodAllowed(hook, head.method)) {
+      this.log.print(`[${rid}] HTTP ${head.method} method not allowed for hook ${goQuote(id)}`);
+      return this.done(head, rid, start, { status: 405, headers: [], body: "" });
+    }
+    if (logging) this.log.print(`[${rid}] ${id} got matched`);
+    return { kind: "hook", hook, head, rid, start, query };
+  }
+
+  private methodAllowed(hook: Hook, method: string): boolean {
+    const own = hook["http-methods"];
+    if (own && own.length > 0) return own.some((m) => m.trim().toUpperCase() === method);
+    if (this.allowedMethods.length > 0) return this.allowedMethods.includes(method);
+    return true;
+  }
+
+  /** The answer when the body is larger than -max-body. */
+  tooLarge(m: Matched, limit: number): HookResponse {
+    this.log.print(`[${m.rid}] request body is larger than the -max-body limit of ${limit} bytes`);
+    return this.finish(m.head, m.rid, m.start, respond(413, new Headers(), MSG.tooLarge));
+  }
+
+  /** Step two: parse the body, evaluate the rules, run the command, build the response. */
+  async handle(m: Matched, body: Buffer): Promise<HookResponse> {
+    const response = await this.process(m, body);
+    return this.finish(m.head, m.rid, m.start, response, body);
+  }
+
+  private async process(m: Matched, body: Buffer): Promise<HookResponse> {
+    const { hook, rid } = m;
+    const log = this.log;
+    const out = new Headers();
+    for (const { name, value } of this.opts.headers) out.set(name, value);
+
+    let contentType = rawHeader(m.head.rawHeaders, "content-type") ?? "";
+    if (hook["incoming-payload-content-type"]) contentType = hook["incoming-payload-content-type"];
+    const isMultipart = contentType.startsWith("multipart/form-data;");
+
+    let headers: Record<string, unknown> | undefined;
+    const rawHeaders = m.head.rawHeaders;
+    const req: HookRequest = {
+      id: rid,
+      method: m.head.method,
+      remoteAddr: m.head.remoteAddr,
+      contentType,
+      // Built on first use: many hooks never read a header.
+      get headers() {
+        return (headers ??= parseHeaders(rawHeaders));
+      },
+      query: parseQuery(m.query).values,
+      // The reference does not keep the body of a multipart request.
+      rawBody: isMultipart ? Buffer.alloc(0) : body,
+      payload: undefined,
+      allowSignatureErrors: hook["trigger-signature-soft-failures"] === true,
+    };
+
+    try {
+      if (contentType.includes("json")) req.payload = parseJsonPayload(req.rawBody);
+      else if (contentType.includes("x-www-form-urlencoded")) req.payload = parseFormPayload(req.rawBody);
+      else if (contentType.includes("xml")) req.payload = parseXmlPayload(req.rawBody);
+      else if (isMultipart) {
+        const jsonFields = new Set(
+          (hook["parse-parameters-as-json"] ?? []).filter((a) => a.source === "payload" && a.name).map((a) => a.name!),
+        );
+        try {
+          const mp = await parseMultipart(contentType, body, this.opts.maxMultipartMem, jsonFields);
+          for (const l of mp.logs) log.print(`[${rid}] ${l}`);
+          req.payload = mp.payload;
+        } catch (e) {
+          log.print(`[${rid}] error parsing multipart form: ${(e as Error).message}\n`);
+          return respond(500, out, MSG.multipartError);
+        }
+      } else if (log.enabled) log.print(`[${rid}] error parsing body payload due to unsupported content type header: ${contentType}`);
+    } catch (e) {
+      log.print(`[${rid}] ${(e as Error).message}`);
+    }
+
+    this.parseJsonParameters(hook, req);
+
+    let ok = true;
+    if (hook["trigger-rule"]) {
+      const result = evaluate(hook["trigger-rule"], req, (w) => log.print(w));
+      ok = result.ok;
+      if (result.error) {
+        if (!(result.error instanceof ParameterNodeError)) {
+          log.print(`[${rid}] error evaluating hook: ${result.error.message}`);
+          return respond(500, out, MSG.ruleError);
+        }
+        log.print(`[${rid}] ${result.error.message}`);
+      }
+    }
+
+    if (!ok) {
+      const status = this.statusFor(m, hook["trigger-rule-mismatch-http-response-code"]);
+      log.print(`[${rid}] ${hook.id} got matched, but didn't get triggered because the trigger rules were not satisfied`);
+      return respond(status, out, MSG.rulesNotSatisfied);
+    }
+
+    log.print(`[${rid}] ${hook.id} hook triggered successfully`);
+    for (const h of hook["response-headers"] ?? []) out.set(h.name, h.value);
+
+    if (hook["include-command-output-in-response"]) {
+      const result = await this.execute(hook, req);
+      if (result.error !== undefined) {
+        if (hook["include-command-output-in-response-on-error"]) return respond(500, out, result.output);
+        out.set("Content-Type", "text/plain; charset=utf-8");
+        return respond(500, out, MSG.commandError);
+      }
+      return respond(this.statusFor(m, hook["success-http-response-code"]), out, result.output);
+    }
+    this.execute(hook, req).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`));
+    return respond(this.statusFor(m, hook["success-http-response-code"]), out, hook["response-message"] ?? "");
+  }
+
+  /** A configured status code, or 200 (logged) when Go's net/http would not know it. */
+  private statusFor(m: Matched, code: number | undefined): number {
+    if (!code) return 200;
+    if (STATUS_TEXT[code] !== undefined) return code;
+    this.log.print(`[${m.rid}] ${m.hook.id} got matched, but the configured return code ${code} is unknown - defaulting to 200`);
+    return 200;
+  }
+
+  private parseJsonParameters(hook: Hook, req: HookRequest): void {
+    for (const arg of hook["parse-parameters-as-json"] ?? []) {
+      let text: string;
+      try {
+        text = getArgument(arg, req);
+      } catch {
+        this.log.print(`[${req.id}] error parsing JSON parameters: couldn't retrieve argument for ${describeArgument(arg)}`);
+        continue;
+      }
+      let value: unknown;
+      try {
+        value = parseJson(text);
+        if (value !== null && !isObject(value)) throw new Error("json: cannot unmarshal value into Go value of type map[string]interface {}");
+      } catch (e) {
+        this.log.print(`[${req.id}] error parsing JSON parameters: ${(e as Error).message}`);
+        continue;
+      }
+      const name = arg.name ?? "";
+      if (arg.source === "header") replaceParameter(canonicalHeaderKey(name), req.headers, value);
+      else if (arg.source === "url" || arg.source === "query") replaceParameter(name, req.query, value);
+      else if (arg.source === "payload") replaceParameter(name, req.payload, value);
+      else this.log.print(`[${req.id}] error parsing JSON parameters: invalid source for argument ${describeArgument(arg)}`);
+    }
+  }
+
+  /** Runs the hook's command (the reference's handleHook); resolves with its output and error. */
+  private async execute(hook: Hook, req: HookRequest): Promise<{ output: Buffer; error?: string }> {
+    const log = this.log;
+    const rid = req.id;
+    const command = hook["execute-command"];
+    const cwd = hook["command-working-directory"] || undefined;
+    let path: string;
+    try {
+      path = lookPath(commandLookupPath(command, cwd));
+    } catch (e) {
+      log.print(`[${rid}] error in ${(e as Error).message}`);
+      if (command.includes(" ")) {
+        log.print(`[${rid}] use 'pass-arguments-to-command' to specify args for '${command.trim().split(/\s+/)[0]}'`);
+      }
+      return { output: Buffer.alloc(0), error: (e as Error).message };
+    }
+
+    const argv = [command];
+    for (const arg of hook["pass-arguments-to-command"] ?? []) {
+      try {
+        argv.push(getArgument(arg, req));
+      } catch {
+        argv.push("");
+        log.print(`[${rid}] error extracting command arguments: couldn't retrieve argument for ${describeArgument(arg)}`);
+      }
+    }
+
+    const env: Record<string, string> = {};
+    for (const arg of hook["pass-environment-to-command"] ?? []) {
+      try {
+        const value = getArgument(arg, req);
+        env[arg.envname ? arg.envname : `HOOK_${arg.name ?? ""}`] = value;
+      } catch {
+        log.print(`[${rid}] error extracting command arguments for environment: couldn't retrieve argument for ${describeArgument(arg)}`);
+      }
+    }
+
+    const files: string[] = [];
+    for (const arg of hook["pass-file-to-command"] ?? []) {
+      let value: string;
+      try {
+        value = getArgument(arg, req);
+      } catch {
+        log.print(`[${rid}] error extracting command arguments for file: couldn't retrieve argument for ${describeArgument(arg)}`);
+        continue;
+      }
+      let envName = arg.envname;
+      if (!envName) {
+        envName = `HOOK_${(arg.name ?? "").toUpperCase()}`;
+        log.print(`no ENVVAR name specified, falling back to [${envName}]`);
+      }
+      let data: Buffer;
+      if (arg.base64decode) {
+        if (!/^[A-Za-z0-9+/]*={0,2}$/.test(value) || value.length % 4 !== 0) log.print(`error decoding string [illegal base64 data]`);
+        data = Buffer.from(value, "base64");
+      } else data = Buffer.from(value);
+      const file = createTempFile(cwd ?? tmpdir(), envName, data);
+      if (typeof file !== "string") {
+        log.print(`[${rid}] error creating temp file [${file.message}]`);
+        continue;
+      }
+      log.print(`[${rid}] writing env ${envName} file ${file}`);
+      files.push(file);
+      env[envName] = file;
+    }
+
+    const envNames = Object.keys(env);
+    log.print(
+      `[${rid}] executing ${command} (${path}) with arguments [${argv.map(goQuote).join(" ")}] and environment [${envNames.join(" ")}] using ${cwd ?? ""} as cwd`,
+    );
+    const spec: CommandSpec = {
+      path,
+      argv,
+      env: envNames.length ? { ...process.env, ...env } : process.env,
+      captureOutput: hook["include-command-output-in-response"] === true || log.enabled,
+      ...(cwd ? { cwd } : {}),
+    };
+    const result = await runCommand(spec);
+    if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`);
+    if (result.error !== undefined) log.print(`[${rid}] error occurred: ${result.error}`);
+    for (const f of files) {
+      log.print(`[${rid}] removing file ${f}`);
+      try {
+        unlinkSync(f);
+      } catch (e) {
+        log.print(`[${rid}] error removing file ${f} [${(e as Error).message}]`);
+      }
+    }
+    log.print(`[${rid}] finished handling ${hook.id}`);
+    return result.error === undefined ? { output: result.output } : { output: result.output, error: result.error };
+  }
+
+  /** The reference's request log line (and, with -debug, the request and response dump). */
+  private finish(head: RequestHead, rid: string, start: bigint, res: HookResponse, body?: Buffer): HookResponse {
+    this.logExchange(head, rid, start, res, body);
+    return res;
+  }
+
+  private done(head: RequestHead, rid: string, start: bigint, res: HookResponse): Routed {
+    this.logExchange(head, rid, start, res);
+    return { kind: "response", response: res };
+  }
+
+  private logExchange(head: RequestHead, rid: string, start: bigint, res: HookResponse, body?: Buffer): void {
+    if (!this.log.enabled) return;
+    if (this.opts.debug) this.log.raw(dump(rid, head, body, res));
+    const elapsed = goDuration(process.hrtime.bigint() - start);
+    const host = rawHeader(head.rawHeaders, "host") ?? "";
+    this.log.print(`[${rid}] ${String(res.status).padStart(3, "0")} | ${iBytes(Buffer.byteLength(res.body))} | ${elapsed} | ${host} | ${head.method} ${head.url}`);
+  }
+}
+
+/** Go's ioutil.TempFile(dir, pattern): a new file named pattern + random digits, mode 0600. */
+function createTempFile(dir: string, pattern: string, data: Buffer): string | Error {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const name = join(dir, pattern + String(Math.floor(Math.random() * 1e9)).padStart(9, "0"));
+    let fd: number;
+    try {
+      fd = openSync(name, "wx", 0o600);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "EEXIST") continue;
+      return e as Error;
+    }
+    try {
+      writeSync(fd, data);
+      return name;
+    } catch (e) {
+      unlinkSync(name);
+      return e as Error;
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return new Error(`could not create a temp file in ${dir}`);
+}
+
+/** The -debug dump of one exchange, in the reference's "> [id] …" / "< [id] …" format. */
+function dump(rid: string, head: RequestHead, body: Buffer | undefined, res: HookResponse): string {
+  let out = `> [${rid}] ${head.method} ${head.url}`;
+  const headers = new Map<string, string[]>();
+  for (let i = 0; i < head.rawHeaders.length; i += 2) {
+    const k = canonicalHeaderKey(head.rawHeaders[i]!);
+    if (k === "Host") continue;
+    headers.set(k, [...(headers.get(k) ?? []), head.rawHeaders[i + 1]!]);
+  }
+  for (const k of [...headers.keys()].sort()) out += `\n> [${rid}] ${k}: ${headers.get(k)!.join(", ")}`;
+  if (body && body.length > 0) {
+    out += "\n";
+    for (const line of body.toString("utf8").split("\n")) out += `> [${rid}] ${line}\n`;
+  }
+  out += `\n< [${rid}] ${STATUS_TEXT[res.status] ?? ""}`;
+  for (const [k, v] of [...res.headers].sort((a, b) => (a[0] < b[0] ? -1 : 1))) out += `\n< [${rid}] ${k}: ${v}`;
+  if (res.body.length > 0) {
+    out += "\n";
+    for (const line of res.body.toString().split("\n")) out += `< [${rid}] ${line}\n`;
+  }
+  return out + "\n";
+}

@@ -1,0 +1,133 @@
+// Implementer's focused checks of details the reference fixes exactly: Go's usage layout,
+// gorilla/mux routing answers, Go's JSON encoding of entire-payload, response content types,
+// XML decoding and the working-directory error. Real bin/webhook, real HTTP, real commands.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFile, chmod } from "node:fs/promises";
+import { join } from "node:path";
+import { spawn } from "node:child_process";
+import { bin, freePort, removeDir, start, tempDir, type RunningProgram } from "../helpers.js";
+
+/** Runs a program to the end and waits until its output pipes are closed too (not just 'exit'). */
+function run(command: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe("impl: flags", () => {
+  test("-help prints Go's usage layout on stderr and exits 0", async () => {
+    const r = await run(bin("webhook"), ["-help"]);
+    assert.equal(r.code, 0);
+    assert.ok(r.stderr.startsWith("Usage of webhook:\n  -debug\n    \tshow debug output\n  -header value\n"), r.stderr);
+    assert.ok(r.stderr.includes('  -ip string\n    \tip the webhook should serve hooks on (default "0.0.0.0")\n'));
+    assert.ok(r.stderr.includes("  -port int\n    \tport the webhook should serve hooks on (default 9000)\n"));
+  });
+
+  test("a bad -header value is refused as Go's flag package does", async () => {
+    const r = await run(bin("webhook"), ["-header", "novalue"]);
+    assert.equal(r.code, 2);
+    assert.ok(r.stderr.startsWith('invalid value "novalue" for flag -header: header flag must be in name=value format\nUsage of webhook:'), r.stderr);
+  });
+
+  test("a hooks file holding an empty list, without -verbose or -nopanic, stops with the reference's message", async () => {
+    const dir = await tempDir();
+    try {
+      await writeFile(join(dir, "hooks.json"), "[]");
+      const r = await run(bin("webhook"), ["-hooks", join(dir, "hooks.json"), "-port", String(await freePort())]);
+      assert.equal(r.code, 1);
+      assert.match(r.stdout, /couldn't load any hooks from file!\naborting webhook execution since the -verbose flag is set to false\./);
+    } finally {
+      await removeDir(dir);
+    }
+  });
+});
+
+describe("impl: requests", () => {
+  let dir: string;
+  let server: RunningProgram;
+  let base: string;
+
+  before(async () => {
+    dir = await tempDir();
+    const html = join(dir, "html.sh");
+    await writeFile(html, "#!/bin/sh\nprintf '<html><body>hi</body></html>'\n");
+    await chmod(html, 0o755);
+    const hooks = [
+      {
+        id: "payload",
+        "execute-command": "/bin/echo",
+        "include-command-output-in-response": true,
+        "pass-arguments-to-command": [{ source: "entire-payload" }],
+      },
+      {
+        id: "xml",
+        "execute-command": "/bin/echo",
+        "include-command-output-in-response": true,
+        "pass-arguments-to-command": [
+          { source: "payload", name: "feed.entry.1.title" },
+          { source: "payload", name: "feed.entry.0.-lang" },
+          { source: "payload", name: "feed.note.#text" },
+        ],
+      },
+      { id: "html", "execute-command": html, "include-command-output-in-response": true },
+      { id: "nocwd", "execute-command": "/bin/true", "command-working-directory": join(dir, "missing"), "include-command-output-in-response": true },
+    ];
+    await writeFile(join(dir, "hooks.json"), JSON.stringify(hooks));
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    server = start(bin("webhook"), ["-hooks", join(dir, "hooks.json"), "-ip", "127.0.0.1", "-port", String(port), "-verbose"]);
+    await server.waitFor(/serving hooks on/, 20_000);
+  });
+
+  after(async () => {
+    await server.stop();
+    await removeDir(dir);
+  });
+
+  test("entire-payload is encoded as Go's json.Marshal: sorted keys, numbers as sent, HTML-safe escapes", async () => {
+    const r = await fetch(`${base}/hooks/payload`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: '{"b":"<a&b>","a":1.50,"c":[true,null]}',
+    });
+    assert.equal(r.status, 200);
+    assert.equal(await r.text(), '{"a":1.50,"b":"\\u003ca\\u0026b\\u003e","c":[true,null]}\n');
+  });
+
+  test("XML: namespace prefixes dropped, attributes as -name, repeated elements as arrays, text as #text", async () => {
+    const body = `<?xml version="1.0"?><f:feed xmlns:f="urn:x"><f:entry lang="en"><title>one</title></f:entry><f:entry><title>two</title></f:entry><note kind="k">hello</note></f:feed>`;
+    const r = await fetch(`${base}/hooks/xml`, { method: "POST", headers: { "Content-Type": "application/xml" }, body });
+    assert.equal(await r.text(), "two en hello\n");
+  });
+
+  test("HTML output is sent as text/html, as Go's content sniffing does", async () => {
+    const r = await fetch(`${base}/hooks/html`);
+    assert.equal(r.headers.get("content-type"), "text/html; charset=utf-8");
+    assert.equal(await r.text(), "<html><body>hi</body></html>");
+  });
+
+  test("a missing command-working-directory: 500 and the chdir error in the log", async () => {
+    const r = await fetch(`${base}/hooks/nocwd`);
+    assert.equal(r.status, 500);
+    await server.waitFor(/error occurred: chdir .*missing: no such file or directory/);
+  });
+
+  test("a path outside the prefix gets mux's '404 page not found'; an unclean path is redirected", async () => {
+    const r = await fetch(`${base}/elsewhere`);
+    assert.equal(r.status, 404);
+    assert.equal(await r.text(), "404 page not found\n");
+    const red = await fetch(`${base}/hooks//payload?x=1`, { redirect: "manual" });
+    assert.equal(red.status, 301);
+    assert.equal(red.headers.get("location"), "/hooks/payload?x=1");
+  });
+});
