@@ -147,6 +147,21 @@ async function openLocal(abs: string): Promise<ReturnType<typeof createReadStrea
   return stream;
 }
 
+/** Sends one file and gives it the local modification time; a file that changed while sent is removed again. */
+async function uploadOne(conn: FtpConnection, u: Upload, remotePath: string, setTime: boolean, events: SyncEvents): Promise<void> {
+  const stream = await openLocal(u.abs);
+  try {
+    await conn.upload(stream, remotePath, (sent) => events.uploadProgress(u, sent));
+  } finally {
+    stream.destroy();
+  }
+  if (stream.bytesRead !== u.size) {
+    await conn.removeFile(remotePath).catch(() => undefined);
+    throw new LocalFileError("the file changed while it was being sent; run the sync again");
+  }
+  if (setTime) await conn.setMtime(remotePath, u.mtimeMs);
+}
+
 export async function sync(opts: SyncOptions): Promise<SyncResult> {
   const { client, events, signal } = opts;
   const waitMs = opts.waitMs ?? 30_000;
@@ -158,52 +173,41 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     result.failed.push({ rel, reason });
     events.failed(rel, reason);
   };
+  /** Runs `op` on each item (one at a time when order matters); a refusal by the server fails that item only. */
+  const perItem = async (pool: FtpPool, items: readonly string[], inOrder: boolean, op: (conn: FtpConnection, rel: string) => Promise<void>, failure: string): Promise<void> => {
+    const one = async (conn: FtpConnection, rel: string): Promise<void> => {
+      try {
+        await withReconnect(conn, signal, () => op(conn, rel));
+      } catch (e) {
+        if (!isReply(e)) throw e;
+        fail(rel, `${failure}: ${e.message}`);
+      }
+    };
+    if (!inOrder) await pool.each(items, one);
+    else for (const rel of items) await pool.each([rel], one);
+    if (signal.aborted) throw signal.reason;
+  };
+
   const apply = async (pool: FtpPool, plan: Plan, rootMissing: boolean): Promise<void> => {
     const remotePath = (rel: string): string => remoteJoin(opts.remoteDir, rel);
     if (rootMissing) await pool.each([opts.remoteDir], (conn, dir) => withReconnect(conn, signal, () => conn.ensureDir(dir)));
+    // Deletions first: they free space on the card for what comes. Folders after their files, deepest first.
+    await perItem(pool, plan.deleteFiles, false, async (conn, rel) => {
+      await conn.removeFile(remotePath(rel));
+      result.deleted++;
+      events.deleted(rel, "file");
+    }, "cannot delete");
+    await perItem(pool, plan.deleteDirs, true, async (conn, rel) => {
+      await conn.removeDir(remotePath(rel));
+      result.deleted++;
+      events.deleted(rel, "dir");
+    }, "cannot delete the folder");
+    await perItem(pool, plan.mkdirs, true, async (conn, rel) => {
+      await conn.mkdir(remotePath(rel));
+      result.created++;
+      events.created(rel);
+    }, "cannot create the folder");
 
-    const checkAbort = (): void => {
-      if (signal.aborted) throw signal.reason;
-    };
-    // Deletions first: they free space on the card for what comes.
-    await pool.each(plan.deleteFiles, async (conn, rel) => {
-      try {
-        await withReconnect(conn, signal, () => conn.removeFile(remotePath(rel)));
-        result.deleted++;
-        events.deleted(rel, "file");
-      } catch (e) {
-        if (!isReply(e)) throw e;
-        fail(rel, `cannot delete: ${e.message}`);
-      }
-    });
-    checkAbort();
-    for (const rel of plan.deleteDirs) {
-      await pool.each([rel], async (conn) => {
-        try {
-          await withReconnect(conn, signal, () => conn.removeDir(remotePath(rel)));
-          result.deleted++;
-          events.deleted(rel, "dir");
-        } catch (e) {
-          if (!isReply(e)) throw e;
-          fail(rel, `cannot delete the folder: ${e.message}`);
-        }
-      });
-    }
-    checkAbort();
-    for (const rel of plan.mkdirs) {
-      await pool.each([rel], async (conn) => {
-        try {
-          await withReconnect(conn, signal, () => conn.mkdir(remotePath(rel)));
-          result.created++;
-          events.created(rel);
-        } catch (e) {
-          if (!isReply(e)) throw e;
-          fail(rel, `cannot create the folder: ${e.message}`);
-        }
-      });
-    }
-
-    checkAbort();
     const failedDirs = result.failed.map((f) => f.rel);
     await pool.each(plan.uploads, async (conn, u) => {
       if (failedDirs.some((d) => u.rel.startsWith(d + "/"))) {
@@ -212,25 +216,14 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
       }
       events.uploadStarted(u);
       try {
-        await withReconnect(conn, signal, async () => {
-          const stream = await openLocal(u.abs);
-          try {
-            await conn.upload(stream, remotePath(u.rel), (sent) => events.uploadProgress(u, sent));
-          } finally {
-            stream.destroy();
-          }
-          if (stream.bytesRead !== u.size) {
-            await conn.removeFile(remotePath(u.rel)).catch(() => undefined);
-            throw new LocalFileError("the file changed while it was being sent; run the sync again");
-          }
-          if (pool.canSetTimes) await conn.setMtime(remotePath(u.rel), u.mtimeMs);
-        });
+        await withReconnect(conn, signal, () => uploadOne(conn, u, remotePath(u.rel), pool.canSetTimes, events));
         result.uploaded++;
         result.uploadedBytes += u.size;
         events.uploaded(u);
       } catch (e) {
         if (signal.aborted) throw e;
         fail(u.rel, message(e));
+        // A refusal or a local problem fails this file only; anything else takes the connection out of service.
         if (!isReply(e) && !(e instanceof LocalFileError)) throw e;
       }
     });
@@ -250,14 +243,12 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     if (signal.aborted) throw signal.reason;
 
     events.step("Comparing the folder with the card…");
-    const canSetTimes = pool.canSetTimes;
     const [local, remote] = await Promise.all([scanLocal(opts.localDir), listRemote(pool, opts.remoteDir, signal)]);
-    const plan = makePlan(local, remote.tree, { delete: opts.delete, canSetTimes });
+    const plan = makePlan(local, remote.tree, { delete: opts.delete, canSetTimes: pool.canSetTimes });
     result.plan = plan;
     events.planned(plan);
     for (const p of plan.problems) fail(p.rel, p.reason);
     if (!opts.dryRun) await apply(pool, plan, remote.rootMissing);
-
   } catch (e) {
     pool?.abort();
     pool = undefined;
