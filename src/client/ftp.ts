@@ -37,9 +37,13 @@ export function isReply(e: unknown): e is FTPError {
 
 /** Time without an answer or progress before a login, command or transfer is given up. */
 const TIMEOUT_MS = 10_000;
+/** A server that serves one client at a time (the firmware's) may leave extra logins hanging: give up sooner. */
+const EXTRA_LOGIN_TIMEOUT_MS = 3_000;
 
-async function login(target: FtpTarget, port: number): Promise<Client> {
+/** Logs in; `giveUpMs` bounds the whole login (the connection's own timeout stays the usual one). */
+async function login(target: FtpTarget, port: number, giveUpMs?: number): Promise<Client> {
   const client = new Client(TIMEOUT_MS);
+  const timer = giveUpMs === undefined ? undefined : setTimeout(() => client.close(), giveUpMs);
   try {
     await client.access({ host: target.host, port, user: target.user, password: target.password, secure: false });
   } catch (e) {
@@ -48,6 +52,8 @@ async function login(target: FtpTarget, port: number): Promise<Client> {
       throw new FtpLoginError(`The FTP server at ${target.host}:${port} refused user "${target.user}" (530). Pass the device's FTP user and password with --ftp-user USER:PASSWORD.`);
     }
     throw e;
+  } finally {
+    clearTimeout(timer);
   }
   return client;
 }
@@ -189,7 +195,7 @@ export class FtpPool {
    */
   static async open(first: Client, target: FtpTarget, port: number, size: number): Promise<FtpPool> {
     const features = await first.features();
-    const extra = await Promise.allSettled(Array.from({ length: Math.max(0, size - 1) }, () => login(target, port)));
+    const extra = await Promise.allSettled(Array.from({ length: Math.max(0, size - 1) }, () => login(target, port, EXTRA_LOGIN_TIMEOUT_MS)));
     const clients = [first, ...extra.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))];
     return new FtpPool(
       clients.map((c) => new FtpConnection(c, target, port)),
