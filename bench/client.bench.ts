@@ -8,7 +8,7 @@ import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { bin, removeDir, run as runProgram, startDevice, tempDir, type RunningDevice } from "../test/helpers.js";
 import { FrameFiClient } from "../src/client/api.js";
-import { switchMode } from "../src/client/sync.js";
+import { switchMode } from "../src/client/modes.js";
 
 const FILES = 1_000;
 const SIZE = 200 * 1000;

@@ -17,10 +17,11 @@ import {
 import { DEFAULT_FTP_PORTS, resolveConnection, type Connection } from "./connection.js";
 import { EnvFileError } from "./env-file.js";
 import { bytes, ledSummary, mqttSummary, statusSummary } from "./format.js";
-import { FtpLoginError, FtpUnreachableError } from "./ftp.js";
+import { FtpLoginError, FtpUnreachableError, SyncStopped } from "./sync-errors.js";
 import { barEvents, lineEvents, planLine, quietEvents } from "./progress.js";
 import { askPassword, confirm, haveTerminal, PromptInterrupted } from "./prompt.js";
-import { switchMode, sync, SyncStopped, type SyncResult } from "./sync.js";
+import { switchMode } from "./modes.js";
+import type { SyncResult } from "./sync.js";
 import { EXIT, UsageError } from "./usage.js";
 
 const USAGE = `Usage: framefi [options] <command> [arguments]
@@ -265,6 +266,8 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
     let result: SyncResult;
+    // Loaded here: the FTP client is only needed by sync.
+    const { sync } = await import("./sync.js");
     try {
       result = await sync({
         client: ctx.client,

@@ -3,6 +3,7 @@
 import { Client, FTPError, FileType } from "basic-ftp";
 import { posix } from "node:path";
 import type { Readable } from "node:stream";
+import { FtpLoginError, FtpUnreachableError } from "./sync-errors.js";
 
 export interface FtpTarget {
   host: string;
@@ -12,15 +13,6 @@ export interface FtpTarget {
   password: string;
 }
 
-/** The FTP server refused the login (530): wrong FTP user or password. */
-export class FtpLoginError extends Error {
-  override name = "FtpLoginError";
-}
-
-/** No FTP server answered in time. */
-export class FtpUnreachableError extends Error {
-  override name = "FtpUnreachableError";
-}
 
 /** A remote entry, by its path relative to the sync's remote folder ("2024/a.jpg"). */
 export interface RemoteEntry {

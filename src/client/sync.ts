@@ -5,6 +5,8 @@
 // what already arrived.
 import { createReadStream } from "node:fs";
 import { MODE_FTP, MODE_MSC, type FrameFiClient, type Mode, type ModeName } from "./api.js";
+import { switchMode } from "./modes.js";
+import { SyncStopped } from "./sync-errors.js";
 import { FtpPool, isReply, remoteJoin, waitForFtp, type FtpConnection, type FtpTarget, type RemoteEntry } from "./ftp.js";
 import { scanLocal } from "./local-tree.js";
 import { makePlan, type Plan, type Upload } from "./plan.js";
@@ -51,45 +53,12 @@ export interface SyncResult {
   finalMode: ModeName;
 }
 
-/** The sync stopped before its end (Ctrl-C, or no FTP connection left); the device is back in `mode`. */
-export class SyncStopped extends Error {
-  override name = "SyncStopped";
-  constructor(
-    message: string,
-    override readonly cause: unknown,
-    readonly mode: ModeName | undefined,
-    readonly interrupted: boolean,
-  ) {
-    super(message);
-  }
-}
-
 /** A local file could not be read: that file fails, the connection is fine. */
 class LocalFileError extends Error {
   override name = "LocalFileError";
 }
 
 const modeOf = (name: ModeName): Mode => (name === MODE_FTP ? "ftp" : "msc");
-
-async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  await new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
-  });
-}
-
-/** Switches the device's mode (if needed) and waits until it reports the new one. */
-export async function switchMode(client: FrameFiClient, to: Mode, waitMs: number, signal?: AbortSignal): Promise<void> {
-  const want = to === "ftp" ? MODE_FTP : MODE_MSC;
-  if ((await client.mode()).mode === want) return;
-  await client.setMode(to);
-  const deadline = Date.now() + waitMs;
-  while ((await client.mode()).mode !== want) {
-    if (signal?.aborted) throw signal.reason;
-    if (Date.now() > deadline) throw new Error(`The device did not reach ${want} mode within ${Math.round(waitMs / 1000)} s; check it and try again.`);
-    await sleep(100, signal);
-  }
-}
 
 function message(e: unknown): string {
   const err = e as NodeJS.ErrnoException;

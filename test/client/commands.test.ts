@@ -54,9 +54,9 @@ describe("framefi commands", () => {
       [["led", "brightness"], "/led/brightness"],
       [["mqtt", "status"], "/mqtt/status"],
     ] as const) {
-      const r = await cli(...args, "--json");
+      const [r, body] = await Promise.all([cli(...args, "--json"), raw(path)]);
       assert.equal(r.code, 0, r.stderr);
-      assert.equal(r.stdout, (await raw(path)).trimEnd() + "\n", args.join(" "));
+      assert.equal(r.stdout, body.trimEnd() + "\n", args.join(" "));
     }
   });
 
@@ -160,7 +160,7 @@ describe("framefi commands", () => {
   });
 
   test("usage errors exit 2 with one line", async () => {
-    for (const args of [
+    const cases: string[][] = [
       [],
       ["bogus"],
       ["status", "extra"],
@@ -173,12 +173,14 @@ describe("framefi commands", () => {
       ["upload"],
       ["sync", "/no/such/folder"],
       ["--timeout", "soon", "status"],
-    ]) {
-      const r = await cli(...args);
-      assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
+    ];
+    // Usage errors touch no state: run them side by side.
+    const results = await Promise.all(cases.map((args) => cli(...args)));
+    results.forEach((r, i) => {
+      assert.equal(r.code, 2, `${cases[i]!.join(" ")}: ${r.stderr}`);
       oneLineError(r.stderr);
       assert.equal(r.stdout, "");
-    }
+    });
     const help = await cli("--help");
     assert.equal(help.code, 0);
     assert.match(help.stdout, /^Usage: framefi/);
@@ -189,8 +191,8 @@ describe("framefi commands", () => {
 
   test("an unreachable device exits 3 with one line that says what to do", async () => {
     const port = await freePort();
-    for (const args of [["status"], ["led", "on"], ["sync", "."]]) {
-      const r = await framefi(["--host", `127.0.0.1:${port}`, ...args]);
+    const results = await Promise.all([["status"], ["led", "on"], ["sync", "."]].map((args) => framefi(["--host", `127.0.0.1:${port}`, ...args])));
+    for (const r of results) {
       assert.equal(r.code, 3, r.stderr);
       oneLineError(r.stderr);
       assert.match(r.stderr, /did not answer.*Check the address/);
