@@ -180,7 +180,7 @@ describe("framefi sync", () => {
     }
   });
 
-  test("the .env gives the folder, the card folder and the FTP login", async () => {
+  test("the .env gives the device, the folder, the card folder and the FTP login; FRAMEFI_FTP_PORT the FTP port", async () => {
     const cwd = await tempDir("framefi-env-");
     try {
       await put(cwd, "pictures/one.jpg", 1_500);
@@ -188,7 +188,7 @@ describe("framefi sync", () => {
         join(cwd, ".env"),
         `FTP_HOST="127.0.0.1:${dev.port}"\nFTP_USER="${FTP_USER}"\nFTP_PASSWORD="${FTP_PASS}"\nLOCAL_DIR="pictures"\nREMOTE_DIR="/frame/album"\n`,
       );
-      const r = await framefi(["sync", "--ftp-port", String(dev.ftpPort)], { cwd });
+      const r = await framefi(["sync"], { cwd, env: { FRAMEFI_FTP_PORT: String(dev.ftpPort) } });
       assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(await readdir(join(dev.card, "frame/album")), ["one.jpg"]);
     } finally {
