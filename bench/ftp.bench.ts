@@ -1,10 +1,10 @@
 // FTP throughput with real lftp: a 1 GB upload and download, and a mirror of 1 000 files of 200 KB,
-// against our server and against vsftpd serving the same card folder in the same run.
+// against bin/framefi-device in FTP mode and against vsftpd serving the same card folder in the same run.
 import { randomBytes } from "node:crypto";
 import { mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { freePort, removeDir, repoRoot, run as runProgram, start, tempDir, type RunningProgram } from "../test/helpers.js";
+import { bin, freePort, removeDir, run as runProgram, start, tempDir, type RunningProgram } from "../test/helpers.js";
 
 const GB = 1024 ** 3;
 const ROUNDS = 2;
@@ -52,10 +52,23 @@ async function listening(port: number): Promise<boolean> {
   });
 }
 
-async function startOurs(card: string): Promise<Target> {
-  const p = start("node", [join(repoRoot, "dist/test/ftp/fixtures/serve.js"), "--root", card]);
-  const m = await p.waitFor(/\{"port":(\d+)\}/, 15_000);
-  return { name: "ours", port: Number(m[1]), user: "user", password: "password", remoteCard: "/", stop: () => p.stop() };
+/** bin/framefi-device on the card, switched into FTP mode. */
+async function startOurs(card: string, state: string): Promise<Target> {
+  const [port, setupPort, ftpPort] = [await freePort(), await freePort(), await freePort()];
+  const p = start(bin("framefi-device"), [
+    "--host", "127.0.0.1", "--port", String(port), "--setup-port", String(setupPort), "--ftp-port", String(ftpPort),
+    "--card", card, "--state", state, "--boot-delay", "0",
+  ]);
+  try {
+    await p.waitFor(/web API listening/, 15_000);
+    const res = await fetch(`http://127.0.0.1:${port}/mode/ftp`, { method: "POST" });
+    if (res.status !== 200) throw new Error(`POST /mode/ftp: ${res.status} ${await res.text()}`);
+    await p.waitFor(/ftp: listening/, 15_000);
+  } catch (e) {
+    await p.stop();
+    throw e;
+  }
+  return { name: "ours", port: ftpPort, user: "user", password: "password", remoteCard: "/", stop: () => p.stop() };
 }
 
 /** vsftpd with anonymous write access; chroot rules want a root-owned top folder, so the card sits below it. */
@@ -128,7 +141,7 @@ export async function run(): Promise<void> {
     });
     await rm(join(card, "cp.bin"));
 
-    const ours = await startOurs(card);
+    const ours = await startOurs(card, join(dir, "state"));
     const vs = await startVsftpd(dir, top);
     const targets = typeof vs === "string" ? [ours] : [ours, vs];
     if (typeof vs === "string") console.log(`  vsftpd column skipped: ${vs}`);

@@ -6,6 +6,7 @@ import { lstatSync, readdirSync, watch, type Dirent, type FSWatcher } from "node
 import { lstat, mkdir, readdir, realpath, rename, rm, statfs } from "node:fs/promises";
 import { setImmediate } from "node:timers/promises";
 import { basename, dirname, join, sep } from "node:path";
+import { isPartialUpload } from "./ftp/server.js";
 
 export type CardErrorCode = "unsafe-path" | "no-space" | "not-writable";
 
@@ -54,6 +55,11 @@ export function isTempName(name: string): boolean {
   return TEMP_NAME.test(name);
 }
 
+/** Writes in progress of either kind (web uploads, FTP uploads): never counted in the figures. */
+function inProgress(name: string): boolean {
+  return TEMP_NAME.test(name) || isPartialUpload(name);
+}
+
 export interface CardOptions {
   /** Emulated capacity in bytes, enforced; undefined = the folder's filesystem. */
   capacity: number | undefined;
@@ -86,6 +92,12 @@ export class Card {
   private fsCheckedAt = 0;
   private statfsFailing = false;
   private closed = false;
+  /** FTP temp upload files seen by the watcher or a rescan (some may be gone since). */
+  private readonly partials = new Set<string>();
+  /** Their bytes on disk when the filesystem figures were last read. */
+  private partialBytes = 0;
+  /** Re-reads of paths the FTP server changed; figures() waits for them. */
+  private ftpRefresh: Promise<void> = Promise.resolve();
 
   constructor(
     root: string,
@@ -118,6 +130,7 @@ export class Card {
 
   /** The figures GET / reports: no tree walk, one statfs call at most. */
   async figures(): Promise<CardFigures> {
+    await this.ftpRefresh;
     // A few changes the watcher has already reported are applied first, so an answer does not lag behind them;
     // a flood of them (a big folder copied in) is left to the background, so the answer stays fast.
     if (this.pending.size > 0 && this.pending.size <= 256) await this.flush();
@@ -141,11 +154,41 @@ export class Card {
     else await this.removeStaleTempFiles();
   }
 
-  /** Temp files left by a crash (uploads in progress are tracked, so anything else is stale). */
+  /**
+   * Temp files left by a crash (uploads in progress are tracked, so anything else is stale). FTP temp files
+   * are all stale here: the card is given to the network before the FTP server starts.
+   */
   private async removeStaleTempFiles(): Promise<void> {
     const live = new Set([...this.active].map((w) => basename(w.tempPath)));
     const names = await readdir(this.root).catch(() => [] as string[]);
     await Promise.all(names.filter((n) => isTempName(n) && !live.has(n)).map((n) => rm(join(this.root, n), { force: true })));
+    await Promise.all([...this.partials].map((p) => rm(p, { force: true })));
+    this.partials.clear();
+    this.partialBytes = 0;
+  }
+
+  /** For the FTP server: free bytes not counting its own uploads in progress (it counts those itself). */
+  freeForFtp(): number {
+    if (!this.emulated && Date.now() - this.fsCheckedAt > 500) void this.refreshStatfs().catch(() => undefined);
+    return Math.max(0, this.available() + (this.emulated ? 0 : this.partialBytes));
+  }
+
+  /**
+   * For the FTP server: re-reads the card paths ("/a/b.jpg") a completed command changed. The figures
+   * answered next (GET /, the MQTT state) already include the change.
+   */
+  ftpChanged(paths: string[]): void {
+    this.ftpRefresh = this.ftpRefresh
+      .then(async () => {
+        for (const p of paths) {
+          // The FTP path may pass through a link to a folder inside the card: count the file where it really is.
+          const absolute = join(this.root, p);
+          const folder = await realpath(dirname(absolute)).catch(() => dirname(absolute));
+          await this.reconcile(join(folder, basename(absolute)));
+        }
+        this.opts.onChange?.();
+      })
+      .catch((e) => this.opts.warn(`cannot read the FTP change on the card: ${(e as Error).message}`));
   }
 
   /**
@@ -164,7 +207,7 @@ export class Card {
     const segments = name.split("/").filter((s) => s !== "" && s !== ".");
     if (segments.includes("..")) refuse("\"..\" is not allowed; the path must stay inside the card");
     if (segments.length === 0) refuse("it names no file");
-    if (segments.some((s) => isTempName(s))) refuse("that name is reserved for uploads in progress");
+    if (segments.some((s) => inProgress(s))) refuse("that name is reserved for uploads in progress");
     if (segments.some((s) => Buffer.byteLength(s) > 255)) refuse("a path component is longer than 255 bytes");
     const relative = segments.join("/");
     const absolute = join(this.root, ...segments);
@@ -270,11 +313,25 @@ export class Card {
       this.fsTotal = s.blocks * s.bsize;
       this.fsFree = s.bavail * s.bsize;
       this.statfsFailing = false;
+      if (this.partials.size > 0) this.measurePartials();
     } catch (e) {
       // The folder vanished or became unreadable: keep the last figures; the rescan notices what changed.
       if (!this.statfsFailing) this.opts.warn(`cannot read the card's filesystem figures (${(e as Error).message}); showing the last ones`);
       this.statfsFailing = true;
     }
+  }
+
+  /** The FTP temp files' bytes on disk, read right after statfs so the two figures agree. */
+  private measurePartials(): void {
+    let bytes = 0;
+    for (const p of this.partials) {
+      try {
+        bytes += lstatSync(p).size;
+      } catch {
+        this.partials.delete(p);
+      }
+    }
+    this.partialBytes = bytes;
   }
 
   private async addFolders(dir: string): Promise<void> {
@@ -333,6 +390,7 @@ export class Card {
     for (const entry of entries) {
       const p = join(dir, entry.name);
       if (entry.isDirectory()) subdirs.push(p);
+      else if (entry.isFile() && isPartialUpload(entry.name)) this.partials.add(p);
       else if (entry.isFile() && !isTempName(entry.name)) {
         try {
           files.set(p, lstatSync(p).size);
@@ -364,7 +422,8 @@ export class Card {
   }
 
   private touch(path: string): void {
-    if (isTempName(basename(path))) return;
+    if (isPartialUpload(basename(path))) this.partials.add(path);
+    if (inProgress(basename(path))) return;
     this.scanning?.add(path);
     this.pending.add(path);
     if (!this.flushTimer) {
@@ -383,7 +442,7 @@ export class Card {
   }
 
   private async reconcile(path: string): Promise<void> {
-    if (!this.inside(path) || isTempName(basename(path))) return;
+    if (!this.inside(path) || inProgress(basename(path))) return;
     let st;
     try {
       st = await lstat(path);

@@ -1,5 +1,7 @@
 // bin/framefi-device: parses flags, FRAMEFI_* variables and --config, then runs the device until SIGINT/SIGTERM.
 import { ConfigError, helpText, parseCli } from "./config.js";
+import { ftpMode } from "./ftp-mode.js";
+import { mqttPlugin } from "./mqtt-plugin.js";
 import { DeviceService } from "./service.js";
 
 async function main(): Promise<void> {
@@ -17,7 +19,10 @@ async function main(): Promise<void> {
     process.stdout.write(helpText());
     return;
   }
-  const device = new DeviceService(parsed.config);
+  const device: DeviceService = new DeviceService(parsed.config, {
+    ftp: ftpMode,
+    plugins: [(ctx) => mqttPlugin(ctx, () => device.restart())],
+  });
   // The service never dies of one bad request: log what escaped and keep serving.
   process.on("uncaughtException", (e) => console.error(`framefi-device: unexpected error (still running): ${e.stack ?? e}`));
   process.on("unhandledRejection", (e) => console.error(`framefi-device: unexpected error (still running): ${(e as Error)?.stack ?? e}`));

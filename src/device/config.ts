@@ -2,6 +2,7 @@
 // Precedence: flag > environment variable > config file > default.
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { isIPv4 } from "node:net";
 import { parseArgs } from "node:util";
 
 export interface MqttConfig {
@@ -11,6 +12,8 @@ export interface MqttConfig {
   password: string;
   clientId: string;
   topicPrefix: string;
+  /** Prefix of the Home Assistant discovery topics. */
+  discoveryPrefix: string;
   /** Whether the client is enabled until the user changes it (persisted settings win). */
   enabled: boolean;
 }
@@ -29,6 +32,10 @@ export interface DeviceConfig {
   ftpUser: string;
   ftpPassword: string;
   ftpPort: number;
+  /** Inclusive range of ports for passive data connections; undefined = any free port. */
+  ftpPassivePorts: [number, number] | undefined;
+  /** IPv4 address announced in PASV replies (for clients behind NAT); undefined = the address the client reached. */
+  ftpPublicAddress: string | undefined;
   setupHost: string;
   setupPort: number;
   mqtt: MqttConfig;
@@ -61,14 +68,17 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "read-only-password", kind: "string", default: "", help: "password of the read-only account" },
   { name: "ftp-user", kind: "string", default: "user", help: "FTP user (FTP mode)" },
   { name: "ftp-password", kind: "string", default: "password", help: "FTP password" },
-  { name: "ftp-port", kind: "int", default: "2121", help: "FTP control port" },
+  { name: "ftp-port", kind: "int", default: "2121", help: "FTP control port (the FTP server runs while the device is in FTP mode)" },
+  { name: "ftp-passive-ports", kind: "string", help: "port range for passive FTP data connections, e.g. 50000-50100; default: any free port" },
+  { name: "ftp-public-address", kind: "string", help: "IPv4 address announced in passive FTP replies when clients reach the device through NAT" },
   { name: "setup-host", kind: "string", help: "address of the Wi-Fi setup page after a Wi-Fi reset (default: --host)" },
   { name: "setup-port", kind: "int", default: "8081", help: "port of the Wi-Fi setup page (the device's own access point)" },
   { name: "mqtt-url", kind: "string", help: "MQTT broker, mqtt://[user:password@]host[:port]; enables the MQTT client" },
   { name: "mqtt-user", kind: "string", help: "MQTT user (overrides the one in --mqtt-url)" },
   { name: "mqtt-password", kind: "string", help: "MQTT password (overrides the one in --mqtt-url)" },
   { name: "mqtt-client-id", kind: "string", default: "FrameFi", help: "MQTT client id" },
-  { name: "mqtt-topic-prefix", kind: "string", default: "frame-fi", help: "prefix of the MQTT topics" },
+  { name: "mqtt-topic-prefix", kind: "string", default: "frame-fi", help: "prefix of the MQTT topics (give each frame on one broker its own)" },
+  { name: "mqtt-discovery-prefix", kind: "string", default: "homeassistant", help: "prefix of the Home Assistant MQTT discovery topics" },
   { name: "orientation", kind: "int", default: "1", help: "display orientation 0-3 (0 portrait, 1 landscape, 2 portrait inverted, 3 landscape inverted)" },
   { name: "brightness", kind: "int", default: "13", help: "LED brightness 0-255 until changed through the API" },
   { name: "rescan-interval", kind: "int", default: "300", help: "seconds between background rescans of the card folder" },
@@ -129,6 +139,28 @@ function parseIntValue(name: string, text: string): number {
 function inRange(name: string, v: number, lo: number, hi: number): number {
   if (v < lo || v > hi) throw new ConfigError(`--${name} must be between ${lo} and ${hi}, got ${v}`);
   return v;
+}
+
+function parsePortRange(text: string): [number, number] {
+  const m = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(text);
+  const low = Number(m?.[1]);
+  const high = Number(m?.[2]);
+  if (!m || low < 1 || high > 65535 || low > high) {
+    throw new ConfigError(`--ftp-passive-ports must be a range LOW-HIGH of ports between 1 and 65535, e.g. 50000-50100; got "${text}"`);
+  }
+  return [low, high];
+}
+
+/** MQTT topic prefixes: non-empty, no wildcards (they would make every topic a filter). */
+function topicPrefix(name: string, text: string): string {
+  const prefix = text.replace(/\/+$/, "");
+  if (prefix === "" || /[#+\0]/.test(prefix)) throw new ConfigError(`--${name} must be a non-empty MQTT topic without # or +, got "${text}"`);
+  return prefix;
+}
+
+function parseIpv4(text: string): string {
+  if (isIPv4(text)) return text;
+  throw new ConfigError(`--ftp-public-address must be an IPv4 address such as 203.0.113.5 (PASV replies carry only IPv4); got "${text}"`);
 }
 
 export type ParsedCli = { help: true } | { help: false; config: DeviceConfig };
@@ -210,6 +242,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     mqttPassword = decodeURIComponent(u.password);
   }
   const cardSizeText = raw("card-size");
+  const passivePorts = raw("ftp-passive-ports");
+  const publicAddress = raw("ftp-public-address");
 
   const config: DeviceConfig = {
     host,
@@ -224,6 +258,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     ftpUser: str("ftp-user"),
     ftpPassword: str("ftp-password"),
     ftpPort: inRange("ftp-port", int("ftp-port"), 0, 65535),
+    ftpPassivePorts: passivePorts ? parsePortRange(passivePorts) : undefined,
+    ftpPublicAddress: publicAddress ? parseIpv4(publicAddress) : undefined,
     setupHost: raw("setup-host") ?? host,
     setupPort: inRange("setup-port", int("setup-port"), 0, 65535),
     mqtt: {
@@ -232,7 +268,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
       user: raw("mqtt-user") ?? mqttUser,
       password: raw("mqtt-password") ?? mqttPassword,
       clientId: str("mqtt-client-id"),
-      topicPrefix: str("mqtt-topic-prefix"),
+      topicPrefix: topicPrefix("mqtt-topic-prefix", str("mqtt-topic-prefix")),
+      discoveryPrefix: topicPrefix("mqtt-discovery-prefix", str("mqtt-discovery-prefix")),
       enabled: mqttHost !== "",
     },
     orientation: inRange("orientation", int("orientation"), 0, 3),

@@ -11,6 +11,8 @@ import { api } from "./fixtures/device.js";
 const FLAGS = [
   "--host", "--port", "--card", "--card-size", "--state", "--web-user", "--web-password",
   "--ftp-user", "--ftp-password", "--ftp-port", "--setup-port", "--mqtt-url", "--config",
+  "--ftp-passive-ports", "--ftp-public-address", "--mqtt-user", "--mqtt-password", "--mqtt-client-id",
+  "--mqtt-topic-prefix", "--mqtt-discovery-prefix",
 ];
 
 const total = async (url: string, auth?: readonly [string, string]): Promise<number> => (await api(url, auth).status()).sd_card.total_size;
@@ -28,6 +30,21 @@ describe("--help", () => {
     const r = await run(bin("framefi-device"), ["--help"], { timeoutMs: 10_000 });
     assert.equal(r.code, 0, r.stderr);
     for (const f of FLAGS) assert.match(r.stdout, new RegExp(`${f}(?![-\\w])`), `--help lists ${f}`);
+  });
+
+  test("bad FTP and MQTT values are refused with a clear error", async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [["--ftp-passive-ports", "50100-50000"], /--ftp-passive-ports must be a range LOW-HIGH/],
+      [["--ftp-passive-ports", "50000"], /--ftp-passive-ports must be a range LOW-HIGH/],
+      [["--ftp-public-address", "frame.local"], /--ftp-public-address must be an IPv4 address/],
+      [["--mqtt-topic-prefix", "frames/#"], /--mqtt-topic-prefix must be a non-empty MQTT topic without # or \+/],
+      [["--mqtt-discovery-prefix", ""], /--mqtt-discovery-prefix must be a non-empty MQTT topic/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await run(bin("framefi-device"), args, { timeoutMs: 10_000 });
+      assert.equal(r.code, 2, args.join(" "));
+      assert.match(r.stderr, message);
+    }
   });
 
   test("an unknown flag is refused with a clear error", async () => {

@@ -1,11 +1,12 @@
-// The FTP server's bad paths: wrong password, escapes from the card, a full card, and stop() mid-transfer.
+// FTP mode's bad paths, against bin/framefi-device: wrong password, escapes from the card, a full card, and
+// leaving FTP mode (MSC, restart, Wi-Fi reset) in the middle of transfers.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { eventually, freePort, removeDir, start, tempDir } from "../helpers.js";
+import { eventually, freePort, removeDir, start, startDevice, tempDir } from "../helpers.js";
 import { curl, hasPartial, lftp, listTree, startFtp, type Ftp } from "./fixtures/ftp.js";
 
 /** True when a listener can take the port again (the server released it). */
@@ -17,7 +18,7 @@ async function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-describe("FTP server: login and confinement", () => {
+describe("FTP mode: login and confinement", () => {
   let dir: string;
   let card: string;
   let ftp: Ftp;
@@ -35,7 +36,7 @@ describe("FTP server: login and confinement", () => {
     ftp = await startFtp(card);
   });
   after(async () => {
-    await ftp.program.stop();
+    await ftp?.stop();
     await removeDir(dir);
   });
 
@@ -50,7 +51,7 @@ describe("FTP server: login and confinement", () => {
     assert.equal(c.stdout, "");
     const u = await curl([`ftp://nobody:password@127.0.0.1:${ftp.port}/`]);
     assert.equal(u.code, 67);
-    assert.doesNotMatch(ftp.program.stdout() + ftp.program.stderr(), /wrong/, "passwords never logged");
+    assert.doesNotMatch(ftp.device.program.stdout() + ftp.device.program.stderr(), /wrong/, "passwords never logged");
   });
 
   it("commands before login get 530", async () => {
@@ -112,34 +113,51 @@ describe("FTP server: login and confinement", () => {
   });
 });
 
-describe("FTP server: passive settings", () => {
-  it("announces the public address and uses the passive port range", async () => {
+describe("FTP mode: passive settings", () => {
+  it("announces --ftp-public-address and uses the passive port range (FRAMEFI_FTP_PASSIVE_PORTS)", async () => {
     const dir = await tempDir("framefi-ftp-pasv-");
     const low = await freePort();
-    const ftp = await startFtp(dir, ["--public", "10.1.2.3", "--passive", `${low}-${low}`]);
+    const ftp = await startFtp(dir, ["--ftp-public-address", "10.1.2.3"], { FRAMEFI_FTP_PASSIVE_PORTS: `${low}-${low}` });
     try {
       const r = await lftp(ftp, "quote PASV");
       assert.match(r.stdout, new RegExp(`^227 Entering Passive Mode \\(10,1,2,3,${low >> 8},${low & 255}\\)`, "m"));
       const e = await lftp(ftp, "quote EPSV");
       assert.match(e.stdout, new RegExp(`^229 Entering Extended Passive Mode \\(\\|\\|\\|${low}\\|\\)`, "m"));
     } finally {
-      await ftp.program.stop();
+      await ftp.stop();
       await removeDir(dir);
     }
   });
 });
 
-describe("FTP server: full card", () => {
+describe("FTP mode: its port taken by another program", () => {
+  it("the switch fails with a clear log line and the device stays in USB MSC mode", async (t) => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    t.after(() => blocker.close());
+    const taken = (blocker.address() as { port: number }).port;
+    const dev = await startDevice({ ftpPort: taken, args: ["--boot-delay", "0"] });
+    t.after(() => dev.stop());
+    const res = await fetch(`${dev.url}/mode/ftp`, { method: "POST" });
+    assert.equal(res.status, 200, "the switch answers at once, as the firmware's does");
+    await dev.program.waitFor(/Cannot listen for FTP on 127\.0\.0\.1:\d+: EADDRINUSE\. Choose another FTP port\..*staying in USB MSC mode/, 15_000);
+    const status = (await (await fetch(`${dev.url}/`)).json()) as { mode: string; led: { color: string } };
+    assert.equal(status.mode, "USB MSC");
+    assert.equal(status.led.color, "green");
+  });
+});
+
+describe("FTP mode: full card", () => {
   let dir: string;
   let ftp: Ftp;
   before(async () => {
     dir = await tempDir("framefi-ftp-full-");
     await mkdir(join(dir, "card"));
     await writeFile(join(dir, "card/existing.jpg"), randomBytes(400_000));
-    ftp = await startFtp(join(dir, "card"), ["--capacity", "1000000"]);
+    ftp = await startFtp(join(dir, "card"), ["--card-size", "1000000"]);
   });
   after(async () => {
-    await ftp.program.stop();
+    await ftp?.stop();
     await removeDir(dir);
   });
 
@@ -151,6 +169,7 @@ describe("FTP server: full card", () => {
     assert.notEqual(l.code, 0);
     assert.match(l.stderr, /552 Upload aborted: Not enough space on the card/);
     assert.deepEqual(await listTree(join(dir, "card")), ["existing.jpg"], "no partial or truncated file");
+    assert.deepEqual(await ftp.figures(), { total_size: 1_000_000, used_size: 400_000, free_size: 600_000, file_count: 1 });
 
     await writeFile(join(dir, "small.bin"), randomBytes(500_000));
     const ok = await curl(["-T", join(dir, "small.bin"), `${ftp.url}/small.bin`]);
@@ -158,10 +177,11 @@ describe("FTP server: full card", () => {
     const again = await curl(["-T", join(dir, "small.bin"), `${ftp.url}/small2.bin`]);
     assert.equal(again.code, 70, "the card is now full");
     assert.deepEqual(await listTree(join(dir, "card")), ["existing.jpg", "small.bin"]);
+    assert.deepEqual(await ftp.figures(), { total_size: 1_000_000, used_size: 900_000, free_size: 100_000, file_count: 2 });
   });
 });
 
-describe("FTP server: stop() during transfers", () => {
+describe("FTP mode: leaving it during transfers", () => {
   let dir: string;
   before(async () => {
     dir = await tempDir("framefi-ftp-stop-");
@@ -169,35 +189,36 @@ describe("FTP server: stop() during transfers", () => {
   });
   after(async () => removeDir(dir));
 
-  it("aborts a running upload, removes its partial file, closes connections and frees the ports", async () => {
+  it("switching to MSC aborts a running upload, removes its partial file, closes connections and frees the ports", async () => {
     const card = join(dir, "card-up");
     await mkdir(card);
     const low = await freePort();
-    const port = await freePort();
-    const ftp = await startFtp(card, ["--passive", `${low}-${low}`, "--port", String(port)]);
+    const ftp = await startFtp(card, ["--ftp-passive-ports", `${low}-${low}`]);
     try {
       const upload = start("curl", ["-sS", "--limit-rate", "500K", "-T", join(dir, "large.bin"), `${ftp.url}/large.bin`]);
       await eventually(async () => hasPartial(await listTree(card)), 15_000);
-      ftp.program.child.kill("SIGUSR2");
-      await ftp.program.waitFor(/^stopped$/m, 15_000);
+      await ftp.enterMsc();
       const code = await upload.exited;
       assert.notEqual(code, 0, "the client sees the transfer fail");
       assert.deepEqual(await listTree(card), [], "no partial file, no target");
       assert.ok(await portIsFree(ftp.port), "control port is free");
       assert.ok(await portIsFree(low), "passive port is free");
+      // In MSC mode the card belongs to the USB host: FTP cannot write to it.
+      const refused = await curl(["-T", join(dir, "large.bin"), `${ftp.url}/again.bin`]);
+      assert.equal(refused.code, 7, "curl: cannot connect");
+      assert.equal((await ftp.figures()).file_count, 0);
 
       // Entering FTP mode again serves the card again on the same port.
-      ftp.program.child.kill("SIGUSR1");
-      await eventually(() => ftp.program.stdout().split(`{"port":${port}}`).length === 3, 15_000);
+      await ftp.enterFtp();
       const list = await curl(["-l", `${ftp.url}/`]);
       assert.equal(list.code, 0, list.stderr);
       assert.equal(list.stdout, "");
     } finally {
-      await ftp.program.stop();
+      await ftp.stop();
     }
   });
 
-  it("aborts a running download and frees the port", async () => {
+  it("switching to MSC aborts a running download and frees the port", async () => {
     const card = join(dir, "card-down");
     await mkdir(card);
     await writeFile(join(card, "large.bin"), await readFile(join(dir, "large.bin")));
@@ -205,15 +226,52 @@ describe("FTP server: stop() during transfers", () => {
     try {
       const download = start("curl", ["-sS", "-v", "--limit-rate", "500K", "-o", join(dir, "got.bin"), `${ftp.url}/large.bin`]);
       await download.waitFor(/150 Opening data connection/, 15_000);
-      ftp.program.child.kill("SIGUSR2");
-      await ftp.program.waitFor(/^stopped$/m, 15_000);
+      await ftp.enterMsc();
       assert.notEqual(await download.exited, 0);
       const got = await stat(join(dir, "got.bin")).catch(() => undefined);
       assert.ok((got?.size ?? 0) < 8_000_000, "download was cut short");
       assert.ok(await portIsFree(ftp.port));
       assert.deepEqual(await listTree(card), ["large.bin"], "the card file is untouched");
     } finally {
-      await ftp.program.stop();
+      await ftp.stop();
+    }
+  });
+
+  it("a restart and a Wi-Fi reset stop the FTP server, aborting an upload without leaving a partial file", async () => {
+    const card = join(dir, "card-restart");
+    await mkdir(card);
+    const ftp = await startFtp(card);
+    try {
+      const upload = start("curl", ["-sS", "--limit-rate", "500K", "-T", join(dir, "large.bin"), `${ftp.url}/large.bin`]);
+      await eventually(async () => hasPartial(await listTree(card)), 15_000);
+      const restarted = await fetch(`${ftp.device.url}/device/restart`, { method: "POST" });
+      assert.equal(restarted.status, 200);
+      assert.notEqual(await upload.exited, 0, "the client sees the transfer fail");
+      assert.deepEqual(await listTree(card), [], "no partial file, no target");
+      await eventually(async () => (await ftp.figures().catch(() => undefined))?.file_count === 0, 15_000);
+      assert.ok(await portIsFree(ftp.port), "back in MSC mode after the restart: no FTP server");
+
+      await ftp.enterFtp();
+      const reset = await fetch(`${ftp.device.url}/wifi/reset`, { method: "POST" });
+      assert.equal(reset.status, 200);
+      await eventually(async () => (await fetch(`http://127.0.0.1:${ftp.device.setupPort}/`).catch(() => undefined))?.ok, 15_000);
+      assert.ok(await portIsFree(ftp.port), "setup mode: no FTP server");
+    } finally {
+      await ftp.stop();
+    }
+  });
+
+  it("FTP temp files left by a crash are removed when FTP mode starts and never counted", async () => {
+    const card = join(dir, "card-crash");
+    await mkdir(join(card, "album"), { recursive: true });
+    await writeFile(join(card, "album/kept.jpg"), randomBytes(1_000));
+    await writeFile(join(card, "album/.lost.jpg.ftp-partial-0123abcd"), randomBytes(5_000));
+    const ftp = await startFtp(card, ["--card-size", "1MB"]);
+    try {
+      assert.deepEqual(await listTree(card), ["album/", "album/kept.jpg"]);
+      assert.deepEqual(await ftp.figures(), { total_size: 1_000_000, used_size: 1_000, free_size: 999_000, file_count: 1 });
+    } finally {
+      await ftp.stop();
     }
   });
 
@@ -232,7 +290,7 @@ describe("FTP server: stop() during transfers", () => {
       const kept = await readFile(join(card, "large.bin")).catch(() => undefined);
       if (kept) assert.ok((await readFile(join(dir, "large.bin"))).subarray(0, kept.length).equals(kept));
     } finally {
-      await ftp.program.stop();
+      await ftp.stop();
     }
   });
 });

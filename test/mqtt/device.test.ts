@@ -1,15 +1,13 @@
 // The MQTT client inside the real device service: bin/framefi-device against a real broker, checked
-// over MQTT and over its HTTP API. Skipped until the device service (issue 4) is built into dist/.
+// over MQTT and over its HTTP API (and, for FTP writes, with real curl over FTP).
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test, type TestContext } from "node:test";
-import { sharedBroker, type Broker } from "./fixtures/broker.js";
+import { embeddedBroker, ownBroker, sharedBroker, type Broker } from "./fixtures/broker.js";
 import { clearRetained, unique, WAIT, watch, type Watcher } from "./fixtures/frame.js";
-import { bin, eventually, freePort, removeDir, repoRoot, start, tempDir, type RunningProgram } from "../helpers.js";
-
-const deviceBuilt = existsSync(join(repoRoot, "dist/src/device/service.js"));
-const skip = deviceBuilt ? false : "the device service (issue 4) is not built yet";
+import { nodeIdFor } from "../../src/device/mqtt-discovery.js";
+import { bin, eventually, freePort, removeDir, run, start, tempDir, type RunningProgram } from "../helpers.js";
 
 let broker: Broker;
 before(async () => {
@@ -22,19 +20,25 @@ after(async () => {
 interface Device {
   program: RunningProgram;
   base: string;
+  ftpPort: number;
   get(path: string): Promise<Record<string, unknown>>;
   post(path: string, body?: BodyInit): Promise<Record<string, unknown>>;
 }
 
 interface Run {
   prefix: string;
+  discoveryPrefix: string;
+  dir: string;
   watcher: Watcher;
   /** Starts (or starts again, with the same card and state folders) the device. */
   startDevice(): Promise<Device>;
 }
 
-/** A watcher on a unique prefix, and a device whose MQTT client uses it; all cleaned up after the test. */
-async function setup(t: TestContext, name: string): Promise<Run> {
+/**
+ * A watcher on a unique prefix, and a device whose MQTT client uses it; all cleaned up after the test.
+ * `mqtt` replaces the shared broker's URL and adds MQTT flags (a broker the test owns, credentials).
+ */
+async function setup(t: TestContext, name: string, mqtt: { url: string; args: string[] } = { url: broker.url, args: [] }): Promise<Run> {
   const ids = unique(name);
   const dir = await tempDir("framefi-mqtt-device-");
   const watcher = await watch(broker.url, [`${ids.topicPrefix}/#`]);
@@ -47,12 +51,14 @@ async function setup(t: TestContext, name: string): Promise<Run> {
   });
   const port = await freePort();
   const setupPort = await freePort();
+  const ftpPort = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const startDevice = async (): Promise<Device> => {
     const program = start(bin("framefi-device"), [
-      "--host", "127.0.0.1", "--port", String(port), "--setup-port", String(setupPort),
+      "--host", "127.0.0.1", "--port", String(port), "--setup-port", String(setupPort), "--ftp-port", String(ftpPort),
       "--card", join(dir, "card"), "--card-size", "64MiB", "--state", join(dir, "state"),
-      "--mqtt-url", broker.url, "--mqtt-client-id", ids.clientId, "--mqtt-topic-prefix", ids.topicPrefix,
+      "--mqtt-url", mqtt.url, "--mqtt-client-id", ids.clientId, "--mqtt-topic-prefix", ids.topicPrefix,
+      "--mqtt-discovery-prefix", ids.discoveryPrefix, ...mqtt.args,
     ]);
     running.push(program);
     await program.waitFor(/web API listening/, WAIT);
@@ -60,9 +66,9 @@ async function setup(t: TestContext, name: string): Promise<Run> {
       const res = await fetch(`${base}${path}`, { method, body });
       return (await res.json()) as Record<string, unknown>;
     };
-    return { program, base, get: (p) => call("GET", p), post: (p, b) => call("POST", p, b) };
+    return { program, base, ftpPort, get: (p) => call("GET", p), post: (p, b) => call("POST", p, b) };
   };
-  return { prefix: ids.topicPrefix, watcher, startDevice };
+  return { prefix: ids.topicPrefix, discoveryPrefix: ids.discoveryPrefix, dir, watcher, startDevice };
 }
 
 /** The state topic's payload is the mode, display and sd_card of GET /, byte for byte. */
@@ -70,8 +76,8 @@ const stateOf = (status: Record<string, unknown>): string =>
   JSON.stringify({ mode: status.mode, display: status.display, sd_card: status.sd_card });
 
 describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
-  test("the device publishes GET /'s mode, display and card as its retained state, and reports state 0", { skip }, async (t) => {
-    const { prefix, watcher, startDevice } = await setup(t, "dev-state");
+  test("the device publishes GET /'s mode, display and card as its retained state, reports state 0, and announces itself under --mqtt-discovery-prefix", async (t) => {
+    const { prefix, discoveryPrefix, watcher, startDevice } = await setup(t, "dev-state");
     const device = await startDevice();
     await watcher.waitFor(`${prefix}/status`, (s) => s === "online");
     const mqttStatus = await eventually(async () => {
@@ -83,9 +89,32 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     assert.deepEqual(status.mqtt, { enabled: true, state: 0, connected: true });
     await watcher.waitFor(`${prefix}/state`, (s) => s === stateOf(status));
     await watcher.waitFor(`${prefix}/display/status`, (s) => s === "ON");
+    // Home Assistant, subscribing later, gets the retained discovery config.
+    const topic = `${discoveryPrefix}/switch/${nodeIdFor(prefix)}/display/config`;
+    const late = await watch(broker.url, [topic]);
+    t.after(() => late.close());
+    const config = await late.waitFor(topic);
+    assert.equal(config.retain, true);
+    assert.equal((JSON.parse(config.text) as { command_topic: string }).command_topic, `${prefix}/display/set`);
   });
 
-  test("display and mode set over MQTT show in the HTTP API; an upload updates the published card", { skip }, async (t) => {
+  test("an FTP write shows in GET / at once and is published as the new card state", async (t) => {
+    const { prefix, dir, watcher, startDevice } = await setup(t, "dev-ftp");
+    const device = await startDevice();
+    await watcher.waitFor(`${prefix}/status`, (s) => s === "online");
+    await device.post("/mode/ftp");
+    await device.program.waitFor(/ftp: listening/, WAIT);
+    const file = join(dir, "photo.jpg");
+    await writeFile(file, Buffer.alloc(123_456, 7));
+    const seen = watcher.messages.length;
+    const up = await run("curl", ["-sS", "--max-time", "60", "-T", file, `ftp://user:password@127.0.0.1:${device.ftpPort}/album/`, "--ftp-create-dirs"]);
+    assert.equal(up.code, 0, up.stderr);
+    const status = await device.get("/");
+    assert.deepEqual(status.sd_card, { total_size: 64 * 1024 ** 2, used_size: 123_456, free_size: 64 * 1024 ** 2 - 123_456, file_count: 1 });
+    await watcher.waitFor(`${prefix}/state`, (s) => s === stateOf(status), WAIT, seen);
+  });
+
+  test("display and mode set over MQTT show in the HTTP API; an upload updates the published card", async (t) => {
     const { prefix, watcher, startDevice } = await setup(t, "dev-commands");
     const device = await startDevice();
     await watcher.waitFor(`${prefix}/status`, (s) => s === "online");
@@ -108,7 +137,7 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     await watcher.waitFor(`${prefix}/state`, (s) => s === stateOf(status!));
   });
 
-  test("RESTART over MQTT reboots the device: offline, then online, back in MSC mode", { skip }, async (t) => {
+  test("RESTART over MQTT reboots the device: offline, then online, back in MSC mode", async (t) => {
     const { prefix, watcher, startDevice } = await setup(t, "dev-restart");
     const device = await startDevice();
     await watcher.waitFor(`${prefix}/status`, (s) => s === "online");
@@ -123,7 +152,7 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     assert.equal((await device.get("/mode/msc")).mode, "USB MSC");
   });
 
-  test("POST /mqtt/disable publishes offline and persists across a restart of the service; enable reconnects", { skip }, async (t) => {
+  test("POST /mqtt/disable publishes offline and persists across a restart of the service; enable reconnects", async (t) => {
     const { prefix, watcher, startDevice } = await setup(t, "dev-disable");
     let device = await startDevice();
     await watcher.waitFor(`${prefix}/status`, (s) => s === "online");
@@ -144,7 +173,7 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     await eventually(async () => (await device.get("/mqtt/status")).mqtt_state === 0, WAIT);
   });
 
-  test("killing the device service makes the broker publish its last will: offline", { skip }, async (t) => {
+  test("killing the device service makes the broker publish its last will: offline", async (t) => {
     const { prefix, watcher, startDevice } = await setup(t, "dev-will");
     const device = await startDevice();
     await watcher.waitFor(`${prefix}/status`, (s) => s === "online");
@@ -152,5 +181,34 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     device.program.child.kill("SIGKILL");
     await device.program.exited;
     await watcher.waitFor(`${prefix}/status`, (s) => s === "offline", WAIT, seen);
+  });
+
+  test("a broker refusing the password: GET /mqtt/status reports state 4, and the password is never logged", async (t) => {
+    const own = await embeddedBroker({ users: { frame: "s3cret-pass" } });
+    t.after(() => own.stop());
+    const { startDevice } = await setup(t, "dev-badcreds", { url: own.url, args: ["--mqtt-user", "frame", "--mqtt-password", "wrong-pass"] });
+    const device = await startDevice();
+    const status = await eventually(async () => {
+      const s = await device.get("/mqtt/status");
+      return s.mqtt_state === 4 ? s : undefined;
+    }, WAIT, 100);
+    assert.deepEqual(status, { status: "success", mqtt_enabled: true, mqtt_connected: false, mqtt_state: 4 });
+    assert.doesNotMatch(device.program.stdout() + device.program.stderr(), /wrong-pass/);
+  });
+
+  test("broker stopped and restarted: state -3, then 0 again within 10 s (GET /mqtt/status)", async (t) => {
+    const own = await ownBroker();
+    t.after(() => own.dispose());
+    const { startDevice } = await setup(t, "dev-broker-restart", { url: own.url, args: [] });
+    const device = await startDevice();
+    const stateIs = (code: number) => async (): Promise<boolean> => (await device.get("/mqtt/status")).mqtt_state === code;
+    await eventually(stateIs(0), WAIT, 100);
+    await own.stop();
+    await eventually(stateIs(-3), WAIT, 100);
+    assert.equal((await device.get("/mqtt/status")).mqtt_connected, false);
+    await own.start();
+    const restarted = Date.now();
+    await eventually(stateIs(0), WAIT, 100);
+    assert.ok(Date.now() - restarted < 10_000, `reconnected after ${Date.now() - restarted} ms`);
   });
 });

@@ -1,0 +1,47 @@
+// FTP mode's server: a fresh FTP server on the card each time the device enters FTP mode (credentials as the
+// settings are now), stopped when it leaves. Its writes go straight into the card's figures.
+import { createFtpServer, type FtpChange, type FtpServer, type FtpServerOptions } from "./ftp/server.js";
+import type { DeviceContext } from "./service.js";
+import type { FtpShare } from "./state.js";
+
+/** Card paths an FTP change touched. */
+function pathsOf(change: FtpChange): string[] {
+  return change.type === "rename" ? [change.from, change.path] : [change.path];
+}
+
+export function ftpMode(ctx: DeviceContext): FtpShare {
+  let server: FtpServer | undefined;
+  return {
+    async start() {
+      const settings = ctx.settings();
+      const { config, card } = ctx;
+      const options: FtpServerOptions = {
+        root: card.root,
+        host: config.host,
+        port: config.ftpPort,
+        user: settings.ftpUser,
+        password: settings.ftpPassword,
+        ...(config.ftpPassivePorts ? { passivePortRange: config.ftpPassivePorts } : {}),
+        ...(config.ftpPublicAddress ? { publicAddress: config.ftpPublicAddress } : {}),
+        space: { free: () => card.freeForFtp() },
+        onChange: (change) => card.ftpChanged(pathsOf(change)),
+        log: ctx.log,
+      };
+      let next = createFtpServer(options);
+      try {
+        await next.start();
+      } catch (e) {
+        // As the web API: "::" falls back to every IPv4 address where IPv6 is unavailable.
+        if (config.host !== "::" || !/EAFNOSUPPORT|EADDRNOTAVAIL/.test((e as Error).message)) throw e;
+        next = createFtpServer({ ...options, host: "0.0.0.0" });
+        await next.start();
+      }
+      server = next;
+    },
+    async stop() {
+      const current = server;
+      server = undefined;
+      await current?.stop();
+    },
+  };
+}
