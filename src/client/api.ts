@@ -131,6 +131,15 @@ export interface ClientOptions {
   timeoutMs?: number;
   uploadTimeoutMs?: number;
   fetch?: typeof fetch;
+  /** Hears every answer's status and raw body as the device sent it (the CLI's --json prints it unchanged). */
+  onResponse?: (answer: RawAnswer) => void;
+}
+
+/** One answer of the device, before parsing. */
+export interface RawAnswer {
+  request: string;
+  status: number;
+  body: string;
 }
 
 /** What to upload: a local file path, or bytes/a stream with the name to store it under. */
@@ -161,6 +170,7 @@ export class FrameFiClient {
   private readonly timeoutMs: number;
   private readonly uploadTimeoutMs: number | undefined;
   private readonly fetch: typeof fetch;
+  private readonly onResponse: ((answer: RawAnswer) => void) | undefined;
 
   constructor(opts: ClientOptions) {
     this.url = baseUrl(opts.host);
@@ -171,6 +181,7 @@ export class FrameFiClient {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.uploadTimeoutMs = opts.uploadTimeoutMs;
     this.fetch = opts.fetch ?? globalThis.fetch;
+    this.onResponse = opts.onResponse;
   }
 
   status(): Promise<DeviceStatus> {
@@ -308,6 +319,7 @@ export class FrameFiClient {
       const reason = err.name === "TimeoutError" ? `no answer within ${timeout} ms` : (err.cause?.code ?? err.cause?.message ?? err.message);
       throw new DeviceUnreachableError(this.url, reason);
     }
+    this.onResponse?.({ request, status: res.status, body: text });
     let json: unknown;
     try {
       json = JSON.parse(text);

@@ -1,0 +1,434 @@
+// `framefi`: the FrameFi device from the command line. Every endpoint of the web API, plus `sync` (mirror a photo
+// folder to the card over FTP). Exit codes: 0 success, 1 the device reported an error (or some files failed),
+// 2 usage error, 3 device unreachable, 4 authentication failed, 130 interrupted. Errors are one line on stderr.
+import { readFileSync } from "node:fs";
+import { stat } from "node:fs/promises";
+import { basename, posix, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import {
+  AuthenticationError,
+  DeviceHttpError,
+  DeviceUnreachableError,
+  ForbiddenError,
+  FrameFiClient,
+  FrameFiError,
+  type RawAnswer,
+} from "./api.js";
+import { DEFAULT_FTP_PORTS, resolveConnection, type Connection } from "./connection.js";
+import { EnvFileError } from "./env-file.js";
+import { bytes, ledSummary, mqttSummary, statusSummary } from "./format.js";
+import { FtpLoginError, FtpUnreachableError, SyncStopped } from "./sync-errors.js";
+import { barEvents, lineEvents, planLine, quietEvents } from "./progress.js";
+import { askPassword, confirm, haveTerminal, PromptInterrupted } from "./prompt.js";
+import { switchMode } from "./modes.js";
+import type { SyncResult } from "./sync.js";
+import { EXIT, UsageError } from "./usage.js";
+
+const USAGE = `Usage: framefi [options] <command> [arguments]
+
+Commands:
+  status                               the device's status: mode, display, card, MQTT, LED
+  mode [msc|ftp]                       show the mode, or switch it (waits until the switch is done)
+  display [on|off|toggle|status]       show or switch the display
+  led [on|off|toggle|status]           show or switch the LED
+  led brightness [0-255]               show or set the LED brightness
+  mqtt [enable|disable|toggle|status]  show or switch the MQTT client
+  restart                              restart the device
+  wifi reset                           forget the Wi-Fi settings and restart into setup mode (asks first)
+  upload FILE... [--to DIR]            upload files to the card (the device must be in FTP mode)
+  sync [DIR]                           mirror DIR (default: LOCAL_DIR of ./.env) to the card over FTP
+
+Options:
+  --host HOST            the device: host, host:port or URL (else FRAMEFI_HOST, else FTP_HOST of ./.env)
+  -u, --user USER[:PW]   web login; without :PW it is asked for on a terminal
+                         (else FRAMEFI_USER and FRAMEFI_PASSWORD, else WEB_SERVER_USER/_PASSWORD of ./.env)
+  --json                 print the device's JSON answer unchanged
+  -y, --yes              do not ask for confirmation (wifi reset)
+  --timeout SECONDS      wait at most this long for each answer (default 10)
+  -h, --help             this help
+  --version              the client's version
+
+Sync options:
+  --delete               delete what is on the card but not in DIR
+  --dry-run              print what would be done, change nothing
+  --stay                 leave the device in FTP mode (default: back to USB MSC mode)
+  --to DIR               the folder on the card (else REMOTE_DIR of ./.env, else /)
+  --parallel N           FTP connections at once (default 4; the firmware serves 1)
+  --ftp-port PORT        the device's FTP port (else FRAMEFI_FTP_PORT, else 21, then 2121)
+  --ftp-user USER[:PW]   FTP login (else FRAMEFI_FTP_USER/_PASSWORD, else FTP_USER/FTP_PASSWORD
+                         of ./.env, else user:password as the firmware)
+
+Exit codes: 0 success, 1 the device reported an error or some files failed, 2 usage error,
+3 device unreachable, 4 authentication failed, 130 interrupted.
+`;
+
+const OPTIONS = {
+  host: { type: "string" },
+  user: { type: "string", short: "u" },
+  json: { type: "boolean" },
+  yes: { type: "boolean", short: "y" },
+  timeout: { type: "string" },
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean" },
+  to: { type: "string" },
+  delete: { type: "boolean" },
+  "dry-run": { type: "boolean" },
+  stay: { type: "boolean" },
+  parallel: { type: "string" },
+  "ftp-port": { type: "string" },
+  "ftp-user": { type: "string" },
+} as const;
+
+type Flags = {
+  [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "string" ? string : boolean;
+};
+
+/** Options that belong to one command only. */
+const COMMAND_OPTIONS: Record<string, readonly (keyof Flags)[]> = {
+  upload: ["to"],
+  sync: ["to", "delete", "dry-run", "stay", "parallel", "ftp-port", "ftp-user"],
+  wifi: ["yes"],
+};
+
+interface Context {
+  flags: Flags;
+  args: string[];
+  client: FrameFiClient;
+  conn: Connection;
+  /** Every answer of this run, in order. */
+  answers: RawAnswer[];
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+function parse(argv: string[]): { flags: Flags; positionals: string[] } {
+  try {
+    const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+    return { flags: values as Flags, positionals };
+  } catch (e) {
+    const m = /'(-[^']*)'/.exec((e as Error).message);
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new UsageError(`Unknown option ${m?.[1] ?? ""}; see framefi --help.`);
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") throw new UsageError(`Option ${m?.[1] ?? ""} needs a value; see framefi --help.`);
+    throw new UsageError(`${(e as Error).message.split("\n")[0]} See framefi --help.`);
+  }
+}
+
+function expectArgs(ctx: Context, command: string, max: number): void {
+  if (ctx.args.length > max) throw new UsageError(`Too many arguments for "${command}": ${ctx.args.slice(max).join(" ")}. See framefi --help.`);
+}
+
+function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], command: string): T | undefined {
+  if (value === undefined) return undefined;
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw new UsageError(`"${command} ${value}": expected one of ${allowed.join(", ")}.`);
+}
+
+/** Prints the device's JSON of the first answer to `request` (--json), or `human` otherwise. */
+function show(ctx: Context, request: string, human: string): void {
+  if (ctx.flags.json) {
+    const answer = ctx.answers.find((a) => a.request === request);
+    if (answer) ctx.out(answer.body.trimEnd());
+  } else {
+    ctx.out(human);
+  }
+}
+
+const commands: Record<string, (ctx: Context) => Promise<number>> = {
+  async status(ctx) {
+    expectArgs(ctx, "status", 0);
+    show(ctx, "GET /", statusSummary(await ctx.client.status()));
+    return EXIT.ok;
+  },
+
+  async mode(ctx) {
+    expectArgs(ctx, "mode", 1);
+    const to = oneOf(ctx.args[0], ["msc", "ftp"] as const, "mode");
+    if (!to) {
+      show(ctx, "GET /mode/msc", (await ctx.client.mode()).mode);
+      return EXIT.ok;
+    }
+    const r = await ctx.client.setMode(to);
+    if (r.status === "success") await switchMode(ctx.client, to, 15_000);
+    show(ctx, `POST /mode/${to}`, r.message);
+    return EXIT.ok;
+  },
+
+  async display(ctx) {
+    expectArgs(ctx, "display", 1);
+    const action = oneOf(ctx.args[0], ["on", "off", "toggle", "status"] as const, "display") ?? "status";
+    if (action === "status") show(ctx, "GET /display/status", `Display ${(await ctx.client.displayStatus()).display_status}`);
+    else show(ctx, `POST /display/${action}`, (await ctx.client.display(action)).message);
+    return EXIT.ok;
+  },
+
+  async led(ctx) {
+    if (ctx.args[0] === "brightness") {
+      expectArgs(ctx, "led brightness", 2);
+      const value = ctx.args[1];
+      if (value === undefined) {
+        show(ctx, "GET /led/brightness", `LED brightness ${(await ctx.client.brightness()).brightness}`);
+        return EXIT.ok;
+      }
+      if (!/^\d+$/.test(value) || Number(value) > 255) throw new UsageError(`LED brightness must be a whole number from 0 to 255, got "${value}".`);
+      show(ctx, "POST /led/brightness", (await ctx.client.setBrightness(Number(value))).message);
+      return EXIT.ok;
+    }
+    expectArgs(ctx, "led", 1);
+    const action = oneOf(ctx.args[0], ["on", "off", "toggle", "status"] as const, "led") ?? "status";
+    if (action === "status") show(ctx, "GET /led/status", ledSummary(await ctx.client.ledStatus()));
+    else show(ctx, `POST /led/${action}`, (await ctx.client.led(action)).message);
+    return EXIT.ok;
+  },
+
+  async mqtt(ctx) {
+    expectArgs(ctx, "mqtt", 1);
+    const action = oneOf(ctx.args[0], ["enable", "disable", "toggle", "status"] as const, "mqtt") ?? "status";
+    if (action === "status") show(ctx, "GET /mqtt/status", mqttSummary(await ctx.client.mqttStatus()));
+    else show(ctx, `POST /mqtt/${action}`, (await ctx.client.mqtt(action)).message);
+    return EXIT.ok;
+  },
+
+  async restart(ctx) {
+    expectArgs(ctx, "restart", 0);
+    show(ctx, "POST /device/restart", (await ctx.client.restart()).message);
+    return EXIT.ok;
+  },
+
+  async wifi(ctx) {
+    if (ctx.args[0] !== "reset") throw new UsageError(`"wifi" takes one action: framefi wifi reset.`);
+    expectArgs(ctx, "wifi reset", 1);
+    if (!ctx.flags.yes) {
+      if (!haveTerminal()) throw new UsageError("wifi reset needs confirmation: run it on a terminal, or pass --yes.");
+      const ok = await confirm(
+        `Reset the Wi-Fi settings of ${ctx.client.url}? It restarts into setup mode and leaves your network; you then reach it only through its own access point.`,
+      );
+      if (!ok) {
+        ctx.err("Nothing done.");
+        return EXIT.ok;
+      }
+    }
+    show(ctx, "POST /wifi/reset", (await ctx.client.wifiReset()).message);
+    return EXIT.ok;
+  },
+
+  async upload(ctx) {
+    if (ctx.args.length === 0) throw new UsageError("upload needs at least one FILE: framefi upload FILE... [--to DIR].");
+    for (const file of ctx.args) {
+      const st = await stat(file).catch(() => undefined);
+      if (!st) throw new UsageError(`${file}: no such file; nothing was uploaded.`);
+      if (!st.isFile()) throw new UsageError(`${file} is not a file; nothing was uploaded (to send a folder, use framefi sync).`);
+    }
+    const folder = (ctx.flags.to ?? "").replace(/\\/g, "/").replace(/^\/+|\/+$/g, "");
+    let failed = 0;
+    for (const file of ctx.args) {
+      const name = folder ? posix.join(folder, basename(file)) : basename(file);
+      try {
+        const r = await ctx.client.upload(file, name);
+        if (ctx.flags.json) ctx.out(ctx.answers.at(-1)!.body.trimEnd());
+        else ctx.out(`${r.message.replace(/\.$/, "")}: ${file} → /${name} (${bytes((await stat(file)).size)})`);
+      } catch (e) {
+        // Unreachable or refused: every other file would fail the same way.
+        if (!(e instanceof DeviceHttpError) || e instanceof AuthenticationError || e instanceof ForbiddenError) throw e;
+        failed++;
+        if (ctx.flags.json) ctx.out(e.body.trimEnd());
+        ctx.err(`framefi: ${file}: ${explain(e)}`);
+      }
+    }
+    return failed > 0 ? EXIT.deviceError : EXIT.ok;
+  },
+
+  async sync(ctx) {
+    expectArgs(ctx, "sync", 1);
+    const dir = ctx.args[0] ?? ctx.conn.localDir;
+    if (!dir) throw new UsageError("sync needs a folder: framefi sync DIR (or LOCAL_DIR in ./.env).");
+    const localDir = resolve(dir);
+    const st = await stat(localDir).catch(() => undefined);
+    if (!st?.isDirectory()) throw new UsageError(`${dir} is not a folder; give the folder of photos to sync.`);
+    let parallel = 4;
+    if (ctx.flags.parallel !== undefined) {
+      parallel = /^\d+$/.test(ctx.flags.parallel) ? Number(ctx.flags.parallel) : NaN;
+      if (!(parallel >= 1 && parallel <= 16)) throw new UsageError(`--parallel must be a whole number from 1 to 16, got "${ctx.flags.parallel}".`);
+    }
+    const remoteDir = posix.join("/", (ctx.flags.to ?? ctx.conn.remoteDir).replace(/\\/g, "/"));
+    const dryRun = ctx.flags["dry-run"] === true;
+    const quiet = ctx.flags.json || dryRun;
+    const bar = !quiet && process.stderr.isTTY ? barEvents(process.stderr) : undefined;
+    const events = quiet ? quietEvents(ctx.err) : (bar ?? lineEvents(ctx.out, ctx.err));
+
+    const controller = new AbortController();
+    let interrupts = 0;
+    const onSignal = (): void => {
+      if (++interrupts > 1) process.exit(EXIT.interrupted);
+      ctx.err("Stopping: putting the device back in the mode it was in… (Ctrl-C again to quit at once)");
+      controller.abort(new Error("Interrupted."));
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    let result: SyncResult;
+    // Loaded here: the FTP client is only needed by sync.
+    const { sync } = await import("./sync.js");
+    try {
+      result = await sync({
+        client: ctx.client,
+        ftp: { host: ctx.conn.ftp.host, ports: ctx.conn.ftp.port ? [ctx.conn.ftp.port] : DEFAULT_FTP_PORTS, user: ctx.conn.ftp.user, password: ctx.conn.ftp.password },
+        localDir,
+        remoteDir,
+        delete: ctx.flags.delete === true,
+        dryRun,
+        stay: ctx.flags.stay === true,
+        parallel,
+        signal: controller.signal,
+        events,
+      });
+    } finally {
+      bar?.stop();
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    }
+    printSyncResult(ctx, result, dryRun);
+    return result.failed.length > 0 ? EXIT.deviceError : EXIT.ok;
+  },
+};
+
+function printSyncResult(ctx: Context, r: SyncResult, dryRun: boolean): void {
+  const p = r.plan;
+  if (ctx.flags.json) {
+    ctx.out(
+      JSON.stringify({
+        status: r.failed.length > 0 ? "partial" : "success",
+        dry_run: dryRun,
+        uploaded: dryRun ? p.uploads.map((u) => u.rel) : r.uploaded,
+        uploaded_bytes: dryRun ? p.uploads.reduce((n, u) => n + u.size, 0) : r.uploadedBytes,
+        deleted: dryRun ? [...p.deleteFiles, ...p.deleteDirs] : r.deleted,
+        created: dryRun ? p.mkdirs : r.created,
+        unchanged: p.unchanged,
+        failed: r.failed.map((f) => ({ path: f.rel, message: f.reason })),
+        mode: r.finalMode,
+      }),
+    );
+    return;
+  }
+  if (dryRun) {
+    for (const rel of p.deleteFiles) ctx.out(`would delete ${rel}`);
+    for (const rel of p.deleteDirs) ctx.out(`would delete folder ${rel}/`);
+    for (const rel of p.mkdirs) ctx.out(`would create folder ${rel}/`);
+    for (const u of p.uploads) ctx.out(`would upload ${u.rel} (${bytes(u.size)}, ${u.why})`);
+    ctx.out(`${planLine(p)} Nothing was changed; the device is in ${r.finalMode} mode.`);
+    return;
+  }
+  const failed = r.failed.length > 0 ? `, ${r.failed.length} failed` : "";
+  ctx.out(
+    `Sync done: ${r.uploaded} uploaded (${bytes(r.uploadedBytes)}), ${r.deleted} deleted, ${r.created} folder${r.created === 1 ? "" : "s"} created, ${p.unchanged} unchanged${failed}. The device is in ${r.finalMode} mode.`,
+  );
+  if (r.failed.length > 0) ctx.err(`framefi: ${r.failed.length} item${r.failed.length === 1 ? "" : "s"} failed (listed above); fix them and run the same command again.`);
+}
+
+/** One line that says what happened and what to do. */
+function explain(e: unknown): string {
+  if (e instanceof AuthenticationError) {
+    return `the device refused the login (401: ${e.deviceMessage}). Give its web user and password with -u USER[:PASSWORD] or FRAMEFI_USER.`;
+  }
+  if (e instanceof ForbiddenError) return `this account may not do that (403: ${e.deviceMessage}). Use an account with full access.`;
+  if (e instanceof DeviceHttpError) {
+    const hint = /MSC mode/i.test(e.deviceMessage) ? " Switch the device to FTP mode first: framefi mode ftp." : "";
+    return `the device answered ${e.status}: ${e.deviceMessage}${hint}`;
+  }
+  return (e as Error).message;
+}
+
+function exitCodeOf(e: unknown): number {
+  if (e instanceof SyncStopped) return e.interrupted ? EXIT.interrupted : exitCodeOf(e.cause);
+  if (e instanceof UsageError || e instanceof EnvFileError) return EXIT.usage;
+  if (e instanceof DeviceUnreachableError || e instanceof FtpUnreachableError) return EXIT.unreachable;
+  if (e instanceof AuthenticationError || e instanceof ForbiddenError || e instanceof FtpLoginError) return EXIT.auth;
+  if (e instanceof PromptInterrupted) return EXIT.interrupted;
+  const code = (e as NodeJS.ErrnoException).code;
+  // The FTP connection broke (the device went away or left FTP mode).
+  if (code && /^(ECONN|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)/.test(code)) return EXIT.unreachable;
+  return EXIT.deviceError;
+}
+
+function stoppedMessage(e: SyncStopped): string {
+  const where = e.mode ? `The device is back in ${e.mode} mode.` : "Could not put the device back in its mode: check it with framefi status.";
+  if (e.interrupted) return `Sync interrupted. ${where} Run the same command again to finish; what arrived is kept.`;
+  const again = exitCodeOf(e.cause) === EXIT.auth ? "" : " Run the same command again to finish.";
+  return `Sync stopped: ${explain(e.cause)} ${where}${again}`;
+}
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version?: string };
+    return pkg.version ?? "unknown";
+  } catch {
+    return "unknown";
+  }
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const out = (line: string): void => void process.stdout.write(line + "\n");
+  const err = (line: string): void => void process.stderr.write(line + "\n");
+  let json = false;
+  try {
+    const { flags, positionals } = parse(argv);
+    json = flags.json === true;
+    if (flags.help) {
+      out(USAGE);
+      return EXIT.ok;
+    }
+    if (flags.version) {
+      out(`framefi ${version()}`);
+      return EXIT.ok;
+    }
+    const [command, ...args] = positionals;
+    if (!command) throw new UsageError("No command given; see framefi --help.");
+    const run = Object.hasOwn(commands, command) ? commands[command] : undefined;
+    if (!run) throw new UsageError(`Unknown command "${command}"; see framefi --help.`);
+    for (const name of new Set(Object.values(COMMAND_OPTIONS).flat())) {
+      if (flags[name] !== undefined && !(COMMAND_OPTIONS[command] ?? []).includes(name)) {
+        throw new UsageError(`Option --${name} does not apply to "${command}"; see framefi --help.`);
+      }
+    }
+    let timeoutMs = 10_000;
+    if (flags.timeout !== undefined) {
+      const s = Number(flags.timeout);
+      if (!(s > 0 && s <= 3600)) throw new UsageError(`--timeout must be a number of seconds above 0, got "${flags.timeout}".`);
+      timeoutMs = s * 1000;
+    }
+
+    const conn = await resolveConnection({ host: flags.host, user: flags.user, ftpUser: flags["ftp-user"], ftpPort: flags["ftp-port"] }, process.env, process.cwd());
+    if (conn.web && conn.web.password === undefined) {
+      if (!haveTerminal()) {
+        throw new UsageError(`No password for user "${conn.web.user}" and no terminal to ask on: pass -u ${conn.web.user}:PASSWORD or set FRAMEFI_PASSWORD.`);
+      }
+      conn.web.password = await askPassword(`Enter host password for user '${conn.web.user}':`);
+    }
+    const answers: RawAnswer[] = [];
+    const client = new FrameFiClient({
+      host: conn.host,
+      user: conn.web?.user,
+      password: conn.web?.password,
+      timeoutMs,
+      onResponse: (a) => answers.push(a),
+    });
+    return await run({ flags, args, client, conn, answers, out, err });
+  } catch (e) {
+    if (e instanceof SyncStopped) err(`framefi: ${stoppedMessage(e)}`);
+    else if (e instanceof DeviceHttpError) {
+      if (json && e.body.trim().startsWith("{")) out(e.body.trimEnd());
+      err(`framefi: ${explain(e)}`);
+    } else if (e instanceof UsageError || e instanceof FrameFiError || e instanceof EnvFileError || e instanceof FtpLoginError || e instanceof FtpUnreachableError || e instanceof PromptInterrupted) {
+      err(`framefi: ${(e as Error).message}`);
+    } else err(`framefi: unexpected error: ${(e as Error)?.message ?? String(e)}. Please report it.`);
+    return exitCodeOf(e);
+  }
+}
+
+process.on("uncaughtException", (e) => {
+  process.stderr.write(`framefi: unexpected error: ${e.message}. Please report it.\n`);
+  process.exit(EXIT.deviceError);
+});
+
+void main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});

@@ -1,0 +1,91 @@
+// Where the device is and how to log in, from (first wins) the command line, FRAMEFI_* environment variables,
+// the firmware scripts' variables in the environment, and the firmware scripts' `.env` file in the current folder.
+import { join } from "node:path";
+import { baseUrl, FrameFiError } from "./api.js";
+import { readEnvFile, type EnvValues } from "./env-file.js";
+import { UsageError } from "./usage.js";
+
+export interface ConnectionFlags {
+  host?: string | undefined;
+  /** -u user[:password] */
+  user?: string | undefined;
+  /** --ftp-user user[:password] */
+  ftpUser?: string | undefined;
+  ftpPort?: string | undefined;
+}
+
+export interface Credentials {
+  user: string;
+  /** Undefined: given without a password (`-u admin`); the CLI asks for it on a terminal. */
+  password: string | undefined;
+}
+
+export interface Connection {
+  host: string;
+  /** Web credentials; undefined when none are configured (an open API). */
+  web: Credentials | undefined;
+  ftp: { user: string; password: string; host: string; port: number | undefined };
+  /** The .env's LOCAL_DIR (sync's default folder) and REMOTE_DIR (default "/"). */
+  localDir: string | undefined;
+  remoteDir: string;
+}
+
+/** The firmware's FTP ports to try when none is configured: its own (21), then our device service's default (2121). */
+export const DEFAULT_FTP_PORTS = [21, 2121] as const;
+
+/** Splits "user:password" at the first colon; "user" alone has no password. */
+export function splitUser(text: string): Credentials {
+  const i = text.indexOf(":");
+  return i < 0 ? { user: text, password: undefined } : { user: text.slice(0, i), password: text.slice(i + 1) };
+}
+
+function pick(...values: (string | undefined)[]): string | undefined {
+  return values.find((v) => v !== undefined && v !== "");
+}
+
+function parsePort(text: string, from: string): number {
+  const n = /^\d+$/.test(text.trim()) ? Number(text.trim()) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new UsageError(`${from} must be a port number from 1 to 65535, got "${text}".`);
+  return n;
+}
+
+export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv, cwd: string): Promise<Connection> {
+  const file: EnvValues = await readEnvFile(join(cwd, ".env"));
+  // The firmware's docs: variables passed in the environment override the .env file.
+  const fw = (key: string): string | undefined => pick(env[key], file[key]);
+
+  const host = pick(flags.host, env.FRAMEFI_HOST, fw("FTP_HOST"));
+  if (!host) {
+    throw new UsageError("No device address: pass --host HOST[:PORT], set FRAMEFI_HOST, or run where a .env file sets FTP_HOST.");
+  }
+
+  let ftpHost: string;
+  try {
+    ftpHost = new URL(baseUrl(host)).hostname.replace(/^\[(.*)\]$/, "$1");
+  } catch (e) {
+    throw new UsageError(e instanceof FrameFiError ? e.message : `"${host}" is not a device address; use host, host:port or http://host:port.`);
+  }
+
+  let web: Credentials | undefined;
+  if (flags.user !== undefined) web = splitUser(flags.user);
+  else if (pick(env.FRAMEFI_USER) !== undefined) {
+    web = splitUser(env.FRAMEFI_USER!);
+    if (env.FRAMEFI_PASSWORD !== undefined && web.password === undefined) web.password = env.FRAMEFI_PASSWORD;
+  } else if (pick(fw("WEB_SERVER_USER"), fw("WEB_SERVER_PASSWORD")) !== undefined) {
+    web = { user: fw("WEB_SERVER_USER") ?? "", password: fw("WEB_SERVER_PASSWORD") ?? "" };
+  }
+
+  const ftpGiven = flags.ftpUser !== undefined ? splitUser(flags.ftpUser) : undefined;
+  const ftpUser = pick(ftpGiven?.user, env.FRAMEFI_FTP_USER, fw("FTP_USER")) ?? "user";
+  const ftpPassword = ftpGiven?.password ?? pick(env.FRAMEFI_FTP_PASSWORD, fw("FTP_PASSWORD")) ?? "password";
+  const portText = pick(flags.ftpPort, env.FRAMEFI_FTP_PORT);
+  const ftpPort = portText === undefined ? undefined : parsePort(portText, flags.ftpPort !== undefined ? "--ftp-port" : "FRAMEFI_FTP_PORT");
+
+  return {
+    host,
+    web,
+    ftp: { user: ftpUser, password: ftpPassword, host: ftpHost, port: ftpPort },
+    localDir: fw("LOCAL_DIR"),
+    remoteDir: fw("REMOTE_DIR") ?? "/",
+  };
+}

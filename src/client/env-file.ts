@@ -1,0 +1,59 @@
+// Reads the firmware scripts' `.env` file (scripts/.env.tmpl of nicholaswilde/frame-fi): shell-style
+// KEY=value lines. Supported: `export KEY=…`, "double quotes" (with \" \\ \$ \` escapes), 'single quotes',
+// unquoted values ending at whitespace before a `#` comment. Variable expansion is not supported.
+import { readFile } from "node:fs/promises";
+
+/** The variables the firmware's sync.sh reads. */
+export const ENV_KEYS = ["FTP_HOST", "FTP_USER", "FTP_PASSWORD", "WEB_SERVER_USER", "WEB_SERVER_PASSWORD", "LOCAL_DIR", "REMOTE_DIR"] as const;
+export type EnvKey = (typeof ENV_KEYS)[number];
+export type EnvValues = Partial<Record<string, string>>;
+
+export class EnvFileError extends Error {
+  override name = "EnvFileError";
+}
+
+/** Parses the text of a .env file; a line that is not KEY=value is an error naming the line. */
+export function parseEnv(text: string, file = ".env"): EnvValues {
+  const values: EnvValues = {};
+  const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
+  lines.forEach((raw, i) => {
+    const line = raw.trim();
+    if (line === "" || line.startsWith("#")) return;
+    const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
+    if (!m) throw new EnvFileError(`${file} line ${i + 1} is not KEY=value; fix or remove it.`);
+    const value = parseValue(m[2]!);
+    if (value === undefined) throw new EnvFileError(`${file} line ${i + 1}: the quote in the value of ${m[1]} is not closed.`);
+    values[m[1]!] = value;
+  });
+  return values;
+}
+
+function parseValue(text: string): string | undefined {
+  if (text.startsWith('"')) {
+    let out = "";
+    for (let i = 1; i < text.length; i++) {
+      const c = text[i]!;
+      if (c === "\\" && i + 1 < text.length && '"\\$`'.includes(text[i + 1]!)) out += text[++i];
+      else if (c === '"') return out;
+      else out += c;
+    }
+    return undefined;
+  }
+  if (text.startsWith("'")) {
+    const end = text.indexOf("'", 1);
+    return end < 0 ? undefined : text.slice(1, end);
+  }
+  return text.replace(/\s+#.*$/, "").trim();
+}
+
+/** Reads `path` if it exists; a missing file is an empty set of values. */
+export async function readEnvFile(path: string): Promise<EnvValues> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return {};
+    throw new EnvFileError(`Cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}.`);
+  }
+  return parseEnv(text, path);
+}

@@ -1,0 +1,59 @@
+// The local side of a sync: every file and folder under the folder to mirror, by relative posix path.
+import { readdir, stat } from "node:fs/promises";
+import { join } from "node:path";
+
+export interface LocalEntry {
+  type: "file" | "dir";
+  /** Absolute path on this machine. */
+  abs: string;
+  size: number;
+  mtimeMs: number;
+}
+
+export interface LocalTree {
+  entries: Map<string, LocalEntry>;
+  /** Folders that could not be read, with why: nothing under them is uploaded or deleted. */
+  unreadable: Map<string, string>;
+  /** Entries that are neither files nor folders (sockets, devices, broken links), skipped. */
+  skipped: string[];
+}
+
+/** Walks `root`, following symbolic links to files and folders (a link loop is read once). */
+export async function scanLocal(root: string): Promise<LocalTree> {
+  const tree: LocalTree = { entries: new Map(), unreadable: new Map(), skipped: [] };
+  const seen = new Set<string>();
+  const walk = async (abs: string, rel: string): Promise<void> => {
+    const st = await stat(abs);
+    const id = `${st.dev}:${st.ino}`;
+    if (seen.has(id)) return;
+    seen.add(id);
+    let names: string[];
+    try {
+      names = (await readdir(abs)).sort();
+    } catch (e) {
+      tree.unreadable.set(rel, (e as NodeJS.ErrnoException).code ?? (e as Error).message);
+      return;
+    }
+    for (const name of names) {
+      const childAbs = join(abs, name);
+      const childRel = rel === "" ? name : `${rel}/${name}`;
+      let st2;
+      try {
+        st2 = await stat(childAbs);
+      } catch {
+        tree.skipped.push(childRel);
+        continue;
+      }
+      if (st2.isDirectory()) {
+        tree.entries.set(childRel, { type: "dir", abs: childAbs, size: 0, mtimeMs: st2.mtimeMs });
+        await walk(childAbs, childRel);
+      } else if (st2.isFile()) {
+        tree.entries.set(childRel, { type: "file", abs: childAbs, size: st2.size, mtimeMs: st2.mtimeMs });
+      } else {
+        tree.skipped.push(childRel);
+      }
+    }
+  };
+  await walk(root, "");
+  return tree;
+}

@@ -1,0 +1,26 @@
+// The errors of a sync that the CLI tells apart, in a module of their own so that the CLI can recognise them
+// without loading the FTP client.
+import type { ModeName } from "./api.js";
+
+/** The FTP server refused the login (530): wrong FTP user or password. */
+export class FtpLoginError extends Error {
+  override name = "FtpLoginError";
+}
+
+/** No FTP server answered in time. */
+export class FtpUnreachableError extends Error {
+  override name = "FtpUnreachableError";
+}
+
+/** The sync stopped before its end (Ctrl-C, or no FTP connection left); the device is back in `mode`. */
+export class SyncStopped extends Error {
+  override name = "SyncStopped";
+  constructor(
+    message: string,
+    override readonly cause: unknown,
+    readonly mode: ModeName | undefined,
+    readonly interrupted: boolean,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,232 @@
+// Issue 6 point 4: `framefi sync DIR` against a running bin/framefi-device over real FTP. A tree with
+// sub-folders mirrored with the device in MSC mode at the start (switched to FTP and back); change, add and
+// delete, then --delete: the card matches the folder exactly; --dry-run; --stay; --json; a failing file; Ctrl-C
+// midway and a rerun that finishes; the progress bar on a terminal; the .env's variables.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdir, readdir, rm, utimes, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { FrameFiClient, MODE_FTP, MODE_MSC } from "../../src/client/api.js";
+import { framefi, framefiOnTerminal, startFramefi, tree } from "./fixtures/cli.js";
+
+const FTP_USER = "photos";
+const FTP_PASS = "pa55:word";
+
+async function put(root: string, rel: string, size: number): Promise<void> {
+  await mkdir(join(root, rel, ".."), { recursive: true });
+  await writeFile(join(root, rel), randomBytes(size));
+}
+
+describe("framefi sync", () => {
+  let dev: RunningDevice;
+  let api: FrameFiClient;
+  let local: string;
+  const base = (): string[] => ["--host", `127.0.0.1:${dev.port}`];
+  const ftp = (): string[] => ["--ftp-port", String(dev.ftpPort), "--ftp-user", `${FTP_USER}:${FTP_PASS}`];
+  const sync = (...args: string[]): ReturnType<typeof framefi> => framefi([...base(), "sync", ...ftp(), ...args]);
+  const mode = async (): Promise<string> => (await api.mode()).mode;
+
+  before(async () => {
+    dev = await startDevice({ args: ["--ftp-user", FTP_USER, "--ftp-password", FTP_PASS] });
+    api = new FrameFiClient({ host: dev.url });
+    local = await tempDir("framefi-photos-");
+  });
+  after(async () => {
+    await dev?.stop();
+    await removeDir(local);
+  });
+
+  test("a tree with sub-folders, device in MSC mode at the start: switched to FTP, mirrored, switched back", async () => {
+    await put(local, "a.jpg", 120_000);
+    await put(local, "2024/b.jpg", 80_000);
+    await put(local, "2024/summer/c.jpg", 50_000);
+    await put(local, "2024/summer/deep/d.jpg", 10);
+    await put(local, "with space/é ü.jpg", 2_000);
+    await put(local, "zero.jpg", 0);
+    await mkdir(join(local, "empty"));
+    assert.equal(await mode(), MODE_MSC);
+
+    const r = await sync(local);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /Switching the device to FTP mode/);
+    assert.match(r.stderr, /Switching the device back to USB MSC mode/);
+    const lines = r.stdout.trim().split("\n");
+    assert.ok(lines.includes("uploaded 2024/summer/deep/d.jpg (10 B)"), r.stdout);
+    assert.ok(lines.includes("uploaded with space/é ü.jpg (2.0 kB)"), r.stdout);
+    assert.ok(lines.includes("created folder empty/"), r.stdout);
+    assert.equal(lines.filter((l) => l.startsWith("uploaded ")).length, 6, "one line per file");
+    assert.match(lines.at(-1)!, /^Sync done: 6 uploaded .* The device is in USB MSC mode\.$/);
+    assert.deepEqual(await tree(dev.card), await tree(local));
+    assert.equal(await mode(), MODE_MSC);
+    assert.equal((await api.status()).sd_card.file_count, 6);
+  });
+
+  test("a second run uploads nothing", async () => {
+    const r = await sync(local);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^Sync done: 0 uploaded \(0 B\), 0 deleted, 0 folders created, 6 unchanged\./m);
+  });
+
+  test("change, add and delete; without --delete extra files stay, with --delete the card matches exactly", async () => {
+    await put(local, "a.jpg", 130_000);
+    await put(local, "2024/b.jpg", 80_000);
+    const later = new Date(Date.now() + 3_600_000);
+    await utimes(join(local, "2024/b.jpg"), later, later);
+    await put(local, "2024/new.jpg", 7_000);
+    await put(local, "new/folder/x.jpg", 9_000);
+    await rm(join(local, "2024/summer/deep"), { recursive: true });
+    await rm(join(local, "with space/é ü.jpg"));
+    await writeFile(join(dev.card, "stray.txt"), "put there by another program");
+
+    const keep = await sync(local);
+    assert.equal(keep.code, 0, keep.stderr);
+    for (const rel of ["a.jpg", "2024/b.jpg", "2024/new.jpg", "new/folder/x.jpg"]) assert.match(keep.stdout, new RegExp(`^uploaded ${rel} `, "m"));
+    assert.doesNotMatch(keep.stdout, /^deleted/m);
+    const card = await tree(dev.card);
+    assert.ok(card["stray.txt"] && card["2024/summer/deep/d.jpg"] && card["with space/é ü.jpg"], "nothing deleted without --delete");
+
+    const del = await sync(local, "--delete");
+    assert.equal(del.code, 0, del.stderr);
+    for (const line of ["deleted stray.txt", "deleted 2024/summer/deep/d.jpg", "deleted folder 2024/summer/deep/", "deleted with space/é ü.jpg"]) {
+      assert.ok(del.stdout.split("\n").includes(line), `${line}\n${del.stdout}`);
+    }
+    assert.match(del.stdout, /0 uploaded/);
+    assert.deepEqual(await tree(dev.card), await tree(local), "the card matches the folder exactly");
+    assert.equal(await mode(), MODE_MSC);
+  });
+
+  test("a file replaced by a folder of the same name (and back) needs --delete", async () => {
+    await rm(join(local, "zero.jpg"));
+    await put(local, "zero.jpg/inside.jpg", 100);
+    const without = await sync(local);
+    assert.equal(without.code, 1);
+    assert.match(without.stderr, /zero\.jpg: the card has a file of that name; rerun with --delete/);
+    const withDelete = await sync(local, "--delete");
+    assert.equal(withDelete.code, 0, withDelete.stderr);
+    assert.deepEqual(await tree(dev.card), await tree(local));
+  });
+
+  test("--dry-run prints the plan and changes nothing", async () => {
+    await put(local, "planned.jpg", 1_000);
+    await writeFile(join(dev.card, "stray2.txt"), "x");
+    const before = await tree(dev.card);
+    const r = await sync(local, "--delete", "--dry-run");
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(r.stdout.includes("would upload planned.jpg (1.0 kB, new)"), r.stdout);
+    assert.ok(r.stdout.includes("would delete stray2.txt"), r.stdout);
+    assert.match(r.stdout, /Nothing was changed; the device is in USB MSC mode\./);
+    assert.deepEqual(await tree(dev.card), before);
+    assert.equal(await mode(), MODE_MSC, "back in the mode it was in");
+  });
+
+  test("--stay keeps FTP mode; --json prints a summary; from FTP mode a plain sync ends in MSC mode", async () => {
+    const r = await sync(local, "--delete", "--stay", "--json");
+    assert.equal(r.code, 0, r.stderr);
+    const summary = JSON.parse(r.stdout);
+    assert.equal(summary.status, "success");
+    assert.equal(summary.uploaded, 1);
+    assert.equal(summary.deleted, 1);
+    assert.equal(summary.mode, MODE_FTP);
+    assert.equal(await mode(), MODE_FTP);
+    const again = await sync(local);
+    assert.equal(again.code, 0, again.stderr);
+    assert.doesNotMatch(again.stderr, /Switching the device to FTP mode/, "already in FTP mode");
+    assert.equal(await mode(), MODE_MSC);
+    assert.deepEqual(await tree(dev.card), await tree(local));
+  });
+
+  test("interrupted midway (Ctrl-C): back in MSC mode, no partial file; a rerun finishes the rest", async () => {
+    const big = await tempDir("framefi-big-");
+    try {
+      const files = 400;
+      for (let i = 0; i < files; i++) await put(big, `f${String(i).padStart(3, "0")}.jpg`, 100_000);
+      const p = startFramefi([...base(), "sync", ...ftp(), big, "--to", "/big", "--parallel", "1"], { cwd: big });
+      await p.waitFor(/(?:uploaded f\d+\.jpg [^\n]*\n){5}/, 30_000);
+      p.child.kill("SIGINT");
+      assert.equal(await p.exited, 130, p.stderr());
+      assert.match(p.stderr(), /Sync interrupted\. The device is back in USB MSC mode\. Run the same command again/);
+      assert.equal(await mode(), MODE_MSC);
+
+      const want = await tree(big);
+      const got = await tree(join(dev.card, "big"));
+      const arrived = Object.keys(got).length;
+      assert.ok(arrived > 0 && arrived < files, `stopped midway (${arrived} of ${files} arrived)`);
+      for (const [rel, hash] of Object.entries(got)) assert.equal(hash, want[rel], `${rel} on the card is whole`);
+
+      const rerun = await sync(big, "--to", "/big");
+      assert.equal(rerun.code, 0, rerun.stderr);
+      const m = /Sync done: (\d+) uploaded .*, (\d+) unchanged/.exec(rerun.stdout);
+      assert.ok(m, rerun.stdout);
+      assert.equal(Number(m[1]) + Number(m[2]), files);
+      assert.ok(Number(m[2]) >= arrived - 1, "what arrived is not sent again");
+      assert.deepEqual(await tree(join(dev.card, "big")), want);
+    } finally {
+      await removeDir(big);
+    }
+  });
+
+  test("on a terminal: a progress bar with files, bytes, rate and time left", async () => {
+    const dir = await tempDir("framefi-tty-");
+    try {
+      for (let i = 0; i < 40; i++) await put(dir, `p${i}.jpg`, 200_000);
+      const r = await framefiOnTerminal([...base(), "sync", ...ftp(), dir, "--to", "/tty"], []);
+      assert.equal(r.code, 0, r.transcript);
+      assert.match(r.transcript, /\[#{24}\] 40\/40 files +8\.0 MB\/8\.0 MB +(–|[\d.]+ [kMG]?B\/s) +[–\d:]+ left/);
+      assert.doesNotMatch(r.transcript, /^uploaded /m, "no per-file lines on a terminal");
+    } finally {
+      await removeDir(dir);
+    }
+  });
+
+  test("the .env gives the device, the folder, the card folder and the FTP login; FRAMEFI_FTP_PORT the FTP port", async () => {
+    const cwd = await tempDir("framefi-env-");
+    try {
+      await put(cwd, "pictures/one.jpg", 1_500);
+      await writeFile(
+        join(cwd, ".env"),
+        `FTP_HOST="127.0.0.1:${dev.port}"\nFTP_USER="${FTP_USER}"\nFTP_PASSWORD="${FTP_PASS}"\nLOCAL_DIR="pictures"\nREMOTE_DIR="/frame/album"\n`,
+      );
+      const r = await framefi(["sync"], { cwd, env: { FRAMEFI_FTP_PORT: String(dev.ftpPort) } });
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(await readdir(join(dev.card, "frame/album")), ["one.jpg"]);
+    } finally {
+      await removeDir(cwd);
+    }
+  });
+
+  test("a wrong FTP password exits 4 and leaves the device in MSC mode", async () => {
+    const r = await framefi([...base(), "sync", "--ftp-port", String(dev.ftpPort), "--ftp-user", `${FTP_USER}:wrong`, local]);
+    assert.equal(r.code, 4, r.stderr);
+    assert.match(r.stderr, /refused user "photos" \(530\).*--ftp-user.*back in USB MSC mode/);
+    assert.ok(!r.stderr.includes(FTP_PASS));
+    assert.equal(await mode(), MODE_MSC);
+  });
+});
+
+describe("framefi sync on a card that fills up", () => {
+  let dev: RunningDevice;
+  let local: string;
+  before(async () => {
+    dev = await startDevice({ args: ["--card-size", "1MB"] });
+    local = await tempDir("framefi-full-");
+  });
+  after(async () => {
+    await dev?.stop();
+    await removeDir(local);
+  });
+
+  test("a file that fails is reported, the others arrive, and the exit code says so", async () => {
+    await put(local, "a.jpg", 200_000);
+    await put(local, "huge.jpg", 3_000_000);
+    await put(local, "c.jpg", 200_000);
+    const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), local]);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /^failed huge\.jpg: 552 /m);
+    assert.match(r.stdout, /^uploaded a\.jpg /m);
+    assert.match(r.stdout, /^uploaded c\.jpg /m);
+    assert.match(r.stdout, /2 uploaded .*, 1 failed\. The device is in USB MSC mode\./);
+    assert.deepEqual((await readdir(dev.card)).sort(), ["a.jpg", "c.jpg"], "no partial file left");
+  });
+});
