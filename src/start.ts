@@ -149,6 +149,11 @@ async function main(): Promise<number> {
   const interrupted = new Promise<"interrupted">((res) => {
     process.once("SIGINT", () => res("interrupted"));
     process.once("SIGTERM", () => res("interrupted"));
+    // A supervisor that stops `npm start` may signal npm alone; the launcher, orphaned, then stops too.
+    const parent = process.ppid;
+    setInterval(() => {
+      if (process.ppid !== parent) res("interrupted");
+    }, 1_000).unref();
   });
   // Should the launcher die some other way, take the programs with it.
   process.once("exit", () => programs.forEach((p) => p.child.exitCode === null && p.child.kill("SIGTERM")));

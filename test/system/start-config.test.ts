@@ -4,7 +4,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { freePort, removeDir, repoRoot, run, tempDir } from "../helpers.js";
+import { eventually, freePort, removeDir, repoRoot, run, start, tempDir } from "../helpers.js";
 import { missingPrograms } from "./programs.js";
 
 const launcher = join(repoRoot, "dist", "src", "start.js");
@@ -62,6 +62,34 @@ describe("a taken port", { skip }, () => {
       await assert.rejects(fetch(`http://127.0.0.1:${hooksPort}/`), "the hook server is stopped");
     } finally {
       await new Promise<void>((res) => blocker.close(() => res()));
+    }
+  });
+});
+
+describe("an orphaned launcher", { skip }, () => {
+  test("when the process that started it dies (a supervisor stopping npm alone), it stops both programs", async () => {
+    const demo = await tempDir("framefi-demo-");
+    const [devicePort, hooksPort] = [await freePort(), await freePort()];
+    const env = {
+      ...process.env,
+      FRAMEFI_DEMO_DIR: demo,
+      FRAMEFI_DEVICE_PORT: String(devicePort),
+      FRAMEFI_HOOKS_PORT: String(hooksPort),
+      FRAMEFI_FTP_PORT: String(await freePort()),
+      FRAMEFI_SETUP_PORT: String(await freePort()),
+    };
+    // sh stands in for npm: it starts the launcher and waits for it.
+    const parent = start("sh", ["-c", `"${process.execPath}" "${launcher}" & wait`], { env });
+    try {
+      await parent.waitFor(/Ctrl-C stops both\./, 30_000);
+      parent.child.kill("SIGKILL");
+      const down = (url: string) => async (): Promise<boolean> => fetch(url).then(() => false, () => true);
+      await eventually(down(`http://127.0.0.1:${devicePort}/`), 15_000);
+      await eventually(down(`http://127.0.0.1:${hooksPort}/`), 15_000);
+      await parent.exited;
+      assert.match(parent.stdout(), /Stopped\.\n$/);
+    } finally {
+      await removeDir(demo);
     }
   });
 });
