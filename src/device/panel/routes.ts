@@ -1,6 +1,7 @@
 // The web panel's routes, served by the device's API server under /panel/ (so they share its basic auth and its
 // read-only account): the page, the display picture, the device view as JSON, server-sent events, the button.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { setTimeout as sleep } from "node:timers/promises";
 import { sendError, sendJson } from "../http.js";
 import { SimulatedDisplay, type Display, type Screen } from "../hardware.js";
 import type { DeviceState } from "../state.js";
@@ -40,17 +41,18 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
 
   // One subscription to the state and the display, shared by every open event stream: each change is drawn once
   // (at most once per turn of the event loop) and sent to all of them.
-  type Client = (data: string) => void;
+  /** Sends `data` unless it is what this client last got; resolves once it has been handed to the network. */
+  type Client = (data: string) => Promise<void>;
   const clients = new Set<Client>();
   let scheduled: NodeJS.Immediate | undefined;
-  const sendAll = (): void => {
+  const sendAll = async (): Promise<void> => {
     const data = JSON.stringify(current());
-    clients.forEach((send) => send(data));
+    await Promise.all([...clients].map((send) => send(data)));
   };
   const onChange = (): void => {
     scheduled ??= setImmediate(() => {
       scheduled = undefined;
-      sendAll();
+      void sendAll();
     });
   };
   const join = (client: Client): void => {
@@ -118,13 +120,14 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
       handler: (req, res) => {
         res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", "X-Accel-Buffering": "no" });
         let last = "";
-        const send: Client = (data) => {
-          if (data === last) return;
-          last = data;
-          res.write(`event: device\ndata: ${data}\n\n`);
-        };
+        const send: Client = (data) =>
+          new Promise((resolve) => {
+            if (data === last || res.writableEnded) return resolve();
+            last = data;
+            res.write(`event: device\ndata: ${data}\n\n`, () => resolve());
+          });
         res.write("retry: 1000\n\n");
-        send(JSON.stringify(current()));
+        void send(JSON.stringify(current()));
         join(send);
         const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), KEEP_ALIVE_MS);
         keepAlive.unref();
@@ -151,9 +154,10 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
       handler: (_req, res) => {
         if (!running(res)) return;
         resetting = true;
-        // Show the reset screen to everyone watching before the device goes down.
-        sendAll();
-        res.once("finish", ctx.wifiReset);
+        // Everyone watching sees the reset screen before the device goes down.
+        // A panel that does not read its stream holds the reset up for a second at most.
+        const shown = Promise.race([sendAll(), sleep(1_000)]);
+        res.once("finish", () => void shown.then(ctx.wifiReset));
         sendJson(res, 200, { status: "success", message: "Button held for 3 seconds: resetting Wi-Fi and restarting..." });
       },
     },
