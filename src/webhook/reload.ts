@@ -11,7 +11,7 @@ import type { Hook } from "./hook.js";
 import { ConfigError, parseHooks, readHooksFile, type LoadOptions } from "./config.js";
 import type { Log } from "./log.js";
 
-/** How long a file must be quiet after a change before it is read (writers write in pieces). */
+/** How long after a change a file is read (writers write in pieces). */
 const SETTLE_MS = 50;
 
 interface FileState {
@@ -141,13 +141,13 @@ export class HookRegistry {
 
   private readonly pending = new Map<string, NodeJS.Timeout>();
 
-  /** Something changed in a watched folder: once it settles, check the files that may be affected. */
+  /**
+   * Something changed in a watched folder: check the files a moment later. Events during that
+   * moment are covered by the same check; one after it schedules another, so the last change is
+   * always read, even while a file keeps changing.
+   */
   private changed(folder: string): void {
-    const old = this.pending.get(folder);
-    if (old) {
-      clearTimeout(old);
-      this.timers.delete(old);
-    }
+    if (this.pending.has(folder)) return;
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       this.pending.delete(folder);
