@@ -7,7 +7,7 @@ import { openSync, closeSync, unlinkSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hook, HookRequest } from "./hook.js";
-import { commandLookupPath, lookPath, runCommand, type CommandSpec } from "./execute.js";
+import { commandLookupPath, lookPath, runCommand, runningCommands, type CommandSpec } from "./execute.js";
 import { goDuration, iBytes, type Log } from "./log.js";
 import { parseJson, isObject } from "./json.js";
 import {
@@ -18,6 +18,7 @@ import {
   parseQuery,
   parseXmlPayload,
   rawHeader,
+  type Payload,
 } from "./request.js";
 import { evaluate } from "./rules.js";
 import { detectContentType } from "./sniff.js";
@@ -38,8 +39,8 @@ export interface RequestHead {
 export interface HookResponse {
   status: number;
   headers: [string, string][];
-  /** A message, or a command's output kept byte for byte. */
-  body: string | Buffer;
+  /** A message, or a command's output kept byte for byte; an async iterable is streamed (chunked). */
+  body: string | Buffer | AsyncIterable<Buffer>;
 }
 
 export interface ServerOptions {
@@ -88,9 +89,19 @@ class Headers {
 }
 
 function respond(status: number, headers: Headers, body: string | Buffer): HookResponse {
-  if (body.length > 0 && !headers.has("Content-Type")) headers.set("Content-Type", detectContentType(body));
+  // Most answers are one of a few fixed messages: their sniffed type is cached.
+  if (body.length > 0 && !headers.has("Content-Type")) {
+    let type = typeof body === "string" ? sniffed.get(body) : undefined;
+    if (type === undefined) {
+      type = detectContentType(body);
+      if (typeof body === "string" && body.length <= 128 && sniffed.size < 256) sniffed.set(body, type);
+    }
+    headers.set("Content-Type", type);
+  }
   return { status, headers: headers.list(), body };
 }
+
+const sniffed = new Map<string, string>();
 
 /** gorilla/mux's path cleaning: collapses "//", "/./" and "/../", keeping a trailing slash. */
 function cleanPath(p: string): string {
@@ -122,12 +133,22 @@ export class HookServer {
   private readonly allowedMethods: string[];
 
   constructor(
-    private readonly hooks: Map<string, Hook>,
+    private hooks: Map<string, Hook>,
     private readonly opts: ServerOptions,
     private readonly log: Log,
   ) {
     this.prefix = opts.urlprefix === "" ? "/" : `/${opts.urlprefix}/`;
     this.allowedMethods = opts.httpMethods === "" ? [] : opts.httpMethods.split(",");
+  }
+
+  /** Replaces the whole hook set at once; a request uses the set that was current when it was routed. */
+  setHooks(hooks: Map<string, Hook>): void {
+    this.hooks = hooks;
+  }
+
+  /** The commands running now, with the hook and request that started them. */
+  runningCommands(): { hook: string; rid: string; pid: number | undefined; kill: (signal: NodeJS.Signals) => void }[] {
+    return runningCommands().map((e) => ({ hook: e.hook, rid: e.rid, pid: e.command.pid, kill: (sig) => e.command.kill(sig) }));
   }
 
   /** Step one: decide from the method and URL alone. */
@@ -186,13 +207,17 @@ export class HookServer {
     return this.finish(m.head, m.rid, m.start, respond(413, new Headers(), MSG.tooLarge));
   }
 
-  /** Step two: parse the body, evaluate the rules, run the command, build the response. */
-  async handle(m: Matched, body: Buffer): Promise<HookResponse> {
-    const response = await this.process(m, body);
+  /**
+   * Step two: parse the body, evaluate the rules, run the command, build the response. Answers
+   * synchronously unless a multipart body must be parsed or the response waits for a command.
+   */
+  handle(m: Matched, body: Buffer): HookResponse | Promise<HookResponse> {
+    const response = this.process(m, body);
+    if (response instanceof Promise) return response.then((r) => this.finish(m.head, m.rid, m.start, r, body));
     return this.finish(m.head, m.rid, m.start, response, body);
   }
 
-  private async process(m: Matched, body: Buffer): Promise<HookResponse> {
+  private process(m: Matched, body: Buffer): HookResponse | Promise<HookResponse> {
     const { hook, rid } = m;
     const log = this.log;
     const out = new Headers();
@@ -200,47 +225,85 @@ export class HookServer {
 
     let contentType = rawHeader(m.head.rawHeaders, "content-type") ?? "";
     if (hook["incoming-payload-content-type"]) contentType = hook["incoming-payload-content-type"];
-    const isMultipart = contentType.startsWith("multipart/form-data;");
+    const kind = contentType.includes("json")
+      ? "json"
+      : contentType.includes("x-www-form-urlencoded")
+        ? "form"
+        : contentType.includes("xml")
+          ? "xml"
+          : contentType.startsWith("multipart/form-data;")
+            ? "multipart"
+            : "other";
 
+    // Headers, query and payload are each decoded on first use: many hooks read none of them.
     let headers: Record<string, unknown> | undefined;
+    let query: Record<string, unknown> | undefined;
+    let payload: Payload;
+    let payloadRead = kind === "multipart";
+    const rawBody = kind === "multipart" ? Buffer.alloc(0) : body; // the reference does not keep a multipart body
+    const readPayload = (): Payload => {
+      try {
+        if (kind === "json") return parseJsonPayload(rawBody);
+        if (kind === "form") return parseFormPayload(rawBody);
+        if (kind === "xml") return parseXmlPayload(rawBody);
+        if (log.enabled) log.print(`[${rid}] error parsing body payload due to unsupported content type header: ${contentType}`);
+      } catch (e) {
+        log.print(`[${rid}] ${(e as Error).message}`);
+      }
+      return undefined;
+    };
     const rawHeaders = m.head.rawHeaders;
     const req: HookRequest = {
       id: rid,
       method: m.head.method,
       remoteAddr: m.head.remoteAddr,
       contentType,
-      // Built on first use: many hooks never read a header.
       get headers() {
         return (headers ??= parseHeaders(rawHeaders));
       },
-      query: parseQuery(m.query).values,
-      // The reference does not keep the body of a multipart request.
-      rawBody: isMultipart ? Buffer.alloc(0) : body,
-      payload: undefined,
+      get query() {
+        return (query ??= parseQuery(m.query).values);
+      },
+      rawBody,
+      get payload() {
+        if (!payloadRead) {
+          payloadRead = true;
+          payload = readPayload();
+        }
+        return payload;
+      },
+      set payload(v: Payload) {
+        payloadRead = true;
+        payload = v;
+      },
       allowSignatureErrors: hook["trigger-signature-soft-failures"] === true,
     };
 
-    try {
-      if (contentType.includes("json")) req.payload = parseJsonPayload(req.rawBody);
-      else if (contentType.includes("x-www-form-urlencoded")) req.payload = parseFormPayload(req.rawBody);
-      else if (contentType.includes("xml")) req.payload = parseXmlPayload(req.rawBody);
-      else if (isMultipart) {
-        const jsonFields = new Set(
-          (hook["parse-parameters-as-json"] ?? []).filter((a) => a.source === "payload" && a.name).map((a) => a.name!),
-        );
-        try {
-          const mp = await parseMultipart(contentType, body, this.opts.maxMultipartMem, jsonFields);
+    if (kind === "multipart") {
+      const jsonFields = new Set(
+        (hook["parse-parameters-as-json"] ?? []).filter((a) => a.source === "payload" && a.name).map((a) => a.name!),
+      );
+      return parseMultipart(contentType, body, this.opts.maxMultipartMem, jsonFields).then(
+        (mp) => {
           for (const l of mp.logs) log.print(`[${rid}] ${l}`);
           req.payload = mp.payload;
-        } catch (e) {
-          log.print(`[${rid}] error parsing multipart form: ${(e as Error).message}\n`);
+          return this.trigger(m, req, out);
+        },
+        (e: Error) => {
+          log.print(`[${rid}] error parsing multipart form: ${e.message}\n`);
           return respond(500, out, MSG.multipartError);
-        }
-      } else if (log.enabled) log.print(`[${rid}] error parsing body payload due to unsupported content type header: ${contentType}`);
-    } catch (e) {
-      log.print(`[${rid}] ${(e as Error).message}`);
+        },
+      );
     }
+    // With logging on, parse now so the log lines come in the reference's order.
+    if (log.enabled) void req.payload;
+    return this.trigger(m, req, out);
+  }
 
+  /** Evaluates the rules and, when they hold, runs the command. */
+  private trigger(m: Matched, req: HookRequest, out: Headers): HookResponse | Promise<HookResponse> {
+    const { hook, rid } = m;
+    const log = this.log;
     this.parseJsonParameters(hook, req);
 
     let ok = true;
@@ -266,13 +329,14 @@ export class HookServer {
     for (const h of hook["response-headers"] ?? []) out.set(h.name, h.value);
 
     if (hook["include-command-output-in-response"]) {
-      const result = await this.execute(hook, req);
-      if (result.error !== undefined) {
-        if (hook["include-command-output-in-response-on-error"]) return respond(500, out, result.output);
-        out.set("Content-Type", "text/plain; charset=utf-8");
-        return respond(500, out, MSG.commandError);
-      }
-      return respond(this.statusFor(m, hook["success-http-response-code"]), out, result.output);
+      return this.execute(hook, req).then((result) => {
+        if (result.error !== undefined) {
+          if (hook["include-command-output-in-response-on-error"]) return respond(500, out, result.output);
+          out.set("Content-Type", "text/plain; charset=utf-8");
+          return respond(500, out, MSG.commandError);
+        }
+        return respond(this.statusFor(m, hook["success-http-response-code"]), out, result.output);
+      });
     }
     this.execute(hook, req).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`));
     return respond(this.statusFor(m, hook["success-http-response-code"]), out, hook["response-message"] ?? "");
@@ -384,11 +448,11 @@ export class HookServer {
     const spec: CommandSpec = {
       path,
       argv,
-      env: envNames.length ? { ...process.env, ...env } : process.env,
+      env,
       captureOutput: hook["include-command-output-in-response"] === true || log.enabled,
       ...(cwd ? { cwd } : {}),
     };
-    const result = await runCommand(spec);
+    const result = await runCommand(spec, { hook: hook.id, rid });
     if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`);
     if (result.error !== undefined) log.print(`[${rid}] error occurred: ${result.error}`);
     for (const f of files) {
@@ -419,7 +483,8 @@ export class HookServer {
     if (this.opts.debug) this.log.raw(dump(rid, head, body, res));
     const elapsed = goDuration(process.hrtime.bigint() - start);
     const host = rawHeader(head.rawHeaders, "host") ?? "";
-    this.log.print(`[${rid}] ${String(res.status).padStart(3, "0")} | ${iBytes(Buffer.byteLength(res.body))} | ${elapsed} | ${host} | ${head.method} ${head.url}`);
+    const size = typeof res.body === "string" || Buffer.isBuffer(res.body) ? Buffer.byteLength(res.body) : 0;
+    this.log.print(`[${rid}] ${String(res.status).padStart(3, "0")} | ${iBytes(size)} | ${elapsed} | ${host} | ${head.method} ${head.url}`);
   }
 }
 
@@ -463,7 +528,7 @@ function dump(rid: string, head: RequestHead, body: Buffer | undefined, res: Hoo
   }
   out += `\n< [${rid}] ${STATUS_TEXT[res.status] ?? ""}`;
   for (const [k, v] of [...res.headers].sort((a, b) => (a[0] < b[0] ? -1 : 1))) out += `\n< [${rid}] ${k}: ${v}`;
-  if (res.body.length > 0) {
+  if ((typeof res.body === "string" || Buffer.isBuffer(res.body)) && res.body.length > 0) {
     out += "\n";
     for (const line of res.body.toString().split("\n")) out += `< [${rid}] ${line}\n`;
   }
