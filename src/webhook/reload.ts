@@ -28,7 +28,8 @@ export class HookRegistry {
   private current: ReadonlyMap<string, Hook> = new Map();
   private readonly files: FileState[];
   private readonly watchers = new Map<string, FSWatcher>();
-  private readonly timers = new Set<NodeJS.Timeout>();
+  /** Per watched folder, the check scheduled after its last event. */
+  private readonly pending = new Map<string, NodeJS.Timeout>();
 
   constructor(
     paths: string[],
@@ -40,17 +41,9 @@ export class HookRegistry {
     this.files = paths.map((path) => ({ path, hooks: [], text: undefined, ino: undefined, present: true }));
   }
 
-  /** The hook served under `id` now. */
-  get(id: string): Hook | undefined {
-    return this.current.get(id);
-  }
-
+  /** How many hooks are served now. */
   get size(): number {
     return this.current.size;
-  }
-
-  all(): Hook[] {
-    return [...this.current.values()];
   }
 
   /**
@@ -93,17 +86,15 @@ export class HookRegistry {
 
   /** -hotreload: watch the folder of every hooks file (and of the file a symlink points to). */
   watch(): void {
-    for (const f of this.files) {
-      this.log.print(`setting up file watcher for ${f.path}`);
-      this.watchFolders(f);
-    }
+    for (const f of this.files) this.log.print(`setting up file watcher for ${f.path}`);
+    this.syncWatchers();
   }
 
   close(): void {
     for (const w of this.watchers.values()) w.close();
     this.watchers.clear();
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
+    for (const t of this.pending.values()) clearTimeout(t);
+    this.pending.clear();
   }
 
   private read(f: FileState): Hook[] {
@@ -120,14 +111,26 @@ export class HookRegistry {
     this.onChange(next);
   }
 
-  private watchFolders(f: FileState): void {
-    const folders = new Set([dirname(resolve(f.path))]);
-    try {
-      folders.add(dirname(realpathSync(f.path)));
-    } catch {
-      // Not there (yet): its own folder is enough to see it appear.
+  /**
+   * Watches the folder of every hooks file and of the file each symlink resolves to (a ConfigMap's
+   * current ..data folder), and stops watching folders no longer needed.
+   */
+  private syncWatchers(): void {
+    const wanted = new Set<string>();
+    for (const f of this.files) {
+      wanted.add(dirname(resolve(f.path)));
+      try {
+        wanted.add(dirname(realpathSync(f.path)));
+      } catch {
+        // Not there (yet): its own folder is enough to see it appear.
+      }
     }
-    for (const folder of folders) {
+    for (const [folder, w] of this.watchers) {
+      if (wanted.has(folder)) continue;
+      w.close();
+      this.watchers.delete(folder);
+    }
+    for (const folder of wanted) {
       if (this.watchers.has(folder)) continue;
       try {
         const w = watch(folder, { persistent: false }, () => this.changed(folder));
@@ -139,8 +142,6 @@ export class HookRegistry {
     }
   }
 
-  private readonly pending = new Map<string, NodeJS.Timeout>();
-
   /**
    * Something changed in a watched folder: check the files a moment later. Events during that
    * moment are covered by the same check; one after it schedules another, so the last change is
@@ -149,11 +150,10 @@ export class HookRegistry {
   private changed(folder: string): void {
     if (this.pending.has(folder)) return;
     const timer = setTimeout(() => {
-      this.timers.delete(timer);
       this.pending.delete(folder);
       for (const f of this.files) this.check(f);
+      this.syncWatchers();
     }, SETTLE_MS);
-    this.timers.add(timer);
     this.pending.set(folder, timer);
   }
 
@@ -173,8 +173,6 @@ export class HookRegistry {
     if (!wasPresent) this.log.print(`hooks file ${f.path} created`);
     else if (inode(f.path) !== f.ino) this.log.print(`hooks file ${f.path} overwritten`);
     this.reload(f, !wasPresent);
-    // A symlink may now point into a new folder (a ConfigMap's new ..data): watch that one too.
-    this.watchFolders(f);
   }
 
   private reload(f: FileState, force: boolean): void {
