@@ -2,7 +2,8 @@
 // Start-up order, messages and exit codes follow the reference's webhook.go; a hooks file that
 // cannot be loaded stops the start unless -nopanic. SIGUSR1/SIGHUP reload the hooks; SIGTERM and
 // SIGINT shut down gracefully (running commands get -shutdown-timeout to finish).
-import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, writeSync } from "node:fs";
+import { dirname } from "node:path";
 import type { Server } from "node:net";
 import type { TlsOptions } from "node:tls";
 import { secretsOf } from "./config.js";
@@ -36,9 +37,22 @@ function fatal(message: string): never {
   process.exit(1);
 }
 
+/** Go's bind errors, as syscall.Errno prints them. */
+const BIND_ERRORS: Record<string, string> = {
+  EADDRINUSE: "address already in use",
+  EACCES: "permission denied",
+  ENOENT: "no such file or directory",
+  EADDRNOTAVAIL: "cannot assign requested address",
+};
+
+/** The reference's message for a failed listen: "error listening on port: listen tcp 1.2.3.4:80: bind: …". */
 function listenError(opts: Options, err: NodeJS.ErrnoException): string {
-  const reason = err.code === "EADDRINUSE" ? "bind: address already in use" : err.code === "EACCES" ? "bind: permission denied" : err.message;
-  return opts.socket !== "" ? `error listening on socket: listen unix ${opts.socket}: ${reason}` : `error listening on port: listen tcp ${opts.ip}:${opts.port}: ${reason}`;
+  // Node reports a Unix socket in a missing folder as EACCES; the real reason is the folder.
+  const code = opts.socket !== "" && !existsSync(dirname(opts.socket)) ? "ENOENT" : err.code;
+  const known = code ? BIND_ERRORS[code] : undefined;
+  const reason = known ? `bind: ${known}` : err.message;
+  const where = opts.socket !== "" ? `unix ${opts.socket}` : `tcp ${opts.ip}:${opts.port}`;
+  return `error listening on port: listen ${where}: ${reason}`;
 }
 
 /** -logfile: lines are appended to the file, written before the call returns. */

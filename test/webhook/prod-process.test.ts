@@ -66,7 +66,7 @@ describe("-socket", () => {
     const hooks = await hooksFile("socket2.json", [shHook("hi", "true")]);
     const r = await run(bin("webhook"), ["-socket", join(dir, "no", "such", "x.sock"), "-hooks", hooks]);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /error listening on socket: listen unix .*x\.sock/);
+    assert.match(r.stderr, /error listening on port: listen unix .*x\.sock: bind: no such file or directory/);
   });
 });
 
@@ -234,6 +234,21 @@ describe("graceful shutdown", () => {
     assert.equal(r.status, 200);
     assert.equal(r.text, "finished\n");
     assert.equal(await w.proc.exited, 0);
+  });
+
+  test("a command started by an already-answered request (no output capture) also gets to finish", async () => {
+    const done = join(dir, "background-done.txt");
+    const hooks = await hooksFile("background.json", [
+      shHook("bg", `sleep 1; echo done > ${done}`, { "include-command-output-in-response": false, "response-message": "started" }),
+    ]);
+    const port = await freePort();
+    const w = await startWebhook(["-verbose", "-ip", "127.0.0.1", "-port", String(port), "-hooks", hooks]);
+    const r = await send(`http://127.0.0.1:${port}/hooks/bg`, { method: "GET" });
+    assert.equal(r.text, "started");
+    await w.proc.waitFor(/executing \/bin\/sh/, 10_000);
+    w.proc.child.kill("SIGTERM");
+    assert.equal(await w.proc.exited, 0);
+    assert.equal(await readFile(done, "utf8"), "done\n");
   });
 
   test("after -shutdown-timeout the command's whole process group is killed; exit 0", async () => {
