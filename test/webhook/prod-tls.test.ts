@@ -82,6 +82,19 @@ describe("-tls-min-version 1.3", () => {
   });
 });
 
+describe("-tls-min-version 1.0", () => {
+  let w: Webhook;
+  let base = "";
+  before(async () => ({ w, base } = await secureServer(["-tls-min-version", "1.0"])));
+  after(() => w?.stop());
+
+  test("an old TLS 1.1 client is served", async () => {
+    const r = await httpsSend(base + "/", { ca, method: "GET", minVersion: "TLSv1", maxVersion: "TLSv1.1", ciphers: "DEFAULT:@SECLEVEL=0" });
+    assert.equal(r.status, 200);
+    assert.equal(r.tls?.version, "TLSv1.1");
+  });
+});
+
 describe("-cipher-suites", () => {
   let w: Webhook;
   let base = "";
