@@ -76,9 +76,9 @@ function loadHooks(registry: HookRegistry, opts: Options, log: Log): void {
     process.exit(1);
   }
   if (!opts.verbose && !opts.nopanic && registry.size === 0) {
-    process.stdout.write(
-      prefix() +
-        "couldn't load any hooks from file!\naborting webhook execution since the -verbose flag is set to false.\nIf, for some reason, you want webhook to start without the hooks, either use -verbose flag, or -nopanic\n",
+    // The reference writes this one to stdout, even with a -logfile.
+    new Log(true, (s) => void process.stdout.write(s), opts.logFormat).always(
+      "couldn't load any hooks from file!\naborting webhook execution since the -verbose flag is set to false.\nIf, for some reason, you want webhook to start without the hooks, either use -verbose flag, or -nopanic",
     );
     process.exit(1);
   }
