@@ -97,6 +97,30 @@ describe("-hotreload", () => {
     await writeFile(file, json([hook("a", "a-v4")]));
     await eventually(async () => (await answer(s.base, "a")) === "a-v4", 10_000);
   });
+
+  test("a request in flight during a reload is answered wholly by the set it started with", async () => {
+    const slow = (label: string): unknown => ({
+      id: "slow",
+      "execute-command": "/bin/sh",
+      "include-command-output-in-response": true,
+      "response-headers": [{ name: "X-Set", value: label }],
+      "pass-arguments-to-command": [
+        { source: "string", name: "-c" },
+        { source: "string", name: `sleep 1; echo ${label}` },
+      ],
+    });
+    await writeFile(file, json([slow("v1")]));
+    await eventually(async () => (await send(`${s.base}/slow`, { method: "GET" })).text === "v1\n", 10_000);
+    const inFlight = send(`${s.base}/slow`, { method: "GET" });
+    await new Promise((r) => setTimeout(r, 200));
+    await writeFile(file, json([slow("v2")]));
+    const first = await inFlight;
+    assert.equal(first.text, "v1\n");
+    assert.equal(first.headers["x-set"], "v1");
+    const next = await send(`${s.base}/slow`, { method: "GET" });
+    assert.equal(next.text, "v2\n");
+    assert.equal(next.headers["x-set"], "v2");
+  });
 });
 
 describe("-hotreload with a ConfigMap-style symlink swap", () => {
