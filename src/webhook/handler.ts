@@ -128,6 +128,74 @@ function goQuote(s: string): string {
   return JSON.stringify(s);
 }
 
+type BodyKind = "json" | "form" | "xml" | "multipart" | "other";
+
+/**
+ * The request as rules and commands read it. Headers, query and payload are each decoded on
+ * first use: many hooks read none of them (getters on the class, not per-request closures).
+ */
+class LazyRequest implements HookRequest {
+  readonly id: string;
+  readonly method: string;
+  readonly remoteAddr: string;
+  /** The reference does not keep the body of a multipart request. */
+  readonly rawBody: Buffer;
+  private parsedHeaders: Record<string, unknown> | undefined;
+  private parsedQuery: Record<string, unknown> | undefined;
+  private parsedPayload: Payload;
+  private payloadRead: boolean;
+
+  constructor(
+    private readonly m: Matched,
+    readonly contentType: string,
+    private readonly kind: BodyKind,
+    body: Buffer,
+    readonly allowSignatureErrors: boolean,
+    private readonly log: Log,
+  ) {
+    this.id = m.rid;
+    this.method = m.head.method;
+    this.remoteAddr = m.head.remoteAddr;
+    this.rawBody = kind === "multipart" ? EMPTY : body;
+    this.payloadRead = kind === "multipart";
+  }
+
+  get headers(): Record<string, unknown> {
+    return (this.parsedHeaders ??= parseHeaders(this.m.head.rawHeaders));
+  }
+
+  get query(): Record<string, unknown> {
+    return (this.parsedQuery ??= parseQuery(this.m.query).values);
+  }
+
+  get payload(): Payload {
+    if (!this.payloadRead) {
+      this.payloadRead = true;
+      this.parsedPayload = this.readPayload();
+    }
+    return this.parsedPayload;
+  }
+
+  set payload(v: Payload) {
+    this.payloadRead = true;
+    this.parsedPayload = v;
+  }
+
+  private readPayload(): Payload {
+    try {
+      if (this.kind === "json") return parseJsonPayload(this.rawBody);
+      if (this.kind === "form") return parseFormPayload(this.rawBody);
+      if (this.kind === "xml") return parseXmlPayload(this.rawBody);
+      if (this.log.enabled) this.log.print(`[${this.id}] error parsing body payload due to unsupported content type header: ${this.contentType}`);
+    } catch (e) {
+      this.log.print(`[${this.id}] ${(e as Error).message}`);
+    }
+    return undefined;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
 export class HookServer {
   private readonly prefix: string;
   private readonly allowedMethods: string[];
@@ -225,7 +293,7 @@ export class HookServer {
 
     let contentType = rawHeader(m.head.rawHeaders, "content-type") ?? "";
     if (hook["incoming-payload-content-type"]) contentType = hook["incoming-payload-content-type"];
-    const kind = contentType.includes("json")
+    const kind: BodyKind = contentType.includes("json")
       ? "json"
       : contentType.includes("x-www-form-urlencoded")
         ? "form"
@@ -235,49 +303,7 @@ export class HookServer {
             ? "multipart"
             : "other";
 
-    // Headers, query and payload are each decoded on first use: many hooks read none of them.
-    let headers: Record<string, unknown> | undefined;
-    let query: Record<string, unknown> | undefined;
-    let payload: Payload;
-    let payloadRead = kind === "multipart";
-    const rawBody = kind === "multipart" ? Buffer.alloc(0) : body; // the reference does not keep a multipart body
-    const readPayload = (): Payload => {
-      try {
-        if (kind === "json") return parseJsonPayload(rawBody);
-        if (kind === "form") return parseFormPayload(rawBody);
-        if (kind === "xml") return parseXmlPayload(rawBody);
-        if (log.enabled) log.print(`[${rid}] error parsing body payload due to unsupported content type header: ${contentType}`);
-      } catch (e) {
-        log.print(`[${rid}] ${(e as Error).message}`);
-      }
-      return undefined;
-    };
-    const rawHeaders = m.head.rawHeaders;
-    const req: HookRequest = {
-      id: rid,
-      method: m.head.method,
-      remoteAddr: m.head.remoteAddr,
-      contentType,
-      get headers() {
-        return (headers ??= parseHeaders(rawHeaders));
-      },
-      get query() {
-        return (query ??= parseQuery(m.query).values);
-      },
-      rawBody,
-      get payload() {
-        if (!payloadRead) {
-          payloadRead = true;
-          payload = readPayload();
-        }
-        return payload;
-      },
-      set payload(v: Payload) {
-        payloadRead = true;
-        payload = v;
-      },
-      allowSignatureErrors: hook["trigger-signature-soft-failures"] === true,
-    };
+    const req = new LazyRequest(m, contentType, kind, body, hook["trigger-signature-soft-failures"] === true, log);
 
     if (kind === "multipart") {
       const jsonFields = new Set(
