@@ -2,7 +2,7 @@
 // Start-up order, messages and exit codes follow the reference's webhook.go; a hooks file that
 // cannot be loaded stops the start unless -nopanic. SIGUSR1/SIGHUP reload the hooks; SIGTERM and
 // SIGINT shut down gracefully (running commands get -shutdown-timeout to finish).
-import { closeSync, existsSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Server } from "node:net";
 import type { TlsOptions } from "node:tls";
@@ -143,6 +143,9 @@ async function main(): Promise<void> {
   }
   try {
     await listenOn(server, opts.socket !== "" ? { socket: opts.socket } : { ip: opts.ip, port: opts.port });
+    // A start that fails from here on must not leave the socket file behind (close() removes it
+    // on a normal shutdown).
+    if (opts.socket !== "") process.once("exit", () => rmSync(opts.socket, { force: true }));
   } catch (e) {
     problems.push(listenError(opts, e as NodeJS.ErrnoException));
   }

@@ -62,6 +62,16 @@ describe("-socket", () => {
     assert.equal(existsSync(sock), false, "socket file left behind");
   });
 
+  test("a start that fails after binding (a broken hooks file) leaves no socket file", async () => {
+    const broken = join(dir, "broken-for-socket.json");
+    await writeFile(broken, '[{"id": ');
+    const sock = join(dir, "failed.sock");
+    const r = await run(bin("webhook"), ["-socket", sock, "-hooks", broken]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /couldn't load hooks from file!/);
+    assert.equal(existsSync(sock), false);
+  });
+
   test("a socket path in a missing folder stops the start with the reason", async () => {
     const hooks = await hooksFile("socket2.json", [shHook("hi", "true")]);
     const r = await run(bin("webhook"), ["-socket", join(dir, "no", "such", "x.sock"), "-hooks", hooks]);
