@@ -62,11 +62,50 @@ function failed(startError: string): RunningCommand {
   return { pid: undefined, kill: () => undefined, done: Promise.resolve({ exitCode: null, signal: null, startError }) };
 }
 
+// Go's texts for the errors a start can fail with (libuv's table lacks some, e.g. ENOEXEC).
+const errnoText: Record<string, string> = {
+  ENOENT: "no such file or directory",
+  ENOEXEC: "exec format error",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  ENOTDIR: "not a directory",
+  EISDIR: "is a directory",
+  E2BIG: "argument list too long",
+  ETXTBSY: "text file busy",
+  ELOOP: "too many levels of symbolic links",
+  ENAMETOOLONG: "file name too long",
+  ENOMEM: "cannot allocate memory",
+  EAGAIN: "resource temporarily unavailable",
+  EMFILE: "too many open files",
+  EINVAL: "invalid argument",
+};
+const errnoName = new Map<number, string>(Object.entries(constants.errno).map(([name, n]) => [n, name]));
+
 /** Go's text for a failed start: the cwd when it is missing, else the errno's message. */
 function startErrorText(spec: SpawnSpec, errno: number): string {
-  const [code, message] = getSystemErrorMap().get(-errno) ?? [`errno ${errno}`, `errno ${errno}`];
+  const code = errnoName.get(errno) ?? "";
   if (code === "ENOENT" && spec.cwd && !existsSync(spec.cwd)) return `chdir ${spec.cwd}: no such file or directory`;
+  const message = errnoText[code] ?? getSystemErrorMap().get(-errno)?.[1] ?? `errno ${errno}`;
   return `fork/exec ${spec.path}: ${message}`;
+}
+
+/**
+ * Whether the kernel can execute the file itself (a script with "#!" or an ELF binary). libuv's
+ * execvp would run any other file through /bin/sh; Go, and the helper's posix_spawn, fail with
+ * ENOEXEC instead.
+ */
+function executableFormat(path: string): boolean {
+  const head = Buffer.alloc(4);
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, "r");
+    const n = readSync(fd, head, 0, 4, 0);
+    return (n >= 2 && head[0] === 0x23 && head[1] === 0x21) || (n === 4 && head.readUInt32BE(0) === 0x7f454c46);
+  } catch {
+    return true; // let the start itself report what is wrong
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 const signalNames = new Map<number, NodeJS.Signals>(
@@ -223,6 +262,7 @@ function pool(): HelperPool | null {
 const outputDir = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
 
 function startWithChildProcess(spec: SpawnSpec, onOutput: OutputSink | undefined): RunningCommand {
+  if (!executableFormat(spec.path)) return failed(startErrorText(spec, constants.errno.ENOEXEC));
   let fd: number | undefined;
   let child: ChildProcess;
   try {
