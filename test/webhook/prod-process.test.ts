@@ -252,13 +252,16 @@ describe("graceful shutdown", () => {
       shHook("bg", `sleep 1; echo done > ${done}`, { "include-command-output-in-response": false, "response-message": "started" }),
     ]);
     const port = await freePort();
-    const w = await startWebhook(["-verbose", "-ip", "127.0.0.1", "-port", String(port), "-hooks", hooks]);
+    const w = await startWebhook(["-verbose", "-shutdown-timeout", "10s", "-ip", "127.0.0.1", "-port", String(port), "-hooks", hooks]);
     const r = await send(`http://127.0.0.1:${port}/hooks/bg`, { method: "GET" });
     assert.equal(r.text, "started");
     await w.proc.waitFor(/executing \/bin\/sh/, 10_000);
     w.proc.child.kill("SIGTERM");
     assert.equal(await w.proc.exited, 0);
     assert.equal(await readFile(done, "utf8"), "done\n");
+    assert.match(w.logs(), /waiting up to 10s for 1 running command\(s\) to finish: bg/);
+    // It finished by itself: nothing was left to kill at the end of the grace period.
+    assert.doesNotMatch(w.logs(), /killed \d+ command\(s\)/);
   });
 
   test("after -shutdown-timeout the command's whole process group is killed; exit 0", async () => {
