@@ -38,9 +38,12 @@ export interface ParsedQuery {
   error?: string;
 }
 
-/** Go's url.ParseQuery, keeping the first value of each key. */
+/**
+ * Go's url.ParseQuery, keeping the first value of each key. A plain object (a null-prototype one
+ * is a slow dictionary, ~1.4 µs to fill); readers look keys up as own properties only.
+ */
 export function parseQuery(q: string): ParsedQuery {
-  const values: Record<string, string> = Object.create(null) as Record<string, string>;
+  const values: Record<string, string> = {};
   let error: string | undefined;
   for (const pair of q.split("&")) {
     if (pair === "") continue;
@@ -55,7 +58,10 @@ export function parseQuery(q: string): ParsedQuery {
       error ??= `invalid URL escape ${JSON.stringify(pair)}`;
       continue;
     }
-    if (!(k in values)) values[k] = v;
+    if (Object.hasOwn(values, k)) continue;
+    // "__proto__" would set the prototype instead of a key.
+    if (k === "__proto__") Object.defineProperty(values, k, { value: v, enumerable: true, writable: true, configurable: true });
+    else values[k] = v;
   }
   return error === undefined ? { values } : { values, error };
 }
