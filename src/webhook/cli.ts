@@ -37,19 +37,26 @@ function fatal(message: string): never {
   process.exit(1);
 }
 
-/** Go's bind errors, as syscall.Errno prints them. */
-const BIND_ERRORS: Record<string, string> = {
+/** System errors as Go's syscall.Errno prints them. */
+const ERRNO_TEXT: Record<string, string> = {
   EADDRINUSE: "address already in use",
   EACCES: "permission denied",
   ENOENT: "no such file or directory",
   EADDRNOTAVAIL: "cannot assign requested address",
+  EISDIR: "is a directory",
+  EROFS: "read-only file system",
+  EPERM: "operation not permitted",
 };
+
+function errnoText(err: NodeJS.ErrnoException): string {
+  return (err.code && ERRNO_TEXT[err.code]) || err.message;
+}
 
 /** The reference's message for a failed listen: "error listening on port: listen tcp 1.2.3.4:80: bind: …". */
 function listenError(opts: Options, err: NodeJS.ErrnoException): string {
   // Node reports a Unix socket in a missing folder as EACCES; the real reason is the folder.
   const code = opts.socket !== "" && !existsSync(dirname(opts.socket)) ? "ENOENT" : err.code;
-  const known = code ? BIND_ERRORS[code] : undefined;
+  const known = code ? ERRNO_TEXT[code] : undefined;
   const reason = known ? `bind: ${known}` : err.message;
   const where = opts.socket !== "" ? `unix ${opts.socket}` : `tcp ${opts.ip}:${opts.port}`;
   return `error listening on port: listen ${where}: ${reason}`;
@@ -153,14 +160,14 @@ async function main(): Promise<void> {
     try {
       dropPrivileges(opts.setuid, opts.setgid);
     } catch (e) {
-      problems.push(`error dropping privileges: ${(e as Error).message}`);
+      problems.push(`error dropping privileges: ${errnoText(e as NodeJS.ErrnoException)}`);
     }
   }
   if (opts.logfile !== "") {
     try {
       log.redirect(openLogFile(opts.logfile));
     } catch (e) {
-      problems.push(`error opening log file ${JSON.stringify(opts.logfile)}: ${(e as Error).message}`);
+      problems.push(`error opening log file ${JSON.stringify(opts.logfile)}: open ${opts.logfile}: ${errnoText(e as NodeJS.ErrnoException)}`);
     }
   }
   if (problems.length > 0) {

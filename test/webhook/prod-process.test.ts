@@ -145,7 +145,7 @@ describe("-logfile", () => {
     const hooks = await hooksFile("logfile2.json", [shHook("l", "true")]);
     const r = await run(bin("webhook"), ["-logfile", join(dir, "missing", "x.log"), "-port", String(await freePort()), "-ip", "127.0.0.1", "-hooks", hooks]);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /error opening log file ".*x\.log": ENOENT/);
+    assert.match(r.stderr, /error opening log file ".*x\.log": open .*x\.log: no such file or directory\n/);
   });
 });
 
