@@ -198,6 +198,8 @@ describe("-setuid and -setgid", () => {
       const status = await readFile(`/proc/${w.proc.child.pid}/status`, "utf8");
       assert.match(status, /^Uid:\s+65534\s+65534\s+65534\s+65534$/m);
       assert.match(status, /^Gid:\s+65534\s+65534\s+65534\s+65534$/m);
+      // None of root's supplementary groups are kept.
+      assert.match(status, /^Groups:\s+65534\s*$/m);
     } finally {
       await w.stop();
     }
