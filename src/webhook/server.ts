@@ -104,11 +104,14 @@ function isStream(body: HookResponse["body"]): body is AsyncIterable<Buffer> {
   return typeof body !== "string" && !Buffer.isBuffer(body);
 }
 
+// The transport alone frames the message: these headers from a hooks file would desynchronise it.
+const FRAMING = new Set(["content-length", "transfer-encoding", "connection"]);
+
 /** The status line and headers. Like Go, a header with an invalid name is left out and CR/LF in a value become spaces. */
 function encodeHead(res: HookResponse, framing: string, noBody: boolean): string {
   let head = `HTTP/1.1 ${res.status} ${STATUS_TEXT[res.status] ?? `status code ${res.status}`}\r\n`;
   for (const [name, value] of res.headers) {
-    if (!TOKEN.test(name) || (noBody && name === "Content-Type")) continue;
+    if (!TOKEN.test(name) || (noBody && name === "Content-Type") || FRAMING.has(name.toLowerCase())) continue;
     head += `${name}: ${value.includes("\r") || value.includes("\n") ? value.replace(/[\r\n]/g, " ") : value}\r\n`;
   }
   return head + date() + framing + "\r\n";
@@ -496,6 +499,8 @@ class Connection {
 
   private write(res: HookResponse): void {
     if (this.closed) return;
+    // The hook logic asks for the connection to close with "Connection: close" (after a bad request).
+    for (const [name, value] of res.headers) if (name === "Connection" && value === "close") this.keepAlive = false;
     if (isStream(res.body)) {
       void this.stream(res, res.body);
       return;

@@ -39,6 +39,16 @@ before(async () => {
       ],
     },
     {
+      id: "framing",
+      "execute-command": "/bin/true",
+      "response-message": "hi",
+      "response-headers": [
+        { name: "Content-Length", value: "0" },
+        { name: "Transfer-Encoding", value: "chunked" },
+        { name: "X-Kept", value: "1" },
+      ],
+    },
+    {
       id: "slow",
       "execute-command": "/bin/sh",
       "include-command-output-in-response": true,
@@ -152,6 +162,21 @@ describe("framing that must work", { concurrency: true }, () => {
     assert.deepEqual(statuses(raw), [200, 200, 200, 404], raw);
     const bodies = raw.split(/HTTP\/1\.1 \d{3} [^\r]*\r\n(?:[^\r]+\r\n)*\r\n/).slice(1);
     assert.deepEqual(bodies, ["OK", "slow\n", "abc", "Hook not found."]);
+  });
+
+  test("framing headers from a hooks file cannot desynchronise the connection", async () => {
+    const raw = await rawExchange(s.port, "GET /hooks/framing HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert.deepEqual(statuses(raw), [200, 200], raw);
+    const first = raw.slice(0, raw.indexOf("HTTP/1.1", 1));
+    assert.match(first, /X-Kept: 1\r\n/);
+    assert.doesNotMatch(first, /Transfer-Encoding/i);
+    assert.equal(first.match(/Content-Length/g)?.length, 1, first);
+    assert.ok(first.endsWith("\r\n\r\nhi"), first);
+  });
+
+  test("a malformed path escape: 400 and the connection closes", async () => {
+    const raw = await rawExchange(s.port, "GET /hooks/%zz HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert.deepEqual(statuses(raw), [400], raw);
   });
 
   test("keep-alive: HTTP/1.1 keeps the connection, HTTP/1.0 closes it unless asked", async () => {
