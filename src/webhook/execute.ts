@@ -3,7 +3,7 @@
 // commands that are running.
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
-import { startCommand, type RunningCommand } from "./spawn.js";
+import { startCommand, type OutputSink, type RunningCommand } from "./spawn.js";
 
 export interface CommandSpec {
   /** Absolute path of the executable. */
@@ -78,12 +78,17 @@ export function runningCommands(): RunningEntry[] {
 }
 
 /** Starts the command and resolves when it has exited and its output is read. Never rejects. */
-export async function runCommand(spec: CommandSpec, owner: { hook: string; rid: string }): Promise<CommandResult> {
+export async function runCommand(spec: CommandSpec, owner: { hook: string; rid: string }, onOutput?: OutputSink): Promise<CommandResult> {
   const chunks: Buffer[] = [];
-  const command = startCommand(
-    { path: spec.path, argv: spec.argv, env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) },
-    spec.captureOutput ? (c) => chunks.push(c) : undefined,
-  );
+  const sink: OutputSink | undefined = onOutput
+    ? (c) => {
+        chunks.push(c);
+        onOutput(c);
+      }
+    : spec.captureOutput
+      ? (c) => chunks.push(c)
+      : undefined;
+  const command = startCommand({ path: spec.path, argv: spec.argv, env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }, sink);
   const entry: RunningEntry = { ...owner, command };
   running.add(entry);
   const status = await command.done;

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hook, HookRequest } from "./hook.js";
 import { commandLookupPath, lookPath, runCommand, runningCommands, type CommandSpec } from "./execute.js";
+import type { OutputSink } from "./spawn.js";
 import { goDuration, iBytes, type Log } from "./log.js";
 import { parseJson, isObject } from "./json.js";
 import {
@@ -196,6 +197,35 @@ class LazyRequest implements HookRequest {
 
 const EMPTY = Buffer.alloc(0);
 
+/** A command's output as an async iterable for the transport: chunks are queued until read. */
+class OutputStream implements AsyncIterable<Buffer> {
+  private readonly queued: Buffer[] = [];
+  private ended = false;
+  private wake: (() => void) | undefined;
+
+  push(chunk: Buffer): void {
+    this.queued.push(chunk);
+    this.wake?.();
+  }
+
+  end(): void {
+    this.ended = true;
+    this.wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Buffer> {
+    for (;;) {
+      if (this.queued.length > 0) {
+        yield this.queued.length === 1 ? this.queued.pop()! : Buffer.concat(this.queued.splice(0));
+        continue;
+      }
+      if (this.ended) return;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+      this.wake = undefined;
+    }
+  }
+}
+
 export class HookServer {
   private readonly prefix: string;
   private readonly allowedMethods: string[];
@@ -354,6 +384,7 @@ export class HookServer {
     log.print(`[${rid}] ${hook.id} hook triggered successfully`);
     for (const h of hook["response-headers"] ?? []) out.set(h.name, h.value);
 
+    if (hook["stream-command-output"]) return this.stream(m, req, out);
     if (hook["include-command-output-in-response"]) {
       return this.execute(hook, req).then((result) => {
         if (result.error !== undefined) {
@@ -366,6 +397,41 @@ export class HookServer {
     }
     this.execute(hook, req).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`));
     return respond(this.statusFor(m, hook["success-http-response-code"]), out, hook["response-message"] ?? "");
+  }
+
+  /**
+   * stream-command-output: the answer starts with the command's first output (status 200) and
+   * carries the rest as it is produced; a failure is told in a last line. A command that fails
+   * before any output is answered like a captured one (500).
+   */
+  private stream(m: Matched, req: HookRequest, out: Headers): Promise<HookResponse> {
+    const hook = m.hook;
+    const body = new OutputStream();
+    return new Promise<HookResponse>((resolve) => {
+      let started = false;
+      const start = (): void => {
+        if (started) return;
+        started = true;
+        if (!out.has("Content-Type")) out.set("Content-Type", "text/plain; charset=utf-8");
+        resolve({ status: this.statusFor(m, hook["success-http-response-code"]), headers: out.list(), body });
+      };
+      this.execute(hook, req, (chunk) => {
+        body.push(chunk);
+        start();
+      }).then((result) => {
+        if (!started && result.error !== undefined) {
+          out.set("Content-Type", "text/plain; charset=utf-8");
+          resolve(respond(500, out, MSG.commandError));
+          return;
+        }
+        if (result.error !== undefined) {
+          const newline = result.output.length > 0 && result.output[result.output.length - 1] !== 0x0a ? "\n" : "";
+          body.push(Buffer.from(`${newline}the command failed: ${result.error}\n`));
+        }
+        start();
+        body.end();
+      });
+    });
   }
 
   /** A configured status code, or 200 (logged) when Go's net/http would not know it. */
@@ -402,7 +468,7 @@ export class HookServer {
   }
 
   /** Runs the hook's command (the reference's handleHook); resolves with its output and error. */
-  private async execute(hook: Hook, req: HookRequest): Promise<{ output: Buffer; error?: string }> {
+  private async execute(hook: Hook, req: HookRequest, onOutput?: OutputSink): Promise<{ output: Buffer; error?: string }> {
     const log = this.log;
     const rid = req.id;
     const command = hook["execute-command"];
@@ -478,7 +544,7 @@ export class HookServer {
       captureOutput: hook["include-command-output-in-response"] === true || log.enabled,
       ...(cwd ? { cwd } : {}),
     };
-    const result = await runCommand(spec, { hook: hook.id, rid });
+    const result = await runCommand(spec, { hook: hook.id, rid }, onOutput);
     if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`);
     if (result.error !== undefined) log.print(`[${rid}] error occurred: ${result.error}`);
     for (const f of files) {

@@ -6,6 +6,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { chmod, readFile, writeFile } from "node:fs/promises";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { eventually, removeDir, repoRoot, tempDir } from "../helpers.js";
 import { send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
@@ -64,6 +65,11 @@ for (const mode of ["helper", "child_process"] as const) {
           "pass-arguments-to-command": [{ source: "payload", name: "a" }],
         },
         sh("group", `sleep 60 & echo $! > ${join(dir, "grandchild")}; wait`),
+        sh(
+          "stream",
+          `echo first; n=0; while [ ! -e ${join(dir, "gate")} ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done; echo second >&2; exit 3`,
+          { "stream-command-output": true },
+        ),
       ]);
       s = await startServer(["-hooks", hooks, "-verbose", "-shutdown-timeout", "1s"], { env });
     });
@@ -118,6 +124,32 @@ for (const mode of ["helper", "child_process"] as const) {
         assert.equal(r.text.length, 300_006);
       });
     }
+
+    test("stream-command-output: the first line arrives while the command still runs; a failure ends the stream with a last line", async () => {
+      const sock = connect(s.port, "127.0.0.1");
+      let got = "";
+      sock.on("data", (d: Buffer) => (got += d.toString("latin1")));
+      await new Promise((r) => sock.once("connect", r));
+      sock.write("GET /hooks/stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      // The command waits for the gate, which is opened only once its first line has arrived.
+      await eventually(() => got.includes("first\n"), 10_000);
+      assert.match(got, /^HTTP\/1\.1 200 OK\r\n/);
+      assert.match(got, /Transfer-Encoding: chunked\r\n/);
+      assert.doesNotMatch(got, /second/);
+      await writeFile(join(dir, "gate"), "");
+      await new Promise((r) => sock.once("close", r));
+      assert.ok(got.endsWith("\r\n0\r\n\r\n"), JSON.stringify(got.slice(-20)));
+      let chunked = got.slice(got.indexOf("\r\n\r\n") + 4);
+      let body = "";
+      for (;;) {
+        const eol = chunked.indexOf("\r\n");
+        const size = parseInt(chunked.slice(0, eol), 16);
+        if (size === 0) break;
+        body += chunked.slice(eol + 2, eol + 2 + size);
+        chunked = chunked.slice(eol + 2 + size + 2);
+      }
+      assert.equal(body, "first\nsecond\nthe command failed: exit status 3\n");
+    });
 
     test("shutdown kills a running command's whole process group after -shutdown-timeout", async () => {
       const answer = send(`${s.base}/hooks/group`, { timeoutMs: 20_000 }).catch(() => undefined);
