@@ -46,11 +46,6 @@ export type OutputSink = (chunk: Buffer) => void;
 
 const helperFile = fileURLToPath(new URL("../../native/spawn-helper", import.meta.url));
 
-/** Which way commands start: "helper" or "spawn" (decided once, on first use). */
-export function spawnMethod(): "helper" | "spawn" {
-  return pool() ? "helper" : "spawn";
-}
-
 export function startCommand(spec: SpawnSpec, onOutput?: OutputSink): RunningCommand {
   const invalid = [spec.path, spec.cwd ?? "", ...spec.argv, ...Object.entries(spec.env).flat()].some((s) => s.includes("\0"));
   if (invalid) return failed(`fork/exec ${spec.path}: invalid argument`);
@@ -142,6 +137,8 @@ class Helper {
   private nextId = 1;
   private pending: Buffer = Buffer.alloc(0);
   alive = true;
+  /** Commands this helper saw through to the end (0 at its death: it is probably broken). */
+  finished = 0;
 
   constructor() {
     this.child = spawn(helperFile, [], { stdio: ["pipe", "pipe", "inherit"] });
@@ -210,6 +207,7 @@ class Helper {
       } else if (type === 0x58 /* X */) {
         const st = buf.readInt32LE(payload);
         this.jobs.delete(id);
+        this.finished++;
         job.finish(st >= 0 ? { exitCode: st, signal: null } : { exitCode: null, signal: signalNames.get(-st) ?? "SIGKILL" });
       } else if (type === 0x46 /* F */) {
         this.jobs.delete(id);
@@ -232,11 +230,28 @@ class Helper {
 
 const HELPERS = 2; // two helpers measured 1.3x the commands/s of one on 2 cores
 
+const GIVE_UP_AFTER = 3; // helpers in a row that died without finishing a command
+
 class HelperPool {
   private readonly helpers: Helper[] = [];
+  private failures = 0;
+
+  /** False once helpers keep dying before they finish anything: then child_process takes over. */
+  get usable(): boolean {
+    return this.failures < GIVE_UP_AFTER;
+  }
 
   start(spec: SpawnSpec, onOutput: OutputSink | undefined): RunningCommand {
-    for (let i = 0; i < this.helpers.length; i++) if (!this.helpers[i]!.alive) this.helpers[i] = new Helper();
+    for (let i = 0; i < this.helpers.length; i++) {
+      const h = this.helpers[i]!;
+      if (h.alive) continue;
+      this.failures = h.finished === 0 ? this.failures + 1 : 0;
+      if (!this.usable) {
+        process.stderr.write("webhook: the spawn helper keeps exiting; commands now start through child_process.spawn\n");
+        return startWithChildProcess(spec, onOutput);
+      }
+      this.helpers[i] = new Helper();
+    }
     if (this.helpers.length < HELPERS) this.helpers.push(new Helper());
     let best = this.helpers[0]!;
     for (const h of this.helpers) if (h.jobs.size < best.jobs.size) best = h;
@@ -251,6 +266,7 @@ function pool(): HelperPool | null {
     const off = process.env["WEBHOOK_SPAWN_HELPER"] === "off";
     helperPool = !off && existsSync(helperFile) ? new HelperPool() : null;
   }
+  if (helperPool && !helperPool.usable) helperPool = null;
   return helperPool;
 }
 
