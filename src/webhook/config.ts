@@ -66,6 +66,7 @@ const HOOK_FIELDS: Record<string, { check: Check; type: string }> = {
   },
   "include-command-output-in-response": { check: isBool, type: "true or false" },
   "include-command-output-in-response-on-error": { check: isBool, type: "true or false" },
+  "stream-command-output": { check: isBool, type: "true or false" },
   "pass-environment-to-command": { check: isArgList, type: "a list of request values" },
   "pass-arguments-to-command": { check: isArgList, type: "a list of request values" },
   "pass-file-to-command": { check: isArgList, type: "a list of request values" },

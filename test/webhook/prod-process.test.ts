@@ -330,3 +330,12 @@ describe("-help", () => {
     assert.match(r.stderr, / {2}-shutdown-timeout duration\n[^\n]*\(default 30s\)\n/);
   });
 });
+
+describe("hooks-file checks for our fields", () => {
+  test('"stream-command-output" must be true or false', async () => {
+    const hooks = await hooksFile("bad-stream.json", [{ id: "s", "execute-command": "/bin/true", "stream-command-output": "yes" }]);
+    const r = await run(bin("webhook"), ["-hooks", hooks, "-ip", "127.0.0.1", "-port", String(await freePort())]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /hook #1 \(id "s"\): "stream-command-output" must be true or false/);
+  });
+});
