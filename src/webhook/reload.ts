@@ -13,6 +13,8 @@ import type { Log } from "./log.js";
 
 /** How long after a change a file is read (writers write in pieces). */
 const SETTLE_MS = 50;
+/** How long a file must stay missing before its hooks are dropped (editors delete, then write). */
+const REMOVAL_GRACE_MS = 500;
 
 interface FileState {
   path: string;
@@ -22,6 +24,8 @@ interface FileState {
   /** Inode of the file last read: a new one means it was replaced rather than edited. */
   ino: number | undefined;
   present: boolean;
+  /** When the file was first seen missing since it was last there. */
+  missingSince: number | undefined;
 }
 
 export class HookRegistry {
@@ -38,7 +42,7 @@ export class HookRegistry {
     /** Called with the new served set after every change (never mutated afterwards). */
     private readonly onChange: (hooks: Map<string, Hook>) => void = () => undefined,
   ) {
-    this.files = paths.map((path) => ({ path, hooks: [], text: undefined, ino: undefined, present: true }));
+    this.files = paths.map((path) => ({ path, hooks: [], text: undefined, ino: undefined, present: true, missingSince: undefined }));
   }
 
   /** How many hooks are served now. */
@@ -147,13 +151,13 @@ export class HookRegistry {
    * moment are covered by the same check; one after it schedules another, so the last change is
    * always read, even while a file keeps changing.
    */
-  private changed(folder: string): void {
+  private changed(folder: string, delayMs = SETTLE_MS): void {
     if (this.pending.has(folder)) return;
     const timer = setTimeout(() => {
       this.pending.delete(folder);
       for (const f of this.files) this.check(f);
       this.syncWatchers();
-    }, SETTLE_MS);
+    }, delayMs);
     this.pending.set(folder, timer);
   }
 
@@ -165,9 +169,14 @@ export class HookRegistry {
       exists = false;
     }
     if (!exists) {
-      if (f.present) this.remove(f);
+      if (!f.present) return;
+      f.missingSince ??= Date.now();
+      const left = f.missingSince + REMOVAL_GRACE_MS - Date.now();
+      if (left > 0) this.changed(dirname(resolve(f.path)), left);
+      else this.remove(f);
       return;
     }
+    f.missingSince = undefined;
     const wasPresent = f.present;
     f.present = true;
     if (!wasPresent) this.log.print(`hooks file ${f.path} created`);
@@ -221,6 +230,7 @@ export class HookRegistry {
 
   private remove(f: FileState): void {
     f.present = false;
+    f.missingSince = undefined;
     f.text = undefined;
     f.ino = undefined;
     this.log.print(`hooks file ${f.path} removed, removing hooks that were loaded from it`);

@@ -98,6 +98,23 @@ describe("-hotreload", () => {
     await eventually(async () => (await answer(s.base, "a")) === "a-v4", 10_000);
   });
 
+  test("a file deleted and written again at once (as some editors save) never drops its hooks", async () => {
+    const answers: string[] = [];
+    let polling = true;
+    const poller = (async () => {
+      while (polling) answers.push(await answer(s.base, "a"));
+    })();
+    await new Promise((r) => setTimeout(r, 100));
+    await rm(file);
+    await new Promise((r) => setTimeout(r, 120));
+    await writeFile(file, json([hook("a", "a-v5")]));
+    await eventually(async () => (await answer(s.base, "a")) === "a-v5", 10_000);
+    await new Promise((r) => setTimeout(r, 300));
+    polling = false;
+    await poller;
+    assert.deepEqual(answers.filter((a) => a !== "a-v4" && a !== "a-v5"), []);
+  });
+
   test("a request in flight during a reload is answered wholly by the set it started with", async () => {
     const slow = (label: string): unknown => ({
       id: "slow",
