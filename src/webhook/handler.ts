@@ -51,6 +51,9 @@ export interface ServerOptions {
   headers: { name: string; value: string }[];
   maxMultipartMem: number;
   debug: boolean;
+  /** -x-request-id: a request's X-Request-Id header becomes its log id (cut to -x-request-id-limit when > 0). */
+  xRequestId?: boolean;
+  xRequestIdLimit?: number;
 }
 
 /** A request routed to a hook, waiting for its body. */
@@ -259,7 +262,7 @@ export class HookServer {
       return { kind: "response", response: { status: 400, headers: [["Content-Type", "text/plain; charset=utf-8"], ["Connection", "close"]], body: "400 Bad Request" } };
     }
     const logging = this.log.enabled;
-    const rid = logging ? randomUUID().slice(0, 6) : "";
+    const rid = logging ? this.requestId(head) : "";
     const start = logging ? process.hrtime.bigint() : 0n;
     if (path.includes("//") || path.includes("/.")) {
       const clean = cleanPath(path);
@@ -290,6 +293,18 @@ export class HookServer {
     }
     if (logging) this.log.print(`[${rid}] ${id} got matched`);
     return { kind: "hook", hook, head, rid, start, query };
+  }
+
+  /** The id that ties a request's log lines together. */
+  private requestId(head: RequestHead): string {
+    if (this.opts.xRequestId) {
+      const given = rawHeader(head.rawHeaders, "x-request-id");
+      if (given) {
+        const limit = this.opts.xRequestIdLimit ?? 0;
+        return limit > 0 ? given.slice(0, limit) : given;
+      }
+    }
+    return randomUUID().slice(0, 6);
   }
 
   private methodAllowed(hook: Hook, method: string): boolean {

@@ -154,7 +154,6 @@ class Connection {
   private bodyLen = 0;
   /** The request being read: its routing, or null between requests. */
   private routed: Routed | null = null;
-  private head: RequestHead | null = null;
   /** The request's answer was sent before its body was read (413); drop the body, then close. */
   private answered = false;
   private keepAlive = true;
@@ -234,17 +233,15 @@ class Connection {
     while (!this.busy && !this.endedAt && !this.closed) {
       switch (this.state) {
         case State.Head: {
-          if (this.routed === null) {
-            // Empty lines before a request line are ignored (RFC 9112 2.2).
-            let i = 0;
-            while (i < this.buf.length && (this.buf[i] === 0x0d || this.buf[i] === 0x0a)) i++;
-            if (i > 0) this.buf = this.buf.subarray(i);
-            if (this.buf.length === 0) {
-              this.receivingSince = 0;
-              return;
-            }
-            if (this.receivingSince === 0) this.receivingSince = Date.now();
+          // Empty lines before a request line are ignored (RFC 9112 2.2).
+          let i = 0;
+          while (i < this.buf.length && (this.buf[i] === 0x0d || this.buf[i] === 0x0a)) i++;
+          if (i > 0) this.buf = this.buf.subarray(i);
+          if (this.buf.length === 0) {
+            this.receivingSince = 0;
+            return;
           }
+          if (this.receivingSince === 0) this.receivingSince = Date.now();
           const end = this.headEnd();
           if (end === -1) {
             if (this.buf.length > this.t.maxHeaderBytes) this.refuse(431, "request header too large");
@@ -390,8 +387,8 @@ class Connection {
     const tokens = connection.split(",").map((s) => s.trim());
     this.keepAlive = this.t.accepting && (this.http10 ? tokens.includes("keep-alive") : !tokens.includes("close"));
     this.isHead = method === "HEAD";
-    this.head = { method, url: target(url), rawHeaders, remoteAddr: this.remote };
-    this.routed = this.t.app.route(this.head);
+    const head: RequestHead = { method, url: target(url), rawHeaders, remoteAddr: this.remote };
+    this.routed = this.t.app.route(head);
     this.chunks = [];
     this.bodyLen = 0;
     this.answered = false;
@@ -570,7 +567,6 @@ export class HookTransport {
   private readonly connections = new Set<Connection>();
   private readonly servers = new Set<Server>();
   private sweeper: NodeJS.Timeout | undefined;
-  private allClosed: (() => void) | undefined;
   accepting = true;
 
   constructor(
@@ -609,7 +605,6 @@ export class HookTransport {
 
   forget(c: Connection): void {
     this.connections.delete(c);
-    if (this.connections.size === 0) this.allClosed?.();
   }
 
   runningCommands(): CommandInfo[] {
@@ -643,15 +638,11 @@ export class HookTransport {
     const running = this.runningCommands();
     const stopped = [...this.servers].map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
     for (const c of this.connections) c.shutdown();
-    const drained = new Promise<void>((resolve) => {
-      this.allClosed = resolve;
-      if (this.connections.size === 0) resolve();
-    });
-    const wait = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
+    const wait = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
     const deadline = Date.now() + graceMs;
     // Requests finish when their commands do; fire-and-forget commands have no connection to wait on.
     while (Date.now() < deadline && (this.app.runningCommands().length > 0 || this.connections.size > 0)) {
-      await Promise.race([drained, wait(Math.min(100, Math.max(1, deadline - Date.now())))]);
+      await wait(Math.min(50, Math.max(1, deadline - Date.now())));
     }
     let killed = 0;
     const left = this.app.runningCommands();
