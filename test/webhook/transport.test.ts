@@ -179,6 +179,23 @@ describe("framing that must work", { concurrency: true }, () => {
     assert.deepEqual(statuses(raw), [400], raw);
   });
 
+  test("a pipelining flood from a client that reads late: every request is answered, in order", async () => {
+    const n = 5000;
+    const sock = connect(s.port, "127.0.0.1");
+    await new Promise((r) => sock.once("connect", r));
+    sock.pause(); // read nothing until everything is sent
+    const reqs = Array.from({ length: n }, (_, i) => `GET /hooks/missing-${i} HTTP/1.1\r\nHost: x\r\n\r\n`).join("");
+    await new Promise<void>((r) => sock.write(reqs + "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", () => r()));
+    let got = "";
+    sock.on("data", (d: Buffer) => (got += d.toString("latin1")));
+    sock.resume();
+    await new Promise((r) => sock.once("close", r));
+    const st = statuses(got);
+    assert.equal(st.length, n + 1);
+    assert.ok(st.slice(0, n).every((x) => x === 404));
+    assert.equal(st[n], 200);
+  });
+
   test("keep-alive: HTTP/1.1 keeps the connection, HTTP/1.0 closes it unless asked", async () => {
     const raw11 = await rawExchange(s.port, "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n", 800);
     assert.deepEqual(statuses(raw11), [200, 200], raw11);
