@@ -138,6 +138,8 @@ async function main(): Promise<void> {
       headers: opts.headers,
       maxMultipartMem: opts.maxMultipartMem,
       debug: opts.debug,
+      xRequestId: opts.xRequestId,
+      xRequestIdLimit: opts.xRequestIdLimit,
     },
     log,
   );
