@@ -80,12 +80,13 @@ export function runningCommands(): RunningEntry[] {
 /** Starts the command and resolves when it has exited and its output is read. Never rejects. */
 export async function runCommand(spec: CommandSpec, owner: { hook: string; rid: string }, onOutput?: OutputSink): Promise<CommandResult> {
   const chunks: Buffer[] = [];
+  const keep = spec.captureOutput;
   const sink: OutputSink | undefined = onOutput
     ? (c) => {
-        chunks.push(c);
+        if (keep) chunks.push(c);
         onOutput(c);
       }
-    : spec.captureOutput
+    : keep
       ? (c) => chunks.push(c)
       : undefined;
   const command = startCommand({ path: spec.path, argv: spec.argv, env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }, sink);

@@ -200,13 +200,18 @@ class LazyRequest implements HookRequest {
 
 const EMPTY = Buffer.alloc(0);
 
-/** A command's output as an async iterable for the transport: chunks are queued until read. */
-class OutputStream implements AsyncIterable<Buffer> {
+/**
+ * A command's output as an async iterator for the transport: chunks are queued until read. Once
+ * the reader returns (the client went away, or HEAD), later output is dropped rather than queued.
+ */
+class OutputStream implements AsyncIterableIterator<Buffer> {
   private readonly queued: Buffer[] = [];
   private ended = false;
+  private abandoned = false;
   private wake: (() => void) | undefined;
 
   push(chunk: Buffer): void {
+    if (this.abandoned) return;
     this.queued.push(chunk);
     this.wake?.();
   }
@@ -216,16 +221,26 @@ class OutputStream implements AsyncIterable<Buffer> {
     this.wake?.();
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<Buffer> {
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<Buffer>> {
     for (;;) {
       if (this.queued.length > 0) {
-        yield this.queued.length === 1 ? this.queued.pop()! : Buffer.concat(this.queued.splice(0));
-        continue;
+        return { value: this.queued.length === 1 ? this.queued.pop()! : Buffer.concat(this.queued.splice(0)), done: false };
       }
-      if (this.ended) return;
+      if (this.ended || this.abandoned) return { value: undefined, done: true };
       await new Promise<void>((resolve) => (this.wake = resolve));
       this.wake = undefined;
     }
+  }
+
+  async return(): Promise<IteratorResult<Buffer>> {
+    this.abandoned = true;
+    this.queued.length = 0;
+    this.wake?.();
+    return { value: undefined, done: true };
   }
 }
 
@@ -424,6 +439,7 @@ export class HookServer {
     const body = new OutputStream();
     return new Promise<HookResponse>((resolve) => {
       let started = false;
+      let lastByte = 0x0a;
       const start = (): void => {
         if (started) return;
         started = true;
@@ -431,6 +447,7 @@ export class HookServer {
         resolve({ status: this.statusFor(m, hook["success-http-response-code"]), headers: out.list(), body });
       };
       this.execute(hook, req, (chunk) => {
+        lastByte = chunk[chunk.length - 1]!;
         body.push(chunk);
         start();
       }).then((result) => {
@@ -440,7 +457,7 @@ export class HookServer {
           return;
         }
         if (result.error !== undefined) {
-          const newline = result.output.length > 0 && result.output[result.output.length - 1] !== 0x0a ? "\n" : "";
+          const newline = lastByte === 0x0a ? "" : "\n";
           body.push(Buffer.from(`${newline}the command failed: ${result.error}\n`));
         }
         start();
@@ -556,7 +573,8 @@ export class HookServer {
       path,
       argv,
       env,
-      captureOutput: hook["include-command-output-in-response"] === true || log.enabled,
+      // The streamed output is not kept unless the log shows it.
+      captureOutput: (hook["include-command-output-in-response"] === true && !hook["stream-command-output"]) || log.enabled,
       ...(cwd ? { cwd } : {}),
     };
     const result = await runCommand(spec, { hook: hook.id, rid }, onOutput);

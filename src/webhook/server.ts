@@ -516,23 +516,39 @@ class Connection {
     const noBody = this.isHead || this.noBody(res.status);
     const framing = (chunked && !noBody ? "Transfer-Encoding: chunked\r\n" : "") + (this.keepAlive ? "" : "Connection: close\r\n");
     this.socket.write(encodeHead(res, framing, this.noBody(res.status)));
+    const it = body[Symbol.asyncIterator]();
+    // A client that goes away ends the stream at once, even while the producer is quiet.
+    const abandon = (): void => void it.return?.();
+    this.socket.once("close", abandon);
     try {
       if (!noBody) {
-        for await (const chunk of body) {
-          if (this.closed) break;
+        for (;;) {
+          const next = await it.next();
+          if (next.done || this.closed) break;
+          const chunk = next.value;
           if (chunk.length === 0) continue;
-          const ok = chunked ? this.socket.write(`${chunk.length.toString(16)}\r\n`) && this.socket.write(chunk) && this.socket.write("\r\n") : this.socket.write(chunk);
+          let ok: boolean;
+          if (chunked) {
+            this.socket.cork();
+            this.socket.write(`${chunk.length.toString(16)}\r\n`);
+            this.socket.write(chunk);
+            ok = this.socket.write("\r\n");
+            this.socket.uncork();
+          } else ok = this.socket.write(chunk);
           this.lastActive = Date.now();
           if (!ok) await this.drained();
         }
-        if (chunked) this.socket.write("0\r\n\r\n");
+        if (this.closed) await it.return?.();
+        else if (chunked) this.socket.write("0\r\n\r\n");
       } else {
-        await body[Symbol.asyncIterator]().return?.();
+        await it.return?.();
       }
     } catch {
       // The producer failed mid-body: the client sees the answer cut short, never a false end.
       this.socket.destroy();
       return;
+    } finally {
+      this.socket.off("close", abandon);
     }
     this.busy = false;
     this.lastActive = Date.now();
