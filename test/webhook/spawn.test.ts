@@ -70,6 +70,11 @@ for (const mode of ["helper", "child_process"] as const) {
           `echo first; n=0; while [ ! -e ${join(dir, "gate")} ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done; echo second >&2; exit 3`,
           { "stream-command-output": true },
         ),
+        sh(
+          "stream-long",
+          `echo start; i=0; while [ $i -lt 15 ]; do sleep 0.1; echo $i; i=$((i + 1)); done; echo done > ${join(dir, "stream-long-done")}`,
+          { "stream-command-output": true },
+        ),
       ]);
       s = await startServer(["-hooks", hooks, "-verbose", "-shutdown-timeout", "1s"], { env });
     });
@@ -149,6 +154,19 @@ for (const mode of ["helper", "child_process"] as const) {
         chunked = chunked.slice(eol + 2 + size + 2);
       }
       assert.equal(body, "first\nsecond\nthe command failed: exit status 3\n");
+    });
+
+    test("a client that leaves in the middle of a stream: the command still finishes, the server carries on", async () => {
+      const sock = connect(s.port, "127.0.0.1");
+      let got = "";
+      sock.on("data", (d: Buffer) => (got += d.toString("latin1")));
+      await new Promise((r) => sock.once("connect", r));
+      sock.write("GET /hooks/stream-long HTTP/1.1\r\nHost: x\r\n\r\n");
+      await eventually(() => got.includes("start\n"), 10_000);
+      sock.destroy();
+      await eventually(() => existsSync(join(dir, "stream-long-done")), 15_000);
+      const r = await send(`${s.base}/`);
+      assert.equal(r.status, 200);
     });
 
     test("shutdown kills a running command's whole process group after -shutdown-timeout", async () => {
