@@ -1,7 +1,8 @@
 // The server's log, in the format of Go's log package as the reference sets it up:
 // "[webhook] 2006/01/02 15:04:05 message" on stderr (or the -logfile), written only with -verbose
 // (or -debug, or -logfile). With -log-format json each line is one JSON object instead:
-// {"time","level","request_id","hook_id","event"}. Every line passes through a redactor so
+// {"time","level","request_id","hook_id","event"} (request_id and hook_id when known; a caller
+// passes them as fields, or the message starts with "[rid] "). Every line passes through a redactor so
 // secrets from the hooks file never reach the log.
 
 export type LogFormat = "text" | "json";
