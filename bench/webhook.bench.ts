@@ -6,7 +6,7 @@
 // Environment:
 //   WEBHOOK_BENCH_SECONDS  measured seconds per case (default 10; a 3 s warm-up precedes each)
 //   WEBHOOK_BENCH_CMD      server command instead of bin/webhook; {port} and {hooks} are replaced
-//                          (e.g. "node dist/bench/proto/net-server.js --port {port} --spawn helper-c")
+//                          (e.g. another build: "/work/main/bin/webhook -hooks {hooks} -ip 127.0.0.1 -port {port}")
 //   WEBHOOK_BENCH_CEILING  "0" skips the ceiling case
 import { spawn, type ChildProcess } from "node:child_process";
 import { writeFile } from "node:fs/promises";

@@ -1,12 +1,20 @@
-// `webhook`: parse the flags, load the hooks files, serve. Start-up messages and exit codes
-// follow the reference; a hooks file that cannot be loaded stops the start unless -nopanic.
-import { readFileSync } from "node:fs";
-import type { Hook } from "./hook.js";
-import { ConfigError, loadHooksFile, secretsOf } from "./config.js";
+// `webhook`: parse the flags, open the listening socket, drop privileges, load the hooks, serve.
+// Start-up order, messages and exit codes follow the reference's webhook.go; a hooks file that
+// cannot be loaded stops the start unless -nopanic. SIGUSR1/SIGHUP reload the hooks; SIGTERM and
+// SIGINT shut down gracefully (running commands get -shutdown-timeout to finish).
+import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { dirname } from "node:path";
+import type { Server } from "node:net";
+import type { TlsOptions } from "node:tls";
+import { secretsOf } from "./config.js";
 import { FlagError, parseFlags, usage, type Options } from "./flags.js";
 import { HookServer } from "./handler.js";
 import { Log, prefix } from "./log.js";
-import { createHookHttpServer, listen } from "./server.js";
+import { createPidFile, PidFileError, removePidFile } from "./pidfile.js";
+import { dropPrivileges } from "./privileges.js";
+import { DuplicateHookError, HookRegistry } from "./reload.js";
+import { HookTransport, listenOn } from "./server.js";
+import { listCipherSuites, minVersion, TlsConfigError, tlsOptions } from "./tls.js";
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -23,44 +31,64 @@ function parseArgs(): Options {
   }
 }
 
-function loadHooks(opts: Options, log: Log): Map<string, Hook> {
-  const hooks = new Map<string, Hook>();
-  let failed = false;
-  for (const file of opts.hooks) {
-    log.print(`attempting to load hooks from ${file}`);
-    let loaded: Hook[];
-    try {
-      loaded = loadHooksFile(file);
-    } catch (e) {
-      if (!(e instanceof ConfigError)) throw e;
-      log.always(`couldn't load hooks from file! ${e.message}`);
-      failed = true;
-      continue;
-    }
-    log.print(`found ${loaded.length} hook(s) in file`);
-    for (const hook of loaded) {
-      if (hooks.has(hook.id)) {
-        log.always(
-          `error: hook with the id ${hook.id} has already been loaded!\nplease check your hooks file for duplicate hooks ids! (the second one is in ${file})`,
-        );
-        process.exit(1);
-      }
-      hooks.set(hook.id, hook);
-      log.print(`\tloaded: ${hook.id}`);
-    }
+/** Go's log.Fatal before the log is set up: a timestamped line on stderr, exit 1. */
+function fatal(message: string): never {
+  process.stderr.write(prefix().replace("[webhook] ", "") + message + "\n");
+  process.exit(1);
+}
+
+/** System errors as Go's syscall.Errno prints them. */
+const ERRNO_TEXT: Record<string, string> = {
+  EADDRINUSE: "address already in use",
+  EACCES: "permission denied",
+  ENOENT: "no such file or directory",
+  EADDRNOTAVAIL: "cannot assign requested address",
+  EISDIR: "is a directory",
+  EROFS: "read-only file system",
+  EPERM: "operation not permitted",
+};
+
+function errnoText(err: NodeJS.ErrnoException): string {
+  return (err.code && ERRNO_TEXT[err.code]) || err.message;
+}
+
+/** The reference's message for a failed listen: "error listening on port: listen tcp 1.2.3.4:80: bind: …". */
+function listenError(opts: Options, err: NodeJS.ErrnoException): string {
+  // Node reports a Unix socket in a missing folder as EACCES; the real reason is the folder.
+  const code = opts.socket !== "" && !existsSync(dirname(opts.socket)) ? "ENOENT" : err.code;
+  const known = code ? ERRNO_TEXT[code] : undefined;
+  const reason = known ? `bind: ${known}` : err.message;
+  const where = opts.socket !== "" ? `unix ${opts.socket}` : `tcp ${opts.ip}:${opts.port}`;
+  return `error listening on port: listen ${where}: ${reason}`;
+}
+
+/** -logfile: lines are appended to the file, written before the call returns. */
+function openLogFile(path: string): (s: string) => void {
+  const fd = openSync(path, "a", 0o666);
+  process.once("exit", () => closeSync(fd));
+  return (s) => void writeSync(fd, s);
+}
+
+function loadHooks(registry: HookRegistry, opts: Options, log: Log): void {
+  let failed: string[];
+  try {
+    failed = registry.loadAll();
+  } catch (e) {
+    if (!(e instanceof DuplicateHookError)) throw e;
+    log.always(e.message);
+    process.exit(1);
   }
-  if (failed && !opts.nopanic) {
+  if (failed.length > 0 && !opts.nopanic) {
     log.always("aborting: fix the hooks file named above, or start with -nopanic to serve without it");
     process.exit(1);
   }
-  if (!opts.verbose && !opts.nopanic && hooks.size === 0) {
-    process.stdout.write(
-      prefix() +
-        "couldn't load any hooks from file!\naborting webhook execution since the -verbose flag is set to false.\nIf, for some reason, you want webhook to start without the hooks, either use -verbose flag, or -nopanic\n",
+  if (!opts.verbose && !opts.nopanic && registry.size === 0) {
+    // The reference writes this one to stdout, even with a -logfile.
+    new Log(true, (s) => void process.stdout.write(s), opts.logFormat).always(
+      "couldn't load any hooks from file!\naborting webhook execution since the -verbose flag is set to false.\nIf, for some reason, you want webhook to start without the hooks, either use -verbose flag, or -nopanic",
     );
     process.exit(1);
   }
-  return hooks;
 }
 
 async function main(): Promise<void> {
@@ -72,46 +100,147 @@ async function main(): Promise<void> {
     process.stdout.write(`webhook version ${version()}\n`);
     process.exit(0);
   }
-  if (opts.debug) opts.verbose = true;
+  if (opts.listCipherSuites) {
+    try {
+      process.stdout.write(listCipherSuites(minVersion(opts.tlsMinVersion)));
+    } catch (e) {
+      if (!(e instanceof TlsConfigError)) throw e;
+      fatal(e.message);
+    }
+    process.exit(0);
+  }
+  if ((opts.setuid !== 0 || opts.setgid !== 0) && (opts.setuid === 0 || opts.setgid === 0)) {
+    process.stdout.write("error: setuid and setgid options must be used together\n");
+    process.exit(1);
+  }
+  if (opts.debug || opts.logfile !== "") opts.verbose = true;
   if (opts.hooks.length === 0) opts.hooks.push("hooks.json");
 
-  const log = new Log(opts.verbose);
-  log.print(`version ${version()} starting`);
-  const hooks = loadHooks(opts, log);
-  log.setSecrets(secretsOf([...hooks.values()]));
+  let tls: TlsOptions | undefined;
+  if (opts.secure) {
+    try {
+      tls = tlsOptions(opts);
+    } catch (e) {
+      if (!(e instanceof TlsConfigError)) throw e;
+      fatal(e.message);
+    }
+  }
 
+  // As the reference: open the socket first (it may need root), then drop privileges, then open
+  // the log file as the new user; problems met so far are logged once the log exists.
+  const problems: string[] = [];
+  const log = new Log(opts.verbose, (s) => void process.stderr.write(s), opts.logFormat);
   const app = new HookServer(
-    hooks,
+    new Map(),
     {
       urlprefix: opts.urlprefix,
       httpMethods: opts.httpMethods.replace(/ /g, "").toUpperCase(),
       headers: opts.headers,
       maxMultipartMem: opts.maxMultipartMem,
       debug: opts.debug,
+      xRequestId: opts.xRequestId,
+      xRequestIdLimit: opts.xRequestIdLimit,
     },
     log,
   );
-  const server = createHookHttpServer(app, { ip: opts.ip, port: opts.port, maxBody: opts.maxBody });
+  const transport = new HookTransport(app, { maxBody: opts.maxBody });
+  let server: Server | undefined;
   try {
-    await listen(server, opts.ip, opts.port);
+    server = transport.createServer(tls);
   } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    const reason = err.code === "EADDRINUSE" ? "bind: address already in use" : err.code === "EACCES" ? "bind: permission denied" : err.message;
-    log.always(`error listening on port: listen tcp ${opts.ip}:${opts.port}: ${reason}`);
+    fatal(`error loading the HTTPS certificate and key: ${(e as Error).message}`);
+  }
+  try {
+    await listenOn(server, opts.socket !== "" ? { socket: opts.socket } : { ip: opts.ip, port: opts.port });
+    // A start that fails from here on must not leave the socket file behind (close() removes it
+    // on a normal shutdown).
+    if (opts.socket !== "") process.once("exit", () => rmSync(opts.socket, { force: true }));
+  } catch (e) {
+    problems.push(listenError(opts, e as NodeJS.ErrnoException));
+  }
+  if (opts.setuid !== 0 && problems.length === 0) {
+    try {
+      dropPrivileges(opts.setuid, opts.setgid);
+    } catch (e) {
+      problems.push(`error dropping privileges: ${errnoText(e as NodeJS.ErrnoException)}`);
+    }
+  }
+  if (opts.logfile !== "") {
+    try {
+      log.redirect(openLogFile(opts.logfile));
+    } catch (e) {
+      problems.push(`error opening log file ${JSON.stringify(opts.logfile)}: open ${opts.logfile}: ${errnoText(e as NodeJS.ErrnoException)}`);
+    }
+  }
+  if (problems.length > 0) {
+    for (const p of problems) log.always(p);
     process.exit(1);
   }
-  const base = opts.urlprefix === "" ? "" : `/${opts.urlprefix}`;
-  log.print(`serving hooks on http://${opts.ip}:${opts.port}${base}/{id}`);
 
+  if (opts.pidfile !== "") {
+    try {
+      createPidFile(opts.pidfile);
+    } catch (e) {
+      if (!(e instanceof PidFileError)) throw e;
+      log.always(`Error creating pidfile: ${e.message}`);
+      process.exit(1);
+    }
+    process.once("exit", () => removePidFile(opts.pidfile));
+  }
+
+  log.print(`version ${version()} starting`);
+  const registry = new HookRegistry(opts.hooks, { template: opts.template }, log, (hooks) => {
+    log.setSecrets(secretsOf([...hooks.values()]));
+    app.setHooks(hooks);
+  });
+  setupSignals(registry, transport, opts, log);
+  loadHooks(registry, opts, log);
+  if (opts.hotreload) registry.watch();
+
+  const scheme = opts.secure ? "https" : "http";
+  const address = opts.socket !== "" ? `{unix:${opts.socket}}` : `${opts.ip}:${opts.port}`;
+  const base = opts.urlprefix === "" ? "" : `/${opts.urlprefix}`;
+  log.print(`serving hooks on ${scheme}://${address}${base}/{id}`);
+}
+
+function setupSignals(registry: HookRegistry, transport: HookTransport, opts: Options, log: Log): void {
+  log.print("setting up os signal watcher");
+  for (const [signal, name] of [
+    ["SIGUSR1", "USR1"],
+    ["SIGHUP", "HUP"],
+  ] as const) {
+    process.on(signal, () => {
+      log.print(`caught ${name} signal`);
+      registry.reloadAll();
+    });
+  }
+  let stopping = false;
   for (const [signal, name] of [
     ["SIGINT", "interrupt"],
     ["SIGTERM", "terminated"],
   ] as const) {
-    process.once(signal, () => {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
       log.print(`caught ${name} signal; exiting`);
-      process.exit(0);
+      registry.close();
+      void shutdown(transport, opts, log);
     });
   }
+  log.print("os signal watcher ready");
+}
+
+/** Stop accepting, let running commands finish within -shutdown-timeout, then kill what is left. */
+async function shutdown(transport: HookTransport, opts: Options, log: Log): Promise<void> {
+  const running = transport.runningCommands();
+  if (running.length > 0) {
+    const secs = opts.shutdownTimeoutMs / 1000;
+    log.print(`waiting up to ${secs}s for ${running.length} running command(s) to finish: ${running.map((r) => `${r.hook} [${r.rid}]`).join(", ")}`);
+  }
+  const report = await transport.close(opts.shutdownTimeoutMs);
+  if (report.killed > 0) log.print(`killed ${report.killed} command(s) still running after -shutdown-timeout`);
+  log.print("shut down");
+  process.exit(0);
 }
 
 void main();

@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import { parseDocument } from "yaml";
 import type { Argument, Hook, Rule } from "./hook.js";
+import { renderTemplate, TemplateError } from "./template.js";
 
 export class ConfigError extends Error {}
 
@@ -65,6 +66,7 @@ const HOOK_FIELDS: Record<string, { check: Check; type: string }> = {
   },
   "include-command-output-in-response": { check: isBool, type: "true or false" },
   "include-command-output-in-response-on-error": { check: isBool, type: "true or false" },
+  "stream-command-output": { check: isBool, type: "true or false" },
   "pass-environment-to-command": { check: isArgList, type: "a list of request values" },
   "pass-arguments-to-command": { check: isArgList, type: "a list of request values" },
   "pass-file-to-command": { check: isArgList, type: "a list of request values" },
@@ -124,16 +126,31 @@ function validateHook(raw: unknown, index: number): Hook {
   return raw as unknown as Hook;
 }
 
-/** Reads one hooks file; throws ConfigError naming the file and what is wrong. */
-export function loadHooksFile(path: string): Hook[] {
-  // The reference treats an empty path as a file without hooks.
-  if (path === "") return [];
-  let text: string;
+export interface LoadOptions {
+  /** -template: render the file as a Go text/template before parsing it. */
+  template?: boolean;
+}
+
+/** A hooks file's text; throws ConfigError when it cannot be read. */
+export function readHooksFile(path: string): string {
   try {
-    text = readFileSync(path, "utf8");
+    return readFileSync(path, "utf8");
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     throw new ConfigError(`${path}: cannot read the hooks file (${err.code === "ENOENT" ? "no such file or directory" : err.message})`);
+  }
+}
+
+/** The hooks in a hooks file's text; throws ConfigError naming the file and what is wrong. */
+export function parseHooks(path: string, source: string, options: LoadOptions = {}): Hook[] {
+  let text = source;
+  if (options.template) {
+    try {
+      text = renderTemplate(source, path);
+    } catch (e) {
+      if (e instanceof TemplateError) throw new ConfigError(e.message);
+      throw e;
+    }
   }
   const data = text.trim() === "" ? [] : parseFile(path, text);
   if (data === null) return [];
@@ -145,6 +162,13 @@ export function loadHooksFile(path: string): Hook[] {
       throw new ConfigError(`${path}: ${(e as Error).message}`);
     }
   });
+}
+
+/** Reads one hooks file; throws ConfigError naming the file and what is wrong. */
+export function loadHooksFile(path: string, options: LoadOptions = {}): Hook[] {
+  // The reference treats an empty path as a file without hooks.
+  if (path === "") return [];
+  return parseHooks(path, readHooksFile(path), options);
 }
 
 /** Strings from the hooks file that must never be logged: signing secrets and compared values. */

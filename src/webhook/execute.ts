@@ -1,19 +1,17 @@
-// Running a hook's command: locating it as Go's exec.LookPath does, then spawning it directly
-// (no shell) with its argv, environment and working directory. `runCommand` is the one place a
-// process is started, so a faster spawn path can replace it without touching the callers.
-import { spawn } from "node:child_process";
-import { accessSync, closeSync, constants, existsSync, fstatSync, openSync, readSync, statSync, unlinkSync } from "node:fs";
-import { randomBytes } from "node:crypto";
-import { tmpdir } from "node:os";
+// Running a hook's command: locating it as Go's exec.LookPath does, then starting it directly
+// (no shell, spawn.ts) with its argv, environment and working directory, and keeping the list of
+// commands that are running.
+import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
+import { startCommand, type OutputSink, type RunningCommand } from "./spawn.js";
 
 export interface CommandSpec {
   /** Absolute path of the executable. */
   path: string;
   /** argv, argv[0] included (the execute-command as written in the hooks file). */
   argv: string[];
-  /** Complete environment of the child. */
-  env: NodeJS.ProcessEnv;
+  /** Variables set over the server's own environment. */
+  env: Record<string, string>;
   cwd?: string;
   /** Collect stdout and stderr combined; otherwise output is discarded. */
   captureOutput: boolean;
@@ -65,63 +63,42 @@ export function commandLookupPath(command: string, cwd: string | undefined): str
   return isAbsolute(command) || !cwd ? command : join(cwd, command);
 }
 
-// Combined output goes to one unlinked temp file shared as the child's stdout and stderr, so
-// the two streams interleave exactly as the command wrote them (Go's CombinedOutput shares one
-// pipe the same way; Node cannot create a bare pipe).
-const outputDir = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
-
-function openOutputFile(): number {
-  const path = join(outputDir, `webhook-out-${process.pid}-${randomBytes(6).toString("hex")}`);
-  const fd = openSync(path, "wx+", 0o600);
-  unlinkSync(path);
-  return fd;
+/** A command the server has started and not yet seen finish (for shutdown and reports). */
+export interface RunningEntry {
+  hook: string;
+  rid: string;
+  command: RunningCommand;
 }
 
-function readOutputFile(fd: number): Buffer {
-  const size = fstatSync(fd).size;
-  const buf = Buffer.allocUnsafe(size);
-  let off = 0;
-  while (off < size) {
-    const n = readSync(fd, buf, off, size - off, off);
-    if (n === 0) break;
-    off += n;
-  }
-  closeSync(fd);
-  return buf.subarray(0, off);
+const running = new Set<RunningEntry>();
+
+/** The commands running now. */
+export function runningCommands(): RunningEntry[] {
+  return [...running];
 }
 
-/** Starts the command and resolves when it has exited. Never rejects. */
-export function runCommand(spec: CommandSpec): Promise<CommandResult> {
-  return new Promise((done) => {
-    let child;
-    let outFd: number | undefined;
-    try {
-      if (spec.captureOutput) outFd = openOutputFile();
-      child = spawn(spec.path, spec.argv.slice(1), {
-        argv0: spec.argv[0] ?? spec.path,
-        cwd: spec.cwd || undefined,
-        env: spec.env,
-        stdio: outFd === undefined ? "ignore" : ["ignore", outFd, outFd],
-        windowsHide: true,
-      });
-    } catch (e) {
-      if (outFd !== undefined) closeSync(outFd);
-      done({ output: Buffer.alloc(0), error: (e as Error).message, exitCode: null });
-      return;
-    }
-    let spawnError: string | undefined;
-    child.once("error", (e: NodeJS.ErrnoException) => {
-      const cwdMissing = e.code === "ENOENT" && spec.cwd !== undefined && !existsSync(spec.cwd);
-      spawnError = cwdMissing ? `chdir ${spec.cwd}: no such file or directory` : `fork/exec ${spec.path}: ${e.message}`;
-    });
-    child.once("close", (code, signal) => {
-      const output = outFd === undefined ? Buffer.alloc(0) : readOutputFile(outFd);
-      if (spawnError) done({ output, error: spawnError, exitCode: null });
-      else if (signal) done({ output, error: `signal: ${signalName(signal)}`, exitCode: null });
-      else if (code !== 0) done({ output, error: `exit status ${code}`, exitCode: code });
-      else done({ output, exitCode: 0 });
-    });
-  });
+/** Starts the command and resolves when it has exited and its output is read. Never rejects. */
+export async function runCommand(spec: CommandSpec, owner: { hook: string; rid: string }, onOutput?: OutputSink): Promise<CommandResult> {
+  const chunks: Buffer[] = [];
+  const keep = spec.captureOutput;
+  const sink: OutputSink | undefined = onOutput
+    ? (c) => {
+        if (keep) chunks.push(c);
+        onOutput(c);
+      }
+    : keep
+      ? (c) => chunks.push(c)
+      : undefined;
+  const command = startCommand({ path: spec.path, argv: spec.argv, env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }, sink);
+  const entry: RunningEntry = { ...owner, command };
+  running.add(entry);
+  const status = await command.done;
+  running.delete(entry);
+  const output = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  if (status.startError !== undefined) return { output, error: status.startError, exitCode: null };
+  if (status.signal) return { output, error: `signal: ${signalName(status.signal)}`, exitCode: null };
+  if (status.exitCode !== 0) return { output, error: `exit status ${status.exitCode}`, exitCode: status.exitCode };
+  return { output, exitCode: 0 };
 }
 
 function signalName(signal: NodeJS.Signals): string {

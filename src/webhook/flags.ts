@@ -15,9 +15,27 @@ export interface Options {
   maxMultipartMem: number;
   maxBody: number;
   version: boolean;
+  hotreload: boolean;
+  template: boolean;
+  secure: boolean;
+  cert: string;
+  key: string;
+  tlsMinVersion: string;
+  cipherSuites: string;
+  listCipherSuites: boolean;
+  socket: string;
+  logfile: string;
+  logFormat: "text" | "json";
+  pidfile: string;
+  setuid: number;
+  setgid: number;
+  xRequestId: boolean;
+  xRequestIdLimit: number;
+  /** Grace period for running commands on SIGTERM/SIGINT, in milliseconds. */
+  shutdownTimeoutMs: number;
 }
 
-type Kind = "bool" | "string" | "int" | "value";
+type Kind = "bool" | "string" | "int" | "duration" | "value";
 
 interface FlagDef {
   name: string;
@@ -54,7 +72,38 @@ function parseGoBool(s: string): boolean {
   throw new Error("parse error");
 }
 
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, "μs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Go's time.ParseDuration ("30s", "1m30s", "1.5h", "0"), in milliseconds. */
+export function parseGoDuration(s: string): number {
+  if (s === "0") return 0;
+  const m = /^([+-]?)((?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+)$/.exec(s);
+  if (!m) throw new Error("parse error");
+  let ms = 0;
+  for (const part of m[2]!.matchAll(/(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) ms += Number(part[1]) * UNIT_MS[part[2]!]!;
+  if (m[1] === "-") throw new Error("must not be negative");
+  return ms;
+}
+
+function parseLogFormat(v: string): "text" | "json" {
+  if (v !== "text" && v !== "json") throw new Error('must be "text" or "json"');
+  return v;
+}
+
 const FLAGS: FlagDef[] = [
+  {
+    name: "cert",
+    kind: "string",
+    usage: "path to the HTTPS certificate pem file",
+    shownDefault: '"cert.pem"',
+    set: (o, v) => (o.cert = v),
+  },
+  {
+    name: "cipher-suites",
+    kind: "string",
+    usage: "comma-separated list of supported TLS cipher suites",
+    set: (o, v) => (o.cipherSuites = v),
+  },
   { name: "debug", kind: "bool", usage: "show debug output", set: (o, v) => (o.debug = parseGoBool(v)) },
   {
     name: "header",
@@ -73,6 +122,12 @@ const FLAGS: FlagDef[] = [
     set: (o, v) => o.hooks.push(v),
   },
   {
+    name: "hotreload",
+    kind: "bool",
+    usage: "watch hooks file for changes and reload them automatically",
+    set: (o, v) => (o.hotreload = parseGoBool(v)),
+  },
+  {
     name: "http-methods",
     kind: "string",
     usage: 'set default allowed HTTP methods (ie. "POST"); separate methods with comma',
@@ -84,6 +139,32 @@ const FLAGS: FlagDef[] = [
     usage: "ip the webhook should serve hooks on",
     shownDefault: '"0.0.0.0"',
     set: (o, v) => (o.ip = v),
+  },
+  {
+    name: "key",
+    kind: "string",
+    usage: "path to the HTTPS certificate private key pem file",
+    shownDefault: '"key.pem"',
+    set: (o, v) => (o.key = v),
+  },
+  {
+    name: "list-cipher-suites",
+    kind: "bool",
+    usage: "list available TLS cipher suites",
+    set: (o, v) => (o.listCipherSuites = parseGoBool(v)),
+  },
+  {
+    name: "log-format",
+    kind: "string",
+    usage: 'log line format: "text" (the reference\'s) or "json" (one object per line)',
+    shownDefault: '"text"',
+    set: (o, v) => (o.logFormat = parseLogFormat(v)),
+  },
+  {
+    name: "logfile",
+    kind: "string",
+    usage: "send log output to a file; implicitly enables verbose logging",
+    set: (o, v) => (o.logfile = v),
   },
   {
     name: "max-body",
@@ -106,11 +187,52 @@ const FLAGS: FlagDef[] = [
     set: (o, v) => (o.nopanic = parseGoBool(v)),
   },
   {
+    name: "pidfile",
+    kind: "string",
+    usage: "create PID file at the given path",
+    set: (o, v) => (o.pidfile = v),
+  },
+  {
     name: "port",
     kind: "int",
     usage: "port the webhook should serve hooks on",
     shownDefault: "9000",
     set: (o, v) => (o.port = parseGoInt(v)),
+  },
+  { name: "secure", kind: "bool", usage: "use HTTPS instead of HTTP", set: (o, v) => (o.secure = parseGoBool(v)) },
+  {
+    name: "setgid",
+    kind: "int",
+    usage: "set group ID after opening listening port; must be used with setuid",
+    set: (o, v) => (o.setgid = parseGoInt(v)),
+  },
+  {
+    name: "setuid",
+    kind: "int",
+    usage: "set user ID after opening listening port; must be used with setgid",
+    set: (o, v) => (o.setuid = parseGoInt(v)),
+  },
+  {
+    name: "shutdown-timeout",
+    kind: "duration",
+    usage: "on SIGTERM or SIGINT, how long running commands may take to finish before their process groups are killed",
+    shownDefault: "30s",
+    set: (o, v) => (o.shutdownTimeoutMs = parseGoDuration(v)),
+  },
+  {
+    name: "socket",
+    kind: "string",
+    usage:
+      "path to a Unix socket (e.g. /tmp/webhook.sock) to use instead of listening on an ip and port; if specified, the ip and port options are ignored",
+    set: (o, v) => (o.socket = v),
+  },
+  { name: "template", kind: "bool", usage: "parse hooks file as a Go template", set: (o, v) => (o.template = parseGoBool(v)) },
+  {
+    name: "tls-min-version",
+    kind: "string",
+    usage: "minimum TLS version (1.0, 1.1, 1.2, 1.3)",
+    shownDefault: '"1.2"',
+    set: (o, v) => (o.tlsMinVersion = v),
   },
   {
     name: "urlprefix",
@@ -121,6 +243,18 @@ const FLAGS: FlagDef[] = [
   },
   { name: "verbose", kind: "bool", usage: "show verbose output", set: (o, v) => (o.verbose = parseGoBool(v)) },
   { name: "version", kind: "bool", usage: "display webhook version and quit", set: (o, v) => (o.version = parseGoBool(v)) },
+  {
+    name: "x-request-id",
+    kind: "bool",
+    usage: "use X-Request-Id header, if present, as request ID",
+    set: (o, v) => (o.xRequestId = parseGoBool(v)),
+  },
+  {
+    name: "x-request-id-limit",
+    kind: "int",
+    usage: "truncate X-Request-Id header to limit; default no limit",
+    set: (o, v) => (o.xRequestIdLimit = parseGoInt(v)),
+  },
 ];
 
 /** Go's flag.PrintDefaults output under "Usage of webhook:". */
@@ -149,6 +283,23 @@ export function defaults(): Options {
     maxMultipartMem: 1 << 20,
     maxBody: 10 * 1024 * 1024,
     version: false,
+    hotreload: false,
+    template: false,
+    secure: false,
+    cert: "cert.pem",
+    key: "key.pem",
+    tlsMinVersion: "1.2",
+    cipherSuites: "",
+    listCipherSuites: false,
+    socket: "",
+    logfile: "",
+    logFormat: "text",
+    pidfile: "",
+    setuid: 0,
+    setgid: 0,
+    xRequestId: false,
+    xRequestIdLimit: 0,
+    shutdownTimeoutMs: 30_000,
   };
 }
 

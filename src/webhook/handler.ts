@@ -7,7 +7,8 @@ import { openSync, closeSync, unlinkSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hook, HookRequest } from "./hook.js";
-import { commandLookupPath, lookPath, runCommand, type CommandSpec } from "./execute.js";
+import { commandLookupPath, lookPath, runCommand, runningCommands, type CommandSpec } from "./execute.js";
+import type { OutputSink } from "./spawn.js";
 import { goDuration, iBytes, type Log } from "./log.js";
 import { parseJson, isObject } from "./json.js";
 import {
@@ -18,6 +19,7 @@ import {
   parseQuery,
   parseXmlPayload,
   rawHeader,
+  type Payload,
 } from "./request.js";
 import { evaluate } from "./rules.js";
 import { detectContentType } from "./sniff.js";
@@ -38,8 +40,8 @@ export interface RequestHead {
 export interface HookResponse {
   status: number;
   headers: [string, string][];
-  /** A message, or a command's output kept byte for byte. */
-  body: string | Buffer;
+  /** A message, or a command's output kept byte for byte; an async iterable is streamed (chunked). */
+  body: string | Buffer | AsyncIterable<Buffer>;
 }
 
 export interface ServerOptions {
@@ -49,6 +51,9 @@ export interface ServerOptions {
   headers: { name: string; value: string }[];
   maxMultipartMem: number;
   debug: boolean;
+  /** -x-request-id: a request's X-Request-Id header becomes its log id (cut to -x-request-id-limit when > 0). */
+  xRequestId?: boolean;
+  xRequestIdLimit?: number;
 }
 
 /** A request routed to a hook, waiting for its body. */
@@ -88,9 +93,19 @@ class Headers {
 }
 
 function respond(status: number, headers: Headers, body: string | Buffer): HookResponse {
-  if (body.length > 0 && !headers.has("Content-Type")) headers.set("Content-Type", detectContentType(body));
+  // Most answers are one of a few fixed messages: their sniffed type is cached.
+  if (body.length > 0 && !headers.has("Content-Type")) {
+    let type = typeof body === "string" ? sniffed.get(body) : undefined;
+    if (type === undefined) {
+      type = detectContentType(body);
+      if (typeof body === "string" && body.length <= 128 && sniffed.size < 256) sniffed.set(body, type);
+    }
+    headers.set("Content-Type", type);
+  }
   return { status, headers: headers.list(), body };
 }
+
+const sniffed = new Map<string, string>();
 
 /** gorilla/mux's path cleaning: collapses "//", "/./" and "/../", keeping a trailing slash. */
 function cleanPath(p: string): string {
@@ -117,17 +132,139 @@ function goQuote(s: string): string {
   return JSON.stringify(s);
 }
 
+type BodyKind = "json" | "form" | "xml" | "multipart" | "other";
+
+/**
+ * The request as rules and commands read it. Headers, query and payload are each decoded on
+ * first use: many hooks read none of them (getters on the class, not per-request closures).
+ */
+class LazyRequest implements HookRequest {
+  readonly id: string;
+  readonly method: string;
+  readonly remoteAddr: string;
+  /** The reference does not keep the body of a multipart request. */
+  readonly rawBody: Buffer;
+  private parsedHeaders: Record<string, unknown> | undefined;
+  private parsedQuery: Record<string, unknown> | undefined;
+  private parsedPayload: Payload;
+  private payloadRead: boolean;
+
+  constructor(
+    private readonly m: Matched,
+    readonly contentType: string,
+    private readonly kind: BodyKind,
+    body: Buffer,
+    readonly allowSignatureErrors: boolean,
+    private readonly log: Log,
+  ) {
+    this.id = m.rid;
+    this.method = m.head.method;
+    this.remoteAddr = m.head.remoteAddr;
+    this.rawBody = kind === "multipart" ? EMPTY : body;
+    this.payloadRead = kind === "multipart";
+  }
+
+  get headers(): Record<string, unknown> {
+    return (this.parsedHeaders ??= parseHeaders(this.m.head.rawHeaders));
+  }
+
+  get query(): Record<string, unknown> {
+    return (this.parsedQuery ??= parseQuery(this.m.query).values);
+  }
+
+  get payload(): Payload {
+    if (!this.payloadRead) {
+      this.payloadRead = true;
+      this.parsedPayload = this.readPayload();
+    }
+    return this.parsedPayload;
+  }
+
+  set payload(v: Payload) {
+    this.payloadRead = true;
+    this.parsedPayload = v;
+  }
+
+  private readPayload(): Payload {
+    try {
+      if (this.kind === "json") return parseJsonPayload(this.rawBody);
+      if (this.kind === "form") return parseFormPayload(this.rawBody);
+      if (this.kind === "xml") return parseXmlPayload(this.rawBody);
+      if (this.log.enabled) this.log.print(`[${this.id}] error parsing body payload due to unsupported content type header: ${this.contentType}`);
+    } catch (e) {
+      this.log.print(`[${this.id}] ${(e as Error).message}`);
+    }
+    return undefined;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * A command's output as an async iterator for the transport: chunks are queued until read. Once
+ * the reader returns (the client went away, or HEAD), later output is dropped rather than queued.
+ */
+class OutputStream implements AsyncIterableIterator<Buffer> {
+  private readonly queued: Buffer[] = [];
+  private ended = false;
+  private abandoned = false;
+  private wake: (() => void) | undefined;
+
+  push(chunk: Buffer): void {
+    if (this.abandoned) return;
+    this.queued.push(chunk);
+    this.wake?.();
+  }
+
+  end(): void {
+    this.ended = true;
+    this.wake?.();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<Buffer>> {
+    for (;;) {
+      if (this.queued.length > 0) {
+        return { value: this.queued.length === 1 ? this.queued.pop()! : Buffer.concat(this.queued.splice(0)), done: false };
+      }
+      if (this.ended || this.abandoned) return { value: undefined, done: true };
+      await new Promise<void>((resolve) => (this.wake = resolve));
+      this.wake = undefined;
+    }
+  }
+
+  async return(): Promise<IteratorResult<Buffer>> {
+    this.abandoned = true;
+    this.queued.length = 0;
+    this.wake?.();
+    return { value: undefined, done: true };
+  }
+}
+
 export class HookServer {
   private readonly prefix: string;
   private readonly allowedMethods: string[];
 
   constructor(
-    private readonly hooks: Map<string, Hook>,
+    private hooks: Map<string, Hook>,
     private readonly opts: ServerOptions,
     private readonly log: Log,
   ) {
     this.prefix = opts.urlprefix === "" ? "/" : `/${opts.urlprefix}/`;
     this.allowedMethods = opts.httpMethods === "" ? [] : opts.httpMethods.split(",");
+  }
+
+  /** Replaces the whole hook set at once; a request uses the set that was current when it was routed. */
+  setHooks(hooks: Map<string, Hook>): void {
+    this.hooks = hooks;
+  }
+
+  /** The commands running now, with the hook and request that started them. */
+  runningCommands(): { hook: string; rid: string; pid: number | undefined; kill: (signal: NodeJS.Signals) => void }[] {
+    return runningCommands().map((e) => ({ hook: e.hook, rid: e.rid, pid: e.command.pid, kill: (sig) => e.command.kill(sig) }));
   }
 
   /** Step one: decide from the method and URL alone. */
@@ -140,7 +277,7 @@ export class HookServer {
       return { kind: "response", response: { status: 400, headers: [["Content-Type", "text/plain; charset=utf-8"], ["Connection", "close"]], body: "400 Bad Request" } };
     }
     const logging = this.log.enabled;
-    const rid = logging ? randomUUID().slice(0, 6) : "";
+    const rid = logging ? this.requestId(head) : "";
     const start = logging ? process.hrtime.bigint() : 0n;
     if (path.includes("//") || path.includes("/.")) {
       const clean = cleanPath(path);
@@ -173,6 +310,18 @@ export class HookServer {
     return { kind: "hook", hook, head, rid, start, query };
   }
 
+  /** The id that ties a request's log lines together. */
+  private requestId(head: RequestHead): string {
+    if (this.opts.xRequestId) {
+      const given = rawHeader(head.rawHeaders, "x-request-id");
+      if (given) {
+        const limit = this.opts.xRequestIdLimit ?? 0;
+        return limit > 0 ? given.slice(0, limit) : given;
+      }
+    }
+    return randomUUID().slice(0, 6);
+  }
+
   private methodAllowed(hook: Hook, method: string): boolean {
     const own = hook["http-methods"];
     if (own && own.length > 0) return own.some((m) => m.trim().toUpperCase() === method);
@@ -186,13 +335,17 @@ export class HookServer {
     return this.finish(m.head, m.rid, m.start, respond(413, new Headers(), MSG.tooLarge));
   }
 
-  /** Step two: parse the body, evaluate the rules, run the command, build the response. */
-  async handle(m: Matched, body: Buffer): Promise<HookResponse> {
-    const response = await this.process(m, body);
+  /**
+   * Step two: parse the body, evaluate the rules, run the command, build the response. Answers
+   * synchronously unless a multipart body must be parsed or the response waits for a command.
+   */
+  handle(m: Matched, body: Buffer): HookResponse | Promise<HookResponse> {
+    const response = this.process(m, body);
+    if (response instanceof Promise) return response.then((r) => this.finish(m.head, m.rid, m.start, r, body));
     return this.finish(m.head, m.rid, m.start, response, body);
   }
 
-  private async process(m: Matched, body: Buffer): Promise<HookResponse> {
+  private process(m: Matched, body: Buffer): HookResponse | Promise<HookResponse> {
     const { hook, rid } = m;
     const log = this.log;
     const out = new Headers();
@@ -200,47 +353,43 @@ export class HookServer {
 
     let contentType = rawHeader(m.head.rawHeaders, "content-type") ?? "";
     if (hook["incoming-payload-content-type"]) contentType = hook["incoming-payload-content-type"];
-    const isMultipart = contentType.startsWith("multipart/form-data;");
+    const kind: BodyKind = contentType.includes("json")
+      ? "json"
+      : contentType.includes("x-www-form-urlencoded")
+        ? "form"
+        : contentType.includes("xml")
+          ? "xml"
+          : contentType.startsWith("multipart/form-data;")
+            ? "multipart"
+            : "other";
 
-    let headers: Record<string, unknown> | undefined;
-    const rawHeaders = m.head.rawHeaders;
-    const req: HookRequest = {
-      id: rid,
-      method: m.head.method,
-      remoteAddr: m.head.remoteAddr,
-      contentType,
-      // Built on first use: many hooks never read a header.
-      get headers() {
-        return (headers ??= parseHeaders(rawHeaders));
-      },
-      query: parseQuery(m.query).values,
-      // The reference does not keep the body of a multipart request.
-      rawBody: isMultipart ? Buffer.alloc(0) : body,
-      payload: undefined,
-      allowSignatureErrors: hook["trigger-signature-soft-failures"] === true,
-    };
+    const req = new LazyRequest(m, contentType, kind, body, hook["trigger-signature-soft-failures"] === true, log);
 
-    try {
-      if (contentType.includes("json")) req.payload = parseJsonPayload(req.rawBody);
-      else if (contentType.includes("x-www-form-urlencoded")) req.payload = parseFormPayload(req.rawBody);
-      else if (contentType.includes("xml")) req.payload = parseXmlPayload(req.rawBody);
-      else if (isMultipart) {
-        const jsonFields = new Set(
-          (hook["parse-parameters-as-json"] ?? []).filter((a) => a.source === "payload" && a.name).map((a) => a.name!),
-        );
-        try {
-          const mp = await parseMultipart(contentType, body, this.opts.maxMultipartMem, jsonFields);
+    if (kind === "multipart") {
+      const jsonFields = new Set(
+        (hook["parse-parameters-as-json"] ?? []).filter((a) => a.source === "payload" && a.name).map((a) => a.name!),
+      );
+      return parseMultipart(contentType, body, this.opts.maxMultipartMem, jsonFields).then(
+        (mp) => {
           for (const l of mp.logs) log.print(`[${rid}] ${l}`);
           req.payload = mp.payload;
-        } catch (e) {
-          log.print(`[${rid}] error parsing multipart form: ${(e as Error).message}\n`);
+          return this.trigger(m, req, out);
+        },
+        (e: Error) => {
+          log.print(`[${rid}] error parsing multipart form: ${e.message}\n`);
           return respond(500, out, MSG.multipartError);
-        }
-      } else if (log.enabled) log.print(`[${rid}] error parsing body payload due to unsupported content type header: ${contentType}`);
-    } catch (e) {
-      log.print(`[${rid}] ${(e as Error).message}`);
+        },
+      );
     }
+    // With logging on, parse now so the log lines come in the reference's order.
+    if (log.enabled) void req.payload;
+    return this.trigger(m, req, out);
+  }
 
+  /** Evaluates the rules and, when they hold, runs the command. */
+  private trigger(m: Matched, req: HookRequest, out: Headers): HookResponse | Promise<HookResponse> {
+    const { hook, rid } = m;
+    const log = this.log;
     this.parseJsonParameters(hook, req);
 
     let ok = true;
@@ -265,17 +414,56 @@ export class HookServer {
     log.print(`[${rid}] ${hook.id} hook triggered successfully`);
     for (const h of hook["response-headers"] ?? []) out.set(h.name, h.value);
 
+    if (hook["stream-command-output"]) return this.stream(m, req, out);
     if (hook["include-command-output-in-response"]) {
-      const result = await this.execute(hook, req);
-      if (result.error !== undefined) {
-        if (hook["include-command-output-in-response-on-error"]) return respond(500, out, result.output);
-        out.set("Content-Type", "text/plain; charset=utf-8");
-        return respond(500, out, MSG.commandError);
-      }
-      return respond(this.statusFor(m, hook["success-http-response-code"]), out, result.output);
+      return this.execute(hook, req).then((result) => {
+        if (result.error !== undefined) {
+          if (hook["include-command-output-in-response-on-error"]) return respond(500, out, result.output);
+          out.set("Content-Type", "text/plain; charset=utf-8");
+          return respond(500, out, MSG.commandError);
+        }
+        return respond(this.statusFor(m, hook["success-http-response-code"]), out, result.output);
+      });
     }
     this.execute(hook, req).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`));
     return respond(this.statusFor(m, hook["success-http-response-code"]), out, hook["response-message"] ?? "");
+  }
+
+  /**
+   * stream-command-output: the answer starts with the command's first output (status 200) and
+   * carries the rest as it is produced; a failure is told in a last line. A command that fails
+   * before any output is answered like a captured one (500).
+   */
+  private stream(m: Matched, req: HookRequest, out: Headers): Promise<HookResponse> {
+    const hook = m.hook;
+    const body = new OutputStream();
+    return new Promise<HookResponse>((resolve) => {
+      let started = false;
+      let lastByte = 0x0a;
+      const start = (): void => {
+        if (started) return;
+        started = true;
+        if (!out.has("Content-Type")) out.set("Content-Type", "text/plain; charset=utf-8");
+        resolve({ status: this.statusFor(m, hook["success-http-response-code"]), headers: out.list(), body });
+      };
+      this.execute(hook, req, (chunk) => {
+        lastByte = chunk[chunk.length - 1]!;
+        body.push(chunk);
+        start();
+      }).then((result) => {
+        if (!started && result.error !== undefined) {
+          out.set("Content-Type", "text/plain; charset=utf-8");
+          resolve(respond(500, out, MSG.commandError));
+          return;
+        }
+        if (result.error !== undefined) {
+          const newline = lastByte === 0x0a ? "" : "\n";
+          body.push(Buffer.from(`${newline}the command failed: ${result.error}\n`));
+        }
+        start();
+        body.end();
+      });
+    });
   }
 
   /** A configured status code, or 200 (logged) when Go's net/http would not know it. */
@@ -312,7 +500,7 @@ export class HookServer {
   }
 
   /** Runs the hook's command (the reference's handleHook); resolves with its output and error. */
-  private async execute(hook: Hook, req: HookRequest): Promise<{ output: Buffer; error?: string }> {
+  private async execute(hook: Hook, req: HookRequest, onOutput?: OutputSink): Promise<{ output: Buffer; error?: string }> {
     const log = this.log;
     const rid = req.id;
     const command = hook["execute-command"];
@@ -384,11 +572,12 @@ export class HookServer {
     const spec: CommandSpec = {
       path,
       argv,
-      env: envNames.length ? { ...process.env, ...env } : process.env,
-      captureOutput: hook["include-command-output-in-response"] === true || log.enabled,
+      env,
+      // The streamed output is not kept unless the log shows it.
+      captureOutput: (hook["include-command-output-in-response"] === true && !hook["stream-command-output"]) || log.enabled,
       ...(cwd ? { cwd } : {}),
     };
-    const result = await runCommand(spec);
+    const result = await runCommand(spec, { hook: hook.id, rid }, onOutput);
     if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`);
     if (result.error !== undefined) log.print(`[${rid}] error occurred: ${result.error}`);
     for (const f of files) {
@@ -419,7 +608,8 @@ export class HookServer {
     if (this.opts.debug) this.log.raw(dump(rid, head, body, res));
     const elapsed = goDuration(process.hrtime.bigint() - start);
     const host = rawHeader(head.rawHeaders, "host") ?? "";
-    this.log.print(`[${rid}] ${String(res.status).padStart(3, "0")} | ${iBytes(Buffer.byteLength(res.body))} | ${elapsed} | ${host} | ${head.method} ${head.url}`);
+    const size = typeof res.body === "string" || Buffer.isBuffer(res.body) ? Buffer.byteLength(res.body) : 0;
+    this.log.print(`[${rid}] ${String(res.status).padStart(3, "0")} | ${iBytes(size)} | ${elapsed} | ${host} | ${head.method} ${head.url}`);
   }
 }
 
@@ -463,7 +653,7 @@ function dump(rid: string, head: RequestHead, body: Buffer | undefined, res: Hoo
   }
   out += `\n< [${rid}] ${STATUS_TEXT[res.status] ?? ""}`;
   for (const [k, v] of [...res.headers].sort((a, b) => (a[0] < b[0] ? -1 : 1))) out += `\n< [${rid}] ${k}: ${v}`;
-  if (res.body.length > 0) {
+  if ((typeof res.body === "string" || Buffer.isBuffer(res.body)) && res.body.length > 0) {
     out += "\n";
     for (const line of res.body.toString().split("\n")) out += `< [${rid}] ${line}\n`;
   }

@@ -66,6 +66,8 @@ export interface Hook {
   "response-headers"?: ResponseHeader[];
   "include-command-output-in-response"?: boolean;
   "include-command-output-in-response-on-error"?: boolean;
+  /** Ours: send the command's output to the client as it is produced (chunked). */
+  "stream-command-output"?: boolean;
   "pass-environment-to-command"?: Argument[];
   "pass-arguments-to-command"?: Argument[];
   "pass-file-to-command"?: Argument[];

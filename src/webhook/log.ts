@@ -1,11 +1,33 @@
 // The server's log, in the format of Go's log package as the reference sets it up:
-// "[webhook] 2006/01/02 15:04:05 message" on stderr, written only with -verbose (or -debug).
-// Every line passes through a redactor so secrets from the hooks file never reach the log.
+// "[webhook] 2006/01/02 15:04:05 message" on stderr (or the -logfile), written only with -verbose
+// (or -debug, or -logfile). With -log-format json each line is one JSON object instead:
+// {"time","level","request_id","hook_id","event"} (request_id and hook_id when known; a caller
+// passes them as fields, or the message starts with "[rid] "). Every line passes through a redactor so
+// secrets from the hooks file never reach the log.
+
+export type LogFormat = "text" | "json";
+
+/** What a log line is about, for the JSON format; the text format shows the request id in brackets. */
+export interface LogFields {
+  rid?: string;
+  hook?: string;
+}
+
+type Level = "info" | "error" | "debug";
 
 export class Log {
   private secrets: string[] = [];
 
-  constructor(readonly enabled: boolean, private readonly out: (s: string) => void = (s) => process.stderr.write(s)) {}
+  constructor(
+    readonly enabled: boolean,
+    private out: (s: string) => void = (s) => process.stderr.write(s),
+    private readonly format: LogFormat = "text",
+  ) {}
+
+  /** Sends the lines from now on elsewhere (the -logfile, once it is open). */
+  redirect(out: (s: string) => void): void {
+    this.out = out;
+  }
 
   /** Strings replaced by "***" wherever they would appear in a log line. */
   setSecrets(secrets: Iterable<string>): void {
@@ -19,25 +41,44 @@ export class Log {
   }
 
   /** log.Print: prefix, message, and a newline unless the message ends with one. */
-  print(message: string): void {
+  print(message: string, fields?: LogFields): void {
     if (!this.enabled) return;
-    this.write(message);
+    this.write("info", message, fields);
   }
 
   /** Writes even when not verbose (start-up errors the user must see). */
-  always(message: string): void {
-    this.write(message);
+  always(message: string, fields?: LogFields): void {
+    this.write("error", message, fields);
   }
 
   /** Raw text without the prefix (the -debug request dumps). */
-  raw(text: string): void {
-    if (this.enabled) this.out(this.redact(text));
+  raw(text: string, fields?: LogFields): void {
+    if (!this.enabled) return;
+    if (this.format === "json") this.out(jsonLine("debug", this.redact(text).replace(/\n$/, ""), fields));
+    else this.out(this.redact(text));
   }
 
-  private write(message: string): void {
+  private write(level: Level, message: string, fields?: LogFields): void {
     const text = this.redact(message);
-    this.out(prefix() + text + (text.endsWith("\n") ? "" : "\n"));
+    if (this.format === "json") this.out(jsonLine(level, text.replace(/\n$/, ""), fields));
+    else this.out(prefix() + text + (text.endsWith("\n") ? "" : "\n"));
   }
+}
+
+/** One JSON log line. A message that starts with "[rid] " gives the request id when none is passed. */
+function jsonLine(level: Level, message: string, fields: LogFields = {}): string {
+  let rid = fields.rid;
+  let event = message;
+  const m = /^\[([^\]\s]*)\] /.exec(message);
+  if (m) {
+    rid ??= m[1];
+    event = message.slice(m[0].length);
+  }
+  const line: Record<string, string> = { time: new Date().toISOString(), level };
+  if (rid !== undefined) line["request_id"] = rid;
+  if (fields.hook !== undefined) line["hook_id"] = fields.hook;
+  line["event"] = event;
+  return JSON.stringify(line) + "\n";
 }
 
 export function prefix(now = new Date()): string {

@@ -1,7 +1,7 @@
 // Trigger rules: and / or / not / match, evaluated with the reference's error semantics.
 // An evaluation yields a result and maybe an error; a missing parameter (ParameterNodeError) only
 // makes a match false, a signature error may be "soft" inside an `or`, anything else is a 500.
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac, hash, timingSafeEqual } from "node:crypto";
 import type { HookRequest, MatchRule, Rule } from "./hook.js";
 import { getArgument, ParameterNodeError, canonicalHeaderKey } from "./values.js";
 import { compileGoRegex } from "./regex.js";
@@ -76,11 +76,19 @@ function evaluateMatch(m: MatchRule, r: HookRequest, warn: Warn): Evaluation {
   }
 }
 
+// Digests of the values in hooks files, computed once: only the request's side varies.
+const configuredDigests = new Map<string, Buffer>();
+
 /** Constant-time string equality: compares SHA-256 digests, which always have equal length. */
-export function constantTimeEqual(a: string, b: string): boolean {
-  const da = createHash("sha256").update(a).digest();
-  const db = createHash("sha256").update(b).digest();
-  return timingSafeEqual(da, db);
+export function constantTimeEqual(actual: string, configured: string): boolean {
+  let expected = configuredDigests.get(configured);
+  if (expected === undefined) {
+    expected = Buffer.from(hash("sha256", configured, "base64"), "base64");
+    if (configuredDigests.size < 10_000) configuredDigests.set(configured, expected);
+  }
+  // Through a base64 string: a small Buffer.from comes from Node's pool, a "buffer" digest
+  // would be a fresh external allocation per request, and those drive full GCs.
+  return timingSafeEqual(Buffer.from(hash("sha256", actual, "base64"), "base64"), expected);
 }
 
 function signaturesFrom(source: string, prefix: string): string[] {

@@ -1,20 +1,86 @@
-// The HTTP transport: node:http in front of HookServer. It turns a Node request into a
-// RequestHead, reads the body only for a matched hook (up to -max-body) and writes the
-// HookResponse. Nothing here knows about hooks, so another transport can replace it.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { HookResponse, HookServer, RequestHead } from "./handler.js";
+// The HTTP/1.1 transport in front of HookServer, on node:net. A connection handler: any
+// net.Server or tls.Server (TCP, Unix socket, TLS) feeds it sockets. It parses requests itself
+// (node:http costs ~1.5x the CPU per request), routes each one from its head alone, keeps the
+// body only for a matched hook (up to -max-body), and writes each answer in one write, or
+// chunked when the body is a stream. Nothing here knows about hooks.
+//
+// Parsing is strict where requests could be smuggled past a proxy: Transfer-Encoding together
+// with Content-Length, differing Content-Lengths, a Transfer-Encoding other than "chunked",
+// bare CR, control bytes, obsolete line folding and non-token header names are all refused.
+// The head may end its lines with a bare LF, as Go accepts; chunked framing needs CRLF.
+import { createServer as createNetServer, type Server, type Socket } from "node:net";
+import { createServer as createTlsServer, type TlsOptions } from "node:tls";
+import type { HookResponse, HookServer, Matched, RequestHead, Routed } from "./handler.js";
+import { STATUS_TEXT } from "./status.js";
 
-export interface ListenOptions {
-  ip: string;
-  port: number;
+export interface TransportOptions {
+  /** -max-body: a larger request body is answered 413. */
   maxBody: number;
+  /** A connection without traffic for this long, and not waiting for an answer, is closed. */
+  idleTimeoutMs?: number;
+  /** The whole request head must arrive within this long after its first byte (408). */
+  headersTimeoutMs?: number;
+  /** The whole request, body included, must arrive within this long (408). */
+  requestTimeoutMs?: number;
+  /** A request head larger than this is answered 431 (Go's default: 1 MiB). */
+  maxHeaderBytes?: number;
+  /** More header fields than this are answered 431. */
+  maxHeaderCount?: number;
 }
 
-/** Go's RemoteAddr: "ip:port", IPv6 in brackets, IPv4-mapped IPv6 shown as plain IPv4. */
-function remoteAddr(req: IncomingMessage): string {
-  let ip = req.socket.remoteAddress ?? "";
+export type ListenAddress = { ip: string; port: number } | { socket: string };
+
+export interface CommandInfo {
+  hook: string;
+  rid: string;
+  pid: number | undefined;
+}
+
+export interface CloseReport {
+  /** The commands running when close() began. */
+  running: CommandInfo[];
+  /** How many commands were still running at the end of the grace period and were killed. */
+  killed: number;
+}
+
+/** Milliseconds from the environment (for tests of the timeouts), else the default. */
+function envMs(name: string, fallback: number): number {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+}
+
+// A refused body is read and dropped (so closing cannot reset the connection before the client
+// has read the answer), but not without bound.
+const MAX_DISCARD = 64 * 1024 * 1024;
+// Pipelined requests waiting behind one that is being answered are buffered up to this much.
+const MAX_BUFFERED = 1024 * 1024;
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// Bytes a header value may not hold: controls other than HTAB, and DEL (RFC 9110 5.5).
+const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
+// A request target: visible bytes only.
+const BAD_TARGET = /[\x00-\x20\x7f]/;
+const CHUNK_SIZE = /^[0-9a-fA-F]{1,15}$/;
+const EMPTY = Buffer.alloc(0);
+
+let dateLine = "";
+let dateSecond = 0;
+/** The Date header, formatted once a second. */
+function date(): string {
+  const now = Date.now();
+  const s = Math.floor(now / 1000);
+  if (s !== dateSecond) {
+    dateSecond = s;
+    dateLine = `Date: ${new Date(now).toUTCString()}\r\n`;
+  }
+  return dateLine;
+}
+
+/** Go's RemoteAddr: "ip:port", IPv6 in brackets, IPv4-mapped IPv6 shown as plain IPv4; "@" on a Unix socket. */
+function remoteAddr(socket: Socket): string {
+  let ip = socket.remoteAddress;
+  if (ip === undefined) return "@";
   if (ip.startsWith("::ffff:") && ip.includes(".")) ip = ip.slice(7);
-  const port = req.socket.remotePort ?? 0;
+  const port = socket.remotePort ?? 0;
   return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
 }
 
@@ -25,162 +91,612 @@ function target(url: string): string {
   return m ? m[1] || "/" : url;
 }
 
-/** Go's net/http writes a header value's CR and LF as spaces rather than failing. */
-function headerValue(v: string): string {
-  return /[\r\n]/.test(v) ? v.replace(/[\r\n]/g, " ") : v;
+/** Strips leading and trailing spaces and tabs only (String.trim would also eat a UTF-8 byte 0xA0). */
+function trimSpaceTab(s: string): string {
+  let a = 0;
+  let b = s.length;
+  while (a < b && (s.charCodeAt(a) === 0x20 || s.charCodeAt(a) === 0x09)) a++;
+  while (b > a && (s.charCodeAt(b - 1) === 0x20 || s.charCodeAt(b - 1) === 0x09)) b--;
+  return a === 0 && b === s.length ? s : s.slice(a, b);
 }
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+function isStream(body: HookResponse["body"]): body is AsyncIterable<Buffer> {
+  return typeof body !== "string" && !Buffer.isBuffer(body);
+}
 
-function send(res: ServerResponse, r: HookResponse): void {
-  try {
-    const noBody = r.status === 204 || r.status === 304 || r.status < 200;
-    const body = noBody ? Buffer.alloc(0) : typeof r.body === "string" ? Buffer.from(r.body, "utf8") : r.body;
-    // Like Go's net/http, a header whose name is not a valid token is left out.
-    const headers = r.headers.filter(([k]) => TOKEN.test(k) && !(noBody && k === "Content-Type")).map(([k, v]) => [k, headerValue(v)]);
-    if (!noBody) headers.push(["Content-Length", String(body.length)]);
-    res.writeHead(r.status, headers.flat());
-    res.end(body);
-  } catch (e) {
-    // A header the hooks file or -header made unsendable: answer plainly rather than crash.
-    if (!res.headersSent) {
-      res.removeHeader("Content-Length");
-      res.writeHead(500, "Internal Server Error", { "Content-Type": "text/plain; charset=utf-8" });
-      res.end(`Internal Server Error: ${(e as Error).message}`);
-    } else res.destroy();
+// The transport alone frames the message: these headers from a hooks file would desynchronise it.
+const FRAMING = new Set(["content-length", "transfer-encoding", "connection"]);
+
+/** The status line and headers. Like Go, a header with an invalid name is left out and CR/LF in a value become spaces. */
+function encodeHead(res: HookResponse, framing: string, noBody: boolean): string {
+  let head = `HTTP/1.1 ${res.status} ${STATUS_TEXT[res.status] ?? `status code ${res.status}`}\r\n`;
+  for (const [name, value] of res.headers) {
+    if (!TOKEN.test(name) || (noBody && name === "Content-Type") || FRAMING.has(name.toLowerCase())) continue;
+    head += `${name}: ${value.includes("\r") || value.includes("\n") ? value.replace(/[\r\n]/g, " ") : value}\r\n`;
+  }
+  return head + date() + framing + "\r\n";
+}
+
+/** A plain-text answer for a request the transport refuses itself. */
+function plain(status: number, detail = ""): HookResponse {
+  return {
+    status,
+    headers: [["Content-Type", "text/plain; charset=utf-8"]],
+    body: `${status} ${STATUS_TEXT[status] ?? ""}${detail ? `: ${detail}` : ""}`,
+  };
+}
+
+const enum State {
+  Head,
+  Body,
+  ChunkSize,
+  ChunkData,
+  ChunkEnd,
+  Trailer,
+}
+
+/** Why a request head was refused. */
+class Refused {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+  ) {}
+}
+
+class Connection {
+  private buf: Buffer = EMPTY;
+  /** Where the search for the end of the head resumes (the head arrives in pieces). */
+  private scanned = 0;
+  private headNext = 0;
+  private state = State.Head;
+  private need = 0;
+  private chunks: Buffer[] = [];
+  private bodyLen = 0;
+  /** The request being read: its routing, or null between requests. */
+  private routed: Routed | null = null;
+  /** The request's answer was sent before its body was read (413); drop the body, then close. */
+  private answered = false;
+  private keepAlive = true;
+  private http10 = false;
+  private isHead = false;
+  /** An answer is being produced or streamed: later requests wait in `buf`. */
+  private busy = false;
+  private closed = false;
+  /** When the current request's first byte arrived; 0 between requests. */
+  receivingSince = 0;
+  lastActive = Date.now();
+  /** When this side ended the connection (it then only drops what still arrives). */
+  endedAt = 0;
+  private readonly remote: string;
+
+  constructor(
+    readonly socket: Socket,
+    private readonly t: HookTransport,
+  ) {
+    this.remote = remoteAddr(socket);
+    socket.setNoDelay(true);
+    socket.on("data", (d: Buffer) => this.onData(d));
+    socket.on("drain", () => this.resume());
+    socket.on("error", () => undefined);
+    socket.on("close", () => {
+      this.closed = true;
+      t.forget(this);
+    });
+  }
+
+  get idle(): boolean {
+    return !this.busy && this.routed === null && this.buf.length === 0;
+  }
+
+  get waiting(): boolean {
+    return this.busy;
+  }
+
+  get reading(): State {
+    return this.state;
+  }
+
+  private onData(d: Buffer): void {
+    this.lastActive = Date.now();
+    if (this.endedAt) return; // answered and ended: drop the rest
+    this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
+    if (this.busy) {
+      if (this.buf.length > MAX_BUFFERED) this.socket.pause();
+      return;
+    }
+    this.parse();
+  }
+
+  private resume(): void {
+    if (!this.closed && !this.busy && this.socket.writableLength === 0) this.socket.resume();
+  }
+
+  /** Answers a bad request and ends the connection. */
+  refuse(status: number, detail = ""): void {
+    this.keepAlive = false;
+    this.write(plain(status, detail));
+  }
+
+  /** Ends the connection after its current answer (graceful shutdown); at once when idle. */
+  shutdown(): void {
+    this.keepAlive = false;
+    if (this.idle && !this.endedAt) this.end();
+  }
+
+  private end(): void {
+    this.endedAt = Date.now();
+    this.buf = EMPTY;
+    this.socket.end();
+  }
+
+  private parse(): void {
+    while (!this.busy && !this.endedAt && !this.closed) {
+      switch (this.state) {
+        case State.Head: {
+          // Empty lines before a request line are ignored (RFC 9112 2.2).
+          let i = 0;
+          while (i < this.buf.length && (this.buf[i] === 0x0d || this.buf[i] === 0x0a)) i++;
+          if (i > 0) this.buf = this.buf.subarray(i);
+          if (this.buf.length === 0) {
+            this.receivingSince = 0;
+            return;
+          }
+          if (this.receivingSince === 0) this.receivingSince = Date.now();
+          const end = this.headEnd();
+          if (end === -1) {
+            if (this.buf.length > this.t.maxHeaderBytes) this.refuse(431, "request header too large");
+            return;
+          }
+          if (end > this.t.maxHeaderBytes) return this.refuse(431, "request header too large");
+          const text = this.buf.toString("latin1", 0, end);
+          this.buf = this.buf.subarray(this.headNext);
+          this.scanned = 0;
+          const refused = this.begin(text);
+          if (refused) return this.refuse(refused.status, refused.detail);
+          continue;
+        }
+        case State.Body:
+        case State.ChunkData: {
+          if (this.buf.length === 0) return;
+          const take = Math.min(this.need, this.buf.length);
+          this.keep(this.buf.subarray(0, take));
+          this.buf = this.buf.subarray(take);
+          this.need -= take;
+          if (this.need > 0) return;
+          if (this.state === State.Body) this.complete();
+          else this.state = State.ChunkEnd;
+          continue;
+        }
+        default: {
+          // Chunked framing lines: CRLF only (a bare LF here is how chunked bodies get smuggled).
+          const lf = this.buf.indexOf(0x0a);
+          if (lf === -1) {
+            if (this.buf.length > 4096) this.refuse(400, "malformed chunked encoding");
+            return;
+          }
+          if (lf === 0 || this.buf[lf - 1] !== 0x0d) return this.refuse(400, "malformed chunked encoding");
+          const line = this.buf.toString("latin1", 0, lf - 1);
+          this.buf = this.buf.subarray(lf + 1);
+          if (this.state === State.ChunkEnd) {
+            if (line !== "") return this.refuse(400, "malformed chunked encoding");
+            this.state = State.ChunkSize;
+          } else if (this.state === State.Trailer) {
+            if (line === "") this.complete();
+            else if (BAD_VALUE.test(line) || line.indexOf("\r") !== -1) return this.refuse(400, "malformed chunked encoding");
+          } else {
+            const semi = line.indexOf(";");
+            const sizeText = (semi === -1 ? line : line.slice(0, semi)).trimEnd();
+            if (!CHUNK_SIZE.test(sizeText) || line.includes("\r") || line.includes("\n")) return this.refuse(400, "malformed chunked encoding");
+            const size = parseInt(sizeText, 16);
+            if (size === 0) this.state = State.Trailer;
+            else {
+              this.need = size;
+              this.state = State.ChunkData;
+              if (!this.answered && this.bodyLen + size > this.t.maxBody && this.routed?.kind === "hook") this.tooLarge();
+            }
+          }
+        }
+      }
+    }
+  }
+
+  /**
+   * Where the head ends: the offset of the line break before the empty line ("\r\n\r\n", or
+   * with bare LFs), or -1 while it is incomplete. `headNext` is set to the offset after it.
+   */
+  private headEnd(): number {
+    const buf = this.buf;
+    let i = buf.indexOf(0x0a, this.scanned);
+    while (i !== -1) {
+      const next = buf[i + 1];
+      if (next === 0x0a || (next === 0x0d && buf[i + 2] === 0x0a)) {
+        this.headNext = next === 0x0a ? i + 2 : i + 3;
+        return buf[i - 1] === 0x0d ? i - 1 : i;
+      }
+      if (next === undefined || (next === 0x0d && i + 2 >= buf.length)) break;
+      i = buf.indexOf(0x0a, i + 1);
+    }
+    this.scanned = Math.max(0, buf.length - 3);
+    return -1;
+  }
+
+  /** Parses the head and routes the request; a Refused when it must be answered with an error. */
+  private begin(text: string): Refused | undefined {
+    const lines = text.split("\n");
+    let requestLine = lines[0]!;
+    if (requestLine.endsWith("\r")) requestLine = requestLine.slice(0, -1);
+    const sp1 = requestLine.indexOf(" ");
+    const sp2 = requestLine.lastIndexOf(" ");
+    if (sp1 <= 0 || sp2 === sp1) return new Refused(400, "malformed HTTP request");
+    const method = requestLine.slice(0, sp1);
+    const url = requestLine.slice(sp1 + 1, sp2);
+    const version = requestLine.slice(sp2 + 1);
+    if (!TOKEN.test(method) || url === "" || BAD_TARGET.test(url)) return new Refused(400, "malformed HTTP request");
+    if (version !== "HTTP/1.1" && version !== "HTTP/1.0") {
+      return /^HTTP\/\d\.\d$/.test(version) ? new Refused(505, "unsupported protocol version") : new Refused(400, "malformed HTTP version");
+    }
+    if (lines.length - 1 > this.t.maxHeaderCount) return new Refused(431, "too many header fields");
+    this.http10 = version === "HTTP/1.0";
+    const rawHeaders: string[] = [];
+    let host = 0;
+    let te: string | undefined;
+    let cl: string | undefined;
+    let connection = "";
+    let expect = "";
+    for (let i = 1; i < lines.length; i++) {
+      let line = lines[i]!;
+      if (line.endsWith("\r")) line = line.slice(0, -1);
+      const colon = line.indexOf(":");
+      // Also refuses obsolete line folding: a continuation line starts with a space.
+      if (colon <= 0) return new Refused(400, "malformed MIME header line");
+      const name = line.slice(0, colon);
+      if (!TOKEN.test(name)) return new Refused(400, "invalid header name");
+      const raw = line.slice(colon + 1);
+      if (BAD_VALUE.test(raw)) return new Refused(400, "invalid header value");
+      const value = trimSpaceTab(raw);
+      rawHeaders.push(name, value);
+      switch (name.length) {
+        case 4:
+          if (name.toLowerCase() === "host") host++;
+          break;
+        case 6:
+          if (name.toLowerCase() === "expect") expect = value.toLowerCase();
+          break;
+        case 10:
+          if (name.toLowerCase() === "connection") connection += "," + value.toLowerCase();
+          break;
+        case 14:
+          if (name.toLowerCase() === "content-length") {
+            if (!/^\d{1,15}$/.test(value) || (cl !== undefined && cl !== value)) return new Refused(400, "invalid Content-Length");
+            cl = value;
+          }
+          break;
+        case 17:
+          if (name.toLowerCase() === "transfer-encoding") {
+            if (te !== undefined) return new Refused(400, "too many transfer encodings");
+            te = value.toLowerCase();
+          }
+          break;
+      }
+    }
+    if (!this.http10 && host !== 1) return new Refused(400, host === 0 ? "missing required Host header" : "too many Host headers");
+    // Both framings at once is how requests are smuggled past proxies (RFC 9112 6.3).
+    if (te !== undefined && cl !== undefined) return new Refused(400, "Transfer-Encoding and Content-Length together");
+    if (te !== undefined && te !== "chunked") return new Refused(501, "unsupported transfer encoding");
+
+    const tokens = connection.split(",").map((s) => s.trim());
+    this.keepAlive = this.t.accepting && (this.http10 ? tokens.includes("keep-alive") : !tokens.includes("close"));
+    this.isHead = method === "HEAD";
+    const head: RequestHead = { method, url: target(url), rawHeaders, remoteAddr: this.remote };
+    this.routed = this.t.app.route(head);
+    this.chunks = [];
+    this.bodyLen = 0;
+    this.answered = false;
+    const length = cl === undefined ? 0 : Number(cl);
+    if (te !== undefined) {
+      this.state = State.ChunkSize;
+      if (this.http10) this.keepAlive = false;
+    } else if (length > 0) {
+      this.state = State.Body;
+      this.need = length;
+      if (this.routed.kind === "hook" && length > this.t.maxBody) {
+        this.tooLarge();
+        return undefined;
+      }
+    } else {
+      this.complete();
+      return undefined;
+    }
+    if (expect === "100-continue" && !this.http10) this.socket.write("HTTP/1.1 100 Continue\r\n\r\n");
+    return undefined;
+  }
+
+  /** Keeps body bytes for a matched hook; drops them otherwise (bounded). */
+  private keep(bytes: Buffer): void {
+    this.bodyLen += bytes.length;
+    if (this.routed?.kind === "hook" && !this.answered) this.chunks.push(bytes);
+    else if (this.bodyLen > MAX_DISCARD) this.socket.destroy();
+  }
+
+  /** -max-body exceeded: answer 413 now, then drop the rest of the body and close. */
+  private tooLarge(): void {
+    this.answered = true;
+    this.keepAlive = false;
+    this.chunks = [];
+    const response = this.t.app.tooLarge(this.routed as Matched, this.t.maxBody);
+    this.socket.write(this.encode(response));
+  }
+
+  /** The whole request has arrived. */
+  private complete(): void {
+    const routed = this.routed!;
+    this.routed = null;
+    this.state = State.Head;
+    this.need = 0;
+    this.receivingSince = 0;
+    if (this.answered) {
+      this.end();
+      return;
+    }
+    if (routed.kind === "response") {
+      this.write(routed.response);
+      return;
+    }
+    const body = this.chunks.length === 1 ? this.chunks[0]! : this.chunks.length === 0 ? EMPTY : Buffer.concat(this.chunks);
+    this.chunks = [];
+    let response: HookResponse | Promise<HookResponse>;
+    try {
+      response = this.t.app.handle(routed, body);
+    } catch (e) {
+      response = plain(500, (e as Error).message);
+    }
+    if (!(response instanceof Promise)) {
+      this.write(response);
+      return;
+    }
+    this.busy = true;
+    response.then(
+      (r) => this.answer(r),
+      (e: Error) => this.answer(plain(500, e.message)),
+    );
+  }
+
+  /** Writes an answer that was produced asynchronously, then reads on. */
+  private answer(r: HookResponse): void {
+    this.busy = false;
+    if (this.closed) return;
+    this.write(r);
+    if (!this.busy && !this.endedAt) {
+      this.resume();
+      this.parse();
+    }
+  }
+
+  private noBody(status: number): boolean {
+    return status < 200 || status === 204 || status === 304;
+  }
+
+  /** One buffer holding the head and (unless HEAD) the body. */
+  private encode(res: HookResponse): Buffer {
+    const body = res.body as string | Buffer;
+    const noBody = this.noBody(res.status);
+    const size = noBody ? 0 : typeof body === "string" ? Buffer.byteLength(body) : body.length;
+    const framing =
+      (noBody ? "" : `Content-Length: ${size}\r\n`) +
+      (!this.keepAlive ? "Connection: close\r\n" : this.http10 ? "Connection: keep-alive\r\n" : "");
+    const head = encodeHead(res, framing, noBody);
+    if (this.isHead || noBody || size === 0) return Buffer.from(head, "utf8");
+    const headLen = Buffer.byteLength(head);
+    const out = Buffer.allocUnsafe(headLen + size);
+    out.write(head, 0, "utf8");
+    if (typeof body === "string") out.write(body, headLen, "utf8");
+    else body.copy(out, headLen);
+    return out;
+  }
+
+  private write(res: HookResponse): void {
+    if (this.closed) return;
+    // The hook logic asks for the connection to close with "Connection: close" (after a bad request).
+    for (const [name, value] of res.headers) if (name === "Connection" && value === "close") this.keepAlive = false;
+    if (isStream(res.body)) {
+      void this.stream(res, res.body);
+      return;
+    }
+    const ok = this.socket.write(this.encode(res));
+    this.lastActive = Date.now();
+    if (!this.keepAlive) this.end();
+    else if (!ok) this.socket.pause();
+  }
+
+  /** Sends a streamed body as it is produced: chunked, or raw until close for HTTP/1.0. */
+  private async stream(res: HookResponse, body: AsyncIterable<Buffer>): Promise<void> {
+    this.busy = true;
+    const chunked = !this.http10;
+    if (!chunked) this.keepAlive = false;
+    const noBody = this.isHead || this.noBody(res.status);
+    const framing = (chunked && !noBody ? "Transfer-Encoding: chunked\r\n" : "") + (this.keepAlive ? "" : "Connection: close\r\n");
+    this.socket.write(encodeHead(res, framing, this.noBody(res.status)));
+    const it = body[Symbol.asyncIterator]();
+    // A client that goes away ends the stream at once, even while the producer is quiet.
+    const abandon = (): void => void it.return?.();
+    this.socket.once("close", abandon);
+    try {
+      if (!noBody) {
+        for (;;) {
+          const next = await it.next();
+          if (next.done || this.closed) break;
+          const chunk = next.value;
+          if (chunk.length === 0) continue;
+          let ok: boolean;
+          if (chunked) {
+            this.socket.cork();
+            this.socket.write(`${chunk.length.toString(16)}\r\n`);
+            this.socket.write(chunk);
+            ok = this.socket.write("\r\n");
+            this.socket.uncork();
+          } else ok = this.socket.write(chunk);
+          this.lastActive = Date.now();
+          if (!ok) await this.drained();
+        }
+        if (this.closed) await it.return?.();
+        else if (chunked) this.socket.write("0\r\n\r\n");
+      } else {
+        await it.return?.();
+      }
+    } catch {
+      // The producer failed mid-body: the client sees the answer cut short, never a false end.
+      this.socket.destroy();
+      return;
+    } finally {
+      this.socket.off("close", abandon);
+    }
+    this.busy = false;
+    this.lastActive = Date.now();
+    if (!this.keepAlive) this.end();
+    else if (!this.closed) {
+      this.resume();
+      this.parse();
+    }
+  }
+
+  private drained(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.socket.off("drain", done);
+        this.socket.off("close", done);
+        resolve();
+      };
+      this.socket.on("drain", done);
+      this.socket.on("close", done);
+    });
   }
 }
 
-type BodyResult = { kind: "body"; body: Buffer } | { kind: "too-large" } | { kind: "aborted" };
+/** The HTTP/1.1 transport: feed it connections, close it gracefully. */
+export class HookTransport {
+  readonly maxBody: number;
+  readonly maxHeaderBytes: number;
+  readonly maxHeaderCount: number;
+  private readonly idleTimeoutMs: number;
+  private readonly headersTimeoutMs: number;
+  private readonly requestTimeoutMs: number;
+  private readonly connections = new Set<Connection>();
+  private readonly servers = new Set<Server>();
+  private sweeper: NodeJS.Timeout | undefined;
+  accepting = true;
 
-function readBody(req: IncomingMessage, limit: number): Promise<BodyResult> {
-  const declared = Number(req.headers["content-length"]);
-  if (declared > limit) return Promise.resolve({ kind: "too-large" });
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    req.on("data", (c: Buffer) => {
-      if (done) return;
-      size += c.length;
-      if (size > limit) {
-        done = true;
-        req.pause();
-        resolve({ kind: "too-large" });
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on("end", () => {
-      if (done) return;
-      done = true;
-      resolve({ kind: "body", body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) });
-    });
-    const abort = (): void => {
-      if (done) return;
-      done = true;
-      resolve({ kind: "aborted" });
-    };
-    req.on("error", abort);
-    req.on("close", abort);
-  });
-}
+  constructor(
+    readonly app: HookServer,
+    opts: TransportOptions,
+  ) {
+    this.maxBody = opts.maxBody;
+    this.maxHeaderBytes = opts.maxHeaderBytes ?? 1024 * 1024;
+    this.maxHeaderCount = opts.maxHeaderCount ?? 200;
+    this.idleTimeoutMs = opts.idleTimeoutMs ?? envMs("WEBHOOK_IDLE_TIMEOUT_MS", 30_000);
+    this.headersTimeoutMs = opts.headersTimeoutMs ?? envMs("WEBHOOK_HEADERS_TIMEOUT_MS", 20_000);
+    this.requestTimeoutMs = opts.requestTimeoutMs ?? 300_000;
+  }
 
-/**
- * Reads and drops the rest of a refused body; resolves true once it has all been read, false
- * when the bounds (64 MiB, 30 s) cut it short or the client went away. The 413 is sent only
- * after this: a socket closed while the client is still sending gets reset, and the client
- * then loses the answer it had not read yet.
- */
-function drain(req: IncomingMessage): Promise<boolean> {
-  return new Promise((resolve) => {
-    let dropped = 0;
-    let settled = false;
-    const settle = (complete: boolean): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      req.pause();
-      resolve(complete);
-    };
-    const timer = setTimeout(() => settle(false), 30_000);
-    if (req.complete) {
-      settle(true);
+  /** Hands a connection (TCP, Unix socket or TLS) to the transport. */
+  readonly onConnection = (socket: Socket): void => {
+    if (!this.accepting) {
+      socket.destroy();
       return;
     }
-    req.on("data", (c: Buffer) => {
-      dropped += c.length;
-      if (dropped > 64 * 1024 * 1024) settle(false);
-    });
-    req.once("end", () => settle(true));
-    req.once("close", () => settle(req.complete));
-    req.resume();
-  });
-}
+    this.connections.add(new Connection(socket, this));
+    this.sweeper ??= setInterval(() => this.sweep(), 1000).unref();
+  };
 
-export function createHookHttpServer(app: HookServer, opts: ListenOptions): Server {
-  const server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
-    const head: RequestHead = {
-      method: req.method ?? "GET",
-      url: target(req.url ?? "/"),
-      rawHeaders: req.rawHeaders,
-      remoteAddr: remoteAddr(req),
-    };
-    const routed = app.route(head);
-    if (routed.kind === "response") {
-      send(res, routed.response);
-      return;
+  /** A server for TCP or a Unix socket, or for TLS when `tls` options are given; close() stops it. */
+  createServer(tls?: TlsOptions): Server {
+    const server = tls ? createTlsServer(tls, this.onConnection) : createNetServer({ noDelay: true }, this.onConnection);
+    return this.track(server);
+  }
+
+  /** Makes close() stop a server that feeds this transport. */
+  track<S extends Server>(server: S): S {
+    this.servers.add(server);
+    return server;
+  }
+
+  forget(c: Connection): void {
+    this.connections.delete(c);
+  }
+
+  runningCommands(): CommandInfo[] {
+    return this.app.runningCommands().map(({ hook, rid, pid }) => ({ hook, rid, pid }));
+  }
+
+  /** Timeouts, checked once a second rather than with a timer per request. */
+  private sweep(): void {
+    const now = Date.now();
+    for (const c of this.connections) {
+      if (c.endedAt) {
+        if (now - c.endedAt > 5000) c.socket.destroy();
+      } else if (c.waiting) {
+        continue;
+      } else if (c.receivingSince && now - c.receivingSince > (c.reading === State.Head ? this.headersTimeoutMs : this.requestTimeoutMs)) {
+        c.refuse(408);
+      } else if (now - c.lastActive > this.idleTimeoutMs) {
+        c.socket.destroy();
+      }
     }
-    const respondWith = async (b: BodyResult): Promise<void> => {
-      if (b.kind === "aborted") return;
-      if (b.kind === "too-large") {
-        const complete = await drain(req);
-        if (res.destroyed) return;
-        send(res, app.tooLarge(routed, opts.maxBody));
-        if (!complete) res.once("finish", () => req.socket.destroy());
-        return;
-      }
-      let response: HookResponse;
-      try {
-        response = await app.handle(routed, b.body);
-      } catch (e) {
-        response = { status: 500, headers: [["Content-Type", "text/plain; charset=utf-8"]], body: `Internal Server Error: ${(e as Error).message}` };
-      }
-      if (!res.destroyed) send(res, response);
-    };
-    void readBody(req, opts.maxBody).then(async (b) => {
-      try {
-        await respondWith(b);
-      } catch {
-        res.destroy();
-      }
-    });
-  });
-  server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
-    if (socket.writable && err.code !== "ECONNRESET") {
-      const status = err.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
-      socket.end(`HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${status}`);
-    } else socket.destroy();
-  });
-  return server;
+    if (this.connections.size === 0 && !this.accepting) clearInterval(this.sweeper);
+  }
+
+  /**
+   * Graceful shutdown: stops accepting, closes idle connections, lets requests in flight finish.
+   * After `graceMs` the commands still running get SIGTERM, 5 s later SIGKILL, and whatever
+   * connections remain are closed.
+   */
+  async close(graceMs: number): Promise<CloseReport> {
+    this.accepting = false;
+    const running = this.runningCommands();
+    const stopped = [...this.servers].map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
+    for (const c of this.connections) c.shutdown();
+    const wait = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+    const deadline = Date.now() + graceMs;
+    // Requests finish when their commands do; fire-and-forget commands have no connection to wait on.
+    while (Date.now() < deadline && (this.app.runningCommands().length > 0 || this.connections.size > 0)) {
+      await wait(Math.min(50, Math.max(1, deadline - Date.now())));
+    }
+    let killed = 0;
+    const left = this.app.runningCommands();
+    if (left.length > 0) {
+      killed = left.length;
+      for (const c of left) c.kill("SIGTERM");
+      const killBy = Date.now() + 5000;
+      while (Date.now() < killBy && this.app.runningCommands().length > 0) await wait(50);
+      for (const c of this.app.runningCommands()) c.kill("SIGKILL");
+      // Let the answers of the killed commands go out.
+      const answersBy = Date.now() + 1000;
+      while (Date.now() < answersBy && this.connections.size > 0) await wait(20);
+    }
+    for (const c of this.connections) c.socket.destroy();
+    await Promise.all(stopped);
+    clearInterval(this.sweeper);
+    return { running, killed };
+  }
 }
 
-/** Listens as Go does for the address: 0.0.0.0 also accepts IPv6 when the host has it. */
-export function listen(server: Server, ip: string, port: number): Promise<void> {
-  const attempt = (host: string, ipv6Only?: boolean): Promise<void> =>
+/** Listens as Go does for the address: 0.0.0.0 (or "") also accepts IPv6 when the host has it. */
+export function listenOn(server: Server, address: ListenAddress): Promise<void> {
+  const attempt = (opts: { host: string; port: number; ipv6Only?: boolean } | { path: string }): Promise<void> =>
     new Promise((resolve, reject) => {
       const onError = (e: Error): void => reject(e);
       server.once("error", onError);
-      server.listen({ host, port, ...(ipv6Only === undefined ? {} : { ipv6Only }) }, () => {
+      server.listen(opts, () => {
         server.off("error", onError);
         resolve();
       });
     });
+  if ("socket" in address) return attempt({ path: address.socket });
+  const { ip, port } = address;
   if (ip === "0.0.0.0" || ip === "") {
-    return attempt("::", false).catch((e: NodeJS.ErrnoException) => {
+    return attempt({ host: "::", port, ipv6Only: false }).catch((e: NodeJS.ErrnoException) => {
       if (e.code === "EADDRINUSE" || e.code === "EACCES") throw e;
-      return attempt("0.0.0.0");
+      return attempt({ host: "0.0.0.0", port });
     });
   }
-  return attempt(ip);
+  return attempt({ host: ip, port });
 }

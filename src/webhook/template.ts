@@ -24,12 +24,12 @@ export interface RenderOptions {
   data?: unknown;
 }
 
-/** cat: a file's contents without one trailing newline, or "" when it cannot be read. */
-function cat(path: string): string {
+/** A file's contents without one trailing newline, or undefined when it cannot be read. */
+function readText(path: string): string | undefined {
   try {
     return readFileSync(path, "utf8").replace(/\n$/, "");
   } catch {
-    return "";
+    return undefined;
   }
 }
 
@@ -38,11 +38,14 @@ export function hookFuncs(env: NodeJS.ProcessEnv = process.env): Record<string, 
   const getenv = (name: string): string => env[name] ?? "";
   return {
     getenv,
-    cat,
-    // systemd's LoadCredential: $CREDENTIALS_DIRECTORY/<name>; without that directory, the env var.
+    // cat: "" when the file cannot be read.
+    cat: (path: string): string => readText(path) ?? "",
+    // systemd's LoadCredential: $CREDENTIALS_DIRECTORY/<name>; without that directory or that
+    // file, the environment variable <name>.
     credential: (name: string): string => {
       const dir = getenv("CREDENTIALS_DIRECTORY");
-      return dir === "" ? getenv(name) : cat(join(dir, name));
+      const fromFile = dir === "" ? undefined : readText(join(dir, name));
+      return fromFile ?? getenv(name);
     },
   };
 }

@@ -1,4 +1,4 @@
-/* Prototype spawn helper: a small long-lived process that starts commands for the hook server.
+/* The spawn helper: a small long-lived process that starts commands for the hook server.
  * It uses posix_spawn (glibc: clone(CLONE_VM|CLONE_VFORK), so no page-table copy) and reports
  * each command's combined stdout+stderr and exit status back over its stdout.
  *
@@ -7,6 +7,7 @@
  *   in  'S' spawn: u32 argc | u32 envc | cwd\0 | path\0 | argv[0]\0 ... | env[0]\0 ...
  *                  (cwd "" = the helper's own; argv[0] may differ from path, as Go allows)
  *   in  'K' kill:  i32 signal            (sent to the command's process group)
+ *   out 'P' started: u32 pid             (the command runs, in its own process group)
  *   out 'O' output: bytes                (as they arrive; combined stdout and stderr)
  *   out 'X' exit:   i32 status           (exit code >= 0, or -signal)  — after output EOF
  *   out 'F' failed: i32 errno            (posix_spawn failed; nothing ran)
@@ -72,6 +73,8 @@ static void start_job(uint32_t id, const unsigned char *p, uint32_t n) {
   /* Every string must end inside the frame. */
   if (n < 10 || p[n - 1] != 0) { int32_t e = EINVAL; send_frame('F', id, &e, 4); return; }
   memcpy(&argc, p, 4); memcpy(&envc, p + 4, 4);
+  /* Each string takes at least its NUL: counts beyond the frame are malformed. */
+  if (argc == 0 || argc > n || envc > n) { int32_t e = EINVAL; send_frame('F', id, &e, 4); return; }
   const char *s = (const char *)p + 8, *end = (const char *)p + n;
   char **argv = calloc(argc + 1, sizeof *argv), **envp = calloc(envc + 1, sizeof *envp);
   const char *cwd = s; s += strlen(s) + 1;
@@ -106,6 +109,8 @@ static void start_job(uint32_t id, const unsigned char *p, uint32_t n) {
   }
   free(argv); free(envp);
   if (err) { int32_t e = err; send_frame('F', id, &e, 4); return; }
+  uint32_t upid = (uint32_t)pid;
+  send_frame('P', id, &upid, 4);
   fcntl(pfd[0], F_SETFL, O_NONBLOCK);
   if (njobs == capjobs) { capjobs = capjobs ? capjobs * 2 : 64; jobs = realloc(jobs, capjobs * sizeof *jobs); }
   jobs[njobs++] = (job_t){id, pid, pfd[0], 0, 0};
@@ -115,7 +120,8 @@ static void kill_job(uint32_t id, const unsigned char *p, uint32_t n) {
   int32_t sig;
   if (n < 4) return;
   memcpy(&sig, p, 4);
-  for (size_t i = 0; i < njobs; i++) if (jobs[i].id == id && !jobs[i].exited) kill(-jobs[i].pid, sig);
+  /* Also after the command itself exited: a background child may still hold its output open. */
+  for (size_t i = 0; i < njobs; i++) if (jobs[i].id == id) kill(-jobs[i].pid, sig);
 }
 
 static int read_requests(void) {

@@ -1,0 +1,44 @@
+// -pidfile: the reference's internal/pidfile. A file holding a live process's id blocks the start;
+// a stale one (no such process, or not a number) is replaced. The file is removed on exit.
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+
+export class PidFileError extends Error {}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: it exists, it is just not ours to signal.
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Writes this process's id to `path`; throws PidFileError when a live process already holds it. */
+export function createPidFile(path: string): void {
+  let held: string | undefined;
+  try {
+    held = readFileSync(path, "utf8").trim();
+  } catch {
+    held = undefined;
+  }
+  if (held !== undefined && /^\d+$/.test(held) && Number(held) !== process.pid && processExists(Number(held))) {
+    throw new PidFileError(`pid file found, ensure webhook is not running or delete ${path}`);
+  }
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
+    writeFileSync(path, String(process.pid), { mode: 0o600 });
+  } catch (e) {
+    throw new PidFileError(`cannot write the pid file: ${(e as Error).message}`);
+  }
+}
+
+/** Removes the pid file if it still holds this process's id. */
+export function removePidFile(path: string): void {
+  try {
+    if (readFileSync(path, "utf8").trim() === String(process.pid)) rmSync(path);
+  } catch {
+    // Already gone: nothing to clean up.
+  }
+}
