@@ -192,8 +192,8 @@ async function main(): Promise<number> {
       `Try it: sync ${rel(photos)} to the frame (watch the panel):`,
       // Secrets stay out of logs: only the quickstart's well-known default is printed.
       config.hookSecret === DEFAULTS.FRAMEFI_HOOK_SECRET
-        ? `  curl -X POST '${hooksUrl}/hooks/sync-frame?secret=${config.hookSecret}'`
-        : `  curl -X POST "${hooksUrl}/hooks/sync-frame?secret=$FRAMEFI_HOOK_SECRET"`,
+        ? `  curl -N -X POST '${hooksUrl}/hooks/sync-frame?secret=${config.hookSecret}'`
+        : `  curl -N -X POST "${hooksUrl}/hooks/sync-frame?secret=$FRAMEFI_HOOK_SECRET"`,
       "",
       "Ctrl-C stops both.",
       "",
