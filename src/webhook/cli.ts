@@ -140,6 +140,7 @@ async function main(): Promise<void> {
       debug: opts.debug,
       xRequestId: opts.xRequestId,
       xRequestIdLimit: opts.xRequestIdLimit,
+      metrics: opts.metrics,
     },
     log,
   );

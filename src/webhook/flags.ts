@@ -26,6 +26,8 @@ export interface Options {
   socket: string;
   logfile: string;
   logFormat: "text" | "json";
+  /** -metrics: GET /metrics answers the Prometheus text. */
+  metrics: boolean;
   pidfile: string;
   setuid: number;
   setgid: number;
@@ -181,6 +183,12 @@ const FLAGS: FlagDef[] = [
     set: (o, v) => (o.maxMultipartMem = parseGoInt(v)),
   },
   {
+    name: "metrics",
+    kind: "bool",
+    usage: "serve Prometheus metrics at GET /metrics (outside the hook URL prefix)",
+    set: (o, v) => (o.metrics = parseGoBool(v)),
+  },
+  {
     name: "nopanic",
     kind: "bool",
     usage: "do not panic if hooks cannot be loaded when webhook is not running in verbose mode",
@@ -294,6 +302,7 @@ export function defaults(): Options {
     socket: "",
     logfile: "",
     logFormat: "text",
+    metrics: false,
     pidfile: "",
     setuid: 0,
     setgid: 0,

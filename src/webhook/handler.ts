@@ -7,9 +7,10 @@ import { openSync, closeSync, unlinkSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hook, HookRequest } from "./hook.js";
-import { commandLookupPath, lookPath, runCommand, runningCommands, type CommandSpec } from "./execute.js";
+import { commandLookupPath, lookPath, runCommand, runningCommands, type CommandResult, type CommandSpec } from "./execute.js";
 import type { OutputSink } from "./spawn.js";
-import { goDuration, iBytes, type Log } from "./log.js";
+import { goDuration, iBytes, type Log, type LogFields } from "./log.js";
+import { CONTENT_TYPE as METRICS_TYPE, metrics, type Outcome } from "./metrics.js";
 import { parseJson, isObject } from "./json.js";
 import {
   parseFormPayload,
@@ -54,6 +55,8 @@ export interface ServerOptions {
   /** -x-request-id: a request's X-Request-Id header becomes its log id (cut to -x-request-id-limit when > 0). */
   xRequestId?: boolean;
   xRequestIdLimit?: number;
+  /** -metrics: GET /metrics answers the Prometheus text (outside the hook URL prefix). */
+  metrics?: boolean;
 }
 
 /** A request routed to a hook, waiting for its body. */
@@ -64,6 +67,8 @@ export interface Matched {
   rid: string;
   start: bigint;
   query: string;
+  /** The request id and hook id for every log line after the match. */
+  fields: LogFields;
 }
 
 export type Routed = { kind: "response"; response: HookResponse } | Matched;
@@ -190,15 +195,16 @@ class LazyRequest implements HookRequest {
       if (this.kind === "json") return parseJsonPayload(this.rawBody);
       if (this.kind === "form") return parseFormPayload(this.rawBody);
       if (this.kind === "xml") return parseXmlPayload(this.rawBody);
-      if (this.log.enabled) this.log.print(`[${this.id}] error parsing body payload due to unsupported content type header: ${this.contentType}`);
+      if (this.log.enabled) this.log.print(`[${this.id}] error parsing body payload due to unsupported content type header: ${this.contentType}`, this.m.fields);
     } catch (e) {
-      this.log.print(`[${this.id}] ${(e as Error).message}`);
+      this.log.print(`[${this.id}] ${(e as Error).message}`, this.m.fields);
     }
     return undefined;
   }
 }
 
 const EMPTY = Buffer.alloc(0);
+const NO_FIELDS: LogFields = {};
 
 /**
  * A command's output as an async iterator for the transport: chunks are queued until read. Once
@@ -247,6 +253,8 @@ class OutputStream implements AsyncIterableIterator<Buffer> {
 export class HookServer {
   private readonly prefix: string;
   private readonly allowedMethods: string[];
+  /** False once graceful shutdown has begun: /healthz then answers 503. */
+  accepting = true;
 
   constructor(
     private hooks: Map<string, Hook>,
@@ -293,6 +301,11 @@ export class HookServer {
       return this.done(head, rid, start, respond(200, h, "OK"));
     }
     if (!path.startsWith(this.prefix)) {
+      // Outside the hook URL prefix, so these never shadow a hook.
+      if (path === "/healthz") return { kind: "response", response: this.health() };
+      if (path === "/metrics" && this.opts.metrics) {
+        return { kind: "response", response: { status: 200, headers: [["Content-Type", METRICS_TYPE]], body: metrics.render() } };
+      }
       const h = new Headers();
       h.set("Content-Type", "text/plain; charset=utf-8");
       h.set("X-Content-Type-Options", "nosniff");
@@ -301,13 +314,24 @@ export class HookServer {
     const id = path.slice(this.prefix.length);
     if (logging) this.log.print(`[${rid}] incoming HTTP ${head.method} request from ${head.remoteAddr}`);
     const hook = this.hooks.get(id);
-    if (!hook) return this.done(head, rid, start, respond(404, new Headers(), MSG.notFound));
-    if (!this.methodAllowed(hook, head.method)) {
-      this.log.print(`[${rid}] HTTP ${head.method} method not allowed for hook ${goQuote(id)}`);
-      return this.done(head, rid, start, { status: 405, headers: [], body: "" });
+    if (!hook) {
+      metrics.request("", 404);
+      return this.done(head, rid, start, respond(404, new Headers(), MSG.notFound));
     }
-    if (logging) this.log.print(`[${rid}] ${id} got matched`);
-    return { kind: "hook", hook, head, rid, start, query };
+    const fields = logging ? { rid, hook: id } : NO_FIELDS;
+    if (!this.methodAllowed(hook, head.method)) {
+      metrics.request(id, 405);
+      this.log.print(`[${rid}] HTTP ${head.method} method not allowed for hook ${goQuote(id)}`, fields);
+      return this.done(head, rid, start, { status: 405, headers: [], body: "" }, fields);
+    }
+    if (logging) this.log.print(`[${rid}] ${id} got matched`, fields);
+    return { kind: "hook", hook, head, rid, start, query, fields };
+  }
+
+  /** GET /healthz: 200 while the server takes work, 503 once it is shutting down. */
+  private health(): HookResponse {
+    const headers: [string, string][] = [["Content-Type", "text/plain; charset=utf-8"]];
+    return this.accepting ? { status: 200, headers, body: "OK" } : { status: 503, headers, body: "shutting down" };
   }
 
   /** The id that ties a request's log lines together. */
@@ -331,8 +355,9 @@ export class HookServer {
 
   /** The answer when the body is larger than -max-body. */
   tooLarge(m: Matched, limit: number): HookResponse {
-    this.log.print(`[${m.rid}] request body is larger than the -max-body limit of ${limit} bytes`);
-    return this.finish(m.head, m.rid, m.start, respond(413, new Headers(), MSG.tooLarge));
+    this.log.print(`[${m.rid}] request body is larger than the -max-body limit of ${limit} bytes`, m.fields);
+    metrics.request(m.hook.id, 413);
+    return this.finish(m, respond(413, new Headers(), MSG.tooLarge));
   }
 
   /**
@@ -341,8 +366,14 @@ export class HookServer {
    */
   handle(m: Matched, body: Buffer): HookResponse | Promise<HookResponse> {
     const response = this.process(m, body);
-    if (response instanceof Promise) return response.then((r) => this.finish(m.head, m.rid, m.start, r, body));
-    return this.finish(m.head, m.rid, m.start, response, body);
+    if (response instanceof Promise) {
+      return response.then((r) => {
+        metrics.request(m.hook.id, r.status);
+        return this.finish(m, r, body);
+      });
+    }
+    metrics.request(m.hook.id, response.status);
+    return this.finish(m, response, body);
   }
 
   private process(m: Matched, body: Buffer): HookResponse | Promise<HookResponse> {
@@ -371,12 +402,12 @@ export class HookServer {
       );
       return parseMultipart(contentType, body, this.opts.maxMultipartMem, jsonFields).then(
         (mp) => {
-          for (const l of mp.logs) log.print(`[${rid}] ${l}`);
+          for (const l of mp.logs) log.print(`[${rid}] ${l}`, m.fields);
           req.payload = mp.payload;
           return this.trigger(m, req, out);
         },
         (e: Error) => {
-          log.print(`[${rid}] error parsing multipart form: ${e.message}\n`);
+          log.print(`[${rid}] error parsing multipart form: ${e.message}\n`, m.fields);
           return respond(500, out, MSG.multipartError);
         },
       );
@@ -390,28 +421,28 @@ export class HookServer {
   private trigger(m: Matched, req: HookRequest, out: Headers): HookResponse | Promise<HookResponse> {
     const { hook, rid } = m;
     const log = this.log;
-    this.parseJsonParameters(hook, req);
+    this.parseJsonParameters(hook, req, m.fields);
 
     let ok = true;
     if (hook["trigger-rule"]) {
-      const result = evaluate(hook["trigger-rule"], req, (w) => log.print(w));
+      const result = evaluate(hook["trigger-rule"], req, (w) => log.print(w, m.fields));
       ok = result.ok;
       if (result.error) {
         if (!(result.error instanceof ParameterNodeError)) {
-          log.print(`[${rid}] error evaluating hook: ${result.error.message}`);
+          log.print(`[${rid}] error evaluating hook: ${result.error.message}`, m.fields);
           return respond(500, out, MSG.ruleError);
         }
-        log.print(`[${rid}] ${result.error.message}`);
+        log.print(`[${rid}] ${result.error.message}`, m.fields);
       }
     }
 
     if (!ok) {
       const status = this.statusFor(m, hook["trigger-rule-mismatch-http-response-code"]);
-      log.print(`[${rid}] ${hook.id} got matched, but didn't get triggered because the trigger rules were not satisfied`);
+      log.print(`[${rid}] ${hook.id} got matched, but didn't get triggered because the trigger rules were not satisfied`, m.fields);
       return respond(status, out, MSG.rulesNotSatisfied);
     }
 
-    log.print(`[${rid}] ${hook.id} hook triggered successfully`);
+    log.print(`[${rid}] ${hook.id} hook triggered successfully`, m.fields);
     for (const h of hook["response-headers"] ?? []) out.set(h.name, h.value);
 
     if (hook["stream-command-output"]) return this.stream(m, req, out);
@@ -425,7 +456,7 @@ export class HookServer {
         return respond(this.statusFor(m, hook["success-http-response-code"]), out, result.output);
       });
     }
-    this.execute(hook, req).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`));
+    this.execute(hook, req).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
     return respond(this.statusFor(m, hook["success-http-response-code"]), out, hook["response-message"] ?? "");
   }
 
@@ -470,17 +501,17 @@ export class HookServer {
   private statusFor(m: Matched, code: number | undefined): number {
     if (!code) return 200;
     if (STATUS_TEXT[code] !== undefined) return code;
-    this.log.print(`[${m.rid}] ${m.hook.id} got matched, but the configured return code ${code} is unknown - defaulting to 200`);
+    this.log.print(`[${m.rid}] ${m.hook.id} got matched, but the configured return code ${code} is unknown - defaulting to 200`, m.fields);
     return 200;
   }
 
-  private parseJsonParameters(hook: Hook, req: HookRequest): void {
+  private parseJsonParameters(hook: Hook, req: HookRequest, fields: LogFields): void {
     for (const arg of hook["parse-parameters-as-json"] ?? []) {
       let text: string;
       try {
         text = getArgument(arg, req);
       } catch {
-        this.log.print(`[${req.id}] error parsing JSON parameters: couldn't retrieve argument for ${describeArgument(arg)}`);
+        this.log.print(`[${req.id}] error parsing JSON parameters: couldn't retrieve argument for ${describeArgument(arg)}`, fields);
         continue;
       }
       let value: unknown;
@@ -488,14 +519,14 @@ export class HookServer {
         value = parseJson(text);
         if (value !== null && !isObject(value)) throw new Error("json: cannot unmarshal value into Go value of type map[string]interface {}");
       } catch (e) {
-        this.log.print(`[${req.id}] error parsing JSON parameters: ${(e as Error).message}`);
+        this.log.print(`[${req.id}] error parsing JSON parameters: ${(e as Error).message}`, fields);
         continue;
       }
       const name = arg.name ?? "";
       if (arg.source === "header") replaceParameter(canonicalHeaderKey(name), req.headers, value);
       else if (arg.source === "url" || arg.source === "query") replaceParameter(name, req.query, value);
       else if (arg.source === "payload") replaceParameter(name, req.payload, value);
-      else this.log.print(`[${req.id}] error parsing JSON parameters: invalid source for argument ${describeArgument(arg)}`);
+      else this.log.print(`[${req.id}] error parsing JSON parameters: invalid source for argument ${describeArgument(arg)}`, fields);
     }
   }
 
@@ -503,15 +534,17 @@ export class HookServer {
   private async execute(hook: Hook, req: HookRequest, onOutput?: OutputSink): Promise<{ output: Buffer; error?: string }> {
     const log = this.log;
     const rid = req.id;
+    const fields: LogFields = { rid, hook: hook.id };
     const command = hook["execute-command"];
     const cwd = hook["command-working-directory"] || undefined;
     let path: string;
     try {
       path = lookPath(commandLookupPath(command, cwd));
     } catch (e) {
-      log.print(`[${rid}] error in ${(e as Error).message}`);
+      log.print(`[${rid}] error in ${(e as Error).message}`, fields);
+      metrics.execution(hook.id, "error");
       if (command.includes(" ")) {
-        log.print(`[${rid}] use 'pass-arguments-to-command' to specify args for '${command.trim().split(/\s+/)[0]}'`);
+        log.print(`[${rid}] use 'pass-arguments-to-command' to specify args for '${command.trim().split(/\s+/)[0]}'`, fields);
       }
       return { output: Buffer.alloc(0), error: (e as Error).message };
     }
@@ -522,7 +555,7 @@ export class HookServer {
         argv.push(getArgument(arg, req));
       } catch {
         argv.push("");
-        log.print(`[${rid}] error extracting command arguments: couldn't retrieve argument for ${describeArgument(arg)}`);
+        log.print(`[${rid}] error extracting command arguments: couldn't retrieve argument for ${describeArgument(arg)}`, fields);
       }
     }
 
@@ -532,7 +565,7 @@ export class HookServer {
         const value = getArgument(arg, req);
         env[arg.envname ? arg.envname : `HOOK_${arg.name ?? ""}`] = value;
       } catch {
-        log.print(`[${rid}] error extracting command arguments for environment: couldn't retrieve argument for ${describeArgument(arg)}`);
+        log.print(`[${rid}] error extracting command arguments for environment: couldn't retrieve argument for ${describeArgument(arg)}`, fields);
       }
     }
 
@@ -542,25 +575,25 @@ export class HookServer {
       try {
         value = getArgument(arg, req);
       } catch {
-        log.print(`[${rid}] error extracting command arguments for file: couldn't retrieve argument for ${describeArgument(arg)}`);
+        log.print(`[${rid}] error extracting command arguments for file: couldn't retrieve argument for ${describeArgument(arg)}`, fields);
         continue;
       }
       let envName = arg.envname;
       if (!envName) {
         envName = `HOOK_${(arg.name ?? "").toUpperCase()}`;
-        log.print(`no ENVVAR name specified, falling back to [${envName}]`);
+        log.print(`no ENVVAR name specified, falling back to [${envName}]`, fields);
       }
       let data: Buffer;
       if (arg.base64decode) {
-        if (!/^[A-Za-z0-9+/]*={0,2}$/.test(value) || value.length % 4 !== 0) log.print(`error decoding string [illegal base64 data]`);
+        if (!/^[A-Za-z0-9+/]*={0,2}$/.test(value) || value.length % 4 !== 0) log.print(`error decoding string [illegal base64 data]`, fields);
         data = Buffer.from(value, "base64");
       } else data = Buffer.from(value);
       const file = createTempFile(cwd ?? tmpdir(), envName, data);
       if (typeof file !== "string") {
-        log.print(`[${rid}] error creating temp file [${file.message}]`);
+        log.print(`[${rid}] error creating temp file [${file.message}]`, fields);
         continue;
       }
-      log.print(`[${rid}] writing env ${envName} file ${file}`);
+      log.print(`[${rid}] writing env ${envName} file ${file}`, fields);
       files.push(file);
       env[envName] = file;
     }
@@ -568,6 +601,7 @@ export class HookServer {
     const envNames = Object.keys(env);
     log.print(
       `[${rid}] executing ${command} (${path}) with arguments [${argv.map(goQuote).join(" ")}] and environment [${envNames.join(" ")}] using ${cwd ?? ""} as cwd`,
+      fields,
     );
     const spec: CommandSpec = {
       path,
@@ -577,40 +611,49 @@ export class HookServer {
       captureOutput: (hook["include-command-output-in-response"] === true && !hook["stream-command-output"]) || log.enabled,
       ...(cwd ? { cwd } : {}),
     };
+    const began = process.hrtime.bigint();
     const result = await runCommand(spec, { hook: hook.id, rid }, onOutput);
-    if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`);
-    if (result.error !== undefined) log.print(`[${rid}] error occurred: ${result.error}`);
+    metrics.execution(hook.id, outcome(result), Number(process.hrtime.bigint() - began) / 1e9);
+    if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`, fields);
+    if (result.error !== undefined) log.print(`[${rid}] error occurred: ${result.error}`, fields);
     for (const f of files) {
-      log.print(`[${rid}] removing file ${f}`);
+      log.print(`[${rid}] removing file ${f}`, fields);
       try {
         unlinkSync(f);
       } catch (e) {
-        log.print(`[${rid}] error removing file ${f} [${(e as Error).message}]`);
+        log.print(`[${rid}] error removing file ${f} [${(e as Error).message}]`, fields);
       }
     }
-    log.print(`[${rid}] finished handling ${hook.id}`);
+    log.print(`[${rid}] finished handling ${hook.id}`, fields);
     return result.error === undefined ? { output: result.output } : { output: result.output, error: result.error };
   }
 
   /** The reference's request log line (and, with -debug, the request and response dump). */
-  private finish(head: RequestHead, rid: string, start: bigint, res: HookResponse, body?: Buffer): HookResponse {
-    this.logExchange(head, rid, start, res, body);
+  private finish(m: Matched, res: HookResponse, body?: Buffer): HookResponse {
+    this.logExchange(m.head, m.rid, m.start, res, body, m.fields);
     return res;
   }
 
-  private done(head: RequestHead, rid: string, start: bigint, res: HookResponse): Routed {
-    this.logExchange(head, rid, start, res);
+  private done(head: RequestHead, rid: string, start: bigint, res: HookResponse, fields?: LogFields): Routed {
+    this.logExchange(head, rid, start, res, undefined, fields);
     return { kind: "response", response: res };
   }
 
-  private logExchange(head: RequestHead, rid: string, start: bigint, res: HookResponse, body?: Buffer): void {
+  private logExchange(head: RequestHead, rid: string, start: bigint, res: HookResponse, body?: Buffer, fields?: LogFields): void {
     if (!this.log.enabled) return;
-    if (this.opts.debug) this.log.raw(dump(rid, head, body, res));
+    if (this.opts.debug) this.log.raw(dump(rid, head, body, res), fields);
     const elapsed = goDuration(process.hrtime.bigint() - start);
     const host = rawHeader(head.rawHeaders, "host") ?? "";
     const size = typeof res.body === "string" || Buffer.isBuffer(res.body) ? Buffer.byteLength(res.body) : 0;
-    this.log.print(`[${rid}] ${String(res.status).padStart(3, "0")} | ${iBytes(size)} | ${elapsed} | ${host} | ${head.method} ${head.url}`);
+    this.log.print(`[${rid}] ${String(res.status).padStart(3, "0")} | ${iBytes(size)} | ${elapsed} | ${host} | ${head.method} ${head.url}`, fields);
   }
+}
+
+/** How a command run ended, for the metrics. */
+function outcome(result: CommandResult): Outcome {
+  if (result.error === undefined) return "success";
+  // No exit code and no signal: the command could not be started.
+  return result.exitCode === null && !result.error.startsWith("signal: ") ? "error" : "failure";
 }
 
 /** Go's ioutil.TempFile(dir, pattern): a new file named pattern + random digits, mode 0600. */

@@ -651,6 +651,7 @@ export class HookTransport {
    */
   async close(graceMs: number): Promise<CloseReport> {
     this.accepting = false;
+    this.app.accepting = false;
     const running = this.runningCommands();
     const stopped = [...this.servers].map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
     for (const c of this.connections) c.shutdown();

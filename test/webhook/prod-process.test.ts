@@ -285,14 +285,14 @@ describe("graceful shutdown", () => {
 });
 
 describe("-log-format json", () => {
-  test("every log line is one JSON object with time, level, request id and event", async () => {
+  test("every log line is one JSON object with time, level, request id, hook id and event", async () => {
     const hooks = await hooksFile("json-log.json", [shHook("j", "true")]);
     const port = await freePort();
     const p = start(bin("webhook"), ["-verbose", "-log-format", "json", "-ip", "127.0.0.1", "-port", String(port), "-hooks", hooks]);
     try {
       await p.waitFor(/serving hooks on/, 15_000);
       await send(`http://127.0.0.1:${port}/hooks/j`, { method: "GET" });
-      await p.waitFor(/finished handling j/, 10_000);
+      await p.waitFor(/"event":"200 \| .*\n/, 10_000);
       const lines = p.stderr().trim().split("\n");
       const records = lines.map((l) => JSON.parse(l) as Record<string, string>);
       for (const r of records) {
@@ -303,6 +303,13 @@ describe("-log-format json", () => {
       const matched = records.find((r) => r["event"] === "j got matched");
       assert.ok(matched?.["request_id"], "the request's lines carry its id");
       assert.ok(records.some((r) => r["request_id"] === matched["request_id"] && r["event"] === "finished handling j"));
+      // From the match on, every line of the request names its hook.
+      const own = records.filter((r) => r["request_id"] === matched["request_id"]);
+      const after = own.slice(own.indexOf(matched));
+      assert.ok(after.length >= 5, `the request's lines after the match: ${JSON.stringify(after)}`);
+      for (const r of after) assert.equal(r["hook_id"], "j", `hook_id missing from ${JSON.stringify(r)}`);
+      assert.ok(after.some((r) => /^200 \| /.test(r["event"]!)), "the request log line carries it too");
+      assert.equal(own[0]!["hook_id"], undefined, "the line before the match has no hook yet");
     } finally {
       await p.stop();
     }
