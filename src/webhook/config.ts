@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import { parseDocument } from "yaml";
 import type { Argument, Hook, Rule } from "./hook.js";
+import { parseGoDuration } from "./flags.js";
 import { renderTemplate, TemplateError } from "./template.js";
 
 export class ConfigError extends Error {}
@@ -40,6 +41,16 @@ type Check = (v: unknown) => boolean;
 const isString: Check = (v) => typeof v === "string";
 const isBool: Check = (v) => typeof v === "boolean";
 const isInt: Check = (v) => typeof v === "number" && Number.isInteger(v);
+const isCount: Check = (v) => isInt(v) && (v as number) >= 0;
+const isDuration: Check = (v) => {
+  if (!isString(v)) return false;
+  try {
+    parseGoDuration(v as string);
+    return true;
+  } catch {
+    return false;
+  }
+};
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const isArgList: Check = (v) => Array.isArray(v) && v.every(isArgument);
 
@@ -67,6 +78,9 @@ const HOOK_FIELDS: Record<string, { check: Check; type: string }> = {
   "include-command-output-in-response": { check: isBool, type: "true or false" },
   "include-command-output-in-response-on-error": { check: isBool, type: "true or false" },
   "stream-command-output": { check: isBool, type: "true or false" },
+  "max-concurrency": { check: isCount, type: "a whole number, 0 or more (0 is no limit)" },
+  "max-queue": { check: isCount, type: "a whole number, 0 or more" },
+  "command-timeout": { check: isDuration, type: 'a duration such as "500ms", "30s" or "2m" (0 is none)' },
   "pass-environment-to-command": { check: isArgList, type: "a list of request values" },
   "pass-arguments-to-command": { check: isArgList, type: "a list of request values" },
   "pass-file-to-command": { check: isArgList, type: "a list of request values" },

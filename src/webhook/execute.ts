@@ -15,6 +15,10 @@ export interface CommandSpec {
   cwd?: string;
   /** Collect stdout and stderr combined; otherwise output is discarded. */
   captureOutput: boolean;
+  /** command-timeout in milliseconds; 0 or absent is none. */
+  timeoutMs?: number;
+  /** Told when the timeout sends SIGTERM, and SIGKILL 5 s later if the process group is still there. */
+  onTimeout?: (signal: "SIGTERM" | "SIGKILL") => void;
 }
 
 export interface CommandResult {
@@ -23,7 +27,12 @@ export interface CommandResult {
   /** Go's error text: "exit status 1", "signal: killed", or the spawn failure; undefined on success. */
   error?: string;
   exitCode: number | null;
+  /** The command-timeout expired and the command was stopped. */
+  timedOut?: boolean;
 }
+
+/** How long a timed-out command's process group has between SIGTERM and SIGKILL. */
+export const KILL_AFTER_MS = 5000;
 
 function isExecutableFile(p: string): boolean {
   try {
@@ -92,13 +101,39 @@ export async function runCommand(spec: CommandSpec, owner: { hook: string; rid: 
   const command = startCommand({ path: spec.path, argv: spec.argv, env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }, sink);
   const entry: RunningEntry = { ...owner, command };
   running.add(entry);
+  let timedOut = false;
+  const timer =
+    spec.timeoutMs && spec.timeoutMs > 0
+      ? setTimeout(() => {
+          timedOut = true;
+          spec.onTimeout?.("SIGTERM");
+          command.kill("SIGTERM");
+          // Also after the command itself has exited: what it started may ignore SIGTERM.
+          const pid = command.pid;
+          setTimeout(() => {
+            if (pid !== undefined ? killGroup(pid) : (command.kill("SIGKILL"), true)) spec.onTimeout?.("SIGKILL");
+          }, KILL_AFTER_MS).unref();
+        }, spec.timeoutMs)
+      : undefined;
   const status = await command.done;
+  clearTimeout(timer);
   running.delete(entry);
   const output = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  const more = timedOut ? { timedOut } : {};
   if (status.startError !== undefined) return { output, error: status.startError, exitCode: null };
-  if (status.signal) return { output, error: `signal: ${signalName(status.signal)}`, exitCode: null };
-  if (status.exitCode !== 0) return { output, error: `exit status ${status.exitCode}`, exitCode: status.exitCode };
-  return { output, exitCode: 0 };
+  if (status.signal) return { output, error: `signal: ${signalName(status.signal)}`, exitCode: null, ...more };
+  if (status.exitCode !== 0) return { output, error: `exit status ${status.exitCode}`, exitCode: status.exitCode, ...more };
+  return { output, exitCode: 0, ...more };
+}
+
+/** SIGKILL to process group `pgid` if any process is left in it; whether one was. */
+function killGroup(pgid: number): boolean {
+  try {
+    process.kill(-pgid, "SIGKILL");
+    return true;
+  } catch {
+    return false; // the group is empty
+  }
 }
 
 function signalName(signal: NodeJS.Signals): string {

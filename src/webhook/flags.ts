@@ -35,6 +35,12 @@ export interface Options {
   xRequestIdLimit: number;
   /** Grace period for running commands on SIGTERM/SIGINT, in milliseconds. */
   shutdownTimeoutMs: number;
+  /** Default max-concurrency of every hook; 0 is unlimited. */
+  maxConcurrency: number;
+  /** Default max-queue of every hook. */
+  maxQueue: number;
+  /** Default command-timeout of every hook, in milliseconds; 0 is none. */
+  commandTimeoutMs: number;
 }
 
 type Kind = "bool" | "string" | "int" | "duration" | "value";
@@ -87,6 +93,15 @@ export function parseGoDuration(s: string): number {
   return ms;
 }
 
+/** -max-queue's default: requests that may wait for a turn at a hook limited by max-concurrency. */
+export const DEFAULT_MAX_QUEUE = 100;
+
+function parseCount(s: string): number {
+  const n = parseGoInt(s);
+  if (n < 0) throw new Error("must be 0 or more");
+  return n;
+}
+
 function parseLogFormat(v: string): "text" | "json" {
   if (v !== "text" && v !== "json") throw new Error('must be "text" or "json"');
   return v;
@@ -105,6 +120,12 @@ const FLAGS: FlagDef[] = [
     kind: "string",
     usage: "comma-separated list of supported TLS cipher suites",
     set: (o, v) => (o.cipherSuites = v),
+  },
+  {
+    name: "command-timeout",
+    kind: "duration",
+    usage: "default for the hook field command-timeout: a command still running after this long gets SIGTERM on its process group, SIGKILL 5s later; 0 is none",
+    set: (o, v) => (o.commandTimeoutMs = parseGoDuration(v)),
   },
   { name: "debug", kind: "bool", usage: "show debug output", set: (o, v) => (o.debug = parseGoBool(v)) },
   {
@@ -176,11 +197,25 @@ const FLAGS: FlagDef[] = [
     set: (o, v) => (o.maxBody = parseGoInt(v)),
   },
   {
+    name: "max-concurrency",
+    kind: "int",
+    usage: "default for the hook field max-concurrency: at most this many commands of a hook run at once, the rest wait in its queue; 0 is no limit",
+    set: (o, v) => (o.maxConcurrency = parseCount(v)),
+  },
+
+  {
     name: "max-multipart-mem",
     kind: "int",
     usage: "maximum memory in bytes for parsing multipart form data before disk caching",
     shownDefault: "1048576",
     set: (o, v) => (o.maxMultipartMem = parseGoInt(v)),
+  },
+  {
+    name: "max-queue",
+    kind: "int",
+    usage: "default for the hook field max-queue: how many requests may wait for a hook limited by max-concurrency; more are answered 429",
+    shownDefault: String(DEFAULT_MAX_QUEUE),
+    set: (o, v) => (o.maxQueue = parseCount(v)),
   },
   {
     name: "metrics",
@@ -309,6 +344,9 @@ export function defaults(): Options {
     xRequestId: false,
     xRequestIdLimit: 0,
     shutdownTimeoutMs: 30_000,
+    maxConcurrency: 0,
+    maxQueue: DEFAULT_MAX_QUEUE,
+    commandTimeoutMs: 0,
   };
 }
 

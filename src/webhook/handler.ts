@@ -7,10 +7,12 @@ import { openSync, closeSync, unlinkSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hook, HookRequest } from "./hook.js";
-import { commandLookupPath, lookPath, runCommand, runningCommands, type CommandResult, type CommandSpec } from "./execute.js";
+import { takeTurn, type Turn } from "./concurrency.js";
+import { commandLookupPath, lookPath, runCommand, runningCommands, KILL_AFTER_MS, type CommandResult, type CommandSpec } from "./execute.js";
 import type { OutputSink } from "./spawn.js";
 import { goDuration, iBytes, type Log, type LogFields } from "./log.js";
 import { CONTENT_TYPE as METRICS_TYPE, metrics, type Outcome } from "./metrics.js";
+import { DEFAULT_MAX_QUEUE, parseGoDuration } from "./flags.js";
 import { parseJson, isObject } from "./json.js";
 import {
   parseFormPayload,
@@ -55,6 +57,10 @@ export interface ServerOptions {
   /** -x-request-id: a request's X-Request-Id header becomes its log id (cut to -x-request-id-limit when > 0). */
   xRequestId?: boolean;
   xRequestIdLimit?: number;
+  /** Defaults of the hook fields max-concurrency (0: no limit), max-queue and command-timeout (ms, 0: none). */
+  maxConcurrency?: number;
+  maxQueue?: number;
+  commandTimeoutMs?: number;
   /** -metrics: GET /metrics answers the Prometheus text (outside the hook URL prefix). */
   metrics?: boolean;
 }
@@ -80,6 +86,7 @@ export const MSG = {
   commandError: "Error occurred while executing the hook's command. Please check your logs for more details.",
   multipartError: "Error occurred while parsing multipart form.",
   tooLarge: "Request body too large.",
+  busy: "Too many requests for this hook: it runs as many commands as its max-concurrency allows and its queue (max-queue) is full. Try again after the seconds in the Retry-After header.",
 } as const;
 
 /** Response headers under canonical names, later values replacing earlier ones (Go's Header.Set). */
@@ -442,12 +449,22 @@ export class HookServer {
       return respond(status, out, MSG.rulesNotSatisfied);
     }
 
+    const turn = this.takeTurn(m);
+    if (!turn) {
+      out.set("Retry-After", RETRY_AFTER_S);
+      out.set("Content-Type", "text/plain; charset=utf-8");
+      return respond(429, out, MSG.busy);
+    }
     log.print(`[${rid}] ${hook.id} hook triggered successfully`, m.fields);
     for (const h of hook["response-headers"] ?? []) out.set(h.name, h.value);
 
-    if (hook["stream-command-output"]) return this.stream(m, req, out);
+    if (hook["stream-command-output"]) return this.stream(m, req, out, turn);
     if (hook["include-command-output-in-response"]) {
-      return this.execute(hook, req).then((result) => {
+      return this.executeInTurn(hook, req, turn).then((result) => {
+        if (result.timedOut) {
+          out.set("Content-Type", "text/plain; charset=utf-8");
+          return respond(504, out, timeoutMessage(this.timeoutOf(hook)));
+        }
         if (result.error !== undefined) {
           if (hook["include-command-output-in-response-on-error"]) return respond(500, out, result.output);
           out.set("Content-Type", "text/plain; charset=utf-8");
@@ -456,7 +473,7 @@ export class HookServer {
         return respond(this.statusFor(m, hook["success-http-response-code"]), out, result.output);
       });
     }
-    this.execute(hook, req).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
+    this.executeInTurn(hook, req, turn).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
     return respond(this.statusFor(m, hook["success-http-response-code"]), out, hook["response-message"] ?? "");
   }
 
@@ -465,7 +482,7 @@ export class HookServer {
    * carries the rest as it is produced; a failure is told in a last line. A command that fails
    * before any output is answered like a captured one (500).
    */
-  private stream(m: Matched, req: HookRequest, out: Headers): Promise<HookResponse> {
+  private stream(m: Matched, req: HookRequest, out: Headers, turn: Turn): Promise<HookResponse> {
     const hook = m.hook;
     const body = new OutputStream();
     return new Promise<HookResponse>((resolve) => {
@@ -477,20 +494,24 @@ export class HookServer {
         if (!out.has("Content-Type")) out.set("Content-Type", "text/plain; charset=utf-8");
         resolve({ status: this.statusFor(m, hook["success-http-response-code"]), headers: out.list(), body });
       };
-      this.execute(hook, req, (chunk) => {
+      this.executeInTurn(hook, req, turn, (chunk) => {
         lastByte = chunk[chunk.length - 1]!;
         body.push(chunk);
         start();
       }).then((result) => {
+        if (!started && result.timedOut) {
+          out.set("Content-Type", "text/plain; charset=utf-8");
+          resolve(respond(504, out, timeoutMessage(this.timeoutOf(hook))));
+          return;
+        }
         if (!started && result.error !== undefined) {
           out.set("Content-Type", "text/plain; charset=utf-8");
           resolve(respond(500, out, MSG.commandError));
           return;
         }
-        if (result.error !== undefined) {
-          const newline = lastByte === 0x0a ? "" : "\n";
-          body.push(Buffer.from(`${newline}the command failed: ${result.error}\n`));
-        }
+        const newline = lastByte === 0x0a ? "" : "\n";
+        if (result.timedOut) body.push(Buffer.from(`${newline}${timeoutMessage(this.timeoutOf(hook))}\n`));
+        else if (result.error !== undefined) body.push(Buffer.from(`${newline}the command failed: ${result.error}\n`));
         start();
         body.end();
       });
@@ -530,8 +551,37 @@ export class HookServer {
     }
   }
 
+  /** A turn to run the hook's command (max-concurrency, max-queue), or null (logged) when its queue is full. */
+  private takeTurn(m: Matched): Turn | null {
+    const max = m.hook["max-concurrency"] ?? this.opts.maxConcurrency ?? 0;
+    const maxQueue = m.hook["max-queue"] ?? this.opts.maxQueue ?? DEFAULT_MAX_QUEUE;
+    const turn = takeTurn(m.hook.id, max, maxQueue);
+    if (!turn) {
+      this.log.print(`[${m.rid}] ${m.hook.id} got matched, but ${max} commands are running (max-concurrency) and ${maxQueue} are waiting (max-queue) - answering 429`, m.fields);
+    } else if (turn.wait) {
+      this.log.print(`[${m.rid}] ${m.hook.id} runs ${max} commands already (max-concurrency): this one waits for its turn`, m.fields);
+    }
+    return turn;
+  }
+
+  /** The hook's command-timeout (or -command-timeout) in milliseconds; 0 is none. */
+  private timeoutOf(hook: Hook): number {
+    const own = hook["command-timeout"];
+    return own !== undefined ? parseGoDuration(own) : (this.opts.commandTimeoutMs ?? 0);
+  }
+
+  /** Runs the command once the hook's turn has come, and gives the turn back when it is done. */
+  private async executeInTurn(hook: Hook, req: HookRequest, turn: Turn, onOutput?: OutputSink): Promise<ExecuteResult> {
+    try {
+      if (turn.wait) await turn.wait;
+      return await this.execute(hook, req, onOutput);
+    } finally {
+      turn.release();
+    }
+  }
+
   /** Runs the hook's command (the reference's handleHook); resolves with its output and error. */
-  private async execute(hook: Hook, req: HookRequest, onOutput?: OutputSink): Promise<{ output: Buffer; error?: string }> {
+  private async execute(hook: Hook, req: HookRequest, onOutput?: OutputSink): Promise<ExecuteResult> {
     const log = this.log;
     const rid = req.id;
     const fields: LogFields = { rid, hook: hook.id };
@@ -610,6 +660,14 @@ export class HookServer {
       // The streamed output is not kept unless the log shows it.
       captureOutput: (hook["include-command-output-in-response"] === true && !hook["stream-command-output"]) || log.enabled,
       ...(cwd ? { cwd } : {}),
+      timeoutMs: this.timeoutOf(hook),
+      onTimeout: (signal) =>
+        log.print(
+          signal === "SIGTERM"
+            ? `[${rid}] command-timeout of ${msText(this.timeoutOf(hook))} expired: sending SIGTERM to the process group of ${command}`
+            : `[${rid}] the process group of ${command} was still running ${msText(KILL_AFTER_MS)} after SIGTERM: sent SIGKILL`,
+          fields,
+        ),
     };
     const began = process.hrtime.bigint();
     const result = await runCommand(spec, { hook: hook.id, rid }, onOutput);
@@ -625,7 +683,8 @@ export class HookServer {
       }
     }
     log.print(`[${rid}] finished handling ${hook.id}`, fields);
-    return result.error === undefined ? { output: result.output } : { output: result.output, error: result.error };
+    const more = result.timedOut ? { timedOut: true } : {};
+    return result.error === undefined ? { output: result.output, ...more } : { output: result.output, error: result.error, ...more };
   }
 
   /** The reference's request log line (and, with -debug, the request and response dump). */
@@ -652,8 +711,27 @@ export class HookServer {
 /** How a command run ended, for the metrics. */
 function outcome(result: CommandResult): Outcome {
   if (result.error === undefined) return "success";
+  if (result.timedOut) return "timeout";
   // No exit code and no signal: the command could not be started.
   return result.exitCode === null && !result.error.startsWith("signal: ") ? "error" : "failure";
+}
+
+/** What running a hook's command gave: its output, Go's error text, and whether command-timeout stopped it. */
+interface ExecuteResult {
+  output: Buffer;
+  error?: string;
+  timedOut?: boolean;
+}
+
+/** Seconds a client told 429 (queue full) is asked to wait. */
+const RETRY_AFTER_S = "1";
+
+function msText(ms: number): string {
+  return goDuration(BigInt(Math.round(ms * 1e6)));
+}
+
+function timeoutMessage(ms: number): string {
+  return `The hook's command did not finish within its command-timeout of ${msText(ms)} and was stopped.`;
 }
 
 /** Go's ioutil.TempFile(dir, pattern): a new file named pattern + random digits, mode 0600. */

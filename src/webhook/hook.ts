@@ -68,6 +68,12 @@ export interface Hook {
   "include-command-output-in-response-on-error"?: boolean;
   /** Ours: send the command's output to the client as it is produced (chunked). */
   "stream-command-output"?: boolean;
+  /** Ours: at most this many commands of the hook run at once (0: no limit; default -max-concurrency). */
+  "max-concurrency"?: number;
+  /** Ours: requests waiting for a turn beyond max-concurrency; more get 429 (default -max-queue). */
+  "max-queue"?: number;
+  /** Ours: a Go duration ("30s"); when it expires the command's process group is stopped (default -command-timeout). */
+  "command-timeout"?: string;
   "pass-environment-to-command"?: Argument[];
   "pass-arguments-to-command"?: Argument[];
   "pass-file-to-command"?: Argument[];
