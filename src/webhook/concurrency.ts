@@ -1,6 +1,7 @@
 // Per-hook concurrency limits (max-concurrency, max-queue): at most `max` commands of a hook run
 // at once; later ones wait, first come first served, in a queue of at most `maxQueue` entries.
 // This module owns the counts of running and waiting commands per hook id.
+import { queueDepth } from "./metrics.js";
 
 /** A granted turn: `wait` (when set) resolves once the command may start; `release` ends the turn. */
 export interface Turn {
@@ -39,14 +40,17 @@ export function takeTurn(hook: string, max: number, maxQueue: number): Turn | nu
   }
   if (s.waiting.length >= maxQueue) return null;
   const wait = new Promise<void>((resolve) => hs.waiting.push(resolve));
+  queueDepth(hook, s.waiting.length);
   return { wait, release };
 }
 
 function startWaiting(hook: string, s: HookSlots): void {
+  const queued = s.waiting.length;
   while (s.waiting.length > 0 && (s.max <= 0 || s.running < s.max)) {
     s.running++;
     s.waiting.shift()!();
   }
+  if (s.waiting.length !== queued) queueDepth(hook, s.waiting.length);
   if (s.running === 0 && s.waiting.length === 0 && slots.get(hook) === s) slots.delete(hook);
 }
 

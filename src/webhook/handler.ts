@@ -710,8 +710,8 @@ export class HookServer {
 
 /** How a command run ended, for the metrics. */
 function outcome(result: CommandResult): Outcome {
-  if (result.error === undefined) return "success";
   if (result.timedOut) return "timeout";
+  if (result.error === undefined) return "success";
   // No exit code and no signal: the command could not be started.
   return result.exitCode === null && !result.error.startsWith("signal: ") ? "error" : "failure";
 }
