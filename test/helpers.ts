@@ -10,17 +10,21 @@ import { fileURLToPath } from "node:url";
 export const repoRoot = resolve(fileURLToPath(import.meta.url), "../../..");
 export const bin = (name: "webhook" | "framefi-device" | "framefi"): string => join(repoRoot, "bin", name);
 
-/** A TCP port that was free a moment ago on 127.0.0.1. */
+/**
+ * A TCP port that was free a moment ago on 127.0.0.1. It is drawn from 20000–32767, below Linux's
+ * ephemeral range, so that the source ports of outgoing connections and the servers that listen on
+ * port 0 (FTP passive ports) cannot take it between this check and the program's own bind.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once("error", rej);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => res(port));
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_768);
+    const free = await new Promise<boolean>((res) => {
+      const srv = createServer();
+      srv.once("error", () => res(false));
+      srv.listen(port, "127.0.0.1", () => srv.close(() => res(true)));
     });
-  });
+    if (free) return port;
+  }
 }
 
 /** A fresh temp folder; remove it with the returned cleanup. */

@@ -7,6 +7,7 @@ import { dirname } from "node:path";
 import type { Server } from "node:net";
 import type { TlsOptions } from "node:tls";
 import { secretsOf } from "./config.js";
+import { dropQueued } from "./concurrency.js";
 import { FlagError, parseFlags, usage, type Options } from "./flags.js";
 import { HookServer } from "./handler.js";
 import { Log, prefix } from "./log.js";
@@ -236,6 +237,8 @@ function setupSignals(registry: HookRegistry, transport: HookTransport, opts: Op
 
 /** Stop accepting, let running commands finish within -shutdown-timeout, then kill what is left. */
 async function shutdown(transport: HookTransport, opts: Options, log: Log): Promise<void> {
+  const dropped = dropQueued();
+  if (dropped > 0) log.print(`dropped ${dropped} command(s) still waiting for their turn (max-concurrency)`);
   const running = transport.runningCommands();
   if (running.length > 0) {
     const secs = opts.shutdownTimeoutMs / 1000;

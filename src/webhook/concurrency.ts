@@ -3,9 +3,12 @@
 // This module owns the counts of running and waiting commands per hook id.
 import { queueDepth } from "./metrics.js";
 
-/** A granted turn: `wait` (when set) resolves once the command may start; `release` ends the turn. */
+/**
+ * A granted turn: `wait` (when set) resolves true once the command may start, or false when the
+ * server shut down first (the command must not run); `release` ends the turn.
+ */
 export interface Turn {
-  wait?: Promise<void>;
+  wait?: Promise<boolean>;
   release(): void;
 }
 
@@ -13,10 +16,11 @@ interface HookSlots {
   running: number;
   /** The limit given by the latest request (a reload may change it). 0 is unlimited. */
   max: number;
-  waiting: (() => void)[];
+  waiting: ((start: boolean) => void)[];
 }
 
 const slots = new Map<string, HookSlots>();
+let shuttingDown = false;
 
 /**
  * Takes a turn for one command of `hook`: at once when fewer than `max` run (or max is 0),
@@ -28,8 +32,9 @@ export function takeTurn(hook: string, max: number, maxQueue: number): Turn | nu
   s.max = max;
   const hs = s;
   let released = false;
+  let started = true;
   const release = (): void => {
-    if (released) return;
+    if (released || !started) return;
     released = true;
     hs.running--;
     startWaiting(hook, hs);
@@ -38,8 +43,14 @@ export function takeTurn(hook: string, max: number, maxQueue: number): Turn | nu
     s.running++;
     return { release };
   }
-  if (s.waiting.length >= maxQueue) return null;
-  const wait = new Promise<void>((resolve) => hs.waiting.push(resolve));
+  if (shuttingDown || s.waiting.length >= maxQueue) return null;
+  started = false;
+  const wait = new Promise<boolean>((resolve) =>
+    hs.waiting.push((start) => {
+      started = start;
+      resolve(start);
+    }),
+  );
   queueDepth(hook, s.waiting.length);
   return { wait, release };
 }
@@ -48,7 +59,7 @@ function startWaiting(hook: string, s: HookSlots): void {
   const queued = s.waiting.length;
   while (s.waiting.length > 0 && (s.max <= 0 || s.running < s.max)) {
     s.running++;
-    s.waiting.shift()!();
+    s.waiting.shift()!(true);
   }
   if (s.waiting.length !== queued) queueDepth(hook, s.waiting.length);
   if (s.running === 0 && s.waiting.length === 0 && slots.get(hook) === s) slots.delete(hook);
@@ -57,4 +68,21 @@ function startWaiting(hook: string, s: HookSlots): void {
 /** Commands running and waiting now, per hook id (hooks with neither are left out). */
 export function turnCounts(): { hook: string; running: number; queued: number }[] {
   return [...slots].map(([hook, s]) => ({ hook, running: s.running, queued: s.waiting.length }));
+}
+
+/**
+ * Graceful shutdown: commands still waiting for their turn will never start (their requests are
+ * answered as failed), and no new ones queue. Returns how many were dropped.
+ */
+export function dropQueued(): number {
+  shuttingDown = true;
+  let dropped = 0;
+  for (const [hook, s] of slots) {
+    for (const drop of s.waiting.splice(0)) {
+      drop(false);
+      dropped++;
+    }
+    queueDepth(hook, 0);
+  }
+  return dropped;
 }

@@ -573,7 +573,10 @@ export class HookServer {
   /** Runs the command once the hook's turn has come, and gives the turn back when it is done. */
   private async executeInTurn(hook: Hook, req: HookRequest, turn: Turn, onOutput?: OutputSink): Promise<ExecuteResult> {
     try {
-      if (turn.wait) await turn.wait;
+      if (turn.wait && !(await turn.wait)) {
+        this.log.print(`[${req.id}] the server is shutting down: ${hook.id}'s command was still waiting for its turn and does not run`, { rid: req.id, hook: hook.id });
+        return { output: Buffer.alloc(0), error: "the server shut down before the command's turn came" };
+      }
       return await this.execute(hook, req, onOutput);
     } finally {
       turn.release();

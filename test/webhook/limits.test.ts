@@ -118,6 +118,28 @@ describe("max-concurrency and max-queue", () => {
     }
   });
 
+  test("graceful shutdown: the running command finishes, a queued one never starts, the server exits 0", async () => {
+    const ran = join(dir, "shutdown-ran.log");
+    const script = 'echo "$1" >> "$2"; sleep 1; echo "done $1"';
+    const { w, base } = await serve("drain", [
+      shHook("drain", script, [{ source: "url", name: "n" }, { source: "string", name: ran }], { "max-concurrency": 1, "max-queue": 5 }),
+    ]);
+    const first = send(`${base}/drain?n=1`).catch((e: Error) => e);
+    await eventually(() => existsSync(ran), 10_000);
+    const second = send(`${base}/drain?n=2`).catch((e: Error) => e);
+    await w.proc.waitFor(/drain runs 1 commands already \(max-concurrency\): this one waits for its turn/);
+    w.proc.child.kill("SIGTERM");
+    assert.equal(await w.proc.exited, 0);
+    const a = await first;
+    assert.ok(!(a instanceof Error), String(a));
+    assert.equal(a.status, 200);
+    assert.equal(a.text, "done 1\n");
+    const b = await second;
+    assert.ok(b instanceof Error || b.status === 500, `the queued request must not succeed: ${b instanceof Error ? b.message : b.status}`);
+    assert.equal(await readFile(ran, "utf8"), "1\n", "the queued command never started");
+    assert.match(w.logs(), /dropped 1 command\(s\) still waiting for their turn/);
+  });
+
   test("-max-concurrency and -max-queue are the defaults of hooks without the fields", async () => {
     const gate = join(dir, "gate-global");
     const started = join(dir, "global-started");

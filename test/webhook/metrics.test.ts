@@ -170,6 +170,9 @@ describe("/healthz during shutdown", () => {
     socket.on("data", (d: Buffer) => (reply += d.toString()));
     // Half a request: the server must wait for the rest before it can shut down.
     socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n");
+    // Give the server time to read those bytes: a connection it has read nothing from is idle, and
+    // idle connections are closed at once on shutdown (as Go's Shutdown does).
+    await new Promise((r) => setTimeout(r, 500));
     s.proc.child.kill("SIGTERM");
     await s.proc.waitFor(/caught \w+ signal; exiting/, 10_000);
     socket.write("\r\n");
