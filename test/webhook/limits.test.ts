@@ -105,7 +105,7 @@ describe("max-concurrency and max-queue", () => {
       assert.equal(third.status, 429);
       assert.equal(third.headers["retry-after"], "1");
       assert.match(third.text, /^Too many requests for this hook: .*max-concurrency.*\(max-queue\) is full/);
-      assert.match(w.logs(), /busy got matched, but 1 commands are running \(max-concurrency\) and 1 are waiting \(max-queue\) - answering 429/);
+      await w.proc.waitFor(/busy got matched, but 1 commands are running \(max-concurrency\) and 1 are waiting \(max-queue\) - answering 429/, 10_000);
       await writeFile(gate, "");
       const [a, b] = await Promise.all([first, second]);
       assert.ok(!(a instanceof Error) && !(b instanceof Error), String(a instanceof Error ? a : b));
@@ -212,7 +212,7 @@ describe("command-timeout", () => {
       const child = await pidIn(join(pids, "child"));
       const grandchild = await pidIn(join(pids, "grandchild"));
       await eventually(() => !alive(child) && !alive(grandchild), Math.max(1, 7_000 - (Date.now() - began)), 50);
-      assert.match(w.logs(), /command-timeout of 1s expired: sending SIGTERM to the process group of \/bin\/sh/);
+      await w.proc.waitFor(/command-timeout of 1s expired: sending SIGTERM to the process group of \/bin\/sh/, 10_000);
     } finally {
       await w.stop();
     }
@@ -229,7 +229,7 @@ describe("command-timeout", () => {
       const child = await pidIn(join(pids, "child"));
       const grandchild = await pidIn(join(pids, "grandchild"));
       await eventually(() => !alive(child) && !alive(grandchild), 5_000, 50);
-      assert.match(w.logs(), /the process group of \/bin\/sh was still running 5s after SIGTERM: sent SIGKILL/);
+      await w.proc.waitFor(/the process group of \/bin\/sh was still running 5s after SIGTERM: sent SIGKILL/, 10_000);
     } finally {
       await w.stop();
     }
