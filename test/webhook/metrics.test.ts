@@ -6,24 +6,13 @@ import { writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { eventually, removeDir, tempDir } from "../helpers.js";
-import { send, startServer, writeHooks } from "./fixtures/harness.js";
+import { send, shHook as sh, startServer, writeHooks } from "./fixtures/harness.js";
 
 let dir = "";
 before(async () => {
   dir = await tempDir("webhook-metrics-");
 });
 after(() => removeDir(dir));
-
-const sh = (id: string, script: string, extra: Record<string, unknown> = {}): unknown => ({
-  id,
-  "execute-command": "/bin/sh",
-  "include-command-output-in-response": true,
-  "pass-arguments-to-command": [
-    { source: "string", name: "-c" },
-    { source: "string", name: script },
-  ],
-  ...extra,
-});
 
 interface Sample {
   name: string;

@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { bin, eventually, freePort, removeDir, run, start, tempDir } from "../helpers.js";
-import { send } from "./fixtures/harness.js";
+import { send, shHook } from "./fixtures/harness.js";
 import { socketSend, startWebhook } from "./fixtures/prod.js";
 
 let dir = "";
@@ -24,17 +24,6 @@ async function hooksFile(name: string, hooks: unknown[]): Promise<string> {
   await chmod(path, 0o644);
   return path;
 }
-
-const shHook = (id: string, script: string, extra: Record<string, unknown> = {}): unknown => ({
-  id,
-  "execute-command": "/bin/sh",
-  "include-command-output-in-response": true,
-  "pass-arguments-to-command": [
-    { source: "string", name: "-c" },
-    { source: "string", name: script },
-  ],
-  ...extra,
-});
 
 function alive(pid: number): boolean {
   try {
