@@ -176,10 +176,12 @@ export function parseMultipart(
     const logs: string[] = [];
     let valueBytes = 0;
     let failed = false;
+    let settled = false;
     const pending: Promise<void>[] = [];
     const fail = (e: Error): void => {
       if (!failed) {
         failed = true;
+        settled = true;
         reject(e);
       }
     };
@@ -190,47 +192,66 @@ export function parseMultipart(
       if (!(name in payload)) payload[name] = value;
     };
     bb.on("field", addField);
+    // Every part's stream settles one promise, on its end or its error: a body cut off inside a
+    // part errors the part's stream (an unhandled 'error' would end the process) and busboy.
+    const readPart = (stream: NodeJS.ReadableStream, onEnd: (data: Buffer) => void, keep: boolean): void => {
+      const chunks: Buffer[] = [];
+      if (keep) stream.on("data", (c: Buffer) => chunks.push(c));
+      else stream.resume();
+      pending.push(
+        new Promise<void>((done) => {
+          stream.on("end", () => {
+            if (keep) onEnd(Buffer.concat(chunks));
+            done();
+          });
+          stream.on("error", (e: Error) => {
+            fail(e);
+            done();
+          });
+        }),
+      );
+    };
     const seenFiles = new Set<string>();
     bb.on("file", (name, stream, info) => {
       if (info.filename === undefined) {
         // busboy calls an application/octet-stream part a file; Go only parts with a filename.
-        const chunks: Buffer[] = [];
-        stream.on("data", (c: Buffer) => chunks.push(c));
-        pending.push(new Promise<void>((done) => stream.on("end", () => done(addField(name, Buffer.concat(chunks).toString("utf8"))))));
+        readPart(stream, (data) => addField(name, data.toString("utf8")), true);
         return;
       }
       const first = !seenFiles.has(name);
       seenFiles.add(name);
       const asJson = first && (jsonFields.has(name) || info.mimeType === "application/json");
-      if (!asJson) {
-        stream.resume();
-        return;
-      }
-      const chunks: Buffer[] = [];
-      stream.on("data", (c: Buffer) => chunks.push(c));
-      pending.push(
-        new Promise<void>((done) => {
-          stream.on("end", () => {
-            logs.push(`parsing multipart form file ${JSON.stringify(name)} as JSON`);
-            try {
-              const v = parseJson(Buffer.concat(chunks).toString("utf8"));
-              if (v !== null && !isObject(v)) throw new Error("json: cannot unmarshal into Go value of type map[string]interface {}");
-              payload[name] = v;
-            } catch (e) {
-              logs.push(`error parsing JSON payload file: ${(e as Error).message}`);
-              payload[name] = null;
-            }
-            done();
-          });
-        }),
+      readPart(
+        stream,
+        (data) => {
+          logs.push(`parsing multipart form file ${JSON.stringify(name)} as JSON`);
+          try {
+            const v = parseJson(data.toString("utf8"));
+            if (v !== null && !isObject(v)) throw new Error("json: cannot unmarshal into Go value of type map[string]interface {}");
+            payload[name] = v;
+          } catch (e) {
+            logs.push(`error parsing JSON payload file: ${(e as Error).message}`);
+            payload[name] = null;
+          }
+        },
+        asJson,
       );
     });
     bb.on("error", (e: Error) => fail(e));
     bb.on("close", () => {
+      settled = true;
       void Promise.all(pending).then(() => {
         if (!failed) resolve({ payload: Object.keys(payload).length ? payload : undefined, logs });
       });
     });
     bb.end(body);
+    // The whole body was handed over at once, so busboy has seen all of it once the streams it
+    // opened have had a turn; a part opened after the closing boundary never ends (a busboy
+    // quirk), and the request must still get an answer.
+    setImmediate(() =>
+      setImmediate(() => {
+        if (!settled) fail(new Error("multipart: part after the closing boundary"));
+      }),
+    );
   });
 }

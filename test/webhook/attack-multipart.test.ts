@@ -1,0 +1,110 @@
+// Unauthenticated multipart bodies must never end or hang the server: bodies are decoded before
+// any rule is checked, so anyone who can reach a hook id can send them. Each reproduction below
+// once killed or hung bin/webhook; the fuzz test sends seeded random mutations of valid bodies.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { existsSync } from "node:fs";
+import { removeDir, tempDir } from "../helpers.js";
+import { fuzzCases, fuzzSeed, seeded } from "../fuzz/random.js";
+import { fixture, multipart, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+
+let dir = "";
+let s: Server;
+let ranFile = "";
+
+before(async () => {
+  dir = await tempDir("webhook-mp-attack-");
+  ranFile = join(dir, "ran.txt");
+  const hooks = await writeHooks(dir, [
+    {
+      id: "signed",
+      "execute-command": fixture("append.sh"),
+      "pass-arguments-to-command": [
+        { source: "string", name: "ran" },
+        { source: "string", name: ranFile },
+      ],
+      "trigger-rule": {
+        match: { type: "payload-hmac-sha256", secret: "a-secret-nobody-knows", parameter: { source: "header", name: "X-Hub-Signature-256" } },
+      },
+    },
+  ]);
+  s = await startServer(["-hooks", hooks]);
+});
+
+after(async () => {
+  await s.stop();
+  await removeDir(dir);
+});
+
+const post = (body: Buffer | string, boundary: string) =>
+  send(`${s.base}/hooks/signed`, { body, headers: { "Content-Type": `multipart/form-data; boundary=${boundary}` }, timeoutMs: 10_000 });
+
+describe("multipart bodies from anyone", () => {
+  test("a body cut off inside a file part gets 500 and the server stays up", async () => {
+    const r = await post('--X\r\nContent-Disposition: form-data; name="f"; filename="a"\r\n\r\nabc', "X");
+    assert.equal(r.status, 500);
+    assert.equal(r.text, "Error occurred while parsing multipart form.");
+    assert.equal((await send(`${s.base}/`, { method: "GET" })).status, 200);
+  });
+
+  test("a body cut off inside a JSON file part gets 500 and the server stays up", async () => {
+    const r = await post('--X\r\nContent-Disposition: form-data; name="f"; filename="a.json"\r\nContent-Type: application/json\r\n\r\n{"a":', "X");
+    assert.equal(r.status, 500);
+    assert.equal((await send(`${s.base}/`, { method: "GET" })).status, 200);
+  });
+
+  test("a part after the closing boundary is answered", async () => {
+    const r = await post('--XyZ--\r\n--XyZ\r\n--XyZ\r\nContent-Disposition: form-data; name="f"; filename="x.json"\r\n\r\n\r\n', "XyZ");
+    assert.ok(r.status >= 200 && r.status < 600, `status ${r.status}`);
+    assert.equal((await send(`${s.base}/`, { method: "GET" })).status, 200);
+  });
+
+  test("seeded random mutations of multipart bodies all get an answer and run nothing", async () => {
+    const seed = fuzzSeed(0x6d756c74);
+    const rnd = seeded(seed);
+    const cases = fuzzCases(150);
+    const boundaries = ["X", "XyZ", "----b", "a b", "\"q\"", "-".repeat(70)];
+    for (let i = 0; i < cases; i++) {
+      const boundary = rnd.pick(boundaries);
+      const { body } = multipart(
+        [
+          { name: "a", value: "1" },
+          { name: "f", value: '{"x":[1,2]}', filename: "f.json", contentType: "application/json" },
+          { name: "g", value: rnd.bytes(rnd.int(64)), filename: "g.bin" },
+        ],
+        boundary,
+      );
+      let b = Buffer.from(body);
+      const ops = 1 + rnd.int(4);
+      for (let k = 0; k < ops; k++) {
+        const at = rnd.int(b.length + 1);
+        switch (rnd.int(5)) {
+          case 0: // truncate
+            b = b.subarray(0, at);
+            break;
+          case 1: // flip a byte
+            if (b.length) b[Math.min(at, b.length - 1)] = rnd.int(256);
+            break;
+          case 2: // insert a boundary line
+            b = Buffer.concat([b.subarray(0, at), Buffer.from(rnd.pick([`--${boundary}\r\n`, `--${boundary}--\r\n`, `\r\n--${boundary}`, "\n"])), b.subarray(at)]);
+            break;
+          case 3: // insert random bytes
+            b = Buffer.concat([b.subarray(0, at), rnd.bytes(rnd.int(16)), b.subarray(at)]);
+            break;
+          default: // duplicate a slice
+            b = Buffer.concat([b.subarray(0, at), b.subarray(rnd.int(b.length + 1)), b.subarray(at)]);
+        }
+      }
+      let status = 0;
+      try {
+        status = (await post(b, boundary)).status;
+      } catch (e) {
+        assert.fail(`case ${i} (FUZZ_SEED=${seed}): no answer: ${(e as Error).message}`);
+      }
+      assert.ok([200, 400, 403, 413, 500].includes(status), `case ${i} (FUZZ_SEED=${seed}): status ${status}`);
+    }
+    assert.equal((await send(`${s.base}/`, { method: "GET" })).status, 200);
+    assert.equal(existsSync(ranFile), false, "a command ran without a valid signature");
+  });
+});
