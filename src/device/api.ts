@@ -29,6 +29,18 @@ const BRIGHTNESS_INVALID = "Invalid brightness value. Body must be a plain text 
 
 const success = (message: string) => ({ status: "success", message });
 
+/**
+ * The brightness the firmware accepts: Arduino's `String.toInt()` (C `atol`: optional sign, then the leading
+ * digits, so `0128` → 128, `12.5` → 12, `50abc` → 50), refused when it reads 0 from anything but "0" or lies
+ * outside 0–255. Undefined for what the firmware refuses.
+ */
+export function firmwareBrightness(text: string): number | undefined {
+  const m = /^\s*([+-]?)(\d*)/.exec(text)!;
+  const value = Number(m[2] || "0") * (m[1] === "-" ? -1 : 1);
+  if ((value === 0 && text !== "0") || value < 0 || value > 255) return undefined;
+  return value;
+}
+
 function digest(s: string): Buffer {
   return createHash("sha256").update(s, "utf8").digest();
 }
@@ -55,8 +67,9 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
   };
 
   const modeAnswer: Handler = (_req, res) => sendJson(res, 200, { status: "success", mode: MODE_NAMES[state.snapshot().mode] });
+  // The switch completes just after the answer, as on the firmware, whose words these are.
   const switchMode = (mode: Mode, label: string): Handler => (_req, res) => {
-    if (state.setMode(mode)) sendJson(res, 200, success(`Switched to ${label} mode.`));
+    if (state.setMode(mode)) sendJson(res, 200, success(`Attempting to switch to ${label} mode.`));
     else sendJson(res, 200, { status: "no_change", message: `Already in ${label} mode.` });
   };
 
@@ -82,7 +95,7 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
   });
   route("POST", "/wifi/reset", (_req, res) => {
     res.once("finish", ctx.wifiReset);
-    sendJson(res, 200, success("Resetting Wi-Fi and restarting..."));
+    sendJson(res, 200, success("Resetting WiFi and restarting..."));
   });
 
   route("GET", "/display/status", (_req, res) =>
@@ -105,10 +118,11 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     const m = state.snapshot().mqtt;
     sendJson(res, 200, { status: "success", mqtt_enabled: m.enabled, mqtt_connected: m.connected, mqtt_state: m.state });
   });
+  // The firmware answers with the action's name: "MQTT enabled.", "MQTT disabled.", "MQTT toggled.".
   const mqttAction = (how: boolean | "toggle"): Handler => async (_req, res) => {
-    const { enabled, saved } = state.setMqttEnabled(how);
+    const { saved } = state.setMqttEnabled(how);
     await saved;
-    sendJson(res, 200, success(enabled ? "MQTT enabled." : "MQTT disabled."));
+    sendJson(res, 200, success(how === "toggle" ? "MQTT toggled." : how ? "MQTT enabled." : "MQTT disabled."));
   };
   route("POST", "/mqtt/enable", mqttAction(true));
   route("POST", "/mqtt/disable", mqttAction(false));
@@ -127,19 +141,18 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     sendJson(res, 200, success("LED turned off."));
   });
   route("POST", "/led/toggle", (_req, res) => {
-    const on = state.setLed("toggle");
-    sendJson(res, 200, success(`LED toggled ${on ? "on" : "off"}.`));
+    state.setLed("toggle");
+    sendJson(res, 200, success("LED toggled."));
   });
   route("GET", "/led/brightness", (_req, res) => sendJson(res, 200, { status: "success", brightness: state.snapshot().led.brightness }));
   route("POST", "/led/brightness", async (req, res) => {
     const body = await readSmallBody(req, res, 64);
     // A plain integer whatever the Content-Type: clients send text/plain, JSON (`128`) or form encoding.
-    const text = body?.toString("utf8").trim() ?? "";
-    if (!/^\d{1,3}$/.test(text) || Number(text) > 255) {
+    const value = firmwareBrightness(body?.toString("utf8").trim() ?? "");
+    if (value === undefined) {
       sendError(res, 400, BRIGHTNESS_INVALID);
       return;
     }
-    const value = Number(text);
     await state.setBrightness(value);
     sendJson(res, 200, success(`LED brightness set to ${value}.`));
   });
@@ -157,7 +170,8 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
   type Access = "full" | "read-only" | "none";
   const authenticate = (req: IncomingMessage): Access | "open" => {
     const s = ctx.settings();
-    if (s.webUser === "" && s.webPassword === "") return "open";
+    // As the firmware: credentials are asked for when a web user is set; a password alone protects nothing.
+    if (s.webUser === "") return "open";
     const given = parseBasic(req.headers.authorization);
     if (!given) return "none";
     // Compare everything every time, so the time taken says nothing about which part matched.

@@ -62,7 +62,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "card", kind: "string", default: "./sdcard", help: "folder that plays the SD card (created if missing)" },
   { name: "card-size", kind: "size", help: "emulate a card of this capacity, enforced (e.g. 8GiB, 500MB, 1000000); default: the folder's filesystem" },
   { name: "state", kind: "string", default: "./framefi-state", help: "folder for the persisted settings (settings.json)" },
-  { name: "web-user", kind: "string", default: "", help: "web API user; blank user and password = no authentication" },
+  { name: "web-user", kind: "string", default: "", help: "web API user; blank = no authentication (as on the firmware: a password alone does not switch it on)" },
   { name: "web-password", kind: "string", default: "", help: "web API password" },
   { name: "read-only-user", kind: "string", default: "", help: "optional read-only account: every GET allowed, every POST answered 403" },
   { name: "read-only-password", kind: "string", default: "", help: "password of the read-only account" },

@@ -190,10 +190,14 @@ export class DeviceService {
     this.api = this.createApiServer();
     const host = await listenPatiently(this.api, this.config.host, this.config.port);
     await this.state.finishBoot(network);
-    const authOn = this.current.webUser !== "" || this.current.webPassword !== "";
+    // As the firmware: the web user switches authentication on; a password alone does not.
+    const authOn = this.current.webUser !== "";
     this.log(`web API listening on ${urlOf(host, this.config.port)}; mode USB MSC${authOn ? "; basic auth on" : ""}`);
+    if (!authOn && this.current.webPassword !== "") {
+      this.log("warning: a web password is set but no web user, so the API is open to everyone (as on the firmware); set --web-user too");
+    }
     if (!authOn && this.config.readonlyUser !== "") {
-      this.log("warning: the read-only account has no effect while the web user and password are blank (the API is open to everyone); set --web-user");
+      this.log("warning: the read-only account has no effect while the web user is blank (the API is open to everyone); set --web-user");
     }
     for (const p of this.plugins) {
       try {

@@ -22,7 +22,7 @@ export interface FtpShare {
 /** Until the FTP server plugs in, FTP mode shares the card with nobody. */
 export const noFtpShare: FtpShare = { start: async () => undefined, stop: async () => undefined };
 
-export type Change = "phase" | "mode" | "display" | "led" | "brightness" | "mqtt-enabled" | "mqtt-status" | "card";
+export type Change = "phase" | "mode" | "display" | "led" | "brightness" | "mqtt-enabled" | "mqtt-status" | "card" | "transfer";
 
 export interface Snapshot {
   phase: Phase;
@@ -31,6 +31,8 @@ export interface Snapshot {
   switching: boolean;
   display: { on: boolean; orientation: number };
   led: { on: boolean; color: LedColor; brightness: number };
+  /** FTP transfers under way (the firmware blinks the LED while one runs). */
+  transfers: number;
   mqtt: { enabled: boolean; state: number; connected: boolean };
 }
 
@@ -53,6 +55,7 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   private mqttEnabled = false;
   private mqttState = MQTT_DISCONNECTED;
   private mqttConnected = false;
+  private transfers = 0;
   private network: { address: string; mac: string } = { address: "", mac: "" };
 
   constructor(
@@ -77,6 +80,7 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
       switching: this.applied !== this.mode,
       display: { on: this.displayOn, orientation: this.orientation },
       led: { on: this.ledOn, color: this.ledColor(), brightness: this.brightness },
+      transfers: this.transfers,
       mqtt: { enabled: this.mqttEnabled, state: this.mqttState, connected: this.mqttConnected },
     };
   }
@@ -136,6 +140,8 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   setMode(mode: Mode): boolean {
     if (this.mode === mode) return false;
     this.mode = mode;
+    // The firmware lights the LED in the new mode's colour, even if it was switched off.
+    this.ledOn = true;
     this.showLed();
     this.emitChange("mode");
     this.kick();
@@ -208,6 +214,20 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
     this.redraw();
   }
 
+  /**
+   * For the FTP server: a transfer began or ended. The firmware blinks the LED while data flows and leaves it
+   * on afterwards, even if it was switched off.
+   */
+  ftpTransfer(phase: "start" | "end"): void {
+    this.transfers = Math.max(0, this.transfers + (phase === "start" ? 1 : -1));
+    if (phase === "end" && !this.ledOn) {
+      this.ledOn = true;
+      this.showLed();
+      this.emitChange("led");
+    }
+    this.emitChange("transfer");
+  }
+
   /** For the card: its figures changed (uploads, FTP writes, other programs). */
   cardChanged(): void {
     this.emitChange("card");
@@ -241,6 +261,7 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
         this.applied = "msc";
         if (this.mode !== "msc") {
           this.mode = "msc";
+          this.ledOn = true;
           this.showLed();
           this.emitChange("mode");
         }

@@ -64,12 +64,12 @@ describe("framefi commands", () => {
     assert.equal((await cli("mode")).stdout, "USB MSC\n");
     const r = await cli("mode", "ftp");
     assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.stdout, "Switched to Application (FTP) mode.\n");
+    assert.equal(r.stdout, "Attempting to switch to Application (FTP) mode.\n");
     assert.equal((await api.status()).mode, "Application (FTP Server)", "the switch is complete when the command returns");
     const again = await cli("mode", "ftp", "--json");
     assert.equal(again.stdout, '{"status":"no_change","message":"Already in Application (FTP) mode."}\n');
     const back = await cli("mode", "msc", "--json");
-    assert.equal(back.stdout, '{"status":"success","message":"Switched to MSC mode."}\n');
+    assert.equal(back.stdout, '{"status":"success","message":"Attempting to switch to MSC mode."}\n');
     assert.equal((await api.status()).mode, "USB MSC");
   });
 
@@ -90,8 +90,8 @@ describe("framefi commands", () => {
     assert.equal((await cli("led", "off")).stdout, "LED turned off.\n");
     assert.equal((await cli("led", "status")).stdout, "LED off, brightness 13\n");
     assert.equal((await cli("led", "on")).stdout, "LED turned on.\n");
-    assert.equal((await cli("led", "toggle")).stdout, "LED toggled off.\n");
-    assert.equal((await cli("led", "toggle")).stdout, "LED toggled on.\n");
+    assert.equal((await cli("led", "toggle")).stdout, "LED toggled.\n");
+    assert.equal((await cli("led", "toggle")).stdout, "LED toggled.\n");
     assert.equal((await cli("led", "brightness")).stdout, "LED brightness 13\n");
     const set = await cli("led", "brightness", "128", "--json");
     assert.equal(set.stdout, '{"status":"success","message":"LED brightness set to 128."}\n');
@@ -110,8 +110,8 @@ describe("framefi commands", () => {
     assert.equal((await api.mqttStatus()).mqtt_enabled, true);
     assert.match((await cli("mqtt", "status")).stdout, /^MQTT enabled, (not connected|connected), MQTT_[A-Z_]+ \(-?\d\)\n$/);
     assert.equal((await cli("mqtt", "disable")).stdout, "MQTT disabled.\n");
-    assert.equal((await cli("mqtt", "toggle")).stdout, "MQTT enabled.\n");
-    assert.equal((await cli("mqtt", "toggle", "--json")).stdout, '{"status":"success","message":"MQTT disabled."}\n');
+    assert.equal((await cli("mqtt", "toggle")).stdout, "MQTT toggled.\n");
+    assert.equal((await cli("mqtt", "toggle", "--json")).stdout, '{"status":"success","message":"MQTT toggled."}\n');
     assert.equal((await api.mqttStatus()).mqtt_enabled, false);
   });
 

@@ -36,7 +36,7 @@ describe("framefi wifi reset", () => {
 
     const yes = await framefiOnTerminal(["--host", host, "wifi", "reset"], [["[y/N]", "y\r"]]);
     assert.equal(yes.code, 0, yes.transcript);
-    assert.match(yes.transcript, /Resetting Wi-Fi and restarting\.\.\./);
+    assert.match(yes.transcript, /Resetting WiFi and restarting\.\.\./);
     await eventually(async () => !(await answers(dev.url)), 10_000, 100);
     await eventually(() => answers(`http://127.0.0.1:${dev.setupPort}/`), 10_000, 100);
   });
@@ -46,7 +46,7 @@ describe("framefi wifi reset", () => {
     devices.push(dev);
     const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "wifi", "reset", "--yes", "--json"]);
     assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.stdout, '{"status":"success","message":"Resetting Wi-Fi and restarting..."}\n');
+    assert.equal(r.stdout, '{"status":"success","message":"Resetting WiFi and restarting..."}\n');
     await eventually(() => answers(`http://127.0.0.1:${dev.setupPort}/`), 10_000, 100);
   });
 });

@@ -108,6 +108,17 @@ describe("mode transitions (points 1, 2)", () => {
     await expectPost("/mode/ftp", BODY.alreadyFtp);
   });
 
+  test("a mode switch lights the LED again, as the firmware does", async () => {
+    await expectPost("/led/off", BODY.ledTurned("off"));
+    await expectPost("/mode/msc", BODY.switchedToMsc);
+    await waitForMode(MODE_MSC);
+    assert.deepEqual((await api(dev).status()).led, { color: "green", state: "on", brightness: 13 });
+    await expectPost("/led/off", BODY.ledTurned("off"));
+    await expectPost("/mode/ftp", BODY.switchedToFtp);
+    await waitForMode(MODE_FTP);
+    assert.deepEqual((await api(dev).status()).led, { color: "purple", state: "on", brightness: 13 });
+  });
+
   test("POST /mode/msc from FTP → success, GET shows MSC within 1 s; LED green", async () => {
     await expectPost("/mode/msc", BODY.switchedToMsc);
     const ms = await waitForMode(MODE_MSC);
@@ -140,9 +151,9 @@ describe("LED (points 1, 2)", () => {
     await expectGet("/led/status", JSON.stringify({ status: "success", color: "off", state: "off", brightness: 13 }));
     const s = await api(dev).status();
     assert.deepEqual(s.led, { color: "off", state: "off", brightness: 13 });
-    await expectPost("/led/toggle", BODY.ledToggled("on"));
+    await expectPost("/led/toggle", BODY.ledToggled);
     await expectGet("/led/status", JSON.stringify({ status: "success", color: "green", state: "on", brightness: 13 }));
-    await expectPost("/led/toggle", BODY.ledToggled("off"));
+    await expectPost("/led/toggle", BODY.ledToggled);
     await expectGet("/led/status", JSON.stringify({ status: "success", color: "off", state: "off", brightness: 13 }));
     await expectPost("/led/on", BODY.ledTurned("on"));
     await expectPost("/led/on", BODY.ledTurned("on"));
@@ -158,9 +169,9 @@ describe("MQTT flag (points 1, 2)", () => {
     assert.equal((await api(dev).status()).mqtt.enabled, false);
     assert.equal((await api(dev).mqttStatus()).mqtt_connected, false, "disabled → not connected");
     await expectPost("/mqtt/disable", BODY.mqttDisabled);
-    await expectPost("/mqtt/toggle", BODY.mqttEnabled);
+    await expectPost("/mqtt/toggle", BODY.mqttToggled);
     assert.equal(await enabled(), true);
-    await expectPost("/mqtt/toggle", BODY.mqttDisabled);
+    await expectPost("/mqtt/toggle", BODY.mqttToggled);
     assert.equal(await enabled(), false);
     await expectPost("/mqtt/enable", BODY.mqttEnabled);
     assert.equal(await enabled(), true);
@@ -188,10 +199,21 @@ describe("LED brightness (points 1, 5)", () => {
     }
   });
 
-  test("anything else → 400 with the firmware's message, brightness unchanged", async () => {
+  test("what the firmware's String.toInt() reads is accepted as it reads it", async () => {
+    const cases: Array<[string, number]> = [["0128", 128], ["12.5", 12], ["50abc", 50], ["1e2", 1], ["+7", 7]];
+    for (const [body, n] of cases) {
+      const r = await post(dev.url, "/led/brightness", { body, headers: { "content-type": "text/plain" } });
+      assert.equal(r.status, 200, `body ${body}: ${r.text}`);
+      assert.equal(r.text, BODY.brightnessSet(n), `body ${body}`);
+      assert.equal(await brightness(), n);
+    }
+  });
+
+  test("what the firmware refuses → 400 with the firmware's message, brightness unchanged", async () => {
     const r0 = await post(dev.url, "/led/brightness", { body: "42", headers: { "content-type": "text/plain" } });
     assert.equal(r0.status, 200);
-    const bad = ["256", "-1", "abc", "", "12.5", "12abc", "1e2", "0x10", '"128"', '{"brightness":128}', "99999999999999999999", "+-5"];
+    // toInt() reads 0 from these, and the firmware refuses a 0 that was not written "0".
+    const bad = ["256", "-1", "abc", "", "00", "-0", "0x10", '"128"', '{"brightness":128}', "99999999999999999999", "+-5"];
     for (const body of bad) {
       for (const ct of ["text/plain", "application/json"]) {
         const r = await post(dev.url, "/led/brightness", { body, headers: { "content-type": ct } });

@@ -2,7 +2,7 @@
 // the read-only account (GET ok, POST 403), secrets kept out of the logs.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { bin, run, startDevice, type RunningDevice } from "../helpers.js";
+import { bin, eventually, run, startDevice, type RunningDevice } from "../helpers.js";
 import { BODY, ENDPOINTS, MODE_MSC } from "./fixtures/contract.js";
 import { call, curl } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
@@ -156,6 +156,18 @@ describe("blank credentials → no authentication", () => {
     t.after(() => dev.stop());
     assert.equal((await call(dev.url, "GET", "/")).status, 401);
     assert.equal((await call(dev.url, "GET", "/", { auth: ["solo", ""] })).status, 200);
+  });
+});
+
+describe("a password without a user", () => {
+  test("leaves the API open, as on the firmware, and the start-up log warns", async (t) => {
+    const dev = await startDevice({ args: ["--web-user", "", "--web-password", "only-a-password"] });
+    t.after(() => dev.stop());
+    assert.equal((await call(dev.url, "GET", "/")).status, 200);
+    assert.equal((await call(dev.url, "POST", "/display/off")).text, BODY.displayTurned("off"));
+    const logs = (): string => dev.program.stdout() + dev.program.stderr();
+    await eventually(() => /warning: a web password is set but no web user, so the API is open to everyone/.test(logs()), 10_000);
+    assert.doesNotMatch(logs(), /only-a-password/);
   });
 });
 

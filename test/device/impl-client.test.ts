@@ -54,9 +54,9 @@ describe("FrameFiClient", () => {
   test("the POST endpoints return the firmware's messages", async () => {
     assert.deepEqual(await client.display("off"), { status: "success", message: "Display turned off." });
     assert.deepEqual(await client.display("toggle"), { status: "success", message: "Display toggled on." });
-    assert.deepEqual(await client.led("toggle"), { status: "success", message: "LED toggled off." });
+    assert.deepEqual(await client.led("toggle"), { status: "success", message: "LED toggled." });
     assert.deepEqual(await client.led("on"), { status: "success", message: "LED turned on." });
-    assert.deepEqual(await client.mqtt("toggle"), { status: "success", message: "MQTT enabled." });
+    assert.deepEqual(await client.mqtt("toggle"), { status: "success", message: "MQTT toggled." });
     assert.deepEqual(await client.mqtt("disable"), { status: "success", message: "MQTT disabled." });
     assert.deepEqual(await client.setBrightness(77), { status: "success", message: "LED brightness set to 77." });
     await assert.rejects(client.setBrightness(256), /0 to 255/);
@@ -69,7 +69,7 @@ describe("FrameFiClient", () => {
       assert.equal(e.deviceMessage, "Cannot upload in MSC mode.");
       return true;
     });
-    assert.deepEqual(await client.setMode("ftp"), { status: "success", message: "Switched to Application (FTP) mode." });
+    assert.deepEqual(await client.setMode("ftp"), { status: "success", message: "Attempting to switch to Application (FTP) mode." });
     assert.deepEqual(await client.setMode("ftp"), { status: "no_change", message: "Already in Application (FTP) mode." });
     await eventually(async () => (await client.status()).mode === MODE_FTP);
 

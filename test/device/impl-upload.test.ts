@@ -46,7 +46,7 @@ test("switching to MSC mode during an upload aborts it and removes the partial f
   const upload = curl(["--limit-rate", "1M", "-F", `file=@${local}`, `${dev.url}/upload`]);
   await eventually(async () => (await readdir(dev.card)).some((n) => n.endsWith(".part")), 10_000);
   const sw = await fetch(`${dev.url}/mode/msc`, { method: "POST" });
-  assert.equal(await sw.text(), '{"status":"success","message":"Switched to MSC mode."}');
+  assert.equal(await sw.text(), '{"status":"success","message":"Attempting to switch to MSC mode."}');
   const r = await upload;
   assert.equal(r.stdout, '{"status":"error","message":"Cannot upload in MSC mode."}\n400');
   assert.deepEqual(await readdir(dev.card), ["raw"]);

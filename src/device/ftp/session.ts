@@ -516,6 +516,7 @@ export class Session {
         throw new Reply(425, "Cannot open the data connection.");
       }
       this.write(150, "Opening data connection.");
+      this.ctx.options.onTransfer?.("start");
       try {
         await work(socket, controller.signal);
       } catch (e) {
@@ -527,6 +528,7 @@ export class Session {
         return fsReply(e);
       } finally {
         channel.close();
+        this.ctx.options.onTransfer?.("end");
       }
       this.write(226, "Transfer complete.");
     })();

@@ -30,6 +30,8 @@ export interface FtpServerOptions {
   space: CardSpace;
   /** Called after every completed write, delete, rename, mkdir and rmdir. */
   onChange?: (change: FtpChange) => void;
+  /** Called when a data transfer (upload, download or listing) begins and when it ends, however it ends. */
+  onTransfer?: (phase: "start" | "end") => void;
   /** One line per notable event (connections, logins, transfers, errors). Never contains a password. */
   log?: (line: string) => void;
 }
