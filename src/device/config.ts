@@ -14,6 +14,8 @@ export interface MqttConfig {
   topicPrefix: string;
   /** Prefix of the Home Assistant discovery topics. */
   discoveryPrefix: string;
+  /** Publish Home Assistant discovery configs (off: clear ours, for users of the firmware's YAML). */
+  discovery: boolean;
   /** Whether the client is enabled until the user changes it (persisted settings win). */
   enabled: boolean;
 }
@@ -79,6 +81,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "mqtt-client-id", kind: "string", default: "FrameFi", help: "MQTT client id" },
   { name: "mqtt-topic-prefix", kind: "string", default: "frame-fi", help: "prefix of the MQTT topics (give each frame on one broker its own)" },
   { name: "mqtt-discovery-prefix", kind: "string", default: "homeassistant", help: "prefix of the Home Assistant MQTT discovery topics" },
+  { name: "ha-discovery", kind: "string", default: "off", help: "on: announce the frame to Home Assistant (MQTT discovery); off: no discovery, for the firmware's YAML (both together show every entity twice)" },
   { name: "orientation", kind: "int", default: "1", help: "display orientation 0-3 (0 portrait, 1 landscape, 2 portrait inverted, 3 landscape inverted)" },
   { name: "brightness", kind: "int", default: "13", help: "LED brightness 0-255 until changed through the API" },
   { name: "rescan-interval", kind: "int", default: "300", help: "seconds between background rescans of the card folder" },
@@ -152,6 +155,13 @@ function parsePortRange(text: string): [number, number] {
 }
 
 /** MQTT topic prefixes: non-empty, no wildcards (they would make every topic a filter). */
+function onOff(name: string, text: string): boolean {
+  const v = text.trim().toLowerCase();
+  if (v === "on" || v === "true" || v === "1") return true;
+  if (v === "off" || v === "false" || v === "0") return false;
+  throw new ConfigError(`--${name} must be on or off, got "${text}"`);
+}
+
 function topicPrefix(name: string, text: string): string {
   const prefix = text.replace(/\/+$/, "");
   if (prefix === "" || /[#+\0]/.test(prefix)) throw new ConfigError(`--${name} must be a non-empty MQTT topic without # or +, got "${text}"`);
@@ -270,6 +280,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
       clientId: str("mqtt-client-id"),
       topicPrefix: topicPrefix("mqtt-topic-prefix", str("mqtt-topic-prefix")),
       discoveryPrefix: topicPrefix("mqtt-discovery-prefix", str("mqtt-discovery-prefix")),
+      discovery: onOff("ha-discovery", str("ha-discovery")),
       enabled: mqttHost !== "",
     },
     orientation: inRange("orientation", int("orientation"), 0, 3),

@@ -7,7 +7,7 @@ type Mode = "msc" | "ftp";
 
 /** What the plug-in uses of the device service's DeviceContext. */
 export interface MqttPluginContext {
-  config: { mqtt: { topicPrefix: string; discoveryPrefix: string } };
+  config: { mqtt: { topicPrefix: string; discoveryPrefix: string; discovery: boolean } };
   state: {
     snapshot(): { mode: Mode; display: { on: boolean; orientation: number }; mqtt: { enabled: boolean } };
     on(event: "change", listener: (what: string) => void): unknown;
@@ -77,6 +77,7 @@ export function mqttPlugin(ctx: MqttPluginContext, restart: () => unknown, extra
           clientId: s.mqttClientId,
           topicPrefix: ctx.config.mqtt.topicPrefix,
           discoveryPrefix: ctx.config.mqtt.discoveryPrefix,
+          discovery: ctx.config.mqtt.discovery,
           log: { info: (m) => ctx.log(m), warn: (m) => ctx.log(`warning: ${m}`) },
           ...extra,
         },

@@ -62,6 +62,8 @@ export interface MqttLinkOptions {
   topicPrefix?: string;
   /** Default `homeassistant`. */
   discoveryPrefix?: string;
+  /** Publish the Home Assistant discovery configs (default); false clears ours instead. */
+  discovery?: boolean;
   /** Name of the device in Home Assistant; default `FrameFi`. */
   deviceName?: string;
   /** Wait between connection attempts; default 5000 ms. */
@@ -122,6 +124,7 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
       password: options.password || undefined,
       topicPrefix: (options.topicPrefix ?? "frame-fi").replace(/\/+$/, ""),
       discoveryPrefix: options.discoveryPrefix ?? "homeassistant",
+      discovery: options.discovery ?? true,
       deviceName: options.deviceName ?? "FrameFi",
       retryMs: options.retryMs ?? 5_000,
       statePeriodMs: options.statePeriodMs ?? 300_000,
@@ -268,8 +271,11 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
         deviceName: this.#o.deviceName,
         swVersion,
       });
+      // Off, the configs an earlier run retained are cleared (an empty retained message deletes them), so
+      // Home Assistant does not keep a second set of entities beside a user's own YAML.
+      const on = this.#o.discovery;
       await Promise.all(
-        configs.map((m) => client.publishAsync(m.topic, JSON.stringify(m.config), { qos: 1, retain: true })),
+        configs.map((m) => client.publishAsync(m.topic, on ? JSON.stringify(m.config) : "", { qos: 1, retain: true })),
       );
       await client.publishAsync(t.availability, "online", { qos: 1, retain: true });
     } catch (err) {

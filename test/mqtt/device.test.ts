@@ -76,8 +76,8 @@ const stateOf = (status: Record<string, unknown>): string =>
   JSON.stringify({ mode: status.mode, display: status.display, sd_card: status.sd_card });
 
 describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
-  test("the device publishes GET /'s mode, display and card as its retained state, reports state 0, and announces itself under --mqtt-discovery-prefix", async (t) => {
-    const { prefix, discoveryPrefix, watcher, startDevice } = await setup(t, "dev-state");
+  test("the device publishes GET /'s mode, display and card as its retained state, reports state 0, and with --ha-discovery on announces itself under --mqtt-discovery-prefix", async (t) => {
+    const { prefix, discoveryPrefix, watcher, startDevice } = await setup(t, "dev-state", { url: broker.url, args: ["--ha-discovery", "on"] });
     const device = await startDevice();
     await watcher.waitFor(`${prefix}/status`, (s) => s === "online");
     const mqttStatus = await eventually(async () => {
@@ -96,6 +96,20 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     const config = await late.waitFor(topic);
     assert.equal(config.retain, true);
     assert.equal((JSON.parse(config.text) as { command_topic: string }).command_topic, `${prefix}/display/set`);
+  });
+
+  test("without --ha-discovery on, no discovery config is published and one retained by an earlier run is cleared", async (t) => {
+    const { prefix, discoveryPrefix, watcher, startDevice } = await setup(t, "dev-no-discovery");
+    const topic = `${discoveryPrefix}/switch/${nodeIdFor(prefix)}/display/config`;
+    const ha = await watch(broker.url, [`${discoveryPrefix}/#`]);
+    t.after(() => ha.close());
+    await ha.publish(topic, '{"name":"Display"}', true);
+    await ha.waitFor(topic, (text) => text !== "");
+    const device = await startDevice();
+    await watcher.waitFor(`${prefix}/status`, (s) => s === "online");
+    await ha.waitFor(topic, (text) => text === "", WAIT);
+    assert.ok(ha.messages.every((m) => m.text === "" || m.text === '{"name":"Display"}'), "no config was published");
+    assert.equal((await device.get("/mqtt/status")).mqtt_enabled, true);
   });
 
   test("an FTP write shows in GET / at once and is published as the new card state", async (t) => {
