@@ -86,7 +86,16 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "brightness", kind: "int", default: "13", help: "LED brightness 0-255 until changed through the API" },
   { name: "rescan-interval", kind: "int", default: "300", help: "seconds between background rescans of the card folder" },
   { name: "boot-delay", kind: "int", default: "300", help: "milliseconds a simulated boot takes" },
+  { name: "firmware-ports", kind: "string", default: "off", help: "on: the dongle's ports as defaults — web API and setup page 80, FTP 21, passive data port 50009 (ports below 1024 need root or CAP_NET_BIND_SERVICE)" },
 ];
+
+/** The real dongle's ports (its WebServer, WiFiManager portal and SimpleFTPServer), for --firmware-ports on. */
+const FIRMWARE_PORTS: Readonly<Record<string, string>> = {
+  port: "80",
+  "setup-port": "80",
+  "ftp-port": "21",
+  "ftp-passive-ports": "50009-50009",
+};
 
 export class ConfigError extends Error {}
 
@@ -220,14 +229,15 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     }
   }
 
-  const raw = (name: string): string | undefined => {
+  /** The value the user gave: flag, then environment, then config file. */
+  const given = (name: string): string | undefined => {
     const flag = values[name];
     if (typeof flag === "string") return flag;
-    const fromEnv = env[envName(name)];
-    if (fromEnv !== undefined) return fromEnv;
-    if (fileValues[name] !== undefined) return fileValues[name] as string;
-    return FLAGS.find((f) => f.name === name)?.default;
+    return env[envName(name)] ?? (fileValues[name] as string | undefined);
   };
+  const firmwarePorts = onOff("firmware-ports", given("firmware-ports") ?? "off");
+  const raw = (name: string): string | undefined =>
+    given(name) ?? (firmwarePorts ? FIRMWARE_PORTS[name] : undefined) ?? FLAGS.find((f) => f.name === name)?.default;
   const str = (name: string): string => raw(name) ?? "";
   const int = (name: string): number => parseIntValue(name, str(name));
 
