@@ -46,6 +46,6 @@ test("enabled → connected, state 0; disabled → not connected, state -1; togg
   assert.deepEqual(off, { status: "success", mqtt_enabled: false, mqtt_connected: false, mqtt_state: -1 });
   assert.deepEqual((await client.status()).mqtt, { enabled: false, state: -1, connected: false });
 
-  assert.equal((await post(dev.url, "/mqtt/toggle")).text, BODY.mqttEnabled);
+  assert.equal((await post(dev.url, "/mqtt/toggle")).text, BODY.mqttToggled);
   await until(async () => (await client.mqttStatus()).mqtt_connected || undefined, 15_000, 100);
 });
