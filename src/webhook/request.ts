@@ -113,19 +113,93 @@ export function parseFormPayload(body: Buffer): Payload {
   return q.values;
 }
 
+// Parsed in document order, entities left alone: the reference's mxj walks Go's token stream,
+// where the last text run of an element wins and only the five XML entities and character
+// references exist.
 const xmlOptions: FastXmlParser.X2jOptions = {
+  preserveOrder: true,
   ignoreAttributes: false,
-  attributeNamePrefix: "-",
-  textNodeName: "#text",
+  attributeNamePrefix: "",
   parseTagValue: false,
   parseAttributeValue: false,
-  trimValues: true,
-  removeNSPrefix: true,
+  trimValues: false,
+  processEntities: false,
   ignoreDeclaration: true,
   ignorePiTags: true,
-  processEntities: true,
-  htmlEntities: false,
+  commentPropName: "#comment",
+  cdataPropName: "#cdata",
 };
+
+type XmlNode = Record<string, unknown> & { ":@"?: Record<string, string> };
+
+const XML_ENTITIES: Record<string, string> = { lt: "<", gt: ">", amp: "&", apos: "'", quot: '"' };
+
+/** Go's encoding/xml text: the five entities and character references decoded, CRLF read as LF. */
+function xmlText(raw: string): string {
+  const text = raw.includes("\r") ? raw.replace(/\r\n?/g, "\n") : raw;
+  if (!text.includes("&")) return text;
+  return text.replace(/&([^;&]*);?/g, (whole, name: string) => {
+    let code: number | undefined;
+    if (/^#[0-9]+$/.test(name)) code = Number(name.slice(1));
+    else if (/^#x[0-9a-fA-F]+$/.test(name)) code = parseInt(name.slice(2), 16);
+    else if (whole.endsWith(";") && XML_ENTITIES[name] !== undefined) return XML_ENTITIES[name]!;
+    const valid = code !== undefined && whole.endsWith(";") && (code === 0x9 || code === 0xa || code === 0xd || (code >= 0x20 && code <= 0xd7ff) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff));
+    if (!valid) throw new Error(`xml.Decoder.Token() - XML syntax error: invalid character entity ${whole}`);
+    return String.fromCodePoint(code!);
+  });
+}
+
+/** The local part of a name, as Go splits "space:local" at the first colon. */
+function localName(name: string): string {
+  const i = name.indexOf(":");
+  return i > 0 && i < name.length - 1 ? name.slice(i + 1) : name;
+}
+
+const trimXml = (s: string): string => s.replace(/^[\t\r\b\n ]+|[\t\r\b\n ]+$/g, "");
+
+/** mxj's xmlToMapParser for one element: its value (a string, or a map of attributes, children and text). */
+function xmlElement(children: XmlNode[], attrs: Record<string, string> | undefined): unknown {
+  let own: string | undefined;
+  const na: Record<string, unknown> = {};
+  const set = (k: string, v: unknown): void => {
+    Object.defineProperty(na, k, { value: v, enumerable: true, writable: true, configurable: true });
+  };
+  let size = 0;
+  for (const [k, v] of Object.entries(attrs ?? {})) {
+    const key = "-" + localName(k);
+    if (!Object.hasOwn(na, key)) size++;
+    set(key, xmlText(v));
+  }
+  for (const child of children) {
+    const name = Object.keys(child).find((k) => k !== ":@")!;
+    if (name === "#comment") continue;
+    if (name === "#text" || name === "#cdata") {
+      const raw = name === "#text" ? xmlText(String(child[name])) : String(((child[name] as XmlNode[])[0] ?? {})["#text"] ?? "");
+      const tt = trimXml(raw);
+      if (tt === "") continue;
+      if (size > 0) {
+        if (!Object.hasOwn(na, "#text")) size++;
+        set("#text", tt);
+      } else own = tt;
+      continue;
+    }
+    const key = localName(name);
+    const value = xmlElement(child[name] as XmlNode[], child[":@"]);
+    if (Object.hasOwn(na, key)) {
+      const prev = na[key];
+      set(key, Array.isArray(prev) ? [...(prev as unknown[]), value] : [prev, value]);
+    } else {
+      size++;
+      set(key, value);
+    }
+  }
+  if (own === undefined) return size > 0 ? na : "";
+  if (size > 0) {
+    set("#text", own);
+    return na;
+  }
+  return own;
+}
 
 /** XML as the reference's mxj decodes it: attributes "-name", text "#text", repeats as arrays. */
 export function parseXmlPayload(body: Buffer): Payload {
@@ -136,10 +210,15 @@ export function parseXmlPayload(body: Buffer): Payload {
   }
   const valid = xml.validator.validate(text);
   if (valid !== true) throw new Error(`error parsing XML payload: ${valid.err.msg} (line ${valid.err.line})`);
-  const doc = xml.parser.parse(text) as Record<string, unknown>;
-  const root = Object.keys(doc)[0];
+  const doc = xml.parser.parse(text) as XmlNode[];
+  const root = doc.find((n) => !("#text" in n) && !("#comment" in n) && !("#cdata" in n));
   if (root === undefined) throw new Error("error parsing XML payload: EOF");
-  return { [root]: doc[root] };
+  const name = Object.keys(root).find((k) => k !== ":@")!;
+  try {
+    return { [localName(name)]: xmlElement(root[name] as XmlNode[], root[":@"]) };
+  } catch (e) {
+    throw new Error(`error parsing XML payload: ${(e as Error).message}`);
+  }
 }
 
 export interface MultipartResult {
