@@ -48,6 +48,8 @@ export interface HookResponse {
   headers: [string, string][];
   /** A message, or a command's output kept byte for byte; an async iterable is streamed (chunked). */
   body: string | Buffer | AsyncIterable<Buffer>;
+  /** A 1xx answer sent before this one, with the headers set when it was sent. */
+  informational?: { status: number; headers: [string, string][] };
 }
 
 export interface ServerOptions {
@@ -450,9 +452,9 @@ export class HookServer {
     }
 
     if (!ok) {
-      const status = this.statusFor(m, hook["trigger-rule-mismatch-http-response-code"]);
+      const response = this.respondWith(m, hook["trigger-rule-mismatch-http-response-code"], out, MSG.rulesNotSatisfied);
       log.print(`[${rid}] ${hook.id} got matched, but didn't get triggered because the trigger rules were not satisfied`, m.fields);
-      return respond(status, out, MSG.rulesNotSatisfied);
+      return response;
     }
 
     const turn = this.takeTurn(m);
@@ -476,11 +478,11 @@ export class HookServer {
           out.set("Content-Type", "text/plain; charset=utf-8");
           return respond(500, out, MSG.commandError);
         }
-        return respond(this.statusFor(m, hook["success-http-response-code"]), out, result.output);
+        return this.respondWith(m, hook["success-http-response-code"], out, result.output);
       });
     }
     this.executeInTurn(hook, req, turn).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
-    return respond(this.statusFor(m, hook["success-http-response-code"]), out, hook["response-message"] ?? "");
+    return this.respondWith(m, hook["success-http-response-code"], out, hook["response-message"] ?? "");
   }
 
   /**
@@ -498,7 +500,9 @@ export class HookServer {
         if (started) return;
         started = true;
         if (!out.has("Content-Type")) out.set("Content-Type", "text/plain; charset=utf-8");
-        resolve({ status: this.statusFor(m, hook["success-http-response-code"]), headers: out.list(), body });
+        const status = this.statusFor(m, hook["success-http-response-code"]);
+        const informational = status < 200 ? { informational: { status, headers: out.list() } } : {};
+        resolve({ status: status < 200 ? 200 : status, headers: out.list(), body, ...informational });
       };
       this.executeInTurn(hook, req, turn, (chunk) => {
         lastByte = chunk[chunk.length - 1]!;
@@ -522,6 +526,17 @@ export class HookServer {
         body.end();
       });
     });
+  }
+
+  /**
+   * An answer with a configured status code. A 1xx code goes out as Go's WriteHeader sends it:
+   * an informational answer with the headers set so far, then the final 200 with the body.
+   */
+  private respondWith(m: Matched, code: number | undefined, out: Headers, body: string | Buffer): HookResponse {
+    const status = this.statusFor(m, code);
+    if (status >= 200) return respond(status, out, body);
+    const informational = { status, headers: out.list() };
+    return { ...respond(200, out, body), informational };
   }
 
   /** A configured status code, or 200 (logged) when Go's net/http would not know it. */
