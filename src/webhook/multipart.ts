@@ -36,7 +36,7 @@ function consumeToken(v: string): [string, string] {
 }
 
 function trimLeftSpace(v: string): string {
-  return v.replace(/^[\t\n\v\f\r \x85\xa0]+/, "");
+  return v.replace(/^[\t\n\v\f\r ]+/, "");
 }
 
 function consumeValue(v: string): [string, string] {
