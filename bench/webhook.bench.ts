@@ -1,6 +1,7 @@
 // `npm run bench -- webhook`: throughput of the real hook server (bin/webhook) under wrk.
 //   (a) POST to a hook whose url `secret` does not match its trigger rule, 32 connections;
-//   (b) POST to a hook that runs /bin/true with include-command-output-in-response, 8 connections.
+//   (b) POST to a hook that runs /bin/true with include-command-output-in-response, 8 connections;
+//   (c) as (a), but the rule is a regex (RE2, re2js) that does not match, 32 connections.
 // Also measures, in the same run, a bare node:http server answering "ok" (the machine's ceiling
 // for one Node process), because this shared 2-core machine's speed varies by 2x from minute to minute.
 // Environment:
@@ -8,6 +9,8 @@
 //   WEBHOOK_BENCH_CMD      server command instead of bin/webhook; {port} and {hooks} are replaced
 //                          (e.g. another build: "/work/main/bin/webhook -hooks {hooks} -ip 127.0.0.1 -port {port}")
 //   WEBHOOK_BENCH_CEILING  "0" skips the ceiling case
+//   WEBHOOK_REFERENCE      path of a Go adnanh/webhook binary: measured in the same run with the
+//                          same hooks, and each case printed with ours / reference
 import { spawn, type ChildProcess } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -23,6 +26,11 @@ const hooks = [
     "trigger-rule": { match: { type: "value", value: "s3cret", parameter: { source: "url", name: "secret" } } },
   },
   { id: "run-true", "execute-command": "/bin/true", "include-command-output-in-response": true },
+  {
+    id: "deploy-re",
+    "execute-command": "/bin/true",
+    "trigger-rule": { match: { type: "regex", regex: "^(?i)refs/heads/(main|release-[0-9]+)$", parameter: { source: "url", name: "ref" } } },
+  },
 ];
 
 interface Case {
@@ -42,6 +50,13 @@ const cases: Case[] = [
     expect: { status: 200, body: "Hook rules were not satisfied." },
   },
   { name: "(b) /bin/true + output", path: "/hooks/run-true", connections: 8, target: 1_300, expect: { status: 200, body: "" } },
+  {
+    name: "(c) url regex mismatch",
+    path: "/hooks/deploy-re?ref=refs/tags/v1",
+    connections: 32,
+    target: 25_000,
+    expect: { status: 200, body: "Hook rules were not satisfied." },
+  },
 ];
 
 function startServer(command: string[]): { child: ChildProcess; stderr: () => string } {
@@ -95,6 +110,38 @@ async function ceiling(seconds: number): Promise<void> {
   }
 }
 
+/** Starts one server, measures every case against it, prints a row per case; the rates by case name (NaN when it failed). */
+async function measureServer(label: string, command: string[], port: number, seconds: number): Promise<Map<string, number>> {
+  const rates = new Map<string, number>();
+  console.log(`${label}: ${command.join(" ")}`);
+  const server = startServer(command);
+  try {
+    const exited = new Promise<never>((_, reject) =>
+      server.child.once("close", (code, signal) =>
+        reject(new Error(`the server exited (${code ?? signal}) before listening; its stderr:\n${server.stderr()}`)),
+      ),
+    );
+    exited.catch(() => {});
+    await Promise.race([waitForPort(port), exited]);
+    for (const c of cases) {
+      const url = `http://127.0.0.1:${port}${c.path}`;
+      const probe = await fetch(url, { method: "POST", body, headers: { "content-type": "application/json" } });
+      const text = await probe.text();
+      if (probe.status !== c.expect.status || text !== c.expect.body) {
+        console.log(`${label} ${c.name}: unexpected answer ${probe.status} ${JSON.stringify(text)} (want ${c.expect.status} ${JSON.stringify(c.expect.body)})`);
+        rates.set(c.name, NaN);
+        continue;
+      }
+      const r = await measure(url, c.connections, seconds);
+      rates.set(c.name, r.non2xx > 0 ? NaN : r.rps);
+      console.log(row(`${label} ${c.name}, ${c.connections} conns`, r, peakRssMiB(server.child.pid!), label === "ours" ? c.target : null));
+    }
+  } finally {
+    await stopServer(server.child);
+  }
+  return rates;
+}
+
 export async function run(): Promise<void> {
   if (!haveWrk()) {
     console.error("wrk is not installed; this benchmark needs it. Install it with: apt-get install wrk");
@@ -109,35 +156,21 @@ export async function run(): Promise<void> {
   const command = custom
     ? custom.split(/\s+/).filter(Boolean).map((a) => a.replace("{port}", String(port)).replace("{hooks}", hooksFile))
     : [bin("webhook"), "-hooks", hooksFile, "-ip", "127.0.0.1", "-port", String(port)];
-  console.log(`server: ${command.join(" ")}`);
+  const reference = process.env.WEBHOOK_REFERENCE;
   console.log(`load: wrk -t2 (unpinned, same machine), POST ${body.length}-byte JSON body, ${seconds} s after a 3 s warm-up`);
   let failed = false;
   try {
     if (process.env.WEBHOOK_BENCH_CEILING !== "0") await ceiling(seconds);
-    const server = startServer(command);
-    try {
-      const exited = new Promise<never>((_, reject) =>
-        server.child.once("close", (code, signal) =>
-          reject(new Error(`the server exited (${code ?? signal}) before listening; its stderr:\n${server.stderr()}`)),
-        ),
-      );
-      exited.catch(() => {});
-      await Promise.race([waitForPort(port), exited]);
+    const ours = await measureServer("ours", command, port, seconds);
+    for (const c of cases) if (!((ours.get(c.name) ?? NaN) >= c.target)) failed = true;
+    if (reference) {
+      const refPort = await freePort();
+      const ref = await measureServer("reference", [reference, "-hooks", hooksFile, "-ip", "127.0.0.1", "-port", String(refPort)], refPort, seconds);
+      console.log("ours / reference:");
       for (const c of cases) {
-        const url = `http://127.0.0.1:${port}${c.path}`;
-        const probe = await fetch(url, { method: "POST", body, headers: { "content-type": "application/json" } });
-        const text = await probe.text();
-        if (probe.status !== c.expect.status || text !== c.expect.body) {
-          console.log(`${c.name}: unexpected answer ${probe.status} ${JSON.stringify(text)} (want ${c.expect.status} ${JSON.stringify(c.expect.body)})`);
-          failed = true;
-          continue;
-        }
-        const r = await measure(url, c.connections, seconds);
-        if (r.rps < c.target || r.non2xx > 0) failed = true;
-        console.log(row(`${c.name}, ${c.connections} conns`, r, peakRssMiB(server.child.pid!), c.target));
+        const ratio = (ours.get(c.name) ?? NaN) / (ref.get(c.name) ?? NaN);
+        console.log(`  ${c.name.padEnd(26)} ${Number.isFinite(ratio) ? ratio.toFixed(2) + "x" : "n/a"}${ratio < 1 ? "  (slower than the reference)" : ""}`);
       }
-    } finally {
-      await stopServer(server.child);
     }
   } finally {
     await removeDir(dir);

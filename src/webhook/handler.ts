@@ -22,8 +22,11 @@ import {
   parseQuery,
   parseXmlPayload,
   rawHeader,
+  type MultipartResult,
   type Payload,
 } from "./request.js";
+import { decodeBytes, decodeLatin1, encodeBytes } from "./bytes.js";
+import { goBase64Decode } from "./base64.js";
 import { evaluate } from "./rules.js";
 import { detectContentType } from "./sniff.js";
 import { STATUS_TEXT } from "./status.js";
@@ -45,6 +48,8 @@ export interface HookResponse {
   headers: [string, string][];
   /** A message, or a command's output kept byte for byte; an async iterable is streamed (chunked). */
   body: string | Buffer | AsyncIterable<Buffer>;
+  /** A 1xx answer sent before this one, with the headers set when it was sent. */
+  informational?: { status: number; headers: [string, string][] };
 }
 
 export interface ServerOptions {
@@ -133,11 +138,10 @@ function cleanPath(p: string): string {
   return out;
 }
 
-/** Go's URL path unescaping: %XX to bytes; undefined for a malformed escape (Go answers 400). */
+/** Go's URL path unescaping over the target's bytes: %XX to bytes; undefined for a malformed escape (Go answers 400). */
 function pathUnescape(p: string): string | undefined {
   if (/%(?![0-9a-fA-F]{2})/.test(p)) return undefined;
-  const bytes = Buffer.from(p.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), "latin1");
-  return bytes.toString("utf8");
+  return decodeBytes(Buffer.from(p.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), "latin1"));
 }
 
 function goQuote(s: string): string {
@@ -154,12 +158,13 @@ class LazyRequest implements HookRequest {
   readonly id: string;
   readonly method: string;
   readonly remoteAddr: string;
-  /** The reference does not keep the body of a multipart request. */
+  /** The body as received, for every content type (the reference keeps none of a multipart body). */
   readonly rawBody: Buffer;
   private parsedHeaders: Record<string, unknown> | undefined;
   private parsedQuery: Record<string, unknown> | undefined;
   private parsedPayload: Payload;
   private payloadRead: boolean;
+  private readonly payloadBody: Buffer;
 
   constructor(
     private readonly m: Matched,
@@ -172,7 +177,9 @@ class LazyRequest implements HookRequest {
     this.id = m.rid;
     this.method = m.head.method;
     this.remoteAddr = m.head.remoteAddr;
-    this.rawBody = kind === "multipart" ? EMPTY : body;
+    this.rawBody = body;
+    // Go does not read a body whose type starts with "multipart/form-data;" before parsing it.
+    this.payloadBody = contentType.startsWith("multipart/form-data;") ? EMPTY : body;
     this.payloadRead = kind === "multipart";
   }
 
@@ -199,9 +206,9 @@ class LazyRequest implements HookRequest {
 
   private readPayload(): Payload {
     try {
-      if (this.kind === "json") return parseJsonPayload(this.rawBody);
-      if (this.kind === "form") return parseFormPayload(this.rawBody);
-      if (this.kind === "xml") return parseXmlPayload(this.rawBody);
+      if (this.kind === "json") return parseJsonPayload(this.payloadBody);
+      if (this.kind === "form") return parseFormPayload(this.payloadBody);
+      if (this.kind === "xml") return parseXmlPayload(this.payloadBody);
       if (this.log.enabled) this.log.print(`[${this.id}] error parsing body payload due to unsupported content type header: ${this.contentType}`, this.m.fields);
     } catch (e) {
       this.log.print(`[${this.id}] ${(e as Error).message}`, this.m.fields);
@@ -287,7 +294,7 @@ export class HookServer {
     const q = head.url.indexOf("?");
     const rawPath = q === -1 ? head.url : head.url.slice(0, q);
     const query = q === -1 ? "" : head.url.slice(q + 1);
-    const path = rawPath.includes("%") ? pathUnescape(rawPath) : rawPath;
+    const path = rawPath.includes("%") ? pathUnescape(rawPath) : decodeLatin1(rawPath);
     if (path === undefined) {
       return { kind: "response", response: { status: 400, headers: [["Content-Type", "text/plain; charset=utf-8"], ["Connection", "close"]], body: "400 Bad Request" } };
     }
@@ -407,17 +414,18 @@ export class HookServer {
       const jsonFields = new Set(
         (hook["parse-parameters-as-json"] ?? []).filter((a) => a.source === "payload" && a.name).map((a) => a.name!),
       );
-      return parseMultipart(contentType, body, this.opts.maxMultipartMem, jsonFields).then(
-        (mp) => {
-          for (const l of mp.logs) log.print(`[${rid}] ${l}`, m.fields);
-          req.payload = mp.payload;
-          return this.trigger(m, req, out);
-        },
-        (e: Error) => {
-          log.print(`[${rid}] error parsing multipart form: ${e.message}\n`, m.fields);
-          return respond(500, out, MSG.multipartError);
-        },
-      );
+      // Go's ParseMultipartForm: the URL query first, then the body by the request's own header.
+      const queryError = parseQuery(m.query).error;
+      let mp: MultipartResult;
+      try {
+        if (queryError !== undefined) throw new Error(queryError);
+        mp = parseMultipart(rawHeader(m.head.rawHeaders, "content-type") ?? "", body, this.opts.maxMultipartMem, jsonFields);
+      } catch (e) {
+        log.print(`[${rid}] error parsing multipart form: ${(e as Error).message}\n`, m.fields);
+        return respond(500, out, MSG.multipartError);
+      }
+      for (const l of mp.logs) log.print(`[${rid}] ${l}`, m.fields);
+      req.payload = mp.payload;
     }
     // With logging on, parse now so the log lines come in the reference's order.
     if (log.enabled) void req.payload;
@@ -444,9 +452,9 @@ export class HookServer {
     }
 
     if (!ok) {
-      const status = this.statusFor(m, hook["trigger-rule-mismatch-http-response-code"]);
+      const response = this.respondWith(m, hook["trigger-rule-mismatch-http-response-code"], out, MSG.rulesNotSatisfied);
       log.print(`[${rid}] ${hook.id} got matched, but didn't get triggered because the trigger rules were not satisfied`, m.fields);
-      return respond(status, out, MSG.rulesNotSatisfied);
+      return response;
     }
 
     const turn = this.takeTurn(m);
@@ -470,11 +478,11 @@ export class HookServer {
           out.set("Content-Type", "text/plain; charset=utf-8");
           return respond(500, out, MSG.commandError);
         }
-        return respond(this.statusFor(m, hook["success-http-response-code"]), out, result.output);
+        return this.respondWith(m, hook["success-http-response-code"], out, result.output);
       });
     }
     this.executeInTurn(hook, req, turn).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
-    return respond(this.statusFor(m, hook["success-http-response-code"]), out, hook["response-message"] ?? "");
+    return this.respondWith(m, hook["success-http-response-code"], out, hook["response-message"] ?? "");
   }
 
   /**
@@ -492,7 +500,9 @@ export class HookServer {
         if (started) return;
         started = true;
         if (!out.has("Content-Type")) out.set("Content-Type", "text/plain; charset=utf-8");
-        resolve({ status: this.statusFor(m, hook["success-http-response-code"]), headers: out.list(), body });
+        const status = this.statusFor(m, hook["success-http-response-code"]);
+        const informational = status < 200 ? { informational: { status, headers: out.list() } } : {};
+        resolve({ status: status < 200 ? 200 : status, headers: out.list(), body, ...informational });
       };
       this.executeInTurn(hook, req, turn, (chunk) => {
         lastByte = chunk[chunk.length - 1]!;
@@ -516,6 +526,17 @@ export class HookServer {
         body.end();
       });
     });
+  }
+
+  /**
+   * An answer with a configured status code. A 1xx code goes out as Go's WriteHeader sends it:
+   * an informational answer with the headers set so far, then the final 200 with the body.
+   */
+  private respondWith(m: Matched, code: number | undefined, out: Headers, body: string | Buffer): HookResponse {
+    const status = this.statusFor(m, code);
+    if (status >= 200) return respond(status, out, body);
+    const informational = { status, headers: out.list() };
+    return { ...respond(200, out, body), informational };
   }
 
   /** A configured status code, or 200 (logged) when Go's net/http would not know it. */
@@ -636,11 +657,12 @@ export class HookServer {
         envName = `HOOK_${(arg.name ?? "").toUpperCase()}`;
         log.print(`no ENVVAR name specified, falling back to [${envName}]`, fields);
       }
-      let data: Buffer;
+      let data = encodeBytes(value);
       if (arg.base64decode) {
-        if (!/^[A-Za-z0-9+/]*={0,2}$/.test(value) || value.length % 4 !== 0) log.print(`error decoding string [illegal base64 data]`, fields);
-        data = Buffer.from(value, "base64");
-      } else data = Buffer.from(value);
+        const decoded = goBase64Decode(data);
+        if (decoded.error !== undefined) log.print(`error decoding string [${decoded.error}]`, fields);
+        data = decoded.data;
+      }
       const file = createTempFile(cwd ?? tmpdir(), envName, data);
       if (typeof file !== "string") {
         log.print(`[${rid}] error creating temp file [${file.message}]`, fields);

@@ -2,6 +2,8 @@
 // (json.Decoder.UseNumber), only the first value of the input is read, and encoding sorts object
 // keys and escapes <, > and & the way json.Marshal does.
 
+import { decodeBytes, replaceRawBytes } from "./bytes.js";
+
 /** A JSON number kept as written ("1.0" stays "1.0", big integers keep every digit). */
 export class JsonNumber {
   constructor(readonly text: string) {}
@@ -64,8 +66,14 @@ export function parseJson(text: string): JsonValue {
         case "u": {
           const hex = text.slice(i, i + 4);
           if (!/^[0-9a-fA-F]{4}$/.test(hex)) fail("in \\u hexadecimal character escape");
-          out += String.fromCharCode(parseInt(hex, 16));
           i += 4;
+          // Go joins a surrogate pair and turns a lone surrogate into U+FFFD.
+          let code = parseInt(hex, 16);
+          if (code >= 0xd800 && code <= 0xdbff && text[i] === "\\" && text[i + 1] === "u" && /^[dD][c-fC-F][0-9a-fA-F]{2}$/.test(text.slice(i + 2, i + 6))) {
+            code = 0x10000 + ((code - 0xd800) << 10) + (parseInt(text.slice(i + 2, i + 6), 16) - 0xdc00);
+            i += 6;
+          } else if (code >= 0xd800 && code <= 0xdfff) code = 0xfffd;
+          out += String.fromCodePoint(code);
           break;
         }
         default:
@@ -151,6 +159,11 @@ export function parseJson(text: string): JsonValue {
   return value(0);
 }
 
+/** Parses JSON bytes as Go does: each byte that is not UTF-8 reads as U+FFFD. */
+export function parseJsonBytes(bytes: Buffer): JsonValue {
+  return parseJson(replaceRawBytes(decodeBytes(bytes)));
+}
+
 export function isObject(v: unknown): v is { [key: string]: unknown } {
   return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof JsonNumber);
 }
@@ -168,10 +181,11 @@ const ESC: Record<string, string> = {
   "\u2029": "\\u2029",
 };
 
+/** Go's string encoding; a byte that is not UTF-8 (an escaped one, see bytes.ts) becomes \\ufffd. */
 function quote(s: string): string {
   return (
     '"' +
-    s.replace(/["\\\n\r\t<>&\u2028\u2029\u0000-\u001f]/g, (c) => ESC[c] ?? "\\u00" + c.charCodeAt(0).toString(16).padStart(2, "0")) +
+    s.replace(/["\\\n\r\t<>&\u2028\u2029\u0000-\u001f]|[\udc80-\udcff]/gu, (c) => ESC[c] ?? (c.charCodeAt(0) >= 0xdc80 ? "\\ufffd" : "\\u00" + c.charCodeAt(0).toString(16).padStart(2, "0"))) +
     '"'
   );
 }

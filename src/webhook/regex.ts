@@ -1,24 +1,21 @@
-// Go (RE2) regular expressions in hooks files, run with JavaScript's RegExp. Covers what hooks
-// files use: leading inline flags such as (?i), (?P<name>…) groups, \A and \z. Matching is
-// unanchored, as Go's regexp.MatchString. Compiled once per pattern.
-const cache = new Map<string, RegExp>();
+// Go's regular expressions (RE2 syntax and semantics, linear-time matching) through re2js, a
+// port of Go's regexp package. Matching is unanchored, as Go's regexp.MatchString. Compiled once
+// per pattern; a pattern Go refuses throws Go's "error parsing regexp: …" message.
+import { RE2JS } from "re2js";
+import { encodeBytes, hasRawBytes } from "./bytes.js";
 
-export function compileGoRegex(pattern: string): RegExp {
+const cache = new Map<string, RE2JS>();
+
+export function compileGoRegex(pattern: string): RE2JS {
   let re = cache.get(pattern);
   if (re) return re;
-  let source = pattern;
-  let flags = "";
-  const lead = /^\(\?([imsU]+)\)/.exec(source);
-  if (lead) {
-    source = source.slice(lead[0].length);
-    for (const f of lead[1]!) if (f !== "U" && !flags.includes(f)) flags += f;
-  }
-  source = source.replace(/\(\?P</g, "(?<").replace(/\\A/g, "^").replace(/\\z/g, "$(?![\\s\\S])");
-  try {
-    re = new RegExp(source, flags);
-  } catch (e) {
-    throw new Error(`error parsing regexp: ${(e as Error).message}`);
-  }
-  cache.set(pattern, re);
+  re = RE2JS.compile(pattern);
+  if (cache.size < 10_000) cache.set(pattern, re);
   return re;
+}
+
+/** regexp.MatchString(pattern, s); bytes that are not UTF-8 match as Go sees them (one U+FFFD each). */
+export function matchGoRegex(pattern: string, s: string): boolean {
+  const re = compileGoRegex(pattern);
+  return hasRawBytes(s) ? re.test(encodeBytes(s)) : re.test(s);
 }

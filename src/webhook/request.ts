@@ -2,35 +2,32 @@
 // the URL query (Go's url.ParseQuery rules) and the body payload (JSON, url-encoded form, XML,
 // multipart), with the reference's content-type dispatch and log lines.
 import { createRequire } from "node:module";
-import type Busboy from "busboy";
 import type * as FastXmlParser from "fast-xml-parser";
 import { canonicalHeaderKey } from "./values.js";
+import { decodeBytes, decodeLatin1 } from "./bytes.js";
+import { isObject, parseJsonBytes } from "./json.js";
+import { readMultipartForm } from "./multipart.js";
 
-// The XML and multipart parsers are loaded on first use: most servers never see either, and
-// loading them up front costs start-up time and memory.
+// The XML parser is loaded on first use: most servers never see XML, and loading it up front
+// costs start-up time and memory.
 const require = createRequire(import.meta.url);
 let xml: { parser: FastXmlParser.XMLParser; validator: typeof FastXmlParser.XMLValidator } | undefined;
-let busboyModule: typeof Busboy | undefined;
-import { isObject, parseJson } from "./json.js";
 
-/** Go's url.QueryUnescape; undefined for a malformed escape. */
+/** Go's url.QueryUnescape over a string of bytes (one char per byte); undefined for a malformed escape. */
 function queryUnescape(s: string): string | undefined {
-  if (!s.includes("%") && !s.includes("+")) return s;
+  if (!s.includes("%") && !s.includes("+")) return decodeLatin1(s);
   const bytes: number[] = [];
   for (let i = 0; i < s.length; i++) {
-    const c = s[i]!;
-    if (c === "+") bytes.push(0x20);
-    else if (c === "%") {
+    const c = s.charCodeAt(i);
+    if (c === 0x2b) bytes.push(0x20);
+    else if (c === 0x25) {
       const hex = s.slice(i + 1, i + 3);
       if (!/^[0-9a-fA-F]{2}$/.test(hex)) return undefined;
       bytes.push(parseInt(hex, 16));
       i += 2;
-    } else {
-      const b = Buffer.from(c, "utf8");
-      for (const x of b) bytes.push(x);
-    }
+    } else bytes.push(c & 0xff);
   }
-  return Buffer.from(bytes).toString("utf8");
+  return decodeBytes(Buffer.from(bytes));
 }
 
 export interface ParsedQuery {
@@ -39,7 +36,8 @@ export interface ParsedQuery {
 }
 
 /**
- * Go's url.ParseQuery, keeping the first value of each key. A plain object (a null-prototype one
+ * Go's url.ParseQuery over a string of bytes (the request target or a body read as latin1),
+ * keeping the first value of each key. A plain object (a null-prototype one
  * is a slow dictionary, ~1.4 µs to fill); readers look keys up as own properties only.
  */
 export function parseQuery(q: string): ParsedQuery {
@@ -77,9 +75,9 @@ export function parseHeaders(rawHeaders: string[]): Record<string, string> {
   return out;
 }
 
-/** Node reads header bytes as latin1; Go keeps the bytes, which are UTF-8 text in practice. */
+/** The transport reads header bytes as latin1; Go keeps the bytes. */
 export function headerText(v: string): string {
-  return /[^\x00-\x7f]/.test(v) ? Buffer.from(v, "latin1").toString("utf8") : v;
+  return decodeLatin1(v);
 }
 
 /** The first value of one header, looked up case-insensitively in Node's raw header list. */
@@ -94,11 +92,12 @@ export type Payload = Record<string, unknown> | undefined;
 
 /** The JSON body as the reference decodes it: an object, or a top-level array under "root". */
 export function parseJsonPayload(body: Buffer): Payload {
-  const text = body.toString("utf8");
-  const first = /\S/.exec(text)?.[0];
+  let at = 0;
+  while (at < body.length && (body[at] === 0x20 || body[at] === 0x09 || body[at] === 0x0a || body[at] === 0x0d)) at++;
+  const first = at < body.length ? String.fromCharCode(body[at]!) : undefined;
   try {
     if (first === undefined) throw new Error("EOF");
-    const v = parseJson(text);
+    const v = parseJsonBytes(body);
     if (first === "[") return { root: v };
     if (v === null) return undefined;
     if (!isObject(v)) throw new Error(`json: cannot unmarshal ${typeof v === "string" ? "string" : "value"} into Go value of type map[string]interface {}`);
@@ -109,24 +108,98 @@ export function parseJsonPayload(body: Buffer): Payload {
 }
 
 export function parseFormPayload(body: Buffer): Payload {
-  const q = parseQuery(body.toString("utf8"));
+  const q = parseQuery(body.toString("latin1"));
   if (q.error) throw new Error(`error parsing form payload ${q.error}`);
   return q.values;
 }
 
+// Parsed in document order, entities left alone: the reference's mxj walks Go's token stream,
+// where the last text run of an element wins and only the five XML entities and character
+// references exist.
 const xmlOptions: FastXmlParser.X2jOptions = {
+  preserveOrder: true,
   ignoreAttributes: false,
-  attributeNamePrefix: "-",
-  textNodeName: "#text",
+  attributeNamePrefix: "",
   parseTagValue: false,
   parseAttributeValue: false,
-  trimValues: true,
-  removeNSPrefix: true,
+  trimValues: false,
+  processEntities: false,
   ignoreDeclaration: true,
   ignorePiTags: true,
-  processEntities: true,
-  htmlEntities: false,
+  commentPropName: "#comment",
+  cdataPropName: "#cdata",
 };
+
+type XmlNode = Record<string, unknown> & { ":@"?: Record<string, string> };
+
+const XML_ENTITIES: Record<string, string> = { lt: "<", gt: ">", amp: "&", apos: "'", quot: '"' };
+
+/** Go's encoding/xml text: the five entities and character references decoded, CRLF read as LF. */
+function xmlText(raw: string): string {
+  const text = raw.includes("\r") ? raw.replace(/\r\n?/g, "\n") : raw;
+  if (!text.includes("&")) return text;
+  return text.replace(/&([^;&]*);?/g, (whole, name: string) => {
+    let code: number | undefined;
+    if (/^#[0-9]+$/.test(name)) code = Number(name.slice(1));
+    else if (/^#x[0-9a-fA-F]+$/.test(name)) code = parseInt(name.slice(2), 16);
+    else if (whole.endsWith(";") && XML_ENTITIES[name] !== undefined) return XML_ENTITIES[name]!;
+    const valid = code !== undefined && whole.endsWith(";") && (code === 0x9 || code === 0xa || code === 0xd || (code >= 0x20 && code <= 0xd7ff) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff));
+    if (!valid) throw new Error(`xml.Decoder.Token() - XML syntax error: invalid character entity ${whole}`);
+    return String.fromCodePoint(code!);
+  });
+}
+
+/** The local part of a name, as Go splits "space:local" at the first colon. */
+function localName(name: string): string {
+  const i = name.indexOf(":");
+  return i > 0 && i < name.length - 1 ? name.slice(i + 1) : name;
+}
+
+const trimXml = (s: string): string => s.replace(/^[\t\r\b\n ]+|[\t\r\b\n ]+$/g, "");
+
+/** mxj's xmlToMapParser for one element: its value (a string, or a map of attributes, children and text). */
+function xmlElement(children: XmlNode[], attrs: Record<string, string> | undefined): unknown {
+  let own: string | undefined;
+  const na: Record<string, unknown> = {};
+  const set = (k: string, v: unknown): void => {
+    Object.defineProperty(na, k, { value: v, enumerable: true, writable: true, configurable: true });
+  };
+  let size = 0;
+  for (const [k, v] of Object.entries(attrs ?? {})) {
+    const key = "-" + localName(k);
+    if (!Object.hasOwn(na, key)) size++;
+    set(key, xmlText(v));
+  }
+  for (const child of children) {
+    const name = Object.keys(child).find((k) => k !== ":@")!;
+    if (name === "#comment") continue;
+    if (name === "#text" || name === "#cdata") {
+      const raw = name === "#text" ? xmlText(String(child[name])) : String(((child[name] as XmlNode[])[0] ?? {})["#text"] ?? "");
+      const tt = trimXml(raw);
+      if (tt === "") continue;
+      if (size > 0) {
+        if (!Object.hasOwn(na, "#text")) size++;
+        set("#text", tt);
+      } else own = tt;
+      continue;
+    }
+    const key = localName(name);
+    const value = xmlElement(child[name] as XmlNode[], child[":@"]);
+    if (Object.hasOwn(na, key)) {
+      const prev = na[key];
+      set(key, Array.isArray(prev) ? [...(prev as unknown[]), value] : [prev, value]);
+    } else {
+      size++;
+      set(key, value);
+    }
+  }
+  if (own === undefined) return size > 0 ? na : "";
+  if (size > 0) {
+    set("#text", own);
+    return na;
+  }
+  return own;
+}
 
 /** XML as the reference's mxj decodes it: attributes "-name", text "#text", repeats as arrays. */
 export function parseXmlPayload(body: Buffer): Payload {
@@ -137,10 +210,15 @@ export function parseXmlPayload(body: Buffer): Payload {
   }
   const valid = xml.validator.validate(text);
   if (valid !== true) throw new Error(`error parsing XML payload: ${valid.err.msg} (line ${valid.err.line})`);
-  const doc = xml.parser.parse(text) as Record<string, unknown>;
-  const root = Object.keys(doc)[0];
+  const doc = xml.parser.parse(text) as XmlNode[];
+  const root = doc.find((n) => !("#text" in n) && !("#comment" in n) && !("#cdata" in n));
   if (root === undefined) throw new Error("error parsing XML payload: EOF");
-  return { [root]: doc[root] };
+  const name = Object.keys(root).find((k) => k !== ":@")!;
+  try {
+    return { [localName(name)]: xmlElement(root[name] as XmlNode[], root[":@"]) };
+  } catch (e) {
+    throw new Error(`error parsing XML payload: ${(e as Error).message}`);
+  }
 }
 
 export interface MultipartResult {
@@ -149,109 +227,42 @@ export interface MultipartResult {
 }
 
 /**
- * Multipart form data as the reference reads it: the first value of each field, and file parts
- * decoded as JSON when their Content-Type is application/json or the hook lists them in
- * parse-parameters-as-json. Other file parts are read and dropped. Field values beyond
- * maxMemory + 10 MiB fail the request, as Go's ParseMultipartForm does.
+ * Multipart form data as the reference reads it (Go's ParseMultipartForm over the request's own
+ * Content-Type header): the first value of each field, and the first file part of each name
+ * decoded as JSON when one of its Content-Type headers is exactly application/json or the hook
+ * lists the name in parse-parameters-as-json. Throws a MultipartError with Go's text.
  */
-export function parseMultipart(
-  contentType: string,
-  body: Buffer,
-  maxMemory: number,
-  jsonFields: Set<string>,
-): Promise<MultipartResult> {
-  return new Promise((resolve, reject) => {
-    let bb: Busboy.Busboy;
+export function parseMultipart(requestContentType: string, body: Buffer, maxMemory: number, jsonFields: Set<string>): MultipartResult {
+  const form = readMultipartForm(requestContentType, body, maxMemory);
+  const payload: Record<string, unknown> = {};
+  const logs: string[] = [];
+  const set = (k: string, v: unknown): void => {
+    Object.defineProperty(payload, k, { value: v, enumerable: true, writable: true, configurable: true });
+  };
+  for (const [name, values] of form.values) {
+    const key = decodeLatin1(name);
+    logs.push(`found multipart form value ${goQuote(key)}`);
+    set(key, decodeBytes(values[0]!));
+  }
+  for (const [name, files] of form.files) {
+    const key = decodeLatin1(name);
+    const first = files[0]!;
+    const asJson = jsonFields.has(key) || (first.header.get("Content-Type") ?? []).includes("application/json");
+    if (!asJson) continue;
+    logs.push(`parsing multipart form file ${goQuote(key)} as JSON`);
     try {
-      busboyModule ??= require("busboy") as typeof Busboy;
-      bb = busboyModule({
-        headers: { "content-type": contentType },
-        limits: { fieldSize: Infinity },
-      });
+      const v = parseJsonBytes(first.content);
+      if (v !== null && !isObject(v)) throw new Error(`json: cannot unmarshal ${Array.isArray(v) ? "array" : typeof v === "string" ? "string" : "number"} into Go value of type map[string]interface {}`);
+      set(key, v);
     } catch (e) {
-      reject(e);
-      return;
+      logs.push(`error parsing JSON payload file: ${(e as Error).message}`);
+      set(key, null);
     }
-    const payload: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
-    const logs: string[] = [];
-    let valueBytes = 0;
-    let failed = false;
-    let settled = false;
-    const pending: Promise<void>[] = [];
-    const fail = (e: Error): void => {
-      if (!failed) {
-        failed = true;
-        settled = true;
-        reject(e);
-      }
-    };
-    const addField = (name: string, value: string): void => {
-      valueBytes += value.length;
-      if (valueBytes > maxMemory + 10 * 1024 * 1024) fail(new Error("multipart: message too large"));
-      logs.push(`found multipart form value ${JSON.stringify(name)}`);
-      if (!(name in payload)) payload[name] = value;
-    };
-    bb.on("field", addField);
-    // Every part's stream settles one promise, on its end or its error: a body cut off inside a
-    // part errors the part's stream (an unhandled 'error' would end the process) and busboy.
-    const readPart = (stream: NodeJS.ReadableStream, onEnd: (data: Buffer) => void, keep: boolean): void => {
-      const chunks: Buffer[] = [];
-      if (keep) stream.on("data", (c: Buffer) => chunks.push(c));
-      else stream.resume();
-      pending.push(
-        new Promise<void>((done) => {
-          stream.on("end", () => {
-            if (keep) onEnd(Buffer.concat(chunks));
-            done();
-          });
-          stream.on("error", (e: Error) => {
-            fail(e);
-            done();
-          });
-        }),
-      );
-    };
-    const seenFiles = new Set<string>();
-    bb.on("file", (name, stream, info) => {
-      if (info.filename === undefined) {
-        // busboy calls an application/octet-stream part a file; Go only parts with a filename.
-        readPart(stream, (data) => addField(name, data.toString("utf8")), true);
-        return;
-      }
-      const first = !seenFiles.has(name);
-      seenFiles.add(name);
-      const asJson = first && (jsonFields.has(name) || info.mimeType === "application/json");
-      readPart(
-        stream,
-        (data) => {
-          logs.push(`parsing multipart form file ${JSON.stringify(name)} as JSON`);
-          try {
-            const v = parseJson(data.toString("utf8"));
-            if (v !== null && !isObject(v)) throw new Error("json: cannot unmarshal into Go value of type map[string]interface {}");
-            payload[name] = v;
-          } catch (e) {
-            logs.push(`error parsing JSON payload file: ${(e as Error).message}`);
-            payload[name] = null;
-          }
-        },
-        asJson,
-      );
-    });
-    bb.on("error", (e: Error) => fail(e));
-    bb.on("close", () => {
-      settled = true;
-      void Promise.all(pending).then(() => {
-        if (!failed) resolve({ payload: Object.keys(payload).length ? payload : undefined, logs });
-      });
-    });
-    bb.end(body);
-    // The whole body was handed over at once, so busboy has seen all of it once the streams it
-    // opened have had a turn; a part opened after the closing boundary never ends (a busboy
-    // quirk), and the request must still get an answer.
-    setImmediate(() =>
-      setImmediate(() => {
-        if (!settled) fail(new Error("multipart: part after the closing boundary"));
-      }),
-    );
-  });
+  }
+  return { payload: Object.keys(payload).length ? payload : undefined, logs };
+}
+
+/** Go's %q for the names in log lines. */
+function goQuote(s: string): string {
+  return JSON.stringify(s);
 }

@@ -4,7 +4,7 @@
 import { createHmac, hash, timingSafeEqual } from "node:crypto";
 import type { HookRequest, MatchRule, Rule } from "./hook.js";
 import { getArgument, ParameterNodeError, canonicalHeaderKey } from "./values.js";
-import { compileGoRegex } from "./regex.js";
+import { matchGoRegex } from "./regex.js";
 
 export class SignatureError extends Error {}
 
@@ -52,7 +52,7 @@ function evaluateMatch(m: MatchRule, r: HookRequest, warn: Warn): Evaluation {
       case "value":
         return { ok: constantTimeEqual(arg, m.value ?? "") };
       case "regex":
-        return { ok: compileGoRegex(m.regex ?? "").test(arg) };
+        return { ok: matchGoRegex(m.regex ?? "", arg) };
       case "payload-hash-sha1":
         warn("warn: use of deprecated option payload-hash-sha1; use payload-hmac-sha1 instead");
         return { ok: checkHmac("sha1", r, m, arg) };

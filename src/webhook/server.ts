@@ -6,8 +6,9 @@
 //
 // Parsing is strict where requests could be smuggled past a proxy: Transfer-Encoding together
 // with Content-Length, differing Content-Lengths, a Transfer-Encoding other than "chunked",
-// bare CR, control bytes, obsolete line folding and non-token header names are all refused.
-// The head may end its lines with a bare LF, as Go accepts; chunked framing needs CRLF.
+// bare CR, control bytes and non-token header names are all refused. Obsolete line folding is
+// joined with one space, as Go does. The head may end its lines with a bare LF, as Go accepts;
+// chunked framing needs CRLF.
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer, type TlsOptions } from "node:tls";
 import type { HookResponse, HookServer, Matched, RequestHead, Routed } from "./handler.js";
@@ -107,14 +108,34 @@ function isStream(body: HookResponse["body"]): body is AsyncIterable<Buffer> {
 // The transport alone frames the message: these headers from a hooks file would desynchronise it.
 const FRAMING = new Set(["content-length", "transfer-encoding", "connection"]);
 
-/** The status line and headers. Like Go, a header with an invalid name is left out and CR/LF in a value become spaces. */
-function encodeHead(res: HookResponse, framing: string, noBody: boolean): string {
-  let head = `HTTP/1.1 ${res.status} ${STATUS_TEXT[res.status] ?? `status code ${res.status}`}\r\n`;
-  for (const [name, value] of res.headers) {
+function encodeHeaders(headers: [string, string][], noBody: boolean): string {
+  let out = "";
+  for (const [name, value] of headers) {
     if (!TOKEN.test(name) || (noBody && name === "Content-Type") || FRAMING.has(name.toLowerCase())) continue;
-    head += `${name}: ${value.includes("\r") || value.includes("\n") ? value.replace(/[\r\n]/g, " ") : value}\r\n`;
+    out += `${name}: ${value.includes("\r") || value.includes("\n") ? value.replace(/[\r\n]/g, " ") : value}\r\n`;
   }
-  return head + date() + framing + "\r\n";
+  return out;
+}
+
+/**
+ * The status line and headers, in the request's HTTP version. Like Go, a header with an invalid
+ * name is left out and CR/LF in a value become spaces; a 1xx answer the hook asked for goes first,
+ * with the headers set so far (Go's WriteHeader of a 1xx code), then the final answer.
+ */
+function encodeHead(res: HookResponse, framing: string, noBody: boolean, version: string): string {
+  let head = "";
+  if (res.informational) {
+    const { status, headers } = res.informational;
+    const sorted = [...headers].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    head += `${version} ${status} ${STATUS_TEXT[status] ?? `status code ${status}`}\r\n${encodeHeaders(sorted, true)}\r\n`;
+  }
+  head += `${version} ${res.status} ${STATUS_TEXT[res.status] ?? `status code ${res.status}`}\r\n`;
+  return head + encodeHeaders(res.headers, noBody) + date() + framing + "\r\n";
+}
+
+/** The answers to the request target "*": Go's server answers OPTIONS itself, the router redirects the rest. */
+function starResponse(method: string): HookResponse {
+  return method === "OPTIONS" ? { status: 200, headers: [], body: "" } : { status: 301, headers: [["Location", "/%2A"]], body: "" };
 }
 
 /** A plain-text answer for a request the transport refuses itself. */
@@ -323,6 +344,15 @@ class Connection {
   /** Parses the head and routes the request; a Refused when it must be answered with an error. */
   private begin(text: string): Refused | undefined {
     const lines = text.split("\n");
+    // Obsolete line folding: a line starting with a space or tab continues the header before it.
+    for (let i = 2; i < lines.length; i++) {
+      const c = lines[i]!.charCodeAt(0);
+      if (c !== 0x20 && c !== 0x09) continue;
+      const prev = lines[i - 1]!.endsWith("\r") ? lines[i - 1]!.slice(0, -1) : lines[i - 1]!;
+      const more = lines[i]!.endsWith("\r") ? lines[i]!.slice(0, -1) : lines[i]!;
+      lines.splice(i - 1, 2, `${trimSpaceTab(prev)} ${trimSpaceTab(more)}`);
+      i--;
+    }
     let requestLine = lines[0]!;
     if (requestLine.endsWith("\r")) requestLine = requestLine.slice(0, -1);
     const sp1 = requestLine.indexOf(" ");
@@ -388,7 +418,7 @@ class Connection {
     this.keepAlive = this.t.accepting && (this.http10 ? tokens.includes("keep-alive") : !tokens.includes("close"));
     this.isHead = method === "HEAD";
     const head: RequestHead = { method, url: target(url), rawHeaders, remoteAddr: this.remote };
-    this.routed = this.t.app.route(head);
+    this.routed = url === "*" ? { kind: "response", response: starResponse(method) } : this.t.app.route(head);
     this.chunks = [];
     this.bodyLen = 0;
     this.answered = false;
@@ -472,6 +502,16 @@ class Connection {
     }
   }
 
+  private get version(): string {
+    return this.http10 ? "HTTP/1.0" : "HTTP/1.1";
+  }
+
+  /** Go names the connection's fate only where the version's default does not say it. */
+  private connectionHeader(): string {
+    if (this.http10) return this.keepAlive ? "Connection: keep-alive\r\n" : "";
+    return this.keepAlive ? "" : "Connection: close\r\n";
+  }
+
   private noBody(status: number): boolean {
     return status < 200 || status === 204 || status === 304;
   }
@@ -481,10 +521,8 @@ class Connection {
     const body = res.body as string | Buffer;
     const noBody = this.noBody(res.status);
     const size = noBody ? 0 : typeof body === "string" ? Buffer.byteLength(body) : body.length;
-    const framing =
-      (noBody ? "" : `Content-Length: ${size}\r\n`) +
-      (!this.keepAlive ? "Connection: close\r\n" : this.http10 ? "Connection: keep-alive\r\n" : "");
-    const head = encodeHead(res, framing, noBody);
+    const framing = (noBody ? "" : `Content-Length: ${size}\r\n`) + this.connectionHeader();
+    const head = encodeHead(res, framing, noBody, this.version);
     if (this.isHead || noBody || size === 0) return Buffer.from(head, "utf8");
     const headLen = Buffer.byteLength(head);
     const out = Buffer.allocUnsafe(headLen + size);
@@ -514,8 +552,8 @@ class Connection {
     const chunked = !this.http10;
     if (!chunked) this.keepAlive = false;
     const noBody = this.isHead || this.noBody(res.status);
-    const framing = (chunked && !noBody ? "Transfer-Encoding: chunked\r\n" : "") + (this.keepAlive ? "" : "Connection: close\r\n");
-    this.socket.write(encodeHead(res, framing, this.noBody(res.status)));
+    const framing = (chunked && !noBody ? "Transfer-Encoding: chunked\r\n" : "") + this.connectionHeader();
+    this.socket.write(encodeHead(res, framing, this.noBody(res.status), this.version));
     const it = body[Symbol.asyncIterator]();
     // A client that goes away ends the stream at once, even while the producer is quiet.
     const abandon = (): void => void it.return?.();

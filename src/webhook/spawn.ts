@@ -12,6 +12,7 @@ import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { getSystemErrorMap } from "node:util";
+import { encodeBytes } from "./bytes.js";
 
 export interface SpawnSpec {
   /** Absolute path of the executable. */
@@ -155,7 +156,8 @@ class Helper {
   start(spec: SpawnSpec, onOutput: OutputSink | undefined): RunningCommand {
     const id = this.nextId++;
     const env = envList(spec.env);
-    const strings = Buffer.from([spec.cwd ?? "", spec.path, ...spec.argv, ...env].join("\0") + "\0", "utf8");
+    // Values carry request bytes that are not UTF-8 as escapes (bytes.ts): they go out as those bytes.
+    const strings = encodeBytes([spec.cwd ?? "", spec.path, ...spec.argv, ...env].join("\0") + "\0");
     const frame = Buffer.allocUnsafe(FRAME_HEAD + 8 + strings.length);
     frame.writeUInt32LE(frame.length - 4, 0);
     frame[4] = 0x53; // 'S'

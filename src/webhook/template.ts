@@ -40,12 +40,11 @@ export function hookFuncs(env: NodeJS.ProcessEnv = process.env): Record<string, 
     getenv,
     // cat: "" when the file cannot be read.
     cat: (path: string): string => readText(path) ?? "",
-    // systemd's LoadCredential: $CREDENTIALS_DIRECTORY/<name>; without that directory or that
-    // file, the environment variable <name>.
+    // systemd's LoadCredential: the file $CREDENTIALS_DIRECTORY/<name> ("" when it cannot be
+    // read); the environment variable <name> only when CREDENTIALS_DIRECTORY is unset or empty.
     credential: (name: string): string => {
       const dir = getenv("CREDENTIALS_DIRECTORY");
-      const fromFile = dir === "" ? undefined : readText(join(dir, name));
-      return fromFile ?? getenv(name);
+      return dir === "" ? getenv(name) : (readText(join(dir, name)) ?? "");
     },
   };
 }

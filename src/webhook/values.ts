@@ -3,6 +3,7 @@
 // sources (string, request, raw-request-body, entire-*).
 import type { Argument, HookRequest } from "./hook.js";
 import { JsonNumber, marshalJson, valueToString } from "./json.js";
+import { decodeBytes } from "./bytes.js";
 
 /** A referenced node does not exist: rules treat it as "no match", never as a failure. */
 export class ParameterNodeError extends Error {
@@ -94,7 +95,7 @@ export function getArgument(arg: Argument, r: HookRequest): string {
     case "string":
       return name;
     case "raw-request-body":
-      return r.rawBody.toString("utf8");
+      return decodeBytes(r.rawBody);
     case "request":
       switch (name.toLowerCase()) {
         case "remote-addr":

@@ -214,9 +214,9 @@ describe("webhook's functions: getenv, cat, credential", () => {
     const env = { CREDENTIALS_DIRECTORY: join(dir, "creds"), token: "from-env" };
     assert.equal(render('{{credential "token"}}', { env }), "from-credential-file");
   });
-  test("credential with the directory set but no such file falls back to the environment variable", () => {
+  test("credential with the directory set but no such file is empty, as the reference's code has it (no fallback)", () => {
     const env = { CREDENTIALS_DIRECTORY: join(dir, "creds"), other: "from-env" };
-    assert.equal(render('[{{credential "other"}}][{{credential "nowhere"}}]', { env }), "[from-env][]");
+    assert.equal(render('[{{credential "other"}}][{{credential "nowhere"}}]', { env }), "[][]");
   });
   test("credential without $CREDENTIALS_DIRECTORY falls back to the environment variable", () => {
     assert.equal(render('{{credential "token"}}', { env: { token: "from-env" } }), "from-env");

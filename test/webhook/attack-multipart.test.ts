@@ -18,6 +18,12 @@ before(async () => {
   ranFile = join(dir, "ran.txt");
   const hooks = await writeHooks(dir, [
     {
+      id: "echo",
+      "execute-command": fixture("hex.sh"),
+      "include-command-output-in-response": true,
+      "pass-arguments-to-command": [{ source: "payload", name: "a" }, { source: "payload", name: "b" }],
+    },
+    {
       id: "signed",
       "execute-command": fixture("append.sh"),
       "pass-arguments-to-command": [
@@ -106,5 +112,30 @@ describe("multipart bodies from anyone", () => {
     }
     assert.equal((await send(`${s.base}/`, { method: "GET" })).status, 200);
     assert.equal(existsSync(ranFile), false, "a command ran without a valid signature");
+  });
+
+  test("seeded random well-formed bodies (CRLF or bare LF, preambles, epilogues, binary values) hand the command exactly the values sent", async () => {
+    const seed = fuzzSeed(0x726f756e);
+    const rnd = seeded(seed);
+    const cases = fuzzCases(60);
+    for (let i = 0; i < cases; i++) {
+      const boundary = rnd.pick(["X", "----b7", "a.b_c", "-".repeat(20) + "z"]);
+      const nl = rnd.pick(["\r\n", "\n"]);
+      // Values that cannot hold the delimiter (no "-", no line break) and can be argv (no NUL).
+      const value = (): Buffer => Buffer.from([...rnd.bytes(rnd.int(40))].map((b) => (b === 0x2d || b === 0x0a || b === 0x0d || b === 0 ? 0x41 : b)));
+      const a = value();
+      const b = value();
+      const part = (name: string, v: Buffer): Buffer[] => [Buffer.from(`--${boundary}${nl}Content-Disposition: form-data; name="${name}"${nl}${nl}`), v, Buffer.from(nl)];
+      const body = Buffer.concat([
+        Buffer.from(rnd.pick(["", `preamble${nl}`, `x${nl}${nl}`])),
+        ...part("a", a),
+        ...part("b", b),
+        Buffer.from(`--${boundary}--${rnd.pick(["", nl, `${nl}epilogue`])}`),
+      ]);
+      const r = await send(`${s.base}/hooks/echo`, { body, headers: { "Content-Type": `multipart/form-data; boundary=${boundary}` } });
+      const where = `case ${i} (FUZZ_SEED=${seed})`;
+      assert.equal(r.status, 200, `${where}: ${r.text}`);
+      assert.match(r.text, new RegExp(`^arg1=${a.toString("hex")}\\narg2=${b.toString("hex")}\\n$`), where);
+    }
   });
 });

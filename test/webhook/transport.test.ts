@@ -72,7 +72,7 @@ after(async () => {
 const ran = async (): Promise<string[]> => (await readFile(ranFile, "utf8").catch(() => "")).split("\n").filter(Boolean);
 
 /** Every status line in a raw exchange, in order. */
-const statuses = (raw: string): number[] => [...raw.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+const statuses = (raw: string): number[] => [...raw.matchAll(/HTTP\/1\.[01] (\d{3}) /g)].map((m) => Number(m[1]));
 
 describe("request smuggling is refused", { concurrency: true }, () => {
   test("Transfer-Encoding together with Content-Length: 400, nothing runs, the connection closes", async () => {
@@ -130,8 +130,8 @@ describe("request smuggling is refused", { concurrency: true }, () => {
     assert.ok(!(await ran()).includes("hidden"));
   });
 
-  test("obsolete line folding, a space before the colon, a bare CR: 400", async () => {
-    for (const h of ["X-A: 1\r\n  folded", "X-A : 1", "X-A: 1\r2", "X-\u00e9: 1"]) {
+  test("a space before the colon, a bare CR: 400", async () => {
+    for (const h of ["X-A : 1", "X-A: 1\r2", "X-\u00e9: 1"]) {
       const raw = await rawExchange(s.port, Buffer.from(`GET / HTTP/1.1\r\nHost: x\r\n${h}\r\n\r\n`, "latin1"));
       assert.equal(statusOf(raw), 400, `${JSON.stringify(h)}: ${raw}`);
     }
@@ -202,6 +202,7 @@ describe("framing that must work", { concurrency: true }, () => {
     assert.doesNotMatch(raw11, /Connection: close/);
     const raw10 = await rawExchange(s.port, "GET / HTTP/1.0\r\n\r\nGET / HTTP/1.0\r\n\r\n");
     assert.deepEqual(statuses(raw10), [200], raw10);
+    assert.match(raw10, /^HTTP\/1\.0 200 OK\r\n/);
     const kept = await rawExchange(s.port, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET / HTTP/1.0\r\n\r\n");
     assert.deepEqual(statuses(kept), [200, 200], kept);
     assert.match(kept, /Connection: keep-alive/);
