@@ -45,9 +45,13 @@ export interface DeviceConfig {
   rescanInterval: number;
   /** Milliseconds the simulated boot takes (LED yellow, API down). */
   bootDelay: number;
+  /** Refuse names and sizes a FAT32 card cannot hold (always on with a USB gadget). */
+  fatNames: boolean;
+  /** The real USB mass-storage gadget: the card is this FAT32 image (or block device); undefined = simulated USB. */
+  usbGadget: { image: string; udc: string | undefined } | undefined;
 }
 
-type Kind = "string" | "int" | "size";
+type Kind = "string" | "int" | "size" | "bool";
 
 interface FlagSpec {
   name: string;
@@ -83,6 +87,10 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "brightness", kind: "int", default: "13", help: "LED brightness 0-255 until changed through the API" },
   { name: "rescan-interval", kind: "int", default: "300", help: "seconds between background rescans of the card folder" },
   { name: "boot-delay", kind: "int", default: "300", help: "milliseconds a simulated boot takes" },
+  { name: "fat-names", kind: "bool", help: "refuse what a FAT32 card cannot hold: names with \" * : < > ? \\ |, names differing only in case, files of 4 GiB or more" },
+  { name: "usb-gadget", kind: "bool", help: "be a real USB drive (Linux configfs gadget): the card is --card-image, mounted at --card in FTP mode" },
+  { name: "card-image", kind: "string", help: "with --usb-gadget: the FAT32 card image (created with --card-size if missing) or a block device" },
+  { name: "gadget-udc", kind: "string", help: "with --usb-gadget: the USB device controller to bind to (default: the first in /sys/class/udc)" },
 ];
 
 export class ConfigError extends Error {}
@@ -101,7 +109,7 @@ export function helpText(): string {
     "Options (each also as the environment variable shown, and as a key of the --config file):",
   ];
   for (const f of FLAGS) {
-    const arg = f.kind === "int" ? " N" : f.kind === "size" ? " SIZE" : " VALUE";
+    const arg = f.kind === "int" ? " N" : f.kind === "size" ? " SIZE" : f.kind === "bool" ? "" : " VALUE";
     const def = f.default !== undefined && f.default !== "" ? ` (default ${f.default})` : "";
     lines.push(`  --${f.name}${arg}`, `      ${f.help}${def}  [${envName(f.name)}]`);
   }
@@ -129,6 +137,12 @@ export function parseSize(text: string): number {
   const bytes = Math.floor(Number(m[1]) * unit);
   if (bytes <= 0) throw new ConfigError(`invalid size "${text}": it must be greater than zero`);
   return bytes;
+}
+
+function bool(name: string, text: string | undefined): boolean {
+  if (text === undefined || /^(false|0|no|)$/i.test(text.trim())) return false;
+  if (/^(true|1|yes)$/i.test(text.trim())) return true;
+  throw new ConfigError(`--${name} is on or off: use true or false (1 or 0), got "${text}"`);
 }
 
 function parseIntValue(name: string, text: string): number {
@@ -171,7 +185,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     config: { type: "string" },
     help: { type: "boolean", short: "h" },
   };
-  for (const f of FLAGS) options[f.name] = { type: "string" };
+  for (const f of FLAGS) options[f.name] = { type: f.kind === "bool" ? "boolean" : "string" };
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
@@ -213,6 +227,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   const raw = (name: string): string | undefined => {
     const flag = values[name];
     if (typeof flag === "string") return flag;
+    if (flag === true) return "true";
     const fromEnv = env[envName(name)];
     if (fromEnv !== undefined) return fromEnv;
     if (fileValues[name] !== undefined) return fileValues[name] as string;
@@ -244,6 +259,9 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   const cardSizeText = raw("card-size");
   const passivePorts = raw("ftp-passive-ports");
   const publicAddress = raw("ftp-public-address");
+  const usbGadget = bool("usb-gadget", raw("usb-gadget"));
+  const cardImage = raw("card-image");
+  if (usbGadget && !cardImage) throw new ConfigError("--usb-gadget needs --card-image PATH: the FAT32 image (or partition) that is the card");
 
   const config: DeviceConfig = {
     host,
@@ -276,6 +294,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     brightness: inRange("brightness", int("brightness"), 0, 255),
     rescanInterval: inRange("rescan-interval", int("rescan-interval"), 1, 86_400),
     bootDelay: inRange("boot-delay", int("boot-delay"), 0, 60_000),
+    fatNames: usbGadget || bool("fat-names", raw("fat-names")),
+    usbGadget: usbGadget ? { image: resolve(cwd, cardImage!), udc: raw("gadget-udc") } : undefined,
   };
   return { help: false, config };
 }
