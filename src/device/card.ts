@@ -232,10 +232,8 @@ export class Card {
     if (segments.length === 0) refuse("it names no file");
     if (segments.some((s) => inProgress(s))) refuse("that name is reserved for uploads in progress");
     if (segments.some((s) => Buffer.byteLength(s) > 255)) refuse("a path component is longer than 255 bytes");
-    if (this.opts.fatNames) for (const s of segments) {
-      const problem = fatNameProblem(s);
-      if (problem) refuse(problem);
-    }
+    const fatProblem = this.opts.fatNames ? segments.map(fatNameProblem).find((p) => p !== undefined) : undefined;
+    if (fatProblem) refuse(fatProblem);
     const relative = segments.join("/");
     const absolute = join(this.root, ...segments);
     let current = this.root;
