@@ -6,6 +6,7 @@ import { lstatSync, readdirSync, watch, type Dirent, type FSWatcher } from "node
 import { lstat, mkdir, readdir, realpath, rename, rm, statfs } from "node:fs/promises";
 import { setImmediate } from "node:timers/promises";
 import { basename, dirname, join, sep } from "node:path";
+import { fatCaseTwin, fatNameProblem, fatSizeProblem } from "./fat-names.js";
 import { isPartialUpload } from "./ftp/server.js";
 
 export type CardErrorCode = "unsafe-path" | "no-space" | "not-writable";
@@ -67,6 +68,13 @@ export interface CardOptions {
   warn: (message: string) => void;
   /** Called after the figures change (debounced by the caller if needed). */
   onChange?: () => void;
+  /** Refuse names and sizes a FAT32 card cannot hold (see fat-names.ts). */
+  fatNames?: boolean;
+  /**
+   * For a card whose filesystem comes and goes (a USB gadget image, unmounted while the USB host holds it):
+   * whether it is mounted now. While it is not, the figures are the last known; on setWritable(true) it is re-read.
+   */
+  mounted?: () => boolean;
 }
 
 interface ActiveWrite {
@@ -151,7 +159,22 @@ export class Card {
   async setWritable(writable: boolean): Promise<void> {
     this.writable = writable;
     if (!writable) await Promise.all([...this.active].map((w) => w.abort()));
-    else await this.removeStaleTempFiles();
+    else {
+      if (this.opts.mounted) await this.remounted();
+      await this.removeStaleTempFiles();
+    }
+  }
+
+  /** The filesystem was mounted again (the USB host may have changed it meanwhile): watch and count it afresh. */
+  private async remounted(): Promise<void> {
+    for (const w of this.watchers.values()) w.close();
+    this.watchers.clear();
+    await this.refreshStatfs();
+    await this.rescan();
+  }
+
+  private get absent(): boolean {
+    return this.opts.mounted?.() === false;
   }
 
   /**
@@ -209,6 +232,8 @@ export class Card {
     if (segments.length === 0) refuse("it names no file");
     if (segments.some((s) => inProgress(s))) refuse("that name is reserved for uploads in progress");
     if (segments.some((s) => Buffer.byteLength(s) > 255)) refuse("a path component is longer than 255 bytes");
+    const fatProblem = this.opts.fatNames ? segments.map(fatNameProblem).find((p) => p !== undefined) : undefined;
+    if (fatProblem) refuse(fatProblem);
     const relative = segments.join("/");
     const absolute = join(this.root, ...segments);
     let current = this.root;
@@ -244,6 +269,7 @@ export class Card {
     const target = await this.resolve(name);
     const existing = await lstat(target.absolute).catch(() => undefined);
     if (existing?.isDirectory()) throw new CardError("unsafe-path", `Invalid file name "${printable(name)}": a folder of that name exists on the card.`);
+    if (this.opts.fatNames) await this.refuseCaseTwins(target);
     if (!this.emulated) await this.refreshStatfs();
 
     const tempPath = join(this.root, `.framefi-upload-${randomBytes(8).toString("hex")}.part`);
@@ -262,6 +288,8 @@ export class Card {
     const grow = (bytes: number): void => {
       if (finished) return;
       if (!this.emulated && Date.now() - this.fsCheckedAt > 500) void this.refreshStatfs().catch(() => undefined);
+      const tooBig = this.opts.fatNames ? fatSizeProblem(entry.claimed + bytes) : undefined;
+      if (tooBig) throw new CardError("no-space", `Cannot store "${printable(name)}": ${tooBig}.`);
       if (bytes > this.available()) {
         throw new CardError("no-space", `Not enough free space on the card: ${this.available()} bytes free, the file needs more.`);
       }
@@ -288,6 +316,18 @@ export class Card {
     };
   }
 
+  /** On FAT "A.jpg" and "a.jpg" are one name: refuse a new path that differs from an existing one only in case. */
+  private async refuseCaseTwins(target: CardPath): Promise<void> {
+    let folder = this.root;
+    for (const segment of target.relative.split("/")) {
+      const twin = await fatCaseTwin(folder, segment);
+      if (twin !== undefined) {
+        throw new CardError("unsafe-path", `Invalid file name "${printable(target.relative)}": the card has "${printable(twin)}", and FAT cards ignore case in names; use that spelling.`);
+      }
+      folder = join(folder, segment);
+    }
+  }
+
   /** Re-reads one path (file, folder or gone) into the figures: for FTP deletes, renames and folder changes. */
   async refresh(absolute: string): Promise<void> {
     await this.reconcile(absolute);
@@ -307,6 +347,7 @@ export class Card {
   }
 
   private async refreshStatfs(): Promise<void> {
+    if (this.absent) return;
     this.fsCheckedAt = Date.now();
     try {
       const s = await statfs(this.root);
@@ -345,7 +386,7 @@ export class Card {
    * paths touched while a walk runs are re-read afterwards.
    */
   async rescan(initial = false): Promise<void> {
-    if (this.scanning || this.closed) return;
+    if (this.scanning || this.closed || this.absent) return;
     const touched = new Set<string>();
     this.scanning = touched;
     try {
@@ -422,6 +463,7 @@ export class Card {
   }
 
   private touch(path: string): void {
+    if (this.absent) return;
     if (isPartialUpload(basename(path))) this.partials.add(path);
     if (inProgress(basename(path))) return;
     this.scanning?.add(path);

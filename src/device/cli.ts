@@ -1,8 +1,25 @@
 // bin/framefi-device: parses flags, FRAMEFI_* variables and --config, then runs the device until SIGINT/SIGTERM.
-import { ConfigError, helpText, parseCli } from "./config.js";
+import { ConfigError, helpText, parseCli, type DeviceConfig } from "./config.js";
+import { GadgetError } from "./gadget/system.js";
+import { GadgetUsb } from "./gadget/usb.js";
 import { ftpMode } from "./ftp-mode.js";
 import { mqttPlugin } from "./mqtt-plugin.js";
-import { DeviceService } from "./service.js";
+import { simulatedHardware } from "./hardware.js";
+import { DeviceService, urlOf } from "./service.js";
+
+/** --usb-gadget: the real USB drive, ready before the service starts (or a one-line reason and exit 1). */
+async function prepareGadget(config: DeviceConfig): Promise<GadgetUsb> {
+  const log = (m: string): void => console.log(`framefi-device: ${m}`);
+  const gadget = new GadgetUsb({ image: config.usbGadget!.image, createBytes: config.cardSize, mountPoint: config.card, udc: config.usbGadget!.udc, log });
+  try {
+    await gadget.prepare();
+  } catch (e) {
+    if (!(e instanceof GadgetError)) throw e;
+    process.stderr.write(`framefi-device: ${e.message}\n`);
+    process.exit(1);
+  }
+  return gadget;
+}
 
 async function main(): Promise<void> {
   let parsed;
@@ -19,7 +36,10 @@ async function main(): Promise<void> {
     process.stdout.write(helpText());
     return;
   }
-  const device: DeviceService = new DeviceService(parsed.config, {
+  const config = parsed.config;
+  const gadget = config.usbGadget ? await prepareGadget(config) : undefined;
+  const device: DeviceService = new DeviceService(gadget ? { ...config, cardSize: undefined } : config, {
+    ...(gadget ? { hardware: { ...simulatedHardware(urlOf(config.host, config.port), urlOf(config.setupHost, config.setupPort)), usb: gadget } } : {}),
     ftp: ftpMode,
     plugins: [(ctx) => mqttPlugin(ctx, () => device.restart())],
   });
@@ -30,7 +50,16 @@ async function main(): Promise<void> {
   const stop = (): void => {
     if (stopping) process.exit(1);
     stopping = true;
-    void device.stop().then(() => process.exit(0));
+    void device
+      .stop()
+      .then(() => gadget?.close())
+      .then(
+        () => process.exit(0),
+        (e: Error) => {
+          process.stderr.write(`framefi-device: ${e.message}\n`);
+          process.exit(1);
+        },
+      );
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);

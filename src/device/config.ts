@@ -47,9 +47,13 @@ export interface DeviceConfig {
   rescanInterval: number;
   /** Milliseconds the simulated boot takes (LED yellow, API down). */
   bootDelay: number;
+  /** Refuse names and sizes a FAT32 card cannot hold (always on with a USB gadget). */
+  fatNames: boolean;
+  /** The real USB mass-storage gadget: the card is this FAT32 image (or block device); undefined = simulated USB. */
+  usbGadget: { image: string; udc: string | undefined } | undefined;
 }
 
-type Kind = "string" | "int" | "size";
+type Kind = "string" | "int" | "size" | "bool";
 
 interface FlagSpec {
   name: string;
@@ -81,12 +85,16 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "mqtt-client-id", kind: "string", default: "FrameFi", help: "MQTT client id" },
   { name: "mqtt-topic-prefix", kind: "string", default: "frame-fi", help: "prefix of the MQTT topics (give each frame on one broker its own)" },
   { name: "mqtt-discovery-prefix", kind: "string", default: "homeassistant", help: "prefix of the Home Assistant MQTT discovery topics" },
-  { name: "ha-discovery", kind: "string", default: "off", help: "on: announce the frame to Home Assistant (MQTT discovery); off: no discovery, for the firmware's YAML (both together show every entity twice)" },
+  { name: "ha-discovery", kind: "bool", help: "announce the frame to Home Assistant (MQTT discovery); leave off with the firmware's YAML (both together show every entity twice)" },
   { name: "orientation", kind: "int", default: "1", help: "display orientation 0-3 (0 portrait, 1 landscape, 2 portrait inverted, 3 landscape inverted)" },
   { name: "brightness", kind: "int", default: "13", help: "LED brightness 0-255 until changed through the API" },
   { name: "rescan-interval", kind: "int", default: "300", help: "seconds between background rescans of the card folder" },
   { name: "boot-delay", kind: "int", default: "300", help: "milliseconds a simulated boot takes" },
-  { name: "firmware-ports", kind: "string", default: "off", help: "on: the dongle's ports as defaults — web API and setup page 80, FTP 21, passive data port 50009 (ports below 1024 need root or CAP_NET_BIND_SERVICE)" },
+  { name: "firmware-ports", kind: "bool", help: "the dongle's ports as defaults: web API and setup page 80, FTP 21, passive data port 50009 (ports below 1024 need root or CAP_NET_BIND_SERVICE)" },
+  { name: "fat-names", kind: "bool", help: "refuse what a FAT32 card cannot hold: names with \" * : < > ? \\ |, names differing only in case, files of 4 GiB or more" },
+  { name: "usb-gadget", kind: "bool", help: "be a real USB drive (Linux configfs gadget): the card is --card-image, mounted at --card in FTP mode" },
+  { name: "card-image", kind: "string", help: "with --usb-gadget: the FAT32 card image (created with --card-size if missing) or a block device" },
+  { name: "gadget-udc", kind: "string", help: "with --usb-gadget: the USB device controller to bind to (default: the first in /sys/class/udc)" },
 ];
 
 /** The real dongle's ports (its WebServer, WiFiManager portal and SimpleFTPServer), for --firmware-ports on. */
@@ -113,7 +121,7 @@ export function helpText(): string {
     "Options (each also as the environment variable shown, and as a key of the --config file):",
   ];
   for (const f of FLAGS) {
-    const arg = f.kind === "int" ? " N" : f.kind === "size" ? " SIZE" : " VALUE";
+    const arg = f.kind === "int" ? " N" : f.kind === "size" ? " SIZE" : f.kind === "bool" ? "" : " VALUE";
     const def = f.default !== undefined && f.default !== "" ? ` (default ${f.default})` : "";
     lines.push(`  --${f.name}${arg}`, `      ${f.help}${def}  [${envName(f.name)}]`);
   }
@@ -143,6 +151,12 @@ export function parseSize(text: string): number {
   return bytes;
 }
 
+function bool(name: string, text: string | undefined): boolean {
+  if (text === undefined || /^(false|0|no|off|)$/i.test(text.trim())) return false;
+  if (/^(true|1|yes|on)$/i.test(text.trim())) return true;
+  throw new ConfigError(`--${name} is on or off: use true or false (1 or 0), got "${text}"`);
+}
+
 function parseIntValue(name: string, text: string): number {
   if (!/^\s*-?\d+\s*$/.test(text)) throw new ConfigError(`--${name} must be a whole number, got "${text}"`);
   return Number(text);
@@ -164,13 +178,6 @@ function parsePortRange(text: string): [number, number] {
 }
 
 /** MQTT topic prefixes: non-empty, no wildcards (they would make every topic a filter). */
-function onOff(name: string, text: string): boolean {
-  const v = text.trim().toLowerCase();
-  if (v === "on" || v === "true" || v === "1") return true;
-  if (v === "off" || v === "false" || v === "0") return false;
-  throw new ConfigError(`--${name} must be on or off, got "${text}"`);
-}
-
 function topicPrefix(name: string, text: string): string {
   const prefix = text.replace(/\/+$/, "");
   if (prefix === "" || /[#+\0]/.test(prefix)) throw new ConfigError(`--${name} must be a non-empty MQTT topic without # or +, got "${text}"`);
@@ -190,7 +197,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     config: { type: "string" },
     help: { type: "boolean", short: "h" },
   };
-  for (const f of FLAGS) options[f.name] = { type: "string" };
+  for (const f of FLAGS) options[f.name] = { type: f.kind === "bool" ? "boolean" : "string" };
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
@@ -233,9 +240,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   const given = (name: string): string | undefined => {
     const flag = values[name];
     if (typeof flag === "string") return flag;
+    if (flag === true) return "true";
     return env[envName(name)] ?? (fileValues[name] as string | undefined);
   };
-  const firmwarePorts = onOff("firmware-ports", given("firmware-ports") ?? "off");
+  const firmwarePorts = bool("firmware-ports", given("firmware-ports"));
   const raw = (name: string): string | undefined =>
     given(name) ?? (firmwarePorts ? FIRMWARE_PORTS[name] : undefined) ?? FLAGS.find((f) => f.name === name)?.default;
   const str = (name: string): string => raw(name) ?? "";
@@ -264,6 +272,9 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   const cardSizeText = raw("card-size");
   const passivePorts = raw("ftp-passive-ports");
   const publicAddress = raw("ftp-public-address");
+  const usbGadget = bool("usb-gadget", raw("usb-gadget"));
+  const cardImage = raw("card-image");
+  if (usbGadget && !cardImage) throw new ConfigError("--usb-gadget needs --card-image PATH: the FAT32 image (or partition) that is the card");
 
   const config: DeviceConfig = {
     host,
@@ -290,13 +301,15 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
       clientId: str("mqtt-client-id"),
       topicPrefix: topicPrefix("mqtt-topic-prefix", str("mqtt-topic-prefix")),
       discoveryPrefix: topicPrefix("mqtt-discovery-prefix", str("mqtt-discovery-prefix")),
-      discovery: onOff("ha-discovery", str("ha-discovery")),
+      discovery: bool("ha-discovery", raw("ha-discovery")),
       enabled: mqttHost !== "",
     },
     orientation: inRange("orientation", int("orientation"), 0, 3),
     brightness: inRange("brightness", int("brightness"), 0, 255),
     rescanInterval: inRange("rescan-interval", int("rescan-interval"), 1, 86_400),
     bootDelay: inRange("boot-delay", int("boot-delay"), 0, 60_000),
+    fatNames: usbGadget || bool("fat-names", raw("fat-names")),
+    usbGadget: usbGadget ? { image: resolve(cwd, cardImage!), udc: raw("gadget-udc") } : undefined,
   };
   return { help: false, config };
 }

@@ -1,5 +1,6 @@
 // FTP mode's server: a fresh FTP server on the card each time the device enters FTP mode (credentials as the
 // settings are now), stopped when it leaves. Its writes go straight into the card's figures.
+import { fatNamePolicy } from "./fat-names.js";
 import { createFtpServer, type FtpChange, type FtpServer, type FtpServerOptions } from "./ftp/server.js";
 import type { DeviceContext } from "./service.js";
 import type { FtpShare } from "./state.js";
@@ -24,6 +25,7 @@ export function ftpMode(ctx: DeviceContext): FtpShare {
         ...(config.ftpPassivePorts ? { passivePortRange: config.ftpPassivePorts } : {}),
         ...(config.ftpPublicAddress ? { publicAddress: config.ftpPublicAddress } : {}),
         space: { free: () => card.freeForFtp() },
+        ...(config.fatNames ? { names: fatNamePolicy } : {}),
         onChange: (change) => card.ftpChanged(pathsOf(change)),
         onTransfer: (phase) => ctx.state.ftpTransfer(phase),
         log: ctx.log,

@@ -35,6 +35,11 @@ export interface Led {
 export interface UsbMassStorage {
   attach(cardRoot: string): Promise<void>;
   detach(): Promise<void>;
+  /**
+   * For a backend whose card is a filesystem image mounted only while detached (the Linux USB gadget,
+   * gadget/usb.ts): whether it is mounted at the card folder now. Absent = the card folder is always there.
+   */
+  mounted?: () => boolean;
 }
 
 export interface Wifi {

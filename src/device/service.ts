@@ -37,7 +37,7 @@ export interface DeviceServiceOptions {
   log?: (message: string) => void;
 }
 
-function urlOf(host: string, port: number): string {
+export function urlOf(host: string, port: number): string {
   return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
@@ -112,6 +112,8 @@ export class DeviceService {
       rescanIntervalMs: config.rescanInterval * 1000,
       warn: (m) => this.log(`warning: ${m}`),
       onChange: () => this.cardChanged(),
+      fatNames: config.fatNames,
+      ...(this.hardware.usb.mounted ? { mounted: this.hardware.usb.mounted } : {}),
     });
     this.state = new DeviceState(this.hardware, this.card, this.settings, noFtpShare, this.log);
     const ctx: DeviceContext = {

@@ -1,4 +1,4 @@
-// --firmware-ports on: the dongle's ports as defaults (web 80, setup 80, FTP 21, one passive data port 50009),
+// --firmware-ports: the dongle's ports as defaults (web 80, setup 80, FTP 21, one passive data port 50009),
 // explicit flags still win. The privileged defaults are read back from the configuration; the passive port is
 // exercised for real with curl.
 import assert from "node:assert/strict";
@@ -15,7 +15,7 @@ let ftp: Ftp;
 before(async () => {
   dir = await tempDir("framefi-ftp-fwports-");
   await mkdir(join(dir, "card"));
-  ftp = await startFtp(join(dir, "card"), ["--firmware-ports", "on"]);
+  ftp = await startFtp(join(dir, "card"), ["--firmware-ports"]);
 });
 after(async () => {
   await ftp?.stop();
@@ -23,16 +23,19 @@ after(async () => {
 });
 
 it("gives the dongle's ports as defaults, and a given port wins", () => {
-  const parsed = parseCli(["--firmware-ports", "on"], {});
+  const parsed = parseCli(["--firmware-ports"], {});
   assert.ok(!parsed.help);
   assert.deepEqual(
     { port: parsed.config.port, setup: parsed.config.setupPort, ftp: parsed.config.ftpPort, passive: parsed.config.ftpPassivePorts },
     { port: 80, setup: 80, ftp: 21, passive: [50009, 50009] },
   );
-  const mixed = parseCli(["--firmware-ports", "on", "--port", "8080"], { FRAMEFI_FTP_PORT: "2121" });
+  const mixed = parseCli(["--firmware-ports", "--port", "8080"], { FRAMEFI_FTP_PORT: "2121" });
   assert.ok(!mixed.help);
   assert.deepEqual([mixed.config.port, mixed.config.ftpPort, mixed.config.setupPort], [8080, 2121, 80]);
-  assert.throws(() => parseCli(["--firmware-ports", "maybe"], {}), /--firmware-ports must be on or off/);
+  const fromEnv = parseCli([], { FRAMEFI_FIRMWARE_PORTS: "on" });
+  assert.ok(!fromEnv.help);
+  assert.equal(fromEnv.config.ftpPort, 21);
+  assert.throws(() => parseCli([], { FRAMEFI_FIRMWARE_PORTS: "maybe" }), /--firmware-ports is on or off/);
 });
 
 it("passive transfers use data port 50009, one after another", async () => {

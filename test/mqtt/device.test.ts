@@ -76,8 +76,8 @@ const stateOf = (status: Record<string, unknown>): string =>
   JSON.stringify({ mode: status.mode, display: status.display, sd_card: status.sd_card });
 
 describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
-  test("the device publishes GET /'s mode, display and card as its retained state, reports state 0, and with --ha-discovery on announces itself under --mqtt-discovery-prefix", async (t) => {
-    const { prefix, discoveryPrefix, watcher, startDevice } = await setup(t, "dev-state", { url: broker.url, args: ["--ha-discovery", "on"] });
+  test("the device publishes GET /'s mode, display and card as its retained state, reports state 0, and with --ha-discovery announces itself under --mqtt-discovery-prefix", async (t) => {
+    const { prefix, discoveryPrefix, watcher, startDevice } = await setup(t, "dev-state", { url: broker.url, args: ["--ha-discovery"] });
     const device = await startDevice();
     await watcher.waitFor(`${prefix}/status`, (s) => s === "online");
     const mqttStatus = await eventually(async () => {
@@ -98,7 +98,7 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     assert.equal((JSON.parse(config.text) as { command_topic: string }).command_topic, `${prefix}/display/set`);
   });
 
-  test("without --ha-discovery on, no discovery config is published and one retained by an earlier run is cleared", async (t) => {
+  test("without --ha-discovery, no discovery config is published and one retained by an earlier run is cleared", async (t) => {
     const { prefix, discoveryPrefix, watcher, startDevice } = await setup(t, "dev-no-discovery");
     const topic = `${discoveryPrefix}/switch/${nodeIdFor(prefix)}/display/config`;
     const ha = await watch(broker.url, [`${discoveryPrefix}/#`]);

@@ -6,7 +6,7 @@ import { Session } from "./session.js";
 import { Quota } from "./transfer.js";
 import type { FtpServer, FtpServerOptions } from "./types.js";
 
-export type { CardSpace, FtpChange, FtpServer, FtpServerOptions } from "./types.js";
+export type { CardSpace, FtpChange, FtpServer, FtpServerOptions, NamePolicy } from "./types.js";
 export { isPartialUpload } from "./paths.js";
 
 const MAX_SESSIONS = 32;

@@ -3,6 +3,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { lstat, mkdir, rename, rmdir, stat, unlink, utimes } from "node:fs/promises";
 import type { Socket } from "node:net";
 import { isIP } from "node:net";
+import { basename, dirname } from "node:path";
 import { activeChannel, listenPassive, parseEprt, parsePort, pasvAddress, plainAddress, type DataChannel } from "./data.js";
 import { ALL_FACTS, entryOf, factsLine, listLine, parseTimeVal, readFolder, timeVal, type Fact } from "./listing.js";
 import { Card, cardPath } from "./paths.js";
@@ -318,6 +319,7 @@ export class Session {
     if (!arg) throw new Reply(501, "MKD needs a folder name.");
     const path = this.path(arg);
     const real = await this.ctx.card.creatable(path).catch(pathReply);
+    await this.checkNewName(real);
     await mkdir(real).catch(fsReply);
     this.changed({ type: "mkdir", path });
     this.write(257, `${quote(path)} created.`);
@@ -356,7 +358,9 @@ export class Session {
     if (from === undefined) throw new Reply(503, "Send RNFR first.");
     if (!arg) throw new Reply(501, "RNTO needs a name.");
     const path = this.path(arg);
-    await rename(await this.entry(from), await this.entry(path)).catch(fsReply);
+    const target = await this.entry(path);
+    await this.checkNewName(target);
+    await rename(await this.entry(from), target).catch(fsReply);
     this.changed({ type: "rename", from, path });
     this.write(250, "Rename successful.");
   }
@@ -430,6 +434,7 @@ export class Session {
     if (!arg) throw new Reply(501, `${verb} needs a file name.`);
     const path = this.path(arg);
     const target = await this.entry(path);
+    await this.checkNewName(target);
     // Existing content is kept for APPE and REST; through a symlink only when it stays inside the card.
     const isLink = (await lstat(target).catch(() => undefined))?.isSymbolicLink() ?? false;
     const source = isLink ? await this.ctx.card.existing(path).catch(pathReply) : target;
@@ -440,10 +445,16 @@ export class Session {
     const keep = verb === "APPE" ? size : offset;
     let received = 0;
     await this.runTransfer(async (socket, signal) => {
-      received = await receiveFile({ source, target, keep }, socket, this.ctx.quota, signal);
+      received = await receiveFile({ source, target, keep, maxBytes: this.ctx.options.names?.maxFileBytes ?? Infinity }, socket, this.ctx.quota, signal);
     });
     this.changed({ type: "write", path });
     this.ctx.log(`ftp ${this.label}: stored ${path} (${received} bytes)`);
+  }
+
+  /** A name the card cannot hold (see FtpServerOptions.names) → 553, before any byte is sent. */
+  private async checkNewName(real: string): Promise<void> {
+    const why = await this.ctx.options.names?.refuse(dirname(real), basename(real));
+    if (why) throw new Reply(553, `File name not allowed: ${why}.`);
   }
 
   private takeRest(): number {

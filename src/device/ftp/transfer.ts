@@ -23,17 +23,20 @@ export class Quota {
    * DRAIN_LIMIT more bytes so that a client still sending (curl does not read replies while it sends)
    * finishes and sees the 552 reply rather than a reset connection.
    */
-  meter(): Transform {
+  meter(maxBytes = Infinity): Transform {
     let mine = 0;
+    let total = 0;
     let discarded = -1;
     const release = (): void => {
       this.inFlight -= mine;
       mine = 0;
     };
-    const full = (): SpaceError => new SpaceError("Not enough space on the card.");
+    const full = (): SpaceError =>
+      new SpaceError(total > maxBytes ? "The card cannot hold a file this big (FAT32: under 4 GiB)." : "Not enough space on the card.");
     return new Transform({
       transform: (chunk: Buffer, _enc, done) => {
-        if (discarded < 0 && this.inFlight + chunk.length > this.space.free()) discarded = 0;
+        total += chunk.length;
+        if (discarded < 0 && (this.inFlight + chunk.length > this.space.free() || total > maxBytes)) discarded = 0;
         if (discarded >= 0) {
           discarded += chunk.length;
           return done(discarded > DRAIN_LIMIT ? full() : null);
@@ -65,6 +68,8 @@ export interface Upload {
   source: string;
   /** Existing bytes to keep at the start: the REST offset for STOR, the current size for APPE; 0 for a new file. */
   keep: number;
+  /** The largest file the card holds (Infinity when unlimited). */
+  maxBytes: number;
 }
 
 /**
@@ -98,7 +103,7 @@ export async function receiveFile(up: Upload, socket: Socket, quota: Quota, sign
           );
         },
       });
-      await pipeline(socket, quota.meter(), sink, { signal });
+      await pipeline(socket, quota.meter(up.maxBytes - up.keep), sink, { signal });
       // In stream mode the end of data means "complete", but a client that died also closes its data
       // connection. If its control connection closed too (the same poll may have delivered it), keep nothing.
       // A control close that arrives later cannot be told apart from a finished upload (as with any FTP server).

@@ -14,6 +14,14 @@ export interface CardSpace {
   free(): number;
 }
 
+/** Rules for new names and file sizes, such as a FAT card's: a refused name gets 553, a file too big 552. */
+export interface NamePolicy {
+  /** Why a new entry `name` cannot be created in the folder `folder` (a real path), or undefined. */
+  refuse(folder: string, name: string): Promise<string | undefined>;
+  /** The largest file the card holds, in bytes. */
+  maxFileBytes: number;
+}
+
 export interface FtpServerOptions {
   /** The card folder; every client path is confined to it. */
   root: string;
@@ -28,6 +36,8 @@ export interface FtpServerOptions {
   /** IPv4 address announced in PASV replies (when clients reach us through NAT); default: the control connection's local address. */
   publicAddress?: string;
   space: CardSpace;
+  /** Names and sizes the card cannot hold; every name and size allowed when omitted. */
+  names?: NamePolicy;
   /** Called after every completed write, delete, rename, mkdir and rmdir. */
   onChange?: (change: FtpChange) => void;
   /** Called when a data transfer (upload, download or listing) begins and when it ends, however it ends. */

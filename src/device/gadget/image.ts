@@ -1,0 +1,82 @@
+// The card image: a FAT32 file (or a block device such as a partition), checked with fsck.vfat and loop-mounted
+// read-write while the device is in FTP mode. Never mounted while the USB host has it.
+import { open, readdir, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { isTempName } from "../card.js";
+import { isPartialUpload } from "../ftp/server.js";
+import { GadgetError, isMountPoint, mustRun, runCommand } from "./system.js";
+
+export class CardImage {
+  constructor(
+    readonly path: string,
+    /** Where the image is mounted in FTP mode (the card folder the service serves). */
+    readonly mountPoint: string,
+    private readonly log: (message: string) => void,
+  ) {}
+
+  /** Creates an empty FAT32 image of `bytes` if there is nothing at the path; true when it did. */
+  async createIfMissing(bytes: number | undefined): Promise<boolean> {
+    if (await stat(this.path).catch(() => undefined)) return false;
+    if (bytes === undefined) {
+      throw new GadgetError("no-image", `the card image ${this.path} does not exist; give its size with --card-size (e.g. --card-size 8GiB) to create it`);
+    }
+    if (bytes < 34 * 1024 * 1024) throw new GadgetError("no-image", `--card-size must be at least 34MiB for a FAT32 card image, got ${bytes} bytes`);
+    const file = await open(this.path, "wx");
+    try {
+      await file.truncate(bytes); // sparse: space is taken as photos arrive
+    } finally {
+      await file.close();
+    }
+    await mustRun("mkfs.vfat", ["-F", "32", "-n", "FRAMEFI", this.path], `create a FAT32 filesystem on ${this.path}`).catch(async (e: unknown) => {
+      await rm(this.path, { force: true });
+      throw e;
+    });
+    this.log(`created the card image ${this.path} (${bytes} bytes, FAT32)`);
+    return true;
+  }
+
+  /** Whether the image is mounted at the mount point now. */
+  mounted(): Promise<boolean> {
+    return isMountPoint(this.mountPoint);
+  }
+
+  /** Checks the filesystem and repairs what a crash or an unplugged host left (fsck.vfat -a). */
+  async check(): Promise<void> {
+    const result = await runCommand("fsck.vfat", ["-a", "-w", this.path]);
+    if (result.exitCode === 1) this.log(`warning: fsck.vfat repaired the card image: ${result.output.split("\n").slice(1).join(" ").slice(0, 500)}`);
+    else if (result.exitCode !== 0) {
+      throw new GadgetError("command-failed", `the card image ${this.path} is not a FAT filesystem fsck.vfat can repair (exit ${result.exitCode}): ${result.output.split("\n").at(-1)}`);
+    }
+  }
+
+  async mount(readOnly: boolean): Promise<void> {
+    const isFile = (await stat(this.path)).isFile();
+    const options = [...(isFile ? ["loop"] : []), readOnly ? "ro" : "rw", "utf8", "shortname=mixed", "errors=remount-ro"];
+    await mustRun("mount", ["-t", "vfat", "-o", options.join(","), this.path, this.mountPoint], `mount the card image at ${this.mountPoint}`);
+  }
+
+  /** Flushes and unmounts; a file still open (an FTP transfer closing) gets a few seconds to go. */
+  async unmount(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const result = await runCommand("umount", [this.mountPoint]);
+      if (result.exitCode === 0 || !(await this.mounted())) return;
+      if (attempt >= 25) throw new GadgetError("command-failed", `cannot unmount the card image from ${this.mountPoint}: ${result.output}; close what uses it (fuser -m ${this.mountPoint})`);
+      await sleep(200);
+    }
+  }
+
+  /** Removes upload temp files a crash left in the mounted tree, so the frame never sees them. */
+  async removeLeftovers(dir = this.mountPoint): Promise<number> {
+    let removed = 0;
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) removed += await this.removeLeftovers(path);
+      else if (isTempName(entry.name) || isPartialUpload(entry.name)) {
+        await rm(path, { force: true });
+        removed++;
+      }
+    }
+    return removed;
+  }
+}

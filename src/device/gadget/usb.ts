@@ -1,0 +1,98 @@
+// USB mass storage for real: the card image is a configfs gadget's removable medium. MSC mode inserts it (the
+// service never touches it then); leaving MSC mode ejects it, checks it and mounts it for FTP mode. The image is
+// never inserted and mounted at once, so after a crash at any step start-up only has to unmount, check and go on.
+import { mkdir, realpath } from "node:fs/promises";
+import { hostname } from "node:os";
+import type { UsbMassStorage } from "../hardware.js";
+import { checkGadgetSupport, ConfigfsGadget, SYSTEM_PATHS, type GadgetPaths } from "./configfs.js";
+import { CardImage } from "./image.js";
+
+export interface GadgetUsbOptions {
+  /** The FAT32 image file or block device. */
+  image: string;
+  /** Its size when it must be created; undefined = it must exist. */
+  createBytes: number | undefined;
+  /** The card folder: where the image is mounted in FTP mode. */
+  mountPoint: string;
+  /** The UDC to bind to; default the first one. */
+  udc: string | undefined;
+  paths?: GadgetPaths;
+  log: (message: string) => void;
+}
+
+export class GadgetUsb implements UsbMassStorage {
+  private image: CardImage | undefined;
+  private gadget: ConfigfsGadget | undefined;
+  private isMounted = false;
+
+  constructor(private readonly opts: GadgetUsbOptions) {}
+
+  /** Whether the card's filesystem is mounted at the card folder (for the card's figures). */
+  readonly mounted = (): boolean => this.isMounted;
+
+  /**
+   * Before the service starts: checks what the kernel offers, creates the image if needed, sets the gadget up with
+   * no medium, repairs what a crash left, and mounts the image read-only so the card can take its inventory.
+   */
+  async prepare(): Promise<void> {
+    const { log } = this.opts;
+    const paths = this.opts.paths ?? SYSTEM_PATHS;
+    const udc = await checkGadgetSupport(paths, this.opts.udc);
+    await mkdir(this.opts.mountPoint, { recursive: true });
+    const image = new CardImage(await realpathOrSelf(this.opts.image), await realpath(this.opts.mountPoint), log);
+    this.image = image;
+    this.gadget = new ConfigfsGadget(paths, "framefi", udc);
+    await image.createIfMissing(this.opts.createBytes);
+    await this.gadget.setUp({ manufacturer: "FrameFi", product: "FrameFi SD card", serial: serialOf(hostname()) });
+    if (await image.mounted()) {
+      log(`the card image was still mounted at ${image.mountPoint} (the service stopped in FTP mode): finishing the switch`);
+      const removed = await image.removeLeftovers();
+      if (removed > 0) log(`removed ${removed} unfinished upload(s) from the card`);
+      await image.unmount();
+    }
+    await image.check();
+    await image.mount(true);
+    this.isMounted = true;
+    log(`USB gadget on ${udc}: card image ${image.path}, mounted at ${image.mountPoint} in FTP mode`);
+  }
+
+  /** MSC mode: flush and unmount, then insert the image; the host sees a freshly inserted card. */
+  async attach(): Promise<void> {
+    const { image, gadget } = this.ready();
+    if (await image.mounted()) await image.unmount();
+    this.isMounted = false;
+    await gadget.insert(image.path);
+  }
+
+  /** Leaving MSC mode: eject the medium, check the filesystem (the host may have written it), mount it read-write. */
+  async detach(): Promise<void> {
+    const { image, gadget } = this.ready();
+    await gadget.eject();
+    if (await image.mounted()) await image.unmount();
+    await image.check();
+    await image.mount(false);
+    this.isMounted = true;
+  }
+
+  /** On exit: the medium stays ejected and the image unmounted, clean for the next start. */
+  async close(): Promise<void> {
+    const { image, gadget } = this.ready();
+    await gadget.eject();
+    if (await image.mounted()) await image.unmount();
+    this.isMounted = false;
+  }
+
+  private ready(): { image: CardImage; gadget: ConfigfsGadget } {
+    if (!this.image || !this.gadget) throw new Error("GadgetUsb.prepare() must run before the service starts");
+    return { image: this.image, gadget: this.gadget };
+  }
+}
+
+async function realpathOrSelf(path: string): Promise<string> {
+  return realpath(path).catch(() => path);
+}
+
+/** A stable USB serial number from the host name (letters and digits only, as hosts expect). */
+function serialOf(name: string): string {
+  return (name.replace(/[^A-Za-z0-9]/g, "").toUpperCase() || "FRAMEFI").slice(0, 32);
+}
