@@ -13,7 +13,8 @@ import { decideUpload, makePlan, type Plan, type PlanInput, type Upload } from "
 import { PhotoCache } from "./photos/cache.js";
 import { selectNewest, type Candidate } from "./photos/capacity.js";
 import { PhotoDecodeError } from "./photos/convert.js";
-import { forEachLimited, preparePhotos, runJob, WORKERS, type ConvertJob, type Prepared } from "./photos/prepare.js";
+import { HeicDecoder } from "./photos/heic.js";
+import { forEachLimited, HEIC_WORKERS, preparePhotos, runJob, WORKERS, type ConvertJob, type Prepared } from "./photos/prepare.js";
 import type { PhotoOptions } from "./photos/profile.js";
 import { AsyncQueue } from "./photos/queue.js";
 
@@ -194,6 +195,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
 
   let cache: PhotoCache | undefined;
   let prepared: Prepared | undefined;
+  const heic = new HeicDecoder(HEIC_WORKERS);
   let firstStart = 0;
   let lastEnd = 0;
   /** Converts a photo into the cache; its size on the card, or undefined when it failed (reported). */
@@ -201,7 +203,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     const report = result.photos!;
     firstStart ||= performance.now();
     try {
-      const size = await runJob(job, opts.photos!.profile!, cache!);
+      const size = await runJob(job, opts.photos!.profile!, cache!, heic);
       report.converted++;
       report.sourceBytes += job.size;
       report.outputBytes += size;

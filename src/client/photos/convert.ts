@@ -2,11 +2,12 @@
 // orientation, resized to the profile, converted to sRGB (sharp's default output), flattened onto black where
 // transparent, and encoded as baseline JPEG with no metadata but the date taken (so the orientation tag is gone).
 // sharp's prebuilt libvips reads HEIF only with AV1 inside (AVIF); iPhone HEIC holds HEVC, decoded here by
-// heic-decode (libheif compiled to WebAssembly) and handed to sharp as pixels.
+// heic-decode (libheif compiled to WebAssembly, in a worker thread: heic.ts) and handed to sharp as pixels.
 import { readFile } from "node:fs/promises";
 import { extname } from "node:path";
 import sharp, { type Metadata, type Sharp } from "sharp";
 import exifReader from "exif-reader";
+import type { HeicDecoder } from "./heic.js";
 import type { FrameProfile } from "./profile.js";
 
 /** The file names a profile converts: everything else is not a photo. */
@@ -54,9 +55,8 @@ function isHevcHeif(meta: Metadata): boolean {
   return meta.format === "heif" && meta.compression === "hevc";
 }
 
-async function decodeHeic(data: Buffer): Promise<Sharp> {
-  const { default: decode } = await import("heic-decode");
-  const image = await decode({ buffer: data });
+async function decodeHeic(data: Buffer, heic: HeicDecoder): Promise<Sharp> {
+  const image = await heic.decode(data);
   return sharp(Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength), {
     raw: { width: image.width, height: image.height, channels: 4 },
   });
@@ -72,13 +72,13 @@ export async function dateTaken(path: string): Promise<number | undefined> {
 }
 
 /** Converts the photo at `path` to the profile; `mtimeMs` gives the date taken when asked and the photo has none. */
-export async function convertPhoto(path: string, profile: FrameProfile, mtimeMs: number): Promise<Converted> {
+export async function convertPhoto(path: string, profile: FrameProfile, mtimeMs: number, heic: HeicDecoder): Promise<Converted> {
   try {
     const data = await readFile(path);
     const meta = await sharp(data, { limitInputPixels: MAX_PIXELS }).metadata();
     const takenMs = exifDate(meta.exif);
     // HEIC pixels come out of libheif already turned as the file says (its irot/imir boxes).
-    let image = isHevcHeif(meta) ? await decodeHeic(data) : sharp(data, { limitInputPixels: MAX_PIXELS }).autoOrient();
+    let image = isHevcHeif(meta) ? await decodeHeic(data, heic) : sharp(data, { limitInputPixels: MAX_PIXELS }).autoOrient();
     image = image.resize(profile.width, profile.height, {
       fit: profile.resize === "fill" ? "cover" : "inside",
       withoutEnlargement: profile.resize === "fit",

@@ -5,6 +5,7 @@ import { availableParallelism } from "node:os";
 import type { LocalTree } from "../local-tree.js";
 import type { PlanInput } from "../plan.js";
 import type { PhotoCache } from "./cache.js";
+import type { HeicDecoder } from "./heic.js";
 import { convertPhoto, dateTaken, isPhotoName } from "./convert.js";
 import { profileId, type FrameProfile, type PhotoOptions } from "./profile.js";
 
@@ -38,6 +39,8 @@ export interface Prepared {
 
 /** How many conversions (and file reads) run at once: one per core. */
 export const WORKERS = availableParallelism();
+/** HEIC decodes at once (each holds some 300 MB for a 12 MP photo). */
+export const HEIC_WORKERS = Math.min(WORKERS, 4);
 
 /** Runs `fn` on every item, at most `limit` at once. */
 export async function forEachLimited<T>(items: Iterable<T>, limit: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -121,8 +124,8 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
 }
 
 /** Converts one photo into the cache; its size on the card. */
-export async function runJob(job: ConvertJob, profile: FrameProfile, cache: PhotoCache): Promise<number> {
-  const converted = await convertPhoto(job.abs, profile, job.mtimeMs);
+export async function runJob(job: ConvertJob, profile: FrameProfile, cache: PhotoCache, heic: HeicDecoder): Promise<number> {
+  const converted = await convertPhoto(job.abs, profile, job.mtimeMs, heic);
   await cache.store(profileId(profile), job.hash, converted.data);
   return converted.data.length;
 }
