@@ -303,6 +303,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
       // Sizes decide what fits: every photo is converted before the first upload.
       if (prepared.jobs.size > 0) events.step(`Converting ${prepared.jobs.size} photo${prepared.jobs.size === 1 ? "" : "s"} to know their sizes…`);
       await forEachLimited(prepared.jobs.values(), WORKERS, async (job) => {
+        if (signal.aborted) return;
         if ((await convert(job)) === undefined) prepared!.input.entries.delete(job.rel);
       });
       if (signal.aborted) throw signal.reason;

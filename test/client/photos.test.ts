@@ -12,7 +12,7 @@ import sharp, { type Sharp } from "sharp";
 import exifReader from "exif-reader";
 import { removeDir, repoRoot, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { FrameFiClient } from "../../src/client/api.js";
-import { framefi, tree } from "./fixtures/cli.js";
+import { framefi, framefiOnTerminal, tree } from "./fixtures/cli.js";
 
 const RED = { r: 230, g: 20, b: 20 };
 const BLUE = { r: 20, g: 60, b: 200 };
@@ -236,6 +236,26 @@ describe("framefi sync with the .env's [frame] section", () => {
     await dev?.stop();
   });
 
+  test("on a terminal the progress bar counts the photos as they are converted and sent", async () => {
+    const dir = await tempDir("framefi-tty-photos-");
+    const cacheDir = await tempDir("framefi-tty-cache-");
+    try {
+      for (let i = 0; i < 3; i++) await marked(900 + i, 700).png().toFile(join(dir, `p${i}.png`));
+      await writeFile(join(dir, "broken.png"), "not a png");
+      const r = await framefiOnTerminal(
+        ["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), dir, "--to", "/tty", "--fit", "320x240", "--cache", cacheDir],
+        [],
+      );
+      assert.equal(r.code, 1, r.transcript);
+      assert.match(r.transcript, /To do: upload \d+ files? \(.*\), convert 4 photos \(and upload what changed\)/);
+      assert.match(r.transcript, /\[#{24}\] 3\/3 files/);
+      assert.match(r.transcript, /failed broken\.png: cannot decode this photo/);
+    } finally {
+      await removeDir(dir);
+      await removeDir(cacheDir);
+    }
+  });
+
   test("FIT and QUALITY from [frame]; the cache under XDG_CACHE_HOME; an unknown key is a usage error", async () => {
     const cwd = await tempDir("framefi-env-");
     try {
@@ -245,7 +265,12 @@ describe("framefi sync with the .env's [frame] section", () => {
         `FTP_HOST="127.0.0.1:${dev.port}"\nLOCAL_DIR="pictures"\nREMOTE_DIR="/frame"\n\n[frame]\nFIT=640x480\nQUALITY=80\n${extra}`;
       await writeFile(join(cwd, ".env"), env(""));
       const vars = { FRAMEFI_FTP_PORT: String(dev.ftpPort), XDG_CACHE_HOME: join(cwd, "cache") };
+      const dry = await framefi(["sync", "--dry-run"], { cwd, env: vars });
+      assert.equal(dry.code, 0, dry.stderr);
+      assert.match(dry.stdout, /^would upload one\.jpg \([\d.]+ kB, new\)$/m);
+      assert.deepEqual(await readdir(dev.card), [], "a dry run changes nothing on the card");
       const r = await framefi(["sync"], { cwd, env: vars });
+      assert.match(r.stdout, /^Photos: 0 converted, 1 from the cache\.$/m, "the dry run's conversion is kept");
       assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(await frameJpeg(join(dev.card, "frame", "one.jpg")), { width: 640, height: 480 });
       assert.equal((await readdir(join(cwd, "cache", "framefi"))).length, 2, "a profile folder and sources.json");
