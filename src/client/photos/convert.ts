@@ -23,14 +23,6 @@ export class PhotoDecodeError extends Error {
   readonly code = "PHOTO_UNDECODABLE";
 }
 
-export interface Converted {
-  data: Buffer;
-  width: number;
-  height: number;
-  /** EXIF DateTimeOriginal of the photo, in ms (its clock time read as UTC); undefined when it has none. */
-  takenMs: number | undefined;
-}
-
 /** Pixels larger than this are refused (a decompression bomb), as sharp does by default. */
 const MAX_PIXELS = 268_402_689;
 
@@ -71,8 +63,8 @@ export async function dateTaken(path: string): Promise<number | undefined> {
   }
 }
 
-/** Converts the photo at `path` to the profile; `mtimeMs` gives the date taken when asked and the photo has none. */
-export async function convertPhoto(path: string, profile: FrameProfile, mtimeMs: number, heic: HeicDecoder): Promise<Converted> {
+/** The photo at `path` as a JPEG for the profile; `mtimeMs` gives the date taken when asked and the photo has none. */
+export async function convertPhoto(path: string, profile: FrameProfile, mtimeMs: number, heic: HeicDecoder): Promise<Buffer> {
   try {
     const data = await readFile(path);
     const meta = await sharp(data, { limitInputPixels: MAX_PIXELS }).metadata();
@@ -86,8 +78,7 @@ export async function convertPhoto(path: string, profile: FrameProfile, mtimeMs:
     const stamp = takenMs ?? (profile.dateFromMtime ? mtimeMs : undefined);
     image = image.flatten({ background: "#000000" }).jpeg({ quality: profile.quality, progressive: false, mozjpeg: false });
     if (stamp !== undefined) image = image.withExif({ IFD2: { DateTimeOriginal: exifText(stamp) } });
-    const { data: out, info } = await image.toBuffer({ resolveWithObject: true });
-    return { data: out, width: info.width, height: info.height, takenMs };
+    return await image.toBuffer();
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "EACCES") throw e;
     const why = ((e as Error).message ?? String(e)).split("\n")[0]!.replace(/^.*?: /, "");

@@ -125,7 +125,7 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
 
 /** Converts one photo into the cache; its size on the card. */
 export async function runJob(job: ConvertJob, profile: FrameProfile, cache: PhotoCache, heic: HeicDecoder): Promise<number> {
-  const converted = await convertPhoto(job.abs, profile, job.mtimeMs, heic);
-  await cache.store(profileId(profile), job.hash, converted.data);
-  return converted.data.length;
+  const jpeg = await convertPhoto(job.abs, profile, job.mtimeMs, heic);
+  await cache.store(profileId(profile), job.hash, jpeg);
+  return jpeg.length;
 }
