@@ -3,8 +3,13 @@
 // ours, from MSC: the whole command (switch to FTP, wait for the server, mirror, switch back).
 // ours, in FTP:   the device already in FTP mode, --stay (like for like with lftp, which needs FTP mode on).
 // lftp:           the firmware's sync.sh mirror (--parallel=1), and with --parallel=4.
+// Then the photo pipeline (issue 18): 500 × 12-megapixel JPEGs (BENCH_PHOTOS to change the count) synced with
+// --fit 1024x600 from a cold cache (convert while uploading), again with the cache warm onto an empty card, and
+// copied as they are; time and the client's peak RSS.
 import { randomBytes } from "node:crypto";
-import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
+import sharp from "sharp";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { bin, removeDir, run as runProgram, startDevice, tempDir, type RunningDevice } from "../test/helpers.js";
 import { FrameFiClient } from "../src/client/api.js";
@@ -31,12 +36,74 @@ async function timed(f: () => Promise<void>): Promise<number> {
   return (performance.now() - t0) / 1000;
 }
 
-async function check(dev: RunningDevice, label: string): Promise<void> {
+async function check(dev: RunningDevice, label: string, files = FILES): Promise<void> {
   const n = await countFiles(dev.card);
-  if (n !== FILES) throw new Error(`${label}: ${n} of ${FILES} files on the card`);
+  if (n !== files) throw new Error(`${label}: ${n} of ${files} files on the card`);
+}
+
+/** Runs a program and gives its peak resident memory (bytes), measured by the kernel (getrusage of the child). */
+const PEAK_RSS = `import resource, subprocess, sys
+code = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+sys.exit(code)`;
+
+async function photoPipeline(): Promise<void> {
+  const count = Number(process.env.BENCH_PHOTOS ?? 500);
+  const dir = await tempDir("framefi-bench-photos-");
+  const cache = await tempDir("framefi-bench-cache-");
+  const dev = await startDevice();
+  const api = new FrameFiClient({ host: dev.url });
+  try {
+    // A few distinct 4000 × 3000 photos (blurred noise, a photo's texture); each file gets its own trailing
+    // bytes after the JPEG's end, so every file has its own hash (no cache hit) and decodes the same.
+    const bases: Buffer[] = [];
+    for (let i = 0; i < 4; i++) {
+      const noise = sharp({ create: { width: 4000, height: 3000, channels: 3, background: "#000", noise: { type: "gaussian", mean: 128 + i * 10, sigma: 60 } } });
+      bases.push(await sharp(await noise.png({ compressionLevel: 0 }).toBuffer()).blur(1.2).jpeg({ quality: 88 }).toBuffer());
+    }
+    let total = 0;
+    for (let i = 0; i < count; i++) {
+      const file = join(dir, `IMG_${String(i).padStart(4, "0")}.jpg`);
+      await writeFile(file, bases[i % bases.length]!);
+      await appendFile(file, randomBytes(16));
+      total += (await stat(file)).size;
+    }
+    const framefi = async (args: string[]): Promise<{ seconds: number; rss: number; out: string }> => {
+      const argv = ["-c", PEAK_RSS, bin("framefi"), "--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), dir, "--stay", ...args];
+      const t0 = performance.now();
+      const r = await runProgram("python3", argv, { timeoutMs: 1_800_000 });
+      const seconds = (performance.now() - t0) / 1000;
+      if (r.code !== 0) throw new Error(`framefi sync failed (${r.code}): ${r.stderr}`);
+      return { seconds, rss: Number(r.stdout.trim().split("\n").at(-1)), out: r.stdout };
+    };
+    const mb = (n: number): string => (n / 1e6).toFixed(0);
+    console.log(`${count} JPEGs of 4000 × 3000 (12 MP, ${mb(total)} MB), empty card each time, ${availableParallelism()} cores:`);
+    const rows: [string, string[]][] = [
+      ["--fit 1024x600, cold cache: convert and upload", ["--fit", "1024x600", "--cache", cache]],
+      ["--fit 1024x600, warm cache: upload only", ["--fit", "1024x600", "--cache", cache]],
+      ["no profile: copy the originals", []],
+    ];
+    for (const [label, args] of rows) {
+      await emptyCard(dev, api);
+      const r = await framefi(args);
+      await check(dev, label, count);
+      let cardBytes = 0;
+      for (const name of await readdir(dev.card)) cardBytes += (await stat(join(dev.card, name))).size;
+      console.log(`  ${label}: ${r.seconds.toFixed(1)} s (${(count / r.seconds).toFixed(1)} photos/s, ${mb(total / r.seconds)} MB/s read), peak RSS ${mb(r.rss)} MB, card ${mb(cardBytes)} MB`);
+    }
+  } finally {
+    await dev.stop();
+    await removeDir(dir);
+    await removeDir(cache);
+  }
 }
 
 export async function run(): Promise<void> {
+  if (!process.env.BENCH_ONLY_PHOTOS) await mirror();
+  await photoPipeline();
+}
+
+async function mirror(): Promise<void> {
   const tree = await tempDir("framefi-bench-tree-");
   const dev = await startDevice();
   const api = new FrameFiClient({ host: dev.url });

@@ -3,6 +3,7 @@
 // 2 usage error, 3 device unreachable, 4 authentication failed, 130 interrupted. Errors are one line on stderr.
 import { readFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
+import { homedir } from "node:os";
 import { basename, posix, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
@@ -21,7 +22,8 @@ import { FtpLoginError, FtpUnreachableError, SyncStopped } from "./sync-errors.j
 import { barEvents, lineEvents, planLine, quietEvents } from "./progress.js";
 import { askPassword, confirm, haveTerminal, PromptInterrupted } from "./prompt.js";
 import { switchMode } from "./modes.js";
-import type { SyncResult } from "./sync.js";
+import type { PhotoReport, SyncResult } from "./sync.js";
+import { FRAME_KEYS, photoOptions, type PhotoOptions, type PhotoSettings } from "./photos/profile.js";
 import { EXIT, UsageError } from "./usage.js";
 
 const USAGE = `Usage: framefi [options] <command> [arguments]
@@ -58,6 +60,19 @@ Sync options:
   --ftp-user USER[:PW]   FTP login (else FRAMEFI_FTP_USER/_PASSWORD, else FTP_USER/FTP_PASSWORD
                          of ./.env, else user:password as the firmware)
 
+Photo options (sync; else the [frame] section of ./.env: FIT=1024x600, QUALITY=85, …):
+  --fit WxH              convert photos for a WxH frame: upright, at most WxH, baseline JPEG "name.jpg"
+  --fill WxH             the same, but exactly WxH: cover the frame and crop what is beyond
+  --quality N            JPEG quality 1-100 (default 85)
+  --format jpeg          the output format (jpeg, the one frames read)
+  --others copy|skip     files that are not photos: sent as they are (default) or left out
+  --date-from-mtime      give photos without an EXIF date taken their file's modification time
+  --dedupe               send files with the same content once
+  --max-files N          at most N files from DIR; the newest are kept (EXIF date taken, else mtime)
+  --max-size SIZE        at most SIZE on the card in all (90%, 2GB, 500MiB); the newest are kept
+  --cache DIR            converted photos are kept here (default $XDG_CACHE_HOME/framefi,
+                         else ~/.cache/framefi)
+
 Exit codes: 0 success, 1 the device reported an error or some files failed, 2 usage error,
 3 device unreachable, 4 authentication failed, 130 interrupted.
 `;
@@ -77,16 +92,41 @@ const OPTIONS = {
   parallel: { type: "string" },
   "ftp-port": { type: "string" },
   "ftp-user": { type: "string" },
+  fit: { type: "string" },
+  fill: { type: "string" },
+  quality: { type: "string" },
+  format: { type: "string" },
+  others: { type: "string" },
+  "date-from-mtime": { type: "boolean" },
+  dedupe: { type: "boolean" },
+  "max-files": { type: "string" },
+  "max-size": { type: "string" },
+  cache: { type: "string" },
 } as const;
 
 type Flags = {
   [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "string" ? string : boolean;
 };
 
+/** Each photo setting's command-line option. */
+const PHOTO_FLAG: Record<keyof PhotoSettings, keyof Flags> = {
+  fit: "fit",
+  fill: "fill",
+  quality: "quality",
+  format: "format",
+  others: "others",
+  dedupe: "dedupe",
+  maxSize: "max-size",
+  maxFiles: "max-files",
+  dateFromMtime: "date-from-mtime",
+  cache: "cache",
+};
+const PHOTO_FLAGS = Object.values(PHOTO_FLAG);
+
 /** Options that belong to one command only. */
 const COMMAND_OPTIONS: Record<string, readonly (keyof Flags)[]> = {
   upload: ["to"],
-  sync: ["to", "delete", "dry-run", "stay", "parallel", "ftp-port", "ftp-user"],
+  sync: ["to", "delete", "dry-run", "stay", "parallel", "ftp-port", "ftp-user", ...PHOTO_FLAGS],
   wifi: ["yes"],
 };
 
@@ -251,6 +291,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
       if (!(parallel >= 1 && parallel <= 16)) throw new UsageError(`--parallel must be a whole number from 1 to 16, got "${ctx.flags.parallel}".`);
     }
     const remoteDir = posix.join("/", (ctx.flags.to ?? ctx.conn.remoteDir).replace(/\\/g, "/"));
+    const photos = syncPhotoOptions(ctx);
     const dryRun = ctx.flags["dry-run"] === true;
     const quiet = ctx.flags.json || dryRun;
     const bar = !quiet && process.stderr.isTTY ? barEvents(process.stderr) : undefined;
@@ -280,6 +321,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
         parallel,
         signal: controller.signal,
         events,
+        photos,
       });
     } finally {
       bar?.stop();
@@ -290,6 +332,65 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     return result.failed.length > 0 ? EXIT.deviceError : EXIT.ok;
   },
 };
+
+/** The photo options of the command line over the .env's [frame] section; undefined when none is given. */
+function syncPhotoOptions(ctx: Context): PhotoOptions | undefined {
+  const fromFile: PhotoSettings = {};
+  const fileKey = new Map<keyof PhotoSettings, string>();
+  for (const [key, value] of Object.entries(ctx.conn.frame)) {
+    const setting = Object.hasOwn(FRAME_KEYS, key) ? FRAME_KEYS[key] : undefined;
+    if (!setting) throw new UsageError(`.env [frame]: unknown key ${key}; the keys are ${Object.keys(FRAME_KEYS).join(", ")}.`);
+    fromFile[setting] = value;
+    fileKey.set(setting, key);
+  }
+  const given: PhotoSettings = {};
+  const fromFlags = new Set<keyof PhotoSettings>();
+  for (const [setting, flag] of Object.entries(PHOTO_FLAG) as [keyof PhotoSettings, keyof Flags][]) {
+    const value = ctx.flags[flag];
+    if (value !== undefined) {
+      given[setting] = value as string & boolean;
+      fromFlags.add(setting);
+    }
+  }
+  // A size on the command line replaces the file's, whichever of fit and fill each gives.
+  const sizeFromFlags = fromFlags.has("fit") || fromFlags.has("fill");
+  const merged: PhotoSettings = { ...fromFile, ...(sizeFromFlags ? { fit: undefined, fill: undefined } : {}), ...given };
+  if (Object.values(merged).every((v) => v === undefined || v === false)) return undefined;
+  const nameOf = (key: keyof PhotoSettings): string => (fromFlags.has(key) || !fileKey.has(key) ? `--${PHOTO_FLAG[key]}` : `${fileKey.get(key)} in the .env's [frame] section`);
+  const options = photoOptions(merged, nameOf, process.env, homedir());
+  return options.profile || options.dedupe || options.limit.maxBytes || options.limit.maxFiles ? options : undefined;
+}
+
+function photoJson(p: PhotoReport): object {
+  return {
+    converted: p.converted,
+    from_cache: p.fromCache,
+    convert_seconds: Number((p.convertMs / 1000).toFixed(2)),
+    source_bytes: p.sourceBytes,
+    output_bytes: p.outputBytes,
+    duplicates: p.duplicates.map((d) => ({ path: d.rel, same_as: d.sameAs })),
+    skipped: p.skipped.map((d) => ({ path: d.rel, message: d.reason })),
+    left_out: p.leftOut.map((d) => d.rel),
+  };
+}
+
+/** What a sync with photo options says besides the mirror. */
+function photoLines(p: PhotoReport): string[] {
+  const mb = (n: number): string => (n / 1e6).toFixed(1);
+  const seconds = p.convertMs / 1000;
+  const lines: string[] = [];
+  for (const d of p.duplicates) lines.push(`skipped ${d.rel}: the same content as ${d.sameAs}`);
+  for (const d of p.skipped) lines.push(`skipped ${d.rel}: ${d.reason}`);
+  for (const d of p.leftOut) lines.push(`left out ${d.rel} (${bytes(d.size)}, ${new Date(d.dateMs).toISOString().slice(0, 10)}): it does not fit the limit`);
+  if (p.converted > 0 || p.fromCache > 0) {
+    const rate = p.converted > 0 && seconds > 0 ? ` in ${seconds.toFixed(1)} s (${(p.converted / seconds).toFixed(1)} photos/s, ${mb(p.sourceBytes / seconds)} MB/s read)` : "";
+    const sizes = p.converted > 0 ? ` (${bytes(p.sourceBytes)} → ${bytes(p.outputBytes)})` : "";
+    lines.push(`Photos: ${p.converted} converted${sizes}${rate}, ${p.fromCache} from the cache.`);
+  }
+  if (p.duplicates.length > 0) lines.push(`${p.duplicates.length} duplicate${p.duplicates.length === 1 ? "" : "s"} skipped.`);
+  if (p.leftOut.length > 0) lines.push(`${p.leftOut.length} file${p.leftOut.length === 1 ? "" : "s"} left out to stay within the limit (listed above); the newest are on the card.`);
+  return lines;
+}
 
 function printSyncResult(ctx: Context, r: SyncResult, dryRun: boolean): void {
   const p = r.plan;
@@ -305,6 +406,7 @@ function printSyncResult(ctx: Context, r: SyncResult, dryRun: boolean): void {
         unchanged: p.unchanged,
         failed: r.failed.map((f) => ({ path: f.rel, message: f.reason })),
         mode: r.finalMode,
+        ...(r.photos ? { photos: photoJson(r.photos) } : {}),
       }),
     );
     return;
@@ -314,9 +416,11 @@ function printSyncResult(ctx: Context, r: SyncResult, dryRun: boolean): void {
     for (const rel of p.deleteDirs) ctx.out(`would delete folder ${rel}/`);
     for (const rel of p.mkdirs) ctx.out(`would create folder ${rel}/`);
     for (const u of p.uploads) ctx.out(`would upload ${u.rel} (${bytes(u.size)}, ${u.why})`);
+    if (r.photos) for (const line of photoLines(r.photos)) ctx.out(line);
     ctx.out(`${planLine(p)} Nothing was changed; the device is in ${r.finalMode} mode.`);
     return;
   }
+  if (r.photos) for (const line of photoLines(r.photos)) ctx.out(line);
   const failed = r.failed.length > 0 ? `, ${r.failed.length} failed` : "";
   ctx.out(
     `Sync done: ${r.uploaded} uploaded (${bytes(r.uploadedBytes)}), ${r.deleted} deleted, ${r.created} folder${r.created === 1 ? "" : "s"} created, ${p.unchanged} unchanged${failed}. The device is in ${r.finalMode} mode.`,

@@ -28,6 +28,8 @@ export interface Connection {
   /** The .env's LOCAL_DIR (sync's default folder) and REMOTE_DIR (default "/"). */
   localDir: string | undefined;
   remoteDir: string;
+  /** The .env's [frame] section, by key (FIT, QUALITY, …). */
+  frame: Record<string, string>;
 }
 
 /** The firmware's FTP ports to try when none is configured: its own (21), then our device service's default (2121). */
@@ -87,5 +89,6 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
     ftp: { user: ftpUser, password: ftpPassword, host: ftpHost, port: ftpPort },
     localDir: fw("LOCAL_DIR"),
     remoteDir: fw("REMOTE_DIR") ?? "/",
+    frame: Object.fromEntries(Object.entries(file).flatMap(([k, v]) => (k.startsWith("frame.") && v !== undefined ? [[k.slice(6), v]] : []))),
   };
 }

@@ -1,6 +1,8 @@
 // Reads the firmware scripts' `.env` file (scripts/.env.tmpl of nicholaswilde/frame-fi): shell-style
 // KEY=value lines. Supported: `export KEY=…`, "double quotes" (with \" \\ \$ \` escapes), 'single quotes',
-// unquoted values ending at whitespace before a `#` comment. Variable expansion is not supported.
+// unquoted values ending at whitespace before a `#` comment. Variable expansion is not supported. One section
+// of our own may follow the firmware's variables: after a `[frame]` line, keys are the sync's frame profile,
+// returned as "frame.KEY" (the firmware's scripts never see them when the section comes last).
 import { readFile } from "node:fs/promises";
 
 /** The variables the firmware's sync.sh reads. */
@@ -12,18 +14,30 @@ export class EnvFileError extends Error {
   override name = "EnvFileError";
 }
 
-/** Parses the text of a .env file; a line that is not KEY=value is an error naming the line. */
+/** The sections a .env file may have. */
+export const ENV_SECTIONS = ["frame"] as const;
+
+/** Parses the text of a .env file; a line that is not KEY=value (or a known [section]) is an error naming the line. */
 export function parseEnv(text: string, file = ".env"): EnvValues {
   const values: EnvValues = {};
+  let prefix = "";
   const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
   lines.forEach((raw, i) => {
     const line = raw.trim();
     if (line === "" || line.startsWith("#")) return;
+    const section = /^\[\s*([^\]]*?)\s*\]$/.exec(line);
+    if (section) {
+      if (!(ENV_SECTIONS as readonly string[]).includes(section[1]!)) {
+        throw new EnvFileError(`${file} line ${i + 1}: unknown section [${section[1]}]; the one section is [frame].`);
+      }
+      prefix = `${section[1]}.`;
+      return;
+    }
     const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
     if (!m) throw new EnvFileError(`${file} line ${i + 1} is not KEY=value; fix or remove it.`);
     const value = parseValue(m[2]!);
     if (value === undefined) throw new EnvFileError(`${file} line ${i + 1}: the quote in the value of ${m[1]} is not closed.`);
-    values[m[1]!] = value;
+    values[prefix + m[1]!] = value;
   });
   return values;
 }

@@ -196,16 +196,16 @@ export class FtpPool {
   }
 
   /**
-   * Runs `work` on each item, each connection taking the next item when it is free. A `work` that throws takes
+   * Runs `work` on each item (of a list, or of a queue as they come), each connection taking the next item when it is free. A `work` that throws takes
    * its connection out of service for good; the others carry on. Throws the first such error when no
    * connection is left.
    */
-  async each<T>(items: readonly T[], work: (conn: FtpConnection, item: T) => Promise<void>): Promise<void> {
-    let next = 0;
+  async each<T>(items: Iterable<T> | AsyncIterable<T>, work: (conn: FtpConnection, item: T) => Promise<void>): Promise<void> {
+    const it = Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : items[Symbol.iterator]();
     let firstError: unknown;
     const worker = async (conn: FtpConnection): Promise<void> => {
       try {
-        while (next < items.length) await work(conn, items[next++]!);
+        for (let next = await it.next(); !next.done; next = await it.next()) await work(conn, next.value);
       } catch (e) {
         firstError ??= e;
         this.live.delete(conn);

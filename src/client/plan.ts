@@ -1,7 +1,16 @@
 // What a mirror has to do, from the local tree and the card's tree: the one place that decides what is
 // up to date, what to upload, and what to delete.
 import type { RemoteEntry } from "./ftp.js";
-import type { LocalTree } from "./local-tree.js";
+import type { LocalEntry, LocalTree } from "./local-tree.js";
+
+/**
+ * What the card should hold, by path on the card. Without a frame profile that is the local tree itself; with
+ * one, a photo's entry is its converted JPEG (`size` undefined while it is still to be converted) carrying the
+ * source's modification time.
+ */
+export interface PlanInput extends Omit<LocalTree, "entries"> {
+  entries: Map<string, Omit<LocalEntry, "size"> & { size: number | undefined }>;
+}
 
 export interface Upload {
   rel: string;
@@ -20,6 +29,8 @@ export interface Plan {
   /** Folders to delete on the card, deepest first (after their files). */
   deleteDirs: string[];
   unchanged: number;
+  /** Files whose size is known only once converted: decided then, by decideUpload. */
+  pending: { rel: string; remote: RemoteEntry | undefined }[];
   /** What cannot be mirrored as asked, with why (reported as failures). */
   problems: { rel: string; reason: string }[];
 }
@@ -36,12 +47,24 @@ function depth(rel: string): number {
 }
 
 /**
+ * Whether a local file goes to the card, given the card's entry of that name (a file, or nothing); undefined when
+ * the card's copy is up to date.
+ */
+export function decideUpload(rel: string, l: { abs: string; size: number; mtimeMs: number }, r: RemoteEntry | undefined, canSetTimes: boolean): Upload | undefined {
+  const upload = (why: Upload["why"]): Upload => ({ rel, abs: l.abs, size: l.size, mtimeMs: l.mtimeMs, why });
+  if (!r || r.type !== "file") return upload("new");
+  const sameTime =
+    r.mtimeMs === undefined || (canSetTimes ? Math.abs(r.mtimeMs - l.mtimeMs) <= MTIME_SLACK_MS : r.mtimeMs >= l.mtimeMs - MTIME_SLACK_MS);
+  return r.size === l.size && sameTime ? undefined : upload("changed");
+}
+
+/**
  * `canSetTimes`: the server takes MFMT, so uploaded files carry the local modification time and "changed" means
  * the times differ. Without it an uploaded file carries its upload time, so only a local file newer than the
  * card's copy counts as changed.
  */
-export function makePlan(local: LocalTree, remote: Map<string, RemoteEntry>, opts: { delete: boolean; canSetTimes: boolean }): Plan {
-  const plan: Plan = { mkdirs: [], uploads: [], deleteFiles: [], deleteDirs: [], unchanged: 0, problems: [] };
+export function makePlan(local: PlanInput, remote: Map<string, RemoteEntry>, opts: { delete: boolean; canSetTimes: boolean }): Plan {
+  const plan: Plan = { mkdirs: [], uploads: [], deleteFiles: [], deleteDirs: [], unchanged: 0, pending: [], problems: [] };
   const blocked: string[] = [...local.unreadable.keys()];
   for (const [rel, reason] of local.unreadable) plan.problems.push({ rel, reason: `cannot read this local folder (${reason})` });
   for (const rel of local.skipped) plan.problems.push({ rel, reason: "not a regular file or folder; skipped" });
@@ -67,15 +90,14 @@ export function makePlan(local: LocalTree, remote: Map<string, RemoteEntry>, opt
       if (!r || r.type !== "dir") plan.mkdirs.push(rel);
       continue;
     }
-    if (!r || r.type !== "file") {
-      plan.uploads.push({ rel, abs: l.abs, size: l.size, mtimeMs: l.mtimeMs, why: "new" });
+    const onCard = r?.type === "file" ? r : undefined;
+    if (l.size === undefined) {
+      plan.pending.push({ rel, remote: onCard });
       continue;
     }
-    const sameTime =
-      r.mtimeMs === undefined ||
-      (opts.canSetTimes ? Math.abs(r.mtimeMs - l.mtimeMs) <= MTIME_SLACK_MS : r.mtimeMs >= l.mtimeMs - MTIME_SLACK_MS);
-    if (r.size === l.size && sameTime) plan.unchanged++;
-    else plan.uploads.push({ rel, abs: l.abs, size: l.size, mtimeMs: l.mtimeMs, why: "changed" });
+    const u = decideUpload(rel, { abs: l.abs, size: l.size, mtimeMs: l.mtimeMs }, onCard, opts.canSetTimes);
+    if (u) plan.uploads.push(u);
+    else plan.unchanged++;
   }
 
   if (opts.delete) {

@@ -18,6 +18,7 @@ export function quietEvents(err: Write): SyncEvents {
     deleted: () => undefined,
     created: () => undefined,
     failed: (rel, reason) => err(`failed ${rel}: ${reason}`),
+    photoDone: () => undefined,
   };
 }
 
@@ -29,13 +30,17 @@ export function lineEvents(out: Write, err: Write): SyncEvents {
     uploaded: (u) => out(`uploaded ${u.rel} (${bytes(u.size)})`),
     deleted: (rel, type) => out(type === "dir" ? `deleted folder ${rel}/` : `deleted ${rel}`),
     created: (rel) => out(`created folder ${rel}/`),
+    photoDone: (rel, source, size) => {
+      if (size !== undefined) out(`converted ${source} → ${rel} (${bytes(size)})`);
+    },
   };
 }
 
 export function planLine(plan: Plan): string {
   const total = plan.uploads.reduce((n, u) => n + u.size, 0);
   const deletes = plan.deleteFiles.length + plan.deleteDirs.length;
-  return `To do: upload ${plan.uploads.length} file${plan.uploads.length === 1 ? "" : "s"} (${bytes(total)}), delete ${deletes}, create ${plan.mkdirs.length} folder${plan.mkdirs.length === 1 ? "" : "s"}; ${plan.unchanged} unchanged.`;
+  const convert = plan.pending.length > 0 ? `, convert ${plan.pending.length} photo${plan.pending.length === 1 ? "" : "s"} (and upload what changed)` : "";
+  return `To do: upload ${plan.uploads.length} file${plan.uploads.length === 1 ? "" : "s"} (${bytes(total)})${convert}, delete ${deletes}, create ${plan.mkdirs.length} folder${plan.mkdirs.length === 1 ? "" : "s"}; ${plan.unchanged} unchanged.`;
 }
 
 const BAR_WIDTH = 24;
@@ -92,8 +97,15 @@ export function barEvents(tty: WriteStream): SyncEvents & { stop(): void } {
     step: (text) => above(text),
     planned: (plan) => {
       above(planLine(plan));
-      totalFiles = plan.uploads.length;
+      totalFiles = plan.uploads.length + plan.pending.length;
       totalBytes = plan.uploads.reduce((n, u) => n + u.size, 0);
+    },
+    photoDone: (_rel, _source, _size, upload) => {
+      if (upload) totalBytes += upload.size;
+      else {
+        totalFiles--;
+        checkDone();
+      }
     },
     uploadStarted: (u) => {
       started ||= Date.now();

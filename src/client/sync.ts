@@ -2,14 +2,21 @@
 // server answers), deletes what must go, creates folders, uploads what is missing or changed over a few FTP
 // connections at once, then leaves the device in MSC mode (or FTP with `stay`). Ctrl-C or a failure puts the
 // device back in the mode it was in. Uploaded files carry the local modification time (MFMT), so a rerun skips
-// what already arrived.
+// what already arrived. With a frame profile, photos are converted (photos/) while the first files travel.
 import { createReadStream } from "node:fs";
 import { MODE_FTP, MODE_MSC, type FrameFiClient, type Mode, type ModeName } from "./api.js";
 import { switchMode } from "./modes.js";
 import { SyncStopped } from "./sync-errors.js";
 import { FtpPool, isReply, remoteJoin, waitForFtp, type FtpConnection, type FtpTarget, type RemoteEntry } from "./ftp.js";
-import { scanLocal } from "./local-tree.js";
-import { makePlan, type Plan, type Upload } from "./plan.js";
+import { scanLocal, type LocalTree } from "./local-tree.js";
+import { decideUpload, makePlan, type Plan, type PlanInput, type Upload } from "./plan.js";
+import { PhotoCache } from "./photos/cache.js";
+import { selectNewest, type Candidate } from "./photos/capacity.js";
+import { PhotoDecodeError } from "./photos/convert.js";
+import { HeicDecoder } from "./photos/heic.js";
+import { forEachLimited, HEIC_WORKERS, preparePhotos, runJob, WORKERS, type ConvertJob, type Prepared } from "./photos/prepare.js";
+import type { PhotoOptions } from "./photos/profile.js";
+import { AsyncQueue } from "./photos/queue.js";
 
 export interface SyncOptions {
   client: FrameFiClient;
@@ -27,6 +34,8 @@ export interface SyncOptions {
   events: SyncEvents;
   /** How long to wait for a mode switch and for the FTP server; default 30 s. */
   waitMs?: number;
+  /** A frame profile, --dedupe or a capacity limit; undefined: files are mirrored as they are. */
+  photos?: PhotoOptions | undefined;
 }
 
 /** What a sync tells its reporter (the progress bar or the per-file lines). */
@@ -40,6 +49,23 @@ export interface SyncEvents {
   deleted(rel: string, type: "file" | "dir"): void;
   created(rel: string): void;
   failed(rel: string, reason: string): void;
+  /** A photo of the plan's `pending` is converted (`size`; undefined: it failed) and decided: to upload, or not. */
+  photoDone(rel: string, source: string, size: number | undefined, upload: Upload | undefined): void;
+}
+
+/** What a sync with photo options did besides the mirror. */
+export interface PhotoReport {
+  converted: number;
+  fromCache: number;
+  /** Time from the first conversion's start to the last one's end. */
+  convertMs: number;
+  /** Bytes of the photos converted, and of what they became. */
+  sourceBytes: number;
+  outputBytes: number;
+  duplicates: { rel: string; sameAs: string }[];
+  skipped: { rel: string; reason: string }[];
+  /** Left out by the capacity limit, newest first. */
+  leftOut: { rel: string; size: number; dateMs: number }[];
 }
 
 export interface SyncResult {
@@ -51,6 +77,7 @@ export interface SyncResult {
   failed: { rel: string; reason: string }[];
   /** The mode the device was left in. */
   finalMode: ModeName;
+  photos: PhotoReport | undefined;
 }
 
 /** A local file could not be read: that file fails, the connection is fine. */
@@ -137,7 +164,16 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
   const original = (await client.mode()).mode;
   let switched = false;
   let pool: FtpPool | undefined;
-  const result: SyncResult = { plan: { mkdirs: [], uploads: [], deleteFiles: [], deleteDirs: [], unchanged: 0, problems: [] }, uploaded: 0, uploadedBytes: 0, deleted: 0, created: 0, failed: [], finalMode: original };
+  const result: SyncResult = {
+    plan: { mkdirs: [], uploads: [], deleteFiles: [], deleteDirs: [], unchanged: 0, pending: [], problems: [] },
+    uploaded: 0,
+    uploadedBytes: 0,
+    deleted: 0,
+    created: 0,
+    failed: [],
+    finalMode: original,
+    photos: undefined,
+  };
   const fail = (rel: string, reason: string): void => {
     result.failed.push({ rel, reason });
     events.failed(rel, reason);
@@ -155,6 +191,45 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     if (!inOrder) await pool.each(items, one);
     else for (const rel of items) await pool.each([rel], one);
     if (signal.aborted) throw signal.reason;
+  };
+
+  let cache: PhotoCache | undefined;
+  let prepared: Prepared | undefined;
+  const heic = new HeicDecoder(HEIC_WORKERS);
+  let firstStart = 0;
+  let lastEnd = 0;
+  /** Converts a photo into the cache; its size on the card, or undefined when it failed (reported). */
+  const convert = async (job: ConvertJob): Promise<number | undefined> => {
+    const report = result.photos!;
+    firstStart ||= performance.now();
+    try {
+      const size = await runJob(job, opts.photos!.profile!, cache!, heic);
+      report.converted++;
+      report.sourceBytes += job.size;
+      report.outputBytes += size;
+      prepared!.input.entries.get(job.rel)!.size = size;
+      return size;
+    } catch (e) {
+      fail(job.source, e instanceof PhotoDecodeError ? e.message : `cannot convert this photo (${message(e)}); skipped`);
+      return undefined;
+    } finally {
+      lastEnd = performance.now();
+      result.photos!.convertMs = lastEnd - firstStart;
+    }
+  };
+  /** Converts the plan's pending photos, one per core, queueing those the card needs as they are ready. */
+  const convertPending = async (plan: Plan, canSetTimes: boolean, queue: AsyncQueue<Upload> | undefined, stop: AbortSignal): Promise<void> => {
+    await forEachLimited(plan.pending, WORKERS, async ({ rel, remote }) => {
+      if (stop.aborted) return;
+      const job = prepared!.jobs.get(rel)!;
+      const size = await convert(job);
+      const u = size === undefined ? undefined : decideUpload(rel, { abs: job.output, size, mtimeMs: job.mtimeMs }, remote, canSetTimes);
+      if (u) {
+        plan.uploads.push(u);
+        queue?.push(u);
+      } else if (size !== undefined) plan.unchanged++;
+      events.photoDone(rel, job.source, size, u);
+    });
   };
 
   const apply = async (pool: FtpPool, plan: Plan, rootMissing: boolean): Promise<void> => {
@@ -178,7 +253,12 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     }, "cannot create the folder");
 
     const failedDirs = result.failed.map((f) => f.rel);
-    await pool.each(plan.uploads, async (conn, u) => {
+    // Uploads start with what is ready while the pending photos are converted; the queue ends with the last one.
+    const queue = new AsyncQueue<Upload>();
+    for (const u of plan.uploads) queue.push(u);
+    const stopConverting = new AbortController();
+    const converting = convertPending(plan, pool.canSetTimes, queue, stopConverting.signal).finally(() => queue.close());
+    const uploading = pool.each(queue, async (conn, u) => {
       if (failedDirs.some((d) => u.rel.startsWith(d + "/"))) {
         fail(u.rel, "its folder could not be created on the card");
         return;
@@ -196,6 +276,53 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
         if (!isReply(e) && !(e instanceof LocalFileError)) throw e;
       }
     });
+    try {
+      await uploading;
+    } finally {
+      stopConverting.abort();
+      await converting;
+    }
+  };
+
+  /** With photo options: what the card should hold instead of the local tree, within the capacity limit. */
+  const preparedInput = async (local: LocalTree, remote: Map<string, RemoteEntry>, photos: PhotoOptions): Promise<PlanInput> => {
+    cache = await PhotoCache.open(photos.cacheDir).catch((e: unknown) => {
+      throw new Error(`Cannot use the photo cache ${photos.cacheDir} (${message(e)}); give another folder with --cache DIR.`);
+    });
+    events.step("Reading the photos…");
+    prepared = await preparePhotos(local, photos, cache);
+    const report: PhotoReport = { converted: 0, fromCache: prepared.fromCache, convertMs: 0, sourceBytes: 0, outputBytes: 0, duplicates: prepared.duplicates, skipped: prepared.skipped, leftOut: [] };
+    result.photos = report;
+    for (const p of prepared.problems) fail(p.rel, p.reason);
+    const { limit } = photos;
+    if (limit.maxFiles === undefined && limit.maxBytes === undefined) return prepared.input;
+
+    let maxBytes = Infinity;
+    let fixedBytes = 0;
+    if (limit.maxBytes) {
+      // Sizes decide what fits: every photo is converted before the first upload.
+      if (prepared.jobs.size > 0) events.step(`Converting ${prepared.jobs.size} photo${prepared.jobs.size === 1 ? "" : "s"} to know their sizes…`);
+      await forEachLimited(prepared.jobs.values(), WORKERS, async (job) => {
+        if (signal.aborted) return;
+        if ((await convert(job)) === undefined) prepared!.input.entries.delete(job.rel);
+      });
+      if (signal.aborted) throw signal.reason;
+      const card = (await client.status()).sd_card;
+      maxBytes = "percent" in limit.maxBytes ? Math.floor((card.total_size * limit.maxBytes.percent) / 100) : Math.min(limit.maxBytes.bytes, card.total_size);
+      const mirrored = [...remote.values()].reduce((n, r) => n + (r.type === "file" ? r.size : 0), 0);
+      fixedBytes = opts.delete ? card.used_size - mirrored : card.used_size;
+    }
+    const candidates: Candidate[] = [];
+    for (const [rel, e] of prepared.input.entries) {
+      if (e.type !== "file") continue;
+      const onCard = remote.get(rel);
+      const replaces = !opts.delete && onCard?.type === "file" ? onCard.size : 0;
+      candidates.push({ rel, size: e.size ?? 0, dateMs: prepared.dates.get(rel) ?? e.mtimeMs, replaces });
+    }
+    const { leftOut } = selectNewest(candidates, { maxFiles: limit.maxFiles ?? Infinity, maxBytes, fixedBytes });
+    for (const c of leftOut) prepared.input.entries.delete(c.rel);
+    report.leftOut = leftOut.map((c) => ({ rel: c.rel, size: c.size, dateMs: c.dateMs }));
+    return prepared.input;
   };
 
   try {
@@ -213,11 +340,17 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
 
     events.step("Comparing the folder with the card…");
     const [local, remote] = await Promise.all([scanLocal(opts.localDir), listRemote(pool, opts.remoteDir, signal)]);
-    const plan = makePlan(local, remote.tree, { delete: opts.delete, canSetTimes: pool.canSetTimes });
+    const input = opts.photos ? await preparedInput(local, remote.tree, opts.photos) : local;
+    const plan = makePlan(input, remote.tree, { delete: opts.delete, canSetTimes: pool.canSetTimes });
     result.plan = plan;
     events.planned(plan);
     for (const p of plan.problems) fail(p.rel, p.reason);
     if (!opts.dryRun) await apply(pool, plan, remote.rootMissing);
+    // A dry run converts too: it tells what would be sent, and the real run finds the photos ready.
+    else {
+      await convertPending(plan, pool.canSetTimes, undefined, signal);
+      plan.pending = [];
+    }
   } catch (e) {
     pool?.abort();
     pool = undefined;
@@ -226,6 +359,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     throw new SyncStopped(interrupted ? "Interrupted." : message(e), e, back, interrupted);
   } finally {
     pool?.close();
+    await cache?.save().catch(() => undefined);
   }
 
   if (opts.dryRun) {

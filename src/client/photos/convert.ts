@@ -1,0 +1,87 @@
+// Turning one photo into what a frame reads, with sharp (libvips): decoded, turned upright by its EXIF
+// orientation, resized to the profile, converted to sRGB (sharp's default output), flattened onto black where
+// transparent, and encoded as baseline JPEG with no metadata but the date taken (so the orientation tag is gone).
+// sharp's prebuilt libvips reads HEIF only with AV1 inside (AVIF); iPhone HEIC holds HEVC, decoded here by
+// heic-decode (libheif compiled to WebAssembly, in a worker thread: heic.ts) and handed to sharp as pixels.
+import { readFile } from "node:fs/promises";
+import { extname } from "node:path";
+import sharp, { type Metadata, type Sharp } from "sharp";
+import exifReader from "exif-reader";
+import type { HeicDecoder } from "./heic.js";
+import type { FrameProfile } from "./profile.js";
+
+/** The file names a profile converts: everything else is not a photo. */
+export const PHOTO_EXTENSIONS = [".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".webp", ".gif", ".tif", ".tiff", ".avif", ".heic", ".heif", ".hif"];
+
+export function isPhotoName(name: string): boolean {
+  return PHOTO_EXTENSIONS.includes(extname(name).toLowerCase());
+}
+
+/** A photo that cannot be decoded: reported and skipped. */
+export class PhotoDecodeError extends Error {
+  override name = "PhotoDecodeError";
+  readonly code = "PHOTO_UNDECODABLE";
+}
+
+/** Pixels larger than this are refused (a decompression bomb), as sharp does by default. */
+const MAX_PIXELS = 268_402_689;
+
+/** The EXIF date taken as its clock time read as UTC (EXIF has no zone), as exif-reader gives it. */
+function exifDate(exif: Buffer | undefined): number | undefined {
+  if (!exif) return undefined;
+  try {
+    const tags = exifReader(exif);
+    const date = tags.Photo?.DateTimeOriginal ?? tags.Image?.DateTime;
+    return date instanceof Date && !Number.isNaN(date.getTime()) ? date.getTime() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** EXIF's "YYYY:MM:DD HH:MM:SS" for a time in ms read as UTC clock time. */
+function exifText(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 19).replace(/-/g, ":").replace("T", " ");
+}
+
+function isHevcHeif(meta: Metadata): boolean {
+  return meta.format === "heif" && meta.compression === "hevc";
+}
+
+async function decodeHeic(data: Buffer, heic: HeicDecoder): Promise<Sharp> {
+  const image = await heic.decode(data);
+  return sharp(Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength), {
+    raw: { width: image.width, height: image.height, channels: 4 },
+  });
+}
+
+/** Reads the date a photo was taken (EXIF DateTimeOriginal), or undefined; never throws. */
+export async function dateTaken(path: string): Promise<number | undefined> {
+  try {
+    return exifDate((await sharp(path).metadata()).exif);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The photo at `path` as a JPEG for the profile; `mtimeMs` gives the date taken when asked and the photo has none. */
+export async function convertPhoto(path: string, profile: FrameProfile, mtimeMs: number, heic: HeicDecoder): Promise<Buffer> {
+  try {
+    const data = await readFile(path);
+    const meta = await sharp(data, { limitInputPixels: MAX_PIXELS }).metadata();
+    const takenMs = exifDate(meta.exif);
+    // HEIC pixels come out of libheif already turned as the file says (its irot/imir boxes).
+    let image = isHevcHeif(meta) ? await decodeHeic(data, heic) : sharp(data, { limitInputPixels: MAX_PIXELS }).autoOrient();
+    image = image.resize(profile.width, profile.height, {
+      fit: profile.resize === "fill" ? "cover" : "inside",
+      withoutEnlargement: profile.resize === "fit",
+    });
+    const stamp = takenMs ?? (profile.dateFromMtime ? mtimeMs : undefined);
+    image = image.flatten({ background: "#000000" }).jpeg({ quality: profile.quality, progressive: false, mozjpeg: false });
+    if (stamp !== undefined) image = image.withExif({ IFD2: { DateTimeOriginal: exifText(stamp) } });
+    return await image.toBuffer();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "EACCES") throw e;
+    const why = ((e as Error).message ?? String(e)).split("\n")[0]!.replace(/^.*?: /, "");
+    throw new PhotoDecodeError(`cannot decode this photo (${why}); skipped`, { cause: e });
+  }
+}

@@ -1,0 +1,131 @@
+// From the local tree to what the card should hold, when a frame profile, --dedupe or a capacity limit is given:
+// every file identified by its content (hash, date taken), duplicates set aside, photos renamed to `.jpg` and
+// found in the conversion cache or queued for conversion, files that are not photos copied or skipped.
+import { availableParallelism } from "node:os";
+import type { LocalTree } from "../local-tree.js";
+import type { PlanInput } from "../plan.js";
+import type { PhotoCache } from "./cache.js";
+import type { HeicDecoder } from "./heic.js";
+import { convertPhoto, dateTaken, isPhotoName } from "./convert.js";
+import { profileId, type FrameProfile, type PhotoOptions } from "./profile.js";
+
+/** A photo still to be converted, by its path on the card. */
+export interface ConvertJob {
+  rel: string;
+  /** The source's path in the folder. */
+  source: string;
+  abs: string;
+  /** The source's size and modification time. */
+  size: number;
+  mtimeMs: number;
+  hash: string;
+  /** Where the converted photo goes in the cache. */
+  output: string;
+}
+
+export interface Prepared {
+  input: PlanInput;
+  jobs: Map<string, ConvertJob>;
+  /** Date taken, else modification time, of each file by its path on the card. */
+  dates: Map<string, number>;
+  duplicates: { rel: string; sameAs: string }[];
+  /** Files not sent, with why (not photos under --others skip). */
+  skipped: { rel: string; reason: string }[];
+  /** Files that cannot be sent as asked (reported as failures). */
+  problems: { rel: string; reason: string }[];
+  /** Photos found converted in the cache. */
+  fromCache: number;
+}
+
+/** How many conversions (and file reads) run at once: one per core. */
+export const WORKERS = availableParallelism();
+/** HEIC decodes at once (each holds some 300 MB for a 12 MP photo). */
+export const HEIC_WORKERS = Math.min(WORKERS, 4);
+
+/** Runs `fn` on every item, at most `limit` at once. */
+export async function forEachLimited<T>(items: Iterable<T>, limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  const it = items[Symbol.iterator]();
+  const worker = async (): Promise<void> => {
+    for (let next = it.next(); !next.done; next = it.next()) await fn(next.value);
+  };
+  await Promise.all(Array.from({ length: limit }, worker));
+}
+
+/** "2024/IMG_1.HEIC" → "2024/IMG_1.jpg". */
+export function jpegName(rel: string): string {
+  return rel.replace(/(?:\.[^./]*)?$/, ".jpg");
+}
+
+export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache: PhotoCache): Promise<Prepared> {
+  const { profile } = opts;
+  const pid = profile ? profileId(profile) : "";
+  const out: Prepared = {
+    input: { entries: new Map(), unreadable: local.unreadable, skipped: local.skipped },
+    jobs: new Map(),
+    dates: new Map(),
+    duplicates: [],
+    skipped: [],
+    problems: [],
+    fromCache: 0,
+  };
+  const files = [...local.entries].filter(([, e]) => e.type === "file").sort(([a], [b]) => a.localeCompare(b));
+  const ids = new Map<string, { hash: string; takenMs: number | undefined }>();
+  await forEachLimited(files, WORKERS, async ([rel, e]) => {
+    try {
+      ids.set(rel, await cache.identify(e.abs, e.size, e.mtimeMs, (abs) => (isPhotoName(rel) ? dateTaken(abs) : Promise.resolve(undefined))));
+    } catch (err) {
+      out.problems.push({ rel, reason: `cannot read the local file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` });
+    }
+  });
+
+  const firstOf = new Map<string, string>();
+  /** Card path → the source that takes it. */
+  const owner = new Map<string, string>();
+  for (const [rel, e] of local.entries) {
+    if (e.type === "dir") {
+      out.input.entries.set(rel, e);
+      continue;
+    }
+    const id = ids.get(rel);
+    if (!id) continue;
+    if (opts.dedupe) {
+      const first = firstOf.get(id.hash);
+      if (first !== undefined) {
+        out.duplicates.push({ rel, sameAs: first });
+        continue;
+      }
+      firstOf.set(id.hash, rel);
+    }
+    const photo = profile !== undefined && isPhotoName(rel);
+    if (profile && !photo && opts.others === "skip") {
+      out.skipped.push({ rel, reason: "not a photo (--others skip)" });
+      continue;
+    }
+    const cardRel = photo ? jpegName(rel) : rel;
+    const taken = owner.get(cardRel);
+    if (taken !== undefined) {
+      out.problems.push({ rel, reason: `${taken} already becomes ${cardRel} on the card; rename one of them` });
+      continue;
+    }
+    owner.set(cardRel, rel);
+    out.dates.set(cardRel, id.takenMs ?? e.mtimeMs);
+    if (!photo) {
+      out.input.entries.set(cardRel, e);
+      continue;
+    }
+    const size = await cache.lookup(pid, id.hash);
+    out.input.entries.set(cardRel, { type: "file", abs: cache.outputPath(pid, id.hash), size, mtimeMs: e.mtimeMs });
+    if (size === undefined) {
+      out.jobs.set(cardRel, { rel: cardRel, source: rel, abs: e.abs, size: e.size, mtimeMs: e.mtimeMs, hash: id.hash, output: cache.outputPath(pid, id.hash) });
+    }
+    else out.fromCache++;
+  }
+  return out;
+}
+
+/** Converts one photo into the cache; its size on the card. */
+export async function runJob(job: ConvertJob, profile: FrameProfile, cache: PhotoCache, heic: HeicDecoder): Promise<number> {
+  const jpeg = await convertPhoto(job.abs, profile, job.mtimeMs, heic);
+  await cache.store(profileId(profile), job.hash, jpeg);
+  return jpeg.length;
+}

@@ -1,0 +1,149 @@
+// A frame profile and the sync's photo options, from the command line or the `[frame]` section of the .env file
+// (the command line wins). Everything here is checked once, with a message that names the option and the fix.
+import { createHash } from "node:crypto";
+import { UsageError } from "../usage.js";
+
+export interface FrameProfile {
+  width: number;
+  height: number;
+  /** "fit": the whole photo, at most width × height (never enlarged); "fill": exactly width × height, cropped. */
+  resize: "fit" | "fill";
+  /** JPEG quality, 1–100. */
+  quality: number;
+  format: "jpeg";
+  /** Write EXIF DateTimeOriginal from the file's modification time when the photo has none. */
+  dateFromMtime: boolean;
+}
+
+/** A capacity limit on what the sync puts on the card; the newest photos are kept. */
+export interface CapacityLimit {
+  /** At most this many files from the folder. */
+  maxFiles?: number;
+  /** At most this many bytes on the card in all: a number, or a share of the card's size. */
+  maxBytes?: { bytes: number } | { percent: number };
+}
+
+export interface PhotoOptions {
+  /** Undefined: files are copied as they are. */
+  profile: FrameProfile | undefined;
+  /** What happens to files that are not photos when a profile is set. */
+  others: "copy" | "skip";
+  dedupe: boolean;
+  limit: CapacityLimit;
+  /** The conversion cache folder (see cacheDir). */
+  cacheDir: string;
+}
+
+/** The option values as given: flags by their long name, the [frame] section by its key. */
+export interface PhotoSettings {
+  fit?: string | undefined;
+  fill?: string | undefined;
+  quality?: string | undefined;
+  format?: string | undefined;
+  others?: string | undefined;
+  dedupe?: boolean | string | undefined;
+  maxSize?: string | undefined;
+  maxFiles?: string | undefined;
+  dateFromMtime?: boolean | string | undefined;
+  cache?: string | undefined;
+}
+
+/** The [frame] section's keys and the setting each gives. */
+export const FRAME_KEYS: Record<string, keyof PhotoSettings> = {
+  FIT: "fit",
+  FILL: "fill",
+  QUALITY: "quality",
+  FORMAT: "format",
+  OTHERS: "others",
+  DEDUPE: "dedupe",
+  MAX_SIZE: "maxSize",
+  MAX_FILES: "maxFiles",
+  DATE_FROM_MTIME: "dateFromMtime",
+  CACHE: "cache",
+};
+
+/** The option's name as the user wrote it: `--fit` on the command line, `FIT` in the [frame] section. */
+export type NameOf = (key: keyof PhotoSettings) => string;
+
+function parseBoxSize(text: string, name: string): { width: number; height: number } {
+  const m = /^\s*(\d{1,5})\s*[xX×]\s*(\d{1,5})\s*$/.exec(text);
+  const width = Number(m?.[1]);
+  const height = Number(m?.[2]);
+  if (!m || width < 16 || height < 16 || width > 16384 || height > 16384) {
+    throw new UsageError(`${name} takes the frame's size in pixels as WIDTHxHEIGHT (16 to 16384 each), e.g. 1024x600; got "${text}".`);
+  }
+  return { width, height };
+}
+
+function parseBool(value: boolean | string | undefined, name: string): boolean {
+  if (value === undefined || typeof value === "boolean") return value === true;
+  if (/^(1|true|yes|on)$/i.test(value)) return true;
+  if (/^(0|false|no|off|)$/i.test(value)) return false;
+  throw new UsageError(`${name} is yes or no, got "${value}".`);
+}
+
+const UNITS: Record<string, number> = { "": 1, B: 1, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12, KIB: 1024, MIB: 1024 ** 2, GIB: 1024 ** 3, TIB: 1024 ** 4 };
+
+/** "90%", "2GB", "500MiB", "123456" (bytes). */
+export function parseMaxSize(text: string, name: string): { bytes: number } | { percent: number } {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(%|[kmgt]i?b|b)?\s*$/i.exec(text);
+  const n = Number(m?.[1]);
+  const unit = (m?.[2] ?? "").toUpperCase();
+  if (m && unit === "%" && n > 0 && n <= 100) return { percent: n };
+  if (m && unit !== "%" && n > 0) return { bytes: Math.floor(n * UNITS[unit]!) };
+  throw new UsageError(`${name} takes a share of the card (1% to 100%) or a size (500MB, 2GB, 1GiB), got "${text}".`);
+}
+
+/** The conversion cache: `explicit`, else $XDG_CACHE_HOME/framefi, else ~/.cache/framefi. */
+export function cacheDir(explicit: string | undefined, env: NodeJS.ProcessEnv, home: string): string {
+  if (explicit) return explicit;
+  const xdg = env.XDG_CACHE_HOME;
+  return xdg && xdg.startsWith("/") ? `${xdg}/framefi` : `${home}/.cache/framefi`;
+}
+
+/** Checks and combines the settings (each already merged: command line over [frame] section). */
+export function photoOptions(s: PhotoSettings, nameOf: NameOf, env: NodeJS.ProcessEnv, home: string): PhotoOptions {
+  if (s.fit !== undefined && s.fill !== undefined) throw new UsageError(`Give either ${nameOf("fit")} or ${nameOf("fill")}, not both.`);
+  const sizeKey = s.fit !== undefined ? "fit" : s.fill !== undefined ? "fill" : undefined;
+  let profile: FrameProfile | undefined;
+  if (sizeKey) {
+    const box = parseBoxSize(s[sizeKey]!, nameOf(sizeKey));
+    let quality = 85;
+    if (s.quality !== undefined) {
+      quality = /^\s*\d{1,3}\s*$/.test(s.quality) ? Number(s.quality) : NaN;
+      if (!(quality >= 1 && quality <= 100)) throw new UsageError(`${nameOf("quality")} is a JPEG quality from 1 to 100, got "${s.quality}".`);
+    }
+    if (s.format !== undefined && s.format.trim().toLowerCase() !== "jpeg" && s.format.trim().toLowerCase() !== "jpg") {
+      throw new UsageError(`${nameOf("format")} "${s.format}" is not supported: frames read baseline JPEG, so jpeg is the one format.`);
+    }
+    profile = { ...box, resize: sizeKey, quality, format: "jpeg", dateFromMtime: parseBool(s.dateFromMtime, nameOf("dateFromMtime")) };
+  } else {
+    for (const key of ["quality", "format", "others", "dateFromMtime"] as const) {
+      if (s[key] !== undefined && s[key] !== false) throw new UsageError(`${nameOf(key)} needs a frame profile: add ${nameOf("fit")} WxH or ${nameOf("fill")} WxH.`);
+    }
+  }
+  let others: "copy" | "skip" = "copy";
+  if (s.others !== undefined) {
+    const v = s.others.trim().toLowerCase();
+    if (v !== "copy" && v !== "skip") throw new UsageError(`${nameOf("others")} is copy or skip (what to do with files that are not photos), got "${s.others}".`);
+    others = v;
+  }
+  const limit: CapacityLimit = {};
+  if (s.maxFiles !== undefined) {
+    const n = /^\s*\d+\s*$/.test(s.maxFiles) ? Number(s.maxFiles) : NaN;
+    if (!(n >= 1 && Number.isSafeInteger(n))) throw new UsageError(`${nameOf("maxFiles")} is a whole number of files above 0, got "${s.maxFiles}".`);
+    limit.maxFiles = n;
+  }
+  if (s.maxSize !== undefined) limit.maxBytes = parseMaxSize(s.maxSize, nameOf("maxSize"));
+  return { profile, others, dedupe: parseBool(s.dedupe, nameOf("dedupe")), limit, cacheDir: cacheDir(s.cache, env, home) };
+}
+
+/** Names a profile in the cache: a changed profile converts every photo again. Bump the version when output changes. */
+export function profileId(p: FrameProfile): string {
+  const key = JSON.stringify(["v1", p.width, p.height, p.resize, p.quality, p.format, p.dateFromMtime]);
+  return createHash("sha256").update(key).digest("hex").slice(0, 16);
+}
+
+export function describeProfile(p: FrameProfile): string {
+  return `${p.resize} ${p.width}x${p.height}, JPEG quality ${p.quality}`;
+}
