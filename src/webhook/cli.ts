@@ -6,6 +6,7 @@ import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from
 import { dirname } from "node:path";
 import type { Server } from "node:net";
 import type { TlsOptions } from "node:tls";
+import { ActivationError, describeListener, listenOnFd, takeSystemdSocket } from "./activation.js";
 import { secretsOf } from "./config.js";
 import { dropQueued } from "./concurrency.js";
 import { FlagError, parseFlags, usage, type Options } from "./flags.js";
@@ -61,6 +62,11 @@ function listenError(opts: Options, err: NodeJS.ErrnoException): string {
   const reason = known ? `bind: ${known}` : err.message;
   const where = opts.socket !== "" ? `unix ${opts.socket}` : `tcp ${opts.ip}:${opts.port}`;
   return `error listening on port: listen ${where}: ${reason}`;
+}
+
+/** -ip as Go's net.Listen takes it: an IPv6 address in brackets ("[::1]"); ours takes it bare too. */
+function unbracket(ip: string): string {
+  return /^\[.*\]$/.test(ip) ? ip.slice(1, -1) : ip;
 }
 
 /** -logfile: lines are appended to the file, written before the call returns. */
@@ -155,13 +161,27 @@ async function main(): Promise<void> {
   } catch (e) {
     fatal(`error loading the HTTPS certificate and key: ${(e as Error).message}`);
   }
+  // As the reference: a socket handed over by systemd wins over -ip/-port and -socket.
+  const ip = unbracket(opts.ip);
+  let address = opts.socket !== "" ? `{unix:${opts.socket}}` : `${ip.includes(":") ? `[${ip}]` : ip}:${opts.port}`;
   try {
-    await listenOn(server, opts.socket !== "" ? { socket: opts.socket } : { ip: opts.ip, port: opts.port });
-    // A start that fails from here on must not leave the socket file behind (close() removes it
-    // on a normal shutdown).
-    if (opts.socket !== "") process.once("exit", () => rmSync(opts.socket, { force: true }));
+    const fd = takeSystemdSocket();
+    if (fd !== undefined) {
+      await listenOnFd(server, fd);
+      address = describeListener(server, fd);
+    } else {
+      try {
+        await listenOn(server, opts.socket !== "" ? { socket: opts.socket } : { ip, port: opts.port });
+        // A start that fails from here on must not leave the socket file behind (close() removes it
+        // on a normal shutdown).
+        if (opts.socket !== "") process.once("exit", () => rmSync(opts.socket, { force: true }));
+      } catch (e) {
+        problems.push(listenError(opts, e as NodeJS.ErrnoException));
+      }
+    }
   } catch (e) {
-    problems.push(listenError(opts, e as NodeJS.ErrnoException));
+    if (!(e instanceof ActivationError)) throw e;
+    problems.push(`error listening on socket: ${e.message}`);
   }
   if (opts.setuid !== 0 && problems.length === 0) {
     try {
@@ -203,7 +223,6 @@ async function main(): Promise<void> {
   if (opts.hotreload) registry.watch();
 
   const scheme = opts.secure ? "https" : "http";
-  const address = opts.socket !== "" ? `{unix:${opts.socket}}` : `${opts.ip}:${opts.port}`;
   const base = opts.urlprefix === "" ? "" : `/${opts.urlprefix}`;
   log.print(`serving hooks on ${scheme}://${address}${base}/{id}`);
 }
