@@ -9,7 +9,7 @@ import type { TlsOptions } from "node:tls";
 import { ActivationError, describeListener, listenOnFd, takeSystemdSocket } from "./activation.js";
 import { secretsOf } from "./config.js";
 import { dropQueued } from "./concurrency.js";
-import { FlagError, parseFlags, usage, type Options } from "./flags.js";
+import { FlagError, parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
 import { HookServer } from "./handler.js";
 import { Log, prefix } from "./log.js";
 import { createPidFile, PidFileError, removePidFile } from "./pidfile.js";
@@ -23,12 +23,27 @@ function version(): string {
   return pkg.version;
 }
 
+/**
+ * The program name as typed ("./bin/webhook", "webhook"), which Go prints as os.Args[0]. Node
+ * resolves the script path, so it is read back from the command line the kernel kept.
+ */
+function argv0(): string {
+  try {
+    const cmdline = readFileSync("/proc/self/cmdline", "utf8").split("\0").slice(0, -1);
+    const script = cmdline[cmdline.length - (process.argv.length - 1)];
+    if (script) return script;
+  } catch {
+    // No /proc: the resolved path is close enough.
+  }
+  return process.argv[1] ?? "webhook";
+}
+
 function parseArgs(): Options {
   try {
     return parseFlags(process.argv.slice(2));
   } catch (e) {
     if (!(e instanceof FlagError)) throw e;
-    process.stderr.write((e.message ? e.message + "\n" : "") + usage());
+    process.stderr.write((e.message ? e.message + "\n" : "") + usage(argv0()));
     process.exit(e.exitCode);
   }
 }
@@ -85,15 +100,15 @@ function loadHooks(registry: HookRegistry, opts: Options, log: Log): void {
     log.always(e.message);
     process.exit(1);
   }
-  if (failed.length > 0 && !opts.nopanic) {
-    log.always("aborting: fix the hooks file named above, or start with -nopanic to serve without it");
-    process.exit(1);
-  }
   if (!opts.verbose && !opts.nopanic && registry.size === 0) {
-    // The reference writes this one to stdout, even with a -logfile.
+    // Where the reference stops, its fatal line, on stdout even with a -logfile.
     new Log(true, (s) => void process.stdout.write(s), opts.logFormat).always(
       "couldn't load any hooks from file!\naborting webhook execution since the -verbose flag is set to false.\nIf, for some reason, you want webhook to start without the hooks, either use -verbose flag, or -nopanic",
     );
+    process.exit(1);
+  }
+  if (failed.length > 0 && !opts.nopanic) {
+    log.always("aborting: fix the hooks file named above, or start with -nopanic to serve without it");
     process.exit(1);
   }
 }
@@ -104,7 +119,9 @@ async function main(): Promise<void> {
   process.stdout.on("error", () => undefined);
   const opts = parseArgs();
   if (opts.version) {
-    process.stdout.write(`webhook version ${version()}\n`);
+    // Exactly the reference's line (scripts compare it); which implementation this is goes to stderr.
+    process.stdout.write(`webhook version ${REFERENCE_VERSION}\n`);
+    process.stderr.write(`(FrameFi bin/webhook ${version()}, a drop-in for adnanh/webhook ${REFERENCE_VERSION})\n`);
     process.exit(0);
   }
   if (opts.listCipherSuites) {
@@ -170,6 +187,11 @@ async function main(): Promise<void> {
       await listenOnFd(server, fd);
       address = describeListener(server, fd);
     } else {
+      if (opts.socket !== "" && (opts.setuid !== 0 || opts.setgid !== 0)) {
+        throw new ActivationError(
+          "-setuid and -setgid options are not compatible with -socket.  If you need to bind a socket as root but run webhook as a different user, consider using systemd activation",
+        );
+      }
       try {
         await listenOn(server, opts.socket !== "" ? { socket: opts.socket } : { ip, port: opts.port });
         // A start that fails from here on must not leave the socket file behind (close() removes it
@@ -213,7 +235,7 @@ async function main(): Promise<void> {
     process.once("exit", () => removePidFile(opts.pidfile));
   }
 
-  log.print(`version ${version()} starting`);
+  log.print(`version ${REFERENCE_VERSION} starting (FrameFi bin/webhook ${version()})`);
   const registry = new HookRegistry(opts.hooks, { template: opts.template }, log, (hooks) => {
     log.setSecrets(secretsOf([...hooks.values()]));
     app.setHooks(hooks);
