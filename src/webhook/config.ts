@@ -20,13 +20,15 @@ export class ConfigError extends Error {
 
 /** The Go type of a field, as encoding/json fills it. */
 type GoType =
-  | { kind: "string" | "bool" | "int" }
+  /** count: ours, an int that must not be negative. */
+  | { kind: "string" | "bool" | "int" | "count" }
   | { kind: "slice"; elem: GoType }
   | { kind: "struct"; fields: Record<string, GoType> };
 
 const STRING: GoType = { kind: "string" };
 const BOOL: GoType = { kind: "bool" };
 const INT: GoType = { kind: "int" };
+const COUNT: GoType = { kind: "count" };
 const slice = (elem: GoType): GoType => ({ kind: "slice", elem });
 
 const ARGUMENT: GoType = {
@@ -60,8 +62,8 @@ const HOOK: GoType = {
     "include-command-output-in-response": BOOL,
     "include-command-output-in-response-on-error": BOOL,
     "stream-command-output": BOOL,
-    "max-concurrency": INT,
-    "max-queue": INT,
+    "max-concurrency": COUNT,
+    "max-queue": COUNT,
     "command-timeout": STRING,
     "pass-environment-to-command": slice(ARGUMENT),
     "pass-arguments-to-command": slice(ARGUMENT),
@@ -80,6 +82,7 @@ const WANTED: Record<GoType["kind"], string> = {
   string: "a string",
   bool: "true or false",
   int: "a whole number",
+  count: "a whole number, 0 or more (0 is no limit for max-concurrency)",
   slice: "a list",
   struct: "an object",
 };
@@ -108,7 +111,7 @@ function fieldFor(fields: Record<string, GoType>, key: string): string | undefin
 
 /** json.Marshal refuses NaN and infinities anywhere, even in keys nobody reads. */
 function checkFinite(v: YamlValue, path: string): void {
-  if (typeof v === "number" && !Number.isFinite(v)) throw new ConfigError(`${path}: ${formatFloat32(v)} is not a number JSON can hold`);
+  if (typeof v === "number" && !Number.isFinite(v)) throw new ConfigError(`"${path}": ${formatFloat32(v)} is not a number JSON can hold`);
   if (Array.isArray(v)) v.forEach((x, i) => checkFinite(x, `${path}[${i}]`));
   if (v instanceof Map) for (const [k, x] of v) checkFinite(x, `${path}.${k}`);
 }
@@ -116,7 +119,7 @@ function checkFinite(v: YamlValue, path: string): void {
 function zero(type: GoType): unknown {
   if (type.kind === "string") return "";
   if (type.kind === "bool") return false;
-  if (type.kind === "int") return 0;
+  if (type.kind === "int" || type.kind === "count") return 0;
   return type.kind === "struct" ? {} : undefined;
 }
 
@@ -128,7 +131,7 @@ function zero(type: GoType): unknown {
 function fit(v: YamlValue, type: GoType, path: string, current: unknown): unknown {
   if (v === null) return type.kind === "slice" ? undefined : current;
   const wrong = (): never => {
-    throw new ConfigError(`${path} must be ${WANTED[type.kind]}, not ${describe(v)}`);
+    throw new ConfigError(`"${path}" must be ${WANTED[type.kind]}, not ${describe(v)}`);
   };
   switch (type.kind) {
     case "string":
@@ -139,10 +142,12 @@ function fit(v: YamlValue, type: GoType, path: string, current: unknown): unknow
     case "bool":
       return typeof v === "boolean" ? v : wrong();
     case "int":
-      if (typeof v === "bigint" && v >= -(1n << 63n) && v < 1n << 63n) return Number(v);
+    case "count": {
       checkFinite(v, path);
-      if (typeof v === "number" && Number.isInteger(v) && Math.abs(v) < 2 ** 63) return v;
-      return wrong();
+      const n = typeof v === "bigint" && v >= -(1n << 63n) && v < 1n << 63n ? Number(v) : v;
+      if (typeof n !== "number" || !Number.isInteger(n) || Math.abs(n) >= 2 ** 63) return wrong();
+      return type.kind === "count" && n < 0 ? wrong() : n;
+    }
     case "slice":
       if (!Array.isArray(v)) return wrong();
       // An element starts as Go's zero value, which a null leaves in place.
@@ -168,18 +173,14 @@ function fit(v: YamlValue, type: GoType, path: string, current: unknown): unknow
   }
 }
 
-/** Checks of our own fields, which the reference does not have. */
+/** command-timeout, a field of ours, holds a Go duration. */
 function checkOwnFields(hook: Record<string, unknown>): void {
-  for (const key of ["max-concurrency", "max-queue"]) {
-    const n = hook[key];
-    if (typeof n === "number" && n < 0) throw new ConfigError(`${key} must be a whole number, 0 or more (0 is no limit for max-concurrency)`);
-  }
   const timeout = hook["command-timeout"];
   if (typeof timeout === "string") {
     try {
       parseGoDuration(timeout);
     } catch {
-      throw new ConfigError(`command-timeout must be a duration such as "500ms", "30s" or "2m" (0 is none), not ${JSON.stringify(timeout)}`);
+      throw new ConfigError(`"command-timeout" must be a duration such as "500ms", "30s" or "2m" (0 is none), not ${JSON.stringify(timeout)}`);
     }
   }
 }

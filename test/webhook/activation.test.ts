@@ -9,7 +9,7 @@ import { writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { bin, freePort, removeDir, repoRoot, start, tempDir, type RunningProgram } from "../helpers.js";
-import { curl, send, startServer, type Server } from "./fixtures/harness.js";
+import { curl, runToEnd, send, startServer, type Server } from "./fixtures/harness.js";
 
 const SCRIPT = 'env | grep "^LISTEN_" || echo "no LISTEN_ variables"';
 let dir = "";
@@ -94,6 +94,12 @@ describe("systemd socket activation", { concurrency: true }, () => {
     assert.equal(await p.exited, 1);
     socket.destroy();
     assert.match(p.stderr(), /\[webhook\] \d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d error listening on socket: received 2 sockets from systemd, but only 1 is supported\n/);
+  });
+
+  test("an fd from systemd that is not a listening socket: a clear error and exit 1 (the reference crashes)", async () => {
+    const r = await runToEnd("sh", ["-c", 'export LISTEN_PID=$$ LISTEN_FDS=1; exec "$0" -hooks /dev/null 3</dev/null', bin("webhook")], { timeoutMs: 15_000 });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /error listening on socket: fd 3 from systemd is not a listening stream socket: /);
   });
 
   test("LISTEN_PID of another process: the variables are ignored (and not passed on), -ip/-port are used", async () => {

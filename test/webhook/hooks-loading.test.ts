@@ -172,10 +172,10 @@ describe("hooks files the reference loads", { concurrency: true }, () => {
 
 describe("hooks files the reference refuses", { concurrency: true }, () => {
   const refused: [string, string, RegExp][] = [
-    ["a quoted string where Go has a boolean", '- id: x\n  execute-command: /bin/echo\n  include-command-output-in-response: "true"\n', /include-command-output-in-response must be true or false, not a string/],
-    ["a quoted number where Go has an int", '- id: x\n  execute-command: /bin/echo\n  success-http-response-code: "201"\n', /success-http-response-code must be a whole number, not a string/],
-    ["a list where Go has a string", "- id: x\n  execute-command: /bin/echo\n  response-message: [1]\n", /response-message must be a string, not a list/],
-    ["NaN anywhere (JSON cannot hold it), even under a key nobody reads", "- id: x\n  execute-command: /bin/echo\n  foo: .nan\n", /foo: NaN is not a number JSON can hold/],
+    ["a quoted string where Go has a boolean", '- id: x\n  execute-command: /bin/echo\n  include-command-output-in-response: "true"\n', /"include-command-output-in-response" must be true or false, not a string/],
+    ["a quoted number where Go has an int", '- id: x\n  execute-command: /bin/echo\n  success-http-response-code: "201"\n', /"success-http-response-code" must be a whole number, not a string/],
+    ["a list where Go has a string", "- id: x\n  execute-command: /bin/echo\n  response-message: [1]\n", /"response-message" must be a string, not a list/],
+    ["NaN anywhere (JSON cannot hold it), even under a key nobody reads", "- id: x\n  execute-command: /bin/echo\n  foo: .nan\n", /"foo": NaN is not a number JSON can hold/],
     ["a null map key", "- {id: x, execute-command: /bin/echo, ~: 1}\n", /a map key must be a string, number or boolean, not null/],
   ];
   for (const [what, text, message] of refused) {
