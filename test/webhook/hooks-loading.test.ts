@@ -177,6 +177,11 @@ describe("hooks files the reference refuses", { concurrency: true }, () => {
     ["a list where Go has a string", "- id: x\n  execute-command: /bin/echo\n  response-message: [1]\n", /"response-message" must be a string, not a list/],
     ["NaN anywhere (JSON cannot hold it), even under a key nobody reads", "- id: x\n  execute-command: /bin/echo\n  foo: .nan\n", /"foo": NaN is not a number JSON can hold/],
     ["a null map key", "- {id: x, execute-command: /bin/echo, ~: 1}\n", /a map key must be a string, number or boolean, not null/],
+    [
+      "aliases that expand a small file into billions of values",
+      `- id: x\n  execute-command: /bin/echo\n  foo:\n    a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n${Array.from({ length: 8 }, (_, i) => `    a${i + 1}: &a${i + 1} [${Array(10).fill(`*a${i}`).join(", ")}]\n`).join("")}`,
+      /the document expands to too many values/,
+    ],
   ];
   for (const [what, text, message] of refused) {
     test(`${what}: start-up stops, naming the file, hook and field`, async () => {
