@@ -6,9 +6,10 @@ import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from
 import { dirname } from "node:path";
 import type { Server } from "node:net";
 import type { TlsOptions } from "node:tls";
+import { ActivationError, describeListener, listenOnFd, takeSystemdSocket } from "./activation.js";
 import { secretsOf } from "./config.js";
 import { dropQueued } from "./concurrency.js";
-import { FlagError, parseFlags, usage, type Options } from "./flags.js";
+import { FlagError, parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
 import { HookServer } from "./handler.js";
 import { Log, prefix } from "./log.js";
 import { createPidFile, PidFileError, removePidFile } from "./pidfile.js";
@@ -22,12 +23,27 @@ function version(): string {
   return pkg.version;
 }
 
+/**
+ * The program name as typed ("./bin/webhook", "webhook"), which Go prints as os.Args[0]. Node
+ * resolves the script path, so it is read back from the command line the kernel kept.
+ */
+function argv0(): string {
+  try {
+    const cmdline = readFileSync("/proc/self/cmdline", "utf8").split("\0").slice(0, -1);
+    const script = cmdline[cmdline.length - (process.argv.length - 1)];
+    if (script) return script;
+  } catch {
+    // No /proc: the resolved path is close enough.
+  }
+  return process.argv[1] ?? "webhook";
+}
+
 function parseArgs(): Options {
   try {
     return parseFlags(process.argv.slice(2));
   } catch (e) {
     if (!(e instanceof FlagError)) throw e;
-    process.stderr.write((e.message ? e.message + "\n" : "") + usage());
+    process.stderr.write((e.message ? e.message + "\n" : "") + usage(argv0()));
     process.exit(e.exitCode);
   }
 }
@@ -63,6 +79,11 @@ function listenError(opts: Options, err: NodeJS.ErrnoException): string {
   return `error listening on port: listen ${where}: ${reason}`;
 }
 
+/** -ip as Go's net.Listen takes it: an IPv6 address in brackets ("[::1]"); ours takes it bare too. */
+function unbracket(ip: string): string {
+  return /^\[.*\]$/.test(ip) ? ip.slice(1, -1) : ip;
+}
+
 /** -logfile: lines are appended to the file, written before the call returns. */
 function openLogFile(path: string): (s: string) => void {
   const fd = openSync(path, "a", 0o666);
@@ -79,15 +100,15 @@ function loadHooks(registry: HookRegistry, opts: Options, log: Log): void {
     log.always(e.message);
     process.exit(1);
   }
-  if (failed.length > 0 && !opts.nopanic) {
-    log.always("aborting: fix the hooks file named above, or start with -nopanic to serve without it");
-    process.exit(1);
-  }
   if (!opts.verbose && !opts.nopanic && registry.size === 0) {
-    // The reference writes this one to stdout, even with a -logfile.
+    // Where the reference stops, its fatal line, on stdout even with a -logfile.
     new Log(true, (s) => void process.stdout.write(s), opts.logFormat).always(
       "couldn't load any hooks from file!\naborting webhook execution since the -verbose flag is set to false.\nIf, for some reason, you want webhook to start without the hooks, either use -verbose flag, or -nopanic",
     );
+    process.exit(1);
+  }
+  if (failed.length > 0 && !opts.nopanic) {
+    log.always("aborting: fix the hooks file named above, or start with -nopanic to serve without it");
     process.exit(1);
   }
 }
@@ -98,7 +119,9 @@ async function main(): Promise<void> {
   process.stdout.on("error", () => undefined);
   const opts = parseArgs();
   if (opts.version) {
-    process.stdout.write(`webhook version ${version()}\n`);
+    // Exactly the reference's line (scripts compare it); which implementation this is goes to stderr.
+    process.stdout.write(`webhook version ${REFERENCE_VERSION}\n`);
+    process.stderr.write(`(FrameFi bin/webhook ${version()}, a drop-in for adnanh/webhook ${REFERENCE_VERSION})\n`);
     process.exit(0);
   }
   if (opts.listCipherSuites) {
@@ -155,13 +178,32 @@ async function main(): Promise<void> {
   } catch (e) {
     fatal(`error loading the HTTPS certificate and key: ${(e as Error).message}`);
   }
+  // As the reference: a socket handed over by systemd wins over -ip/-port and -socket.
+  const ip = unbracket(opts.ip);
+  let address = opts.socket !== "" ? `{unix:${opts.socket}}` : `${ip.includes(":") ? `[${ip}]` : ip}:${opts.port}`;
   try {
-    await listenOn(server, opts.socket !== "" ? { socket: opts.socket } : { ip: opts.ip, port: opts.port });
-    // A start that fails from here on must not leave the socket file behind (close() removes it
-    // on a normal shutdown).
-    if (opts.socket !== "") process.once("exit", () => rmSync(opts.socket, { force: true }));
+    const fd = takeSystemdSocket();
+    if (fd !== undefined) {
+      await listenOnFd(server, fd);
+      address = describeListener(server, fd);
+    } else {
+      if (opts.socket !== "" && (opts.setuid !== 0 || opts.setgid !== 0)) {
+        throw new ActivationError(
+          "-setuid and -setgid options are not compatible with -socket.  If you need to bind a socket as root but run webhook as a different user, consider using systemd activation",
+        );
+      }
+      try {
+        await listenOn(server, opts.socket !== "" ? { socket: opts.socket } : { ip, port: opts.port });
+        // A start that fails from here on must not leave the socket file behind (close() removes it
+        // on a normal shutdown).
+        if (opts.socket !== "") process.once("exit", () => rmSync(opts.socket, { force: true }));
+      } catch (e) {
+        problems.push(listenError(opts, e as NodeJS.ErrnoException));
+      }
+    }
   } catch (e) {
-    problems.push(listenError(opts, e as NodeJS.ErrnoException));
+    if (!(e instanceof ActivationError)) throw e;
+    problems.push(`error listening on socket: ${e.message}`);
   }
   if (opts.setuid !== 0 && problems.length === 0) {
     try {
@@ -193,7 +235,7 @@ async function main(): Promise<void> {
     process.once("exit", () => removePidFile(opts.pidfile));
   }
 
-  log.print(`version ${version()} starting`);
+  log.print(`version ${REFERENCE_VERSION} starting (FrameFi bin/webhook ${version()})`);
   const registry = new HookRegistry(opts.hooks, { template: opts.template }, log, (hooks) => {
     log.setSecrets(secretsOf([...hooks.values()]));
     app.setHooks(hooks);
@@ -203,7 +245,6 @@ async function main(): Promise<void> {
   if (opts.hotreload) registry.watch();
 
   const scheme = opts.secure ? "https" : "http";
-  const address = opts.socket !== "" ? `{unix:${opts.socket}}` : `${opts.ip}:${opts.port}`;
   const base = opts.urlprefix === "" ? "" : `/${opts.urlprefix}`;
   log.print(`serving hooks on ${scheme}://${address}${base}/{id}`);
 }

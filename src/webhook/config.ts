@@ -1,143 +1,222 @@
-// Loading hooks files: JSON or YAML, an array of hook definitions. Each file is checked before
-// it is used: it must parse (errors name the file, line and column), every hook needs a string
-// `id` and `execute-command`, and field types must be those of the reference's Go structs.
+// Loading hooks files: JSON or YAML, an array of hook definitions, read exactly as the reference
+// reads them: YAML (JSON is YAML) decoded by yaml.v2's rules, then fitted to the Go structs the way
+// ghodss/yaml and encoding/json do it. So a number, boolean or null where the struct has a string
+// becomes that string in Go's spelling (1.50 → "1.5", 0x1F → "31", yes → "true", ~ → ""), field
+// names match in any case, a hook without id or execute-command loads (it fails when called), and
+// only the first YAML document counts. What Go refuses (an object where a string belongs, a string
+// where a boolean belongs…) is refused with the file, hook and field named.
 import { readFileSync } from "node:fs";
-import { parseDocument } from "yaml";
-import type { Argument, Hook, Rule } from "./hook.js";
+import type { Hook, Rule } from "./hook.js";
 import { parseGoDuration } from "./flags.js";
+import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "./goyaml.js";
 import { renderTemplate, TemplateError } from "./template.js";
 
-export class ConfigError extends Error {}
-
-function lineCol(text: string, offset: number): string {
-  const before = text.slice(0, Math.max(0, Math.min(offset, text.length)));
-  const line = before.split("\n").length;
-  const col = before.length - before.lastIndexOf("\n");
-  return `line ${line}, column ${col}`;
-}
-
-function parseFile(path: string, text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (jsonError) {
-    const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: false, version: "1.1", merge: true });
-    if (doc.errors.length === 0) return doc.toJS({ maxAliasCount: 100 });
-    const looksJson = /^\s*[[{]/.test(text) && path.toLowerCase().endsWith(".json");
-    if (looksJson) {
-      // V8 may quote part of the file in its message; the file can hold secrets, so drop the quote.
-      const msg = (jsonError as Error).message.replace(/, ".*" is not valid JSON$/s, "");
-      const pos = /position (\d+)/.exec(msg);
-      const where = lineCol(text, pos ? Number(pos[1]) : text.length);
-      throw new ConfigError(`${path}: ${where}: invalid JSON: ${msg}`);
-    }
-    const err = doc.errors[0]!;
-    const lp = err.linePos?.[0];
-    const where = lp ? `line ${lp.line}, column ${lp.col}` : lineCol(text, err.pos[0]);
-    throw new ConfigError(`${path}: ${where}: invalid YAML: ${err.message.split("\n")[0]}`);
+export class ConfigError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ConfigError";
   }
 }
 
-type Check = (v: unknown) => boolean;
-const isString: Check = (v) => typeof v === "string";
-const isBool: Check = (v) => typeof v === "boolean";
-const isInt: Check = (v) => typeof v === "number" && Number.isInteger(v);
-const isCount: Check = (v) => isInt(v) && (v as number) >= 0;
-const isDuration: Check = (v) => {
-  if (!isString(v)) return false;
-  try {
-    parseGoDuration(v as string);
-    return true;
-  } catch {
-    return false;
-  }
-};
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-const isArgList: Check = (v) => Array.isArray(v) && v.every(isArgument);
+/** The Go type of a field, as encoding/json fills it. */
+type GoType =
+  /** count: ours, an int that must not be negative. */
+  | { kind: "string" | "bool" | "int" | "count" }
+  | { kind: "slice"; elem: GoType }
+  | { kind: "struct"; fields: Record<string, GoType> };
 
-function isArgument(v: unknown): v is Argument {
-  if (!isObj(v)) return false;
-  const h = v["headers-to-add-to-signature-payload"];
-  return (
-    (v["source"] === undefined || isString(v["source"])) &&
-    (v["name"] === undefined || isString(v["name"])) &&
-    (v["envname"] === undefined || isString(v["envname"])) &&
-    (v["base64decode"] === undefined || isBool(v["base64decode"])) &&
-    (h === undefined || (Array.isArray(h) && h.every(isString)))
-  );
-}
+const STRING: GoType = { kind: "string" };
+const BOOL: GoType = { kind: "bool" };
+const INT: GoType = { kind: "int" };
+const COUNT: GoType = { kind: "count" };
+const slice = (elem: GoType): GoType => ({ kind: "slice", elem });
 
-const HOOK_FIELDS: Record<string, { check: Check; type: string }> = {
-  id: { check: isString, type: "a string" },
-  "execute-command": { check: isString, type: "a string" },
-  "command-working-directory": { check: isString, type: "a string" },
-  "response-message": { check: isString, type: "a string" },
-  "response-headers": {
-    check: (v) => Array.isArray(v) && v.every((h) => isObj(h) && isString(h["name"] ?? "") && isString(h["value"] ?? "")),
-    type: "a list of {name, value} objects",
+const ARGUMENT: GoType = {
+  kind: "struct",
+  fields: {
+    source: STRING,
+    name: STRING,
+    envname: STRING,
+    base64decode: BOOL,
+    "headers-to-add-to-signature-payload": slice(STRING),
   },
-  "include-command-output-in-response": { check: isBool, type: "true or false" },
-  "include-command-output-in-response-on-error": { check: isBool, type: "true or false" },
-  "stream-command-output": { check: isBool, type: "true or false" },
-  "max-concurrency": { check: isCount, type: "a whole number, 0 or more (0 is no limit)" },
-  "max-queue": { check: isCount, type: "a whole number, 0 or more" },
-  "command-timeout": { check: isDuration, type: 'a duration such as "500ms", "30s" or "2m" (0 is none)' },
-  "pass-environment-to-command": { check: isArgList, type: "a list of request values" },
-  "pass-arguments-to-command": { check: isArgList, type: "a list of request values" },
-  "pass-file-to-command": { check: isArgList, type: "a list of request values" },
-  "parse-parameters-as-json": { check: isArgList, type: "a list of request values" },
-  "trigger-rule": { check: (v) => isObj(v), type: "an object" },
-  "trigger-rule-mismatch-http-response-code": { check: isInt, type: "an integer" },
-  "trigger-signature-soft-failures": { check: isBool, type: "true or false" },
-  "incoming-payload-content-type": { check: isString, type: "a string" },
-  "success-http-response-code": { check: isInt, type: "an integer" },
-  "http-methods": { check: (v) => v === null || (Array.isArray(v) && v.every(isString)), type: "a list of strings" },
+};
+const RULE: GoType = { kind: "struct", fields: {} };
+Object.assign((RULE as { fields: Record<string, GoType> }).fields, {
+  and: slice(RULE),
+  or: slice(RULE),
+  not: RULE,
+  match: {
+    kind: "struct",
+    fields: { type: STRING, regex: STRING, secret: STRING, value: STRING, parameter: ARGUMENT, "ip-range": STRING },
+  },
+});
+const HOOK: GoType = {
+  kind: "struct",
+  fields: {
+    id: STRING,
+    "execute-command": STRING,
+    "command-working-directory": STRING,
+    "response-message": STRING,
+    "response-headers": slice({ kind: "struct", fields: { name: STRING, value: STRING } }),
+    "include-command-output-in-response": BOOL,
+    "include-command-output-in-response-on-error": BOOL,
+    "stream-command-output": BOOL,
+    "max-concurrency": COUNT,
+    "max-queue": COUNT,
+    "command-timeout": STRING,
+    "pass-environment-to-command": slice(ARGUMENT),
+    "pass-arguments-to-command": slice(ARGUMENT),
+    "pass-file-to-command": slice(ARGUMENT),
+    "parse-parameters-as-json": slice(ARGUMENT),
+    "trigger-rule": RULE,
+    "trigger-rule-mismatch-http-response-code": INT,
+    "trigger-signature-soft-failures": BOOL,
+    "incoming-payload-content-type": STRING,
+    "success-http-response-code": INT,
+    "http-methods": slice(STRING),
+  },
 };
 
-function checkRule(rule: unknown, where: string): string | undefined {
-  if (!isObj(rule)) return `${where} must be an object`;
-  for (const key of ["and", "or"] as const) {
-    const list = rule[key];
-    if (list === undefined || list === null) continue;
-    if (!Array.isArray(list)) return `${where}.${key} must be a list of rules`;
-    for (let i = 0; i < list.length; i++) {
-      const e = checkRule(list[i], `${where}.${key}[${i}]`);
-      if (e) return e;
-    }
-  }
-  if (rule["not"] !== undefined && rule["not"] !== null) {
-    const e = checkRule(rule["not"], `${where}.not`);
-    if (e) return e;
-  }
-  const m = rule["match"];
-  if (m !== undefined && m !== null) {
-    if (!isObj(m)) return `${where}.match must be an object`;
-    for (const k of ["type", "regex", "secret", "value", "ip-range"]) {
-      if (m[k] !== undefined && !isString(m[k])) return `${where}.match.${k} must be a string (quote numbers and booleans)`;
-    }
-    if (m["parameter"] !== undefined && !isArgument(m["parameter"])) return `${where}.match.parameter must be a request value`;
-  }
-  return undefined;
+const WANTED: Record<GoType["kind"], string> = {
+  string: "a string",
+  bool: "true or false",
+  int: "a whole number",
+  count: "a whole number, 0 or more (0 is no limit for max-concurrency)",
+  slice: "a list",
+  struct: "an object",
+};
+
+function describe(v: YamlValue): string {
+  if (v instanceof Map) return "an object";
+  if (Array.isArray(v)) return "a list";
+  if (typeof v === "string") return "a string";
+  if (typeof v === "boolean") return "a boolean";
+  return "a number";
 }
 
-function validateHook(raw: unknown, index: number): Hook {
+/**
+ * encoding/json's case-insensitive key match: ASCII letters fold, and so do the two non-ASCII
+ * letters that fold to ASCII ones (ſ to s, the Kelvin sign to k).
+ */
+function fold(key: string): string {
+  return key.replace(/\u017f/g, "s").replace(/\u212a/g, "k").replace(/[A-Z]/g, (c) => c.toLowerCase());
+}
+
+function fieldFor(fields: Record<string, GoType>, key: string): string | undefined {
+  if (Object.hasOwn(fields, key)) return key;
+  const folded = fold(key);
+  return Object.keys(fields).find((name) => name === folded);
+}
+
+/** json.Marshal refuses NaN and infinities anywhere, even in keys nobody reads. */
+function checkFinite(v: YamlValue, path: string): void {
+  if (typeof v === "number" && !Number.isFinite(v)) throw new ConfigError(`"${path}": ${formatFloat32(v)} is not a number JSON can hold`);
+  if (Array.isArray(v)) v.forEach((x, i) => checkFinite(x, `${path}[${i}]`));
+  if (v instanceof Map) for (const [k, x] of v) checkFinite(x, `${path}.${k}`);
+}
+
+function zero(type: GoType): unknown {
+  if (type.kind === "string") return "";
+  if (type.kind === "bool") return false;
+  if (type.kind === "int" || type.kind === "count") return 0;
+  return type.kind === "struct" ? {} : undefined;
+}
+
+/**
+ * One value fitted to a Go type as ghodss/yaml + encoding/json do. `current` is what the field
+ * holds already (a repeated key): null leaves a string, boolean or number as it is, and an object
+ * is merged into the one there. Returns undefined for "not set".
+ */
+function fit(v: YamlValue, type: GoType, path: string, current: unknown): unknown {
+  if (v === null) return type.kind === "slice" ? undefined : current;
+  const wrong = (): never => {
+    throw new ConfigError(`"${path}" must be ${WANTED[type.kind]}, not ${describe(v)}`);
+  };
+  switch (type.kind) {
+    case "string":
+      if (typeof v === "string") return v;
+      if (typeof v === "bigint" || typeof v === "boolean") return String(v);
+      if (typeof v === "number") return formatFloat32(v);
+      return wrong();
+    case "bool":
+      return typeof v === "boolean" ? v : wrong();
+    case "int":
+    case "count": {
+      checkFinite(v, path);
+      const n = typeof v === "bigint" && v >= -(1n << 63n) && v < 1n << 63n ? Number(v) : v;
+      if (typeof n !== "number" || !Number.isInteger(n) || Math.abs(n) >= 2 ** 63) return wrong();
+      return type.kind === "count" && n < 0 ? wrong() : n;
+    }
+    case "slice":
+      if (!Array.isArray(v)) return wrong();
+      // An element starts as Go's zero value, which a null leaves in place.
+      return v.map((x, i) => fit(x, type.elem, `${path}[${i}]`, zero(type.elem)));
+    case "struct": {
+      if (!(v instanceof Map)) return wrong();
+      const out: Record<string, unknown> = typeof current === "object" && current !== null ? (current as Record<string, unknown>) : {};
+      // ghodss/yaml hands encoding/json the keys sorted; with keys repeated in another case the last wins.
+      for (const key of [...v.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
+        const x = v.get(key)!;
+        const name = fieldFor(type.fields, key);
+        const at = path === "" ? key : `${path}.${key}`;
+        if (name === undefined) {
+          checkFinite(x, at);
+          continue;
+        }
+        const fitted = fit(x, type.fields[name]!, path === "" ? name : `${path}.${name}`, out[name]);
+        if (fitted === undefined) delete out[name];
+        else out[name] = fitted;
+      }
+      return out;
+    }
+  }
+}
+
+/** command-timeout, a field of ours, holds a Go duration. */
+function checkOwnFields(hook: Record<string, unknown>): void {
+  const timeout = hook["command-timeout"];
+  if (typeof timeout === "string") {
+    try {
+      parseGoDuration(timeout);
+    } catch {
+      throw new ConfigError(`"command-timeout" must be a duration such as "500ms", "30s" or "2m" (0 is none), not ${JSON.stringify(timeout)}`);
+    }
+  }
+}
+
+function toHook(raw: YamlValue, index: number): Hook {
   const label = `hook #${index + 1}`;
-  if (!isObj(raw)) throw new ConfigError(`${label} must be an object`);
-  const named = typeof raw["id"] === "string" ? `${label} (id ${JSON.stringify(raw["id"])})` : label;
-  for (const [key, spec] of Object.entries(HOOK_FIELDS)) {
-    const v = raw[key];
-    if (v !== undefined && v !== null && !spec.check(v)) throw new ConfigError(`${named}: "${key}" must be ${spec.type}`);
+  let hook: Record<string, unknown>;
+  try {
+    hook = (fit(raw, HOOK, "", undefined) as Record<string, unknown> | undefined) ?? {};
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    const id = raw instanceof Map ? raw.get("id") : undefined;
+    throw new ConfigError(`${typeof id === "string" ? `${label} (id ${JSON.stringify(id)})` : label}: ${e.message}`);
   }
-  if (typeof raw["id"] !== "string" || raw["id"] === "") throw new ConfigError(`${label} has no "id"; every hook needs one`);
-  if (typeof raw["execute-command"] !== "string" || raw["execute-command"] === "") {
-    throw new ConfigError(`${named} has no "execute-command"; every hook needs the command it runs`);
+  // An absent id or command is Go's empty string: the hook is served (an empty id at the bare
+  // prefix) and fails when its command is looked up, as in the reference.
+  hook["id"] ??= "";
+  hook["execute-command"] ??= "";
+  try {
+    checkOwnFields(hook);
+  } catch (e) {
+    throw new ConfigError(`${label} (id ${JSON.stringify(hook["id"])}): ${(e as Error).message}`);
   }
-  if (raw["trigger-rule"] !== undefined && raw["trigger-rule"] !== null) {
-    const e = checkRule(raw["trigger-rule"], "trigger-rule");
-    if (e) throw new ConfigError(`${named}: ${e}`);
+  return hook as unknown as Hook;
+}
+
+function decode(path: string, text: string): YamlValue {
+  try {
+    return decodeYaml(text);
+  } catch (e) {
+    if (!(e instanceof YamlError)) throw e;
+    const where = e.line === undefined ? "" : ` line ${e.line}, column ${e.col}:`;
+    const kind = /^\s*[[{]/.test(text.replace(/^\uFEFF/, "")) && path.toLowerCase().endsWith(".json") ? "JSON" : "YAML";
+    // The message never quotes the file: it may hold secrets.
+    throw new ConfigError(`${path}:${where} invalid ${kind}: ${e.message.replace(/ in YAML stream: .*$/, "")}`, { cause: e });
   }
-  // null means "absent" in the Go structs.
-  for (const k of Object.keys(raw)) if (raw[k] === null) delete raw[k];
-  return raw as unknown as Hook;
 }
 
 export interface LoadOptions {
@@ -166,14 +245,15 @@ export function parseHooks(path: string, source: string, options: LoadOptions = 
       throw e;
     }
   }
-  const data = text.trim() === "" ? [] : parseFile(path, text);
+  const data = decode(path, text);
   if (data === null) return [];
-  if (!Array.isArray(data)) throw new ConfigError(`${path}: the hooks file must hold a list (array) of hooks`);
+  if (!Array.isArray(data)) throw new ConfigError(`${path}: the hooks file must hold a list (array) of hooks, not ${describe(data)}`);
   return data.map((raw, i) => {
     try {
-      return validateHook(raw, i);
+      return toHook(raw, i);
     } catch (e) {
-      throw new ConfigError(`${path}: ${(e as Error).message}`);
+      if (!(e instanceof ConfigError)) throw e;
+      throw new ConfigError(`${path}: ${e.message}`);
     }
   });
 }

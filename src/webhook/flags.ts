@@ -2,6 +2,9 @@
 // usage text: -flag value, -flag=value, --flag, booleans as -flag or -flag=false. Parsing stops
 // at the first argument that is not a flag, or after "--".
 
+/** The adnanh/webhook release whose flags, files and answers this server reproduces. */
+export const REFERENCE_VERSION = "2.8.2";
+
 export interface Options {
   hooks: string[];
   ip: string;
@@ -246,13 +249,13 @@ const FLAGS: FlagDef[] = [
   {
     name: "setgid",
     kind: "int",
-    usage: "set group ID after opening listening port; must be used with setuid",
+    usage: "set group ID after opening listening port; must be used with setuid, not permitted with -socket",
     set: (o, v) => (o.setgid = parseGoInt(v)),
   },
   {
     name: "setuid",
     kind: "int",
-    usage: "set user ID after opening listening port; must be used with setgid",
+    usage: "set user ID after opening listening port; must be used with setgid, not permitted with -socket",
     set: (o, v) => (o.setuid = parseGoInt(v)),
   },
   {
@@ -300,9 +303,9 @@ const FLAGS: FlagDef[] = [
   },
 ];
 
-/** Go's flag.PrintDefaults output under "Usage of webhook:". */
-export function usage(): string {
-  let out = "Usage of webhook:\n";
+/** Go's flag.PrintDefaults output under "Usage of <argv0>:", argv0 being how the program was called. */
+export function usage(argv0: string): string {
+  let out = `Usage of ${argv0}:\n`;
   for (const f of FLAGS) {
     const typeName = f.kind === "bool" ? "" : f.kind === "value" ? " value" : ` ${f.kind}`;
     out += `  -${f.name}${typeName}\n    \t${f.usage}`;

@@ -52,7 +52,7 @@ export class HookRegistry {
 
   /**
    * The start-up load, with the reference's messages. Returns the files that failed; throws
-   * DuplicateHookError when two files define the same id (the reference stops then).
+   * DuplicateHookError when a file defines an id an earlier file did (the reference stops then).
    */
   loadAll(): string[] {
     const failed: string[] = [];
@@ -68,9 +68,10 @@ export class HookRegistry {
         continue;
       }
       this.log.print(`found ${hooks.length} hook(s) in file`);
+      // As the reference: an id repeated within one file loads (the first is served); an id
+      // loaded from an earlier file stops the start.
       for (const hook of hooks) {
-        const owner = this.files.find((o) => o !== f && o.hooks.some((h) => h.id === hook.id));
-        if (owner || hooks.filter((h) => h.id === hook.id).length > 1) {
+        if (this.files.some((o) => o !== f && o.hooks.some((h) => h.id === hook.id))) {
           throw new DuplicateHookError(
             `error: hook with the id ${hook.id} has already been loaded!\nplease check your hooks file for duplicate hooks ids! (the second one is in ${f.path})`,
           );

@@ -151,33 +151,6 @@ describe("hooks files", { concurrency: true }, () => {
 describe("start-up errors", { concurrency: true }, () => {
   const output = (r: { stdout: string; stderr: string }): string => r.stdout + r.stderr;
 
-  test("a hook without id stops start-up with a message naming the file", async () => {
-    const file = await writeHooks(dir, [{ "execute-command": echo }], "no-id.json");
-    const r = await runWebhook(["-hooks", file]);
-    assert.notEqual(r.code, 0, output(r));
-    assert.match(output(r), /no-id\.json/);
-    assert.match(output(r), /\bid\b/);
-  });
-
-  test("a hook without execute-command stops start-up with a message naming the file", async () => {
-    const file = await writeHooks(dir, [{ id: "lonely" }], "no-command.json");
-    const r = await runWebhook(["-hooks", file]);
-    assert.notEqual(r.code, 0, output(r));
-    assert.match(output(r), /no-command\.json/);
-    assert.match(output(r), /execute-command/);
-  });
-
-  test("a duplicate id in one file stops start-up and names the id", async () => {
-    const file = await writeHooks(dir, [
-      { id: "twice", "execute-command": echo },
-      { id: "twice", "execute-command": echo },
-    ], "dup-one.json");
-    const r = await runWebhook(["-hooks", file]);
-    assert.notEqual(r.code, 0, output(r));
-    assert.match(output(r), /twice/);
-    assert.match(output(r), /dup-one\.json/);
-  });
-
   test("a duplicate id across two files stops start-up and names the id (reference: 'has already been loaded')", async () => {
     const a = await writeHooks(dir, [{ id: "shared-id", "execute-command": echo }], "dup-a.json");
     const b = await writeHooks(dir, [{ id: "shared-id", "execute-command": echo }], "dup-b.json");
@@ -213,10 +186,10 @@ describe("start-up errors", { concurrency: true }, () => {
     );
     const jsonFile = join(dir, "secret-broken.json");
     await writeFile(jsonFile, `[{"id":"x","execute-command":"${echo}","trigger-rule":{"match":{"type":"value","value":"TOPSECRET-json-456" "parameter":{}}}}]`);
-    const noId = await writeHooks(dir, [
-      { "execute-command": echo, "trigger-rule": { match: { type: "value", value: "TOPSECRET-noid-789", parameter: { source: "url", name: "t" } } } },
-    ], "secret-noid.json");
-    for (const file of [yamlFile, jsonFile, noId]) {
+    const wrongType = await writeHooks(dir, [
+      { id: "x", "execute-command": echo, "include-command-output-in-response": "TOPSECRET-type-789" },
+    ], "secret-type.json");
+    for (const file of [yamlFile, jsonFile, wrongType]) {
       const r = await runWebhook(["-hooks", file]);
       assert.notEqual(r.code, 0);
       assert.doesNotMatch(output(r), /TOPSECRET/, output(r));
@@ -259,10 +232,30 @@ describe("start-up errors", { concurrency: true }, () => {
 });
 
 describe("command line", { concurrency: true }, () => {
-  test("-version prints 'webhook version X.Y.Z' on stdout and exits 0", async () => {
+  test("-version prints exactly the reference's line, 'webhook version 2.8.2', on stdout; which implementation it is goes to stderr", async () => {
     const r = await runToEnd(bin("webhook"), ["-version"], { timeoutMs: 15_000 });
     assert.equal(r.code, 0);
-    assert.match(r.stdout, /^webhook version \d+\.\d+\.\d+\S*\n$/);
+    assert.equal(r.stdout, "webhook version 2.8.2\n");
+    assert.match(r.stderr, /^\(FrameFi bin\/webhook \d+\.\d+\.\d+\S*, a drop-in for adnanh\/webhook 2\.8\.2\)\n$/);
+  });
+
+  test("the usage starts 'Usage of <the program as it was called>:', as Go prints os.Args[0]", async () => {
+    const r = await runToEnd("./bin/webhook", ["-h"], { timeoutMs: 15_000 });
+    assert.equal(r.code, 0);
+    assert.match(r.stderr, /^Usage of \.\/bin\/webhook:\n {2}-cert string\n/);
+    assert.match(r.stderr, /\n {2}-setuid int\n {4}\tset user ID after opening listening port; must be used with setgid, not permitted with -socket\n/);
+  });
+
+  test("-ip [::1] (Go's bracketed form) listens on ::1, and the log prints the address as Go does", async () => {
+    const s = await serve(["-hooks", await writeHooks(dir, [], "ip6.json"), "-verbose"], { addressArgs: (_ip, port) => ["-ip", "[::1]", "-port", String(port)], ip: "::1" });
+    assert.equal((await send(`${s.base}/`, { method: "GET" })).text, "OK");
+    assert.match(s.logs(), new RegExp(`serving hooks on http://\\[::1\\]:${s.port}/hooks/\\{id\\}`));
+  });
+
+  test("-socket with -setuid/-setgid: the reference's refusal", async () => {
+    const r = await runWebhook(["-socket", join(dir, "refused.sock"), "-setuid", "1", "-setgid", "1"]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /error listening on socket: -setuid and -setgid options are not compatible with -socket\.  If you need to bind a socket as root but run webhook as a different user, consider using systemd activation\n/);
   });
 
   test("--version (double dash) works the same", async () => {
