@@ -55,9 +55,12 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
   };
 
   const modeAnswer: Handler = (_req, res) => sendJson(res, 200, { status: "success", mode: MODE_NAMES[state.snapshot().mode] });
-  const switchMode = (mode: Mode, label: string): Handler => (_req, res) => {
-    if (state.setMode(mode)) sendJson(res, 200, success(`Switched to ${label} mode.`));
-    else sendJson(res, 200, { status: "no_change", message: `Already in ${label} mode.` });
+  // Answers once the switch is done, so a switch that fails (FTP port taken...) answers an error.
+  const switchMode = (mode: Mode, label: string): Handler => async (_req, res) => {
+    if (!state.setMode(mode)) return sendJson(res, 200, { status: "no_change", message: `Already in ${label} mode.` });
+    const failure = await state.switchOutcome(mode);
+    if (failure) sendError(res, 500, `Could not switch to ${label} mode: ${failure} The device stays in USB MSC mode.`);
+    else sendJson(res, 200, success(`Switched to ${label} mode.`));
   };
 
   route("GET", "/", async (_req, res) => {

@@ -156,15 +156,25 @@ export class Card {
 
   /**
    * Temp files left by a crash (uploads in progress are tracked, so anything else is stale). FTP temp files
-   * are all stale here: the card is given to the network before the FTP server starts.
+   * are all stale here: the card is given to the network before the FTP server starts. Only regular files
+   * are removed: a folder or link with such a name is someone's (made before the names were refused), and one
+   * that cannot be removed is reported, never a reason to refuse FTP mode.
    */
   private async removeStaleTempFiles(): Promise<void> {
     const live = new Set([...this.active].map((w) => basename(w.tempPath)));
     const names = await readdir(this.root).catch(() => [] as string[]);
-    await Promise.all(names.filter((n) => isTempName(n) && !live.has(n)).map((n) => rm(join(this.root, n), { force: true })));
-    await Promise.all([...this.partials].map((p) => rm(p, { force: true })));
+    const stale = [...names.filter((n) => isTempName(n) && !live.has(n)).map((n) => join(this.root, n)), ...this.partials];
+    await Promise.all(stale.map((p) => this.removeIfFile(p)));
     this.partials.clear();
     this.partialBytes = 0;
+  }
+
+  private async removeIfFile(path: string): Promise<void> {
+    try {
+      if ((await lstat(path)).isFile()) await rm(path);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") this.opts.warn(`cannot remove the stale temp file ${path}: ${(e as Error).message}`);
+    }
   }
 
   /** For the FTP server: free bytes not counting its own uploads in progress (it counts those itself). */

@@ -11,7 +11,16 @@ import type { CardSpace } from "./types.js";
 const DRAIN_LIMIT = 16 * 1024 * 1024;
 
 /** The card has no room for the upload (reply 552). */
-export class SpaceError extends Error {}
+export class SpaceError extends Error {
+  override readonly name = "SpaceError";
+  readonly code = "no-space";
+}
+
+/** The data connection closed before the size the client announced with ALLO had arrived (reply 426). */
+export class ShortUploadError extends Error {
+  override readonly name = "ShortUploadError";
+  readonly code = "short-upload";
+}
 
 /** Counts the bytes of this server's uploads in progress against the card's free space. */
 export class Quota {
@@ -65,6 +74,8 @@ export interface Upload {
   source: string;
   /** Existing bytes to keep at the start: the REST offset for STOR, the current size for APPE; 0 for a new file. */
   keep: number;
+  /** Bytes the client announced it would send (ALLO); fewer arriving means it died mid-upload. */
+  announced?: number | undefined;
 }
 
 /**
@@ -100,10 +111,13 @@ export async function receiveFile(up: Upload, socket: Socket, quota: Quota, sign
       });
       await pipeline(socket, quota.meter(), sink, { signal });
       // In stream mode the end of data means "complete", but a client that died also closes its data
-      // connection. If its control connection closed too (the same poll may have delivered it), keep nothing.
-      // A control close that arrives later cannot be told apart from a finished upload (as with any FTP server).
-      await new Promise((resolve) => setImmediate(resolve));
+      // connection. Its control connection closed at the same time: let one more poll of the sockets run, so
+      // that close is seen (and aborts) before the file replaces anything.
+      await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
       signal.throwIfAborted();
+      if (up.announced !== undefined && received !== up.announced) {
+        throw new ShortUploadError(`Upload incomplete: ${received} of the ${up.announced} bytes announced with ALLO arrived; the file was not changed.`);
+      }
     } finally {
       await fh.close();
     }

@@ -14,6 +14,8 @@ export interface CardSpace {
   free(): number;
 }
 
+import type { LoginThrottle } from "../throttle.js";
+
 export interface FtpServerOptions {
   /** The card folder; every client path is confined to it. */
   root: string;
@@ -28,6 +30,10 @@ export interface FtpServerOptions {
   /** IPv4 address announced in PASV replies (when clients reach us through NAT); default: the control connection's local address. */
   publicAddress?: string;
   space: CardSpace;
+  /** Failed logins per address: delays and refusals (shared with other login surfaces). */
+  throttle: LoginThrottle;
+  /** Names the device keeps for itself (its own temp files): never created, listed or reached over FTP. */
+  reserved?: (name: string) => boolean;
   /** Called after every completed write, delete, rename, mkdir and rmdir. */
   onChange?: (change: FtpChange) => void;
   /** One line per notable event (connections, logins, transfers, errors). Never contains a password. */
