@@ -512,7 +512,7 @@ export class Session {
     let received = 0;
     try {
       await this.runTransfer(async (socket, signal) => {
-        received = await receiveFile({ source, target, keep, announced }, socket, this.ctx.quota, signal);
+        received = await receiveFile({ source, target, keep, announced, replaces: existing !== undefined }, socket, this.ctx.quota, signal);
       });
     } finally {
       this.ctx.uploads.delete(source);

@@ -5,10 +5,17 @@ import type { Socket } from "node:net";
 import { basename, dirname, join } from "node:path";
 import { Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import { partialName } from "./paths.js";
 import type { CardSpace } from "./types.js";
 
 const DRAIN_LIMIT = 16 * 1024 * 1024;
+/**
+ * How long an upload that replaces a file waits, after its data connection ended, for the control connection
+ * to close too. A client killed mid-upload closes both, but its control close arrives up to a few
+ * milliseconds after the end of data (measured with curl and lftp, kill -9).
+ */
+const REPLACE_GRACE_MS = 25;
 
 /** The card has no room for the upload (reply 552). */
 export class SpaceError extends Error {
@@ -74,6 +81,8 @@ export interface Upload {
   source: string;
   /** Existing bytes to keep at the start: the REST offset for STOR, the current size for APPE; 0 for a new file. */
   keep: number;
+  /** Whether a file is already there: then the upload waits REPLACE_GRACE_MS before replacing it. */
+  replaces: boolean;
   /** Bytes the client announced it would send (ALLO); fewer arriving means it died mid-upload. */
   announced?: number | undefined;
 }
@@ -111,9 +120,10 @@ export async function receiveFile(up: Upload, socket: Socket, quota: Quota, sign
       });
       await pipeline(socket, quota.meter(), sink, { signal });
       // In stream mode the end of data means "complete", but a client that died also closes its data
-      // connection. Its control connection closed at the same time: let one more poll of the sockets run, so
-      // that close is seen (and aborts) before the file replaces anything.
-      await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+      // connection; its control connection closes just after, which aborts us. A new file only waits for one
+      // more poll of the sockets (a mirror of many files must not pay the grace); a replacement waits longer.
+      if (up.replaces) await sleep(REPLACE_GRACE_MS, undefined, { signal });
+      else await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
       signal.throwIfAborted();
       if (up.announced !== undefined && received !== up.announced) {
         throw new ShortUploadError(`Upload incomplete: ${received} of the ${up.announced} bytes announced with ALLO arrived; the file was not changed.`);
