@@ -27,7 +27,7 @@ export function ftpMode(ctx: DeviceContext): FtpShare {
         password: settings.ftpPassword,
         ...(config.ftpPassivePorts ? { passivePortRange: config.ftpPassivePorts } : {}),
         ...(config.ftpPublicAddress ? { publicAddress: config.ftpPublicAddress } : {}),
-        space: { free: () => card.freeForFtp() },
+        space: { claim: () => card.claim() },
         throttle,
         reserved: isTempName,
         onChange: (change) => card.ftpChanged(pathsOf(change)),

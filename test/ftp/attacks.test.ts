@@ -7,7 +7,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { eventually, removeDir, start, tempDir } from "../helpers.js";
+import { eventually, removeDir, start, startDevice, tempDir } from "../helpers.js";
 import { curl, hasPartial, lftp, listTree, PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
 import { ftpConnection, rssMb } from "./fixtures/raw.js";
 
@@ -224,6 +224,55 @@ describe("FTP mode: the device's own temp names", () => {
       await ftp.enterFtp(); // throws unless POST /mode/ftp answers success
       const list = await curl(["-l", `${ftp.url}/`]);
       assert.equal(list.stdout, "x.jpg\n");
+    } finally {
+      await ftp.stop();
+      await removeDir(dir);
+    }
+  });
+});
+
+describe("FTP mode: space shared with web uploads", () => {
+  it("an FTP upload in progress holds its space: a web upload that does not fit beside it gets 507 (emulated card)", async () => {
+    const dir = await tempDir("framefi-ftp-space-");
+    const card = join(dir, "card");
+    await mkdir(card);
+    await writeFile(join(dir, "ftp.bin"), randomBytes(600_000));
+    const ftp = await startFtp(card, ["--card-size", "1000000"]);
+    try {
+      const upload = start("curl", ["-sS", "--limit-rate", "300K", "-T", join(dir, "ftp.bin"), `${ftp.url}/ftp.bin`]);
+      await eventually(async () => {
+        const partial = (await listTree(card)).find((f) => /\.ftp-partial-/.test(f));
+        return partial !== undefined && (await readFile(join(card, partial)).catch(() => Buffer.alloc(0))).length >= 450_000;
+      }, 20_000, 5);
+      const web = await fetch(`${ftp.device.url}/upload?filename=web.bin`, { method: "PUT", body: randomBytes(700_000) });
+      assert.equal(web.status, 507, await web.text());
+      assert.equal(await upload.exited, 0, "the FTP upload completes");
+      assert.deepEqual(await listTree(card), ["ftp.bin"]);
+      await eventually(async () => (await ftp.figures()).used_size === 600_000);
+      assert.deepEqual(await ftp.figures(), { total_size: 1_000_000, used_size: 600_000, free_size: 400_000, file_count: 1 });
+    } finally {
+      await ftp.stop();
+      await removeDir(dir);
+    }
+  });
+
+  it("temp files a crash left are counted while the card is a USB drive, and removed (and uncounted) in FTP mode", async () => {
+    const dir = await tempDir("framefi-ftp-stale-");
+    const card = join(dir, "card");
+    await mkdir(join(card, "album"), { recursive: true });
+    await writeFile(join(card, "album/.lost.jpg.ftp-partial-0123abcd"), randomBytes(5_000));
+    await writeFile(join(card, ".framefi-upload-1f.part"), randomBytes(3_000));
+    const device = await startDevice({ card, args: ["--boot-delay", "0", "--card-size", "1MB"] });
+    try {
+      const before = ((await (await fetch(`${device.url}/`)).json()) as { sd_card: { used_size: number; file_count: number } }).sd_card;
+      assert.deepEqual([before.used_size, before.file_count], [8_000, 2]);
+    } finally {
+      await device.stop();
+    }
+    const ftp = await startFtp(card, ["--card-size", "1MB"]);
+    try {
+      assert.deepEqual(await listTree(card), ["album/"]);
+      assert.deepEqual(await ftp.figures(), { total_size: 1_000_000, used_size: 0, free_size: 1_000_000, file_count: 0 });
     } finally {
       await ftp.stop();
       await removeDir(dir);

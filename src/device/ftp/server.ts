@@ -4,10 +4,9 @@ import { createServer, type Server } from "node:net";
 import { plainAddress } from "./data.js";
 import { Card } from "./paths.js";
 import { Session } from "./session.js";
-import { Quota } from "./transfer.js";
 import type { FtpServer, FtpServerOptions } from "./types.js";
 
-export type { CardSpace, FtpChange, FtpServer, FtpServerOptions } from "./types.js";
+export type { CardSpace, FtpChange, FtpServer, FtpServerOptions, SpaceClaim } from "./types.js";
 export { isPartialUpload } from "./paths.js";
 
 /** Connections in all; of those, at most so many waiting for their login, and at most so many from one address. */
@@ -26,7 +25,7 @@ export function createFtpServer(options: FtpServerOptions): FtpServer {
     const st = await stat(options.root).catch(() => undefined);
     if (!st?.isDirectory()) throw new Error(`The card folder ${options.root} does not exist or is not a folder.`);
     const card = await Card.open(options.root, options.reserved);
-    const ctx = { options, card, quota: new Quota(options.space), throttle: options.throttle, uploads: new Set<string>(), log };
+    const ctx = { options, card, throttle: options.throttle, uploads: new Set<string>(), log };
     const srv = createServer((socket) => {
       const refusal = admission([...sessions], plainAddress(socket.remoteAddress));
       if (refusal) {

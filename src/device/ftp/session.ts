@@ -8,7 +8,7 @@ import { activeChannel, listenPassive, parseEprt, parsePort, pasvAddress, plainA
 import { ALL_FACTS, entryOf, factsLine, listLine, parseTimeVal, readFolder, timeVal, type Fact } from "./listing.js";
 import { Card, cardPath } from "./paths.js";
 import { fsReply, pathReply, quote, Reply } from "./replies.js";
-import { Quota, receiveFile, sendFile, ShortUploadError, SpaceError } from "./transfer.js";
+import { receiveFile, sendFile, ShortUploadError, SpaceError } from "./transfer.js";
 import type { FtpChange, FtpServerOptions } from "./types.js";
 import { ThrottledError, type LoginThrottle } from "../throttle.js";
 
@@ -42,7 +42,6 @@ interface Transfer {
 export interface SessionContext {
   options: FtpServerOptions;
   card: Card;
-  quota: Quota;
   throttle: LoginThrottle;
   /** Real paths of the uploads in progress on this server: a second one to the same file is refused. */
   uploads: Set<string>;
@@ -509,15 +508,17 @@ export class Session {
     // Two uploads to one file would each start from its old content, and the later rename would drop the other's.
     if (this.ctx.uploads.has(source)) throw new Reply(450, "Another upload to this file is in progress; try again when it is done.");
     this.ctx.uploads.add(source);
+    const claim = this.ctx.options.space.claim();
     let received = 0;
     try {
       await this.runTransfer(async (socket, signal) => {
-        received = await receiveFile({ source, target, keep, announced, replaces: existing !== undefined }, socket, this.ctx.quota, signal);
+        received = await receiveFile({ source, target, keep, announced, replaces: existing !== undefined }, socket, claim, signal);
       });
+      this.changed({ type: "write", path });
     } finally {
       this.ctx.uploads.delete(source);
+      claim.release();
     }
-    this.changed({ type: "write", path });
     this.ctx.log(`ftp ${this.label}: stored ${path} (${received} bytes)`);
   }
 

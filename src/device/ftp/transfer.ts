@@ -7,7 +7,7 @@ import { Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { partialName } from "./paths.js";
-import type { CardSpace } from "./types.js";
+import type { SpaceClaim } from "./types.js";
 
 const DRAIN_LIMIT = 16 * 1024 * 1024;
 /**
@@ -29,45 +29,23 @@ export class ShortUploadError extends Error {
   readonly code = "short-upload";
 }
 
-/** Counts the bytes of this server's uploads in progress against the card's free space. */
-export class Quota {
-  private inFlight = 0;
-  constructor(private readonly space: CardSpace) {}
-
-  /**
-   * A pass-through that fails with SpaceError once the upload does not fit. It first discards up to
-   * DRAIN_LIMIT more bytes so that a client still sending (curl does not read replies while it sends)
-   * finishes and sees the 552 reply rather than a reset connection.
-   */
-  meter(): Transform {
-    let mine = 0;
-    let discarded = -1;
-    const release = (): void => {
-      this.inFlight -= mine;
-      mine = 0;
-    };
-    const full = (): SpaceError => new SpaceError("Not enough space on the card.");
-    return new Transform({
-      transform: (chunk: Buffer, _enc, done) => {
-        if (discarded < 0 && this.inFlight + chunk.length > this.space.free()) discarded = 0;
-        if (discarded >= 0) {
-          discarded += chunk.length;
-          return done(discarded > DRAIN_LIMIT ? full() : null);
-        }
-        this.inFlight += chunk.length;
-        mine += chunk.length;
-        done(null, chunk);
-      },
-      flush: (done) => {
-        release();
-        done(discarded >= 0 ? full() : null);
-      },
-      destroy: (err, done) => {
-        release();
-        done(err);
-      },
-    });
-  }
+/**
+ * A pass-through that claims each chunk's bytes on the card and fails with SpaceError once the upload does not
+ * fit. It first discards up to DRAIN_LIMIT more bytes so that a client still sending (curl does not read
+ * replies while it sends) finishes and sees the 552 reply rather than a reset connection.
+ */
+function meter(claim: SpaceClaim): Transform {
+  let discarded = -1;
+  const full = (): SpaceError => new SpaceError("Not enough space on the card.");
+  return new Transform({
+    transform: (chunk: Buffer, _enc, done) => {
+      if (discarded < 0 && !claim.grow(chunk.length)) discarded = 0;
+      if (discarded < 0) return done(null, chunk);
+      discarded += chunk.length;
+      done(discarded > DRAIN_LIMIT ? full() : null);
+    },
+    flush: (done) => done(discarded >= 0 ? full() : null),
+  });
 }
 
 export async function sendFile(real: string, offset: number, socket: Socket, signal: AbortSignal): Promise<void> {
@@ -92,7 +70,7 @@ export interface Upload {
  * On any failure or abort the temp file is removed and the target is untouched. No fsync before the rename:
  * it cost 3–4× on many small files (see bench/ftp.bench.ts), and vsftpd does not sync either.
  */
-export async function receiveFile(up: Upload, socket: Socket, quota: Quota, signal: AbortSignal): Promise<number> {
+export async function receiveFile(up: Upload, socket: Socket, claim: SpaceClaim, signal: AbortSignal): Promise<number> {
   const temp = join(dirname(up.target), partialName(basename(up.target)));
   try {
     if (up.keep > 0) await copyFile(up.source, temp, constants.COPYFILE_EXCL);
@@ -118,7 +96,7 @@ export async function receiveFile(up: Upload, socket: Socket, quota: Quota, sign
           );
         },
       });
-      await pipeline(socket, quota.meter(), sink, { signal });
+      await pipeline(socket, meter(claim), sink, { signal });
       // In stream mode the end of data means "complete", but a client that died also closes its data
       // connection; its control connection closes just after, which aborts us. A new file only waits for one
       // more poll of the sockets (a mirror of many files must not pay the grace); a replacement waits longer.

@@ -8,10 +8,17 @@ export type FtpChange =
   | { type: "rmdir"; path: string }
   | { type: "rename"; from: string; path: string };
 
-/** The card's free space as the device counts it (the card may be emulated smaller than its filesystem). */
+/** The card's free space, shared with the device's other writers (the card may be emulated smaller than its filesystem). */
 export interface CardSpace {
-  /** Bytes free on the card now, not counting this server's uploads in progress (their temp files are hidden). */
-  free(): number;
+  /** Starts counting one upload's bytes against the free space, together with every other write in progress. */
+  claim(): SpaceClaim;
+}
+
+export interface SpaceClaim {
+  /** Claims `bytes` more; false (claiming nothing) when the card cannot hold them. */
+  grow(bytes: number): boolean;
+  /** Gives the claim back once the upload's outcome is in the card's figures (after onChange for a stored file). */
+  release(): void;
 }
 
 import type { LoginThrottle } from "../throttle.js";
