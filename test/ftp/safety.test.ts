@@ -264,7 +264,7 @@ describe("FTP mode: leaving it during transfers", () => {
     }
   });
 
-  it("FTP temp files left by a crash are removed when FTP mode starts and never counted", async () => {
+  it("FTP temp files left by a crash are removed when FTP mode starts, and not counted after", async () => {
     const card = join(dir, "card-crash");
     await mkdir(join(card, "album"), { recursive: true });
     await writeFile(join(card, "album/kept.jpg"), randomBytes(1_000));

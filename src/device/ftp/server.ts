@@ -25,7 +25,7 @@ export function createFtpServer(options: FtpServerOptions): FtpServer {
     const st = await stat(options.root).catch(() => undefined);
     if (!st?.isDirectory()) throw new Error(`The card folder ${options.root} does not exist or is not a folder.`);
     const card = await Card.open(options.root, options.reserved);
-    const ctx = { options, card, throttle: options.throttle, uploads: new Set<string>(), log };
+    const ctx = { options, card, uploads: new Set<string>(), log };
     const srv = createServer((socket) => {
       const refusal = admission([...sessions], plainAddress(socket.remoteAddress));
       if (refusal) {

@@ -10,7 +10,7 @@ import { Card, cardPath } from "./paths.js";
 import { fsReply, pathReply, quote, Reply } from "./replies.js";
 import { receiveFile, sendFile, ShortUploadError, SpaceError } from "./transfer.js";
 import type { FtpChange, FtpServerOptions } from "./types.js";
-import { ThrottledError, type LoginThrottle } from "../throttle.js";
+import { ThrottledError } from "../throttle.js";
 
 const MAX_LINE = 8192;
 /** Commands read ahead of the one running; beyond this we stop reading until they are done. */
@@ -42,7 +42,6 @@ interface Transfer {
 export interface SessionContext {
   options: FtpServerOptions;
   card: Card;
-  throttle: LoginThrottle;
   /** Real paths of the uploads in progress on this server: a second one to the same file is refused. */
   uploads: Set<string>;
   log: (line: string) => void;
@@ -288,7 +287,7 @@ export class Session {
   private async passCmd(arg: string): Promise<void> {
     if (this.user === undefined) throw new Reply(503, "Login with USER first.");
     if (this.loggedIn) return this.write(230, "Already logged in.");
-    const { throttle } = this.ctx;
+    const { throttle } = this.ctx.options;
     try {
       const wait = throttle.admit(this.peer);
       if (wait > 0) await sleep(wait, undefined, { signal: this.ending.signal });
