@@ -28,10 +28,11 @@ describe("FTP mode: floods and idle connections", () => {
     const c = await ftpConnection(ftp.port);
     c.socket.write("HELP\r\nFEAT\r\nNOOP\r\n".repeat(5_000));
     await c.closed;
+    // The 421 may be lost: closing a socket with unread commands resets the connection.
     const codes = c.replies().map((r) => r.slice(0, 3));
     assert.ok(codes.length <= 22, `${codes.length} replies`);
-    assert.equal(codes.at(-1), "421");
-    assert.match(c.text(), /421 Too many commands before login; closing the connection\./);
+    assert.deepEqual([...new Set(codes)].filter((code) => !["220", "214", "211", "200", "421"].includes(code)), []);
+    await ftp.device.program.waitFor(/ftp 127\.0\.0\.1:\d+: closed: 421 Too many commands before login; closing the connection\./, 5_000);
   });
 
   it("a logged-in client that sends commands and never reads the replies is paused: memory stays bounded", async () => {

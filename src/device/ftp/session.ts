@@ -109,7 +109,7 @@ export class Session {
     await this.transfer?.done.catch(() => undefined);
     if (goodbye && !this.socket.destroyed) this.socket.end(goodbye + "\r\n");
     this.socket.destroy();
-    this.ctx.log(`ftp ${this.label}: closed`);
+    this.ctx.log(`ftp ${this.label}: closed${goodbye?.startsWith("421") ? `: ${goodbye}` : ""}`);
     this.markClosed();
     return this.closed;
   }
