@@ -4,7 +4,6 @@ import { createFtpServer, type FtpChange, type FtpServer, type FtpServerOptions 
 import type { DeviceContext } from "./service.js";
 import type { FtpShare } from "./state.js";
 import { isTempName } from "./card.js";
-import { createLoginThrottle } from "./throttle.js";
 
 /** Card paths an FTP change touched. */
 function pathsOf(change: FtpChange): string[] {
@@ -13,8 +12,6 @@ function pathsOf(change: FtpChange): string[] {
 
 export function ftpMode(ctx: DeviceContext): FtpShare {
   let server: FtpServer | undefined;
-  // Outlives each FTP server, so leaving and re-entering FTP mode does not forgive failed logins.
-  const throttle = createLoginThrottle();
   return {
     async start() {
       const settings = ctx.settings();
@@ -28,7 +25,8 @@ export function ftpMode(ctx: DeviceContext): FtpShare {
         ...(config.ftpPassivePorts ? { passivePortRange: config.ftpPassivePorts } : {}),
         ...(config.ftpPublicAddress ? { publicAddress: config.ftpPublicAddress } : {}),
         space: { claim: () => card.claim() },
-        throttle,
+        // The device's one throttle: leaving and re-entering FTP mode does not forgive failed logins.
+        throttle: ctx.loginThrottle,
         reserved: isTempName,
         onChange: (change) => card.ftpChanged(pathsOf(change)),
         log: ctx.log,
