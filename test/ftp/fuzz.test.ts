@@ -71,6 +71,15 @@ describe("FTP mode: command loop fuzz", () => {
     await removeDir(dir);
   });
 
+  it("cases the fuzzer found answer with a clear code", async () => {
+    const c = await ftpConnection(ftp.port, "127.2.0.1");
+    await c.command(`USER ${USER}`);
+    await c.command(`PASS ${PASSWORD}`);
+    // FUZZ_SEED=7 FUZZ_CASES=600: a name over 255 bytes was "451 Local error".
+    assert.equal(await c.command(`MKD ${"a".repeat(300)}`), "553 File name not allowed: a name is longer than 255 bytes or the path too long.");
+    c.socket.destroy();
+  });
+
   it("random and mutated command lines never crash the device or grow its memory", async () => {
     const seed = fuzzSeed(0x46545031);
     const cases = fuzzCases(60);

@@ -156,7 +156,7 @@ export class Session {
       } catch (e) {
         if (e instanceof Reply) this.write(e.code, e.text);
         else {
-          this.ctx.log(`ftp ${this.label}: ${verb} failed: ${(e as Error).message}`);
+          this.ctx.log(`ftp ${this.label}: ${verb.slice(0, 20)} failed: ${(e as Error).message.slice(0, 300)}`);
           this.write(451, "Local error; please try again.");
         }
       }
