@@ -67,10 +67,13 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
   };
 
   const modeAnswer: Handler = (_req, res) => sendJson(res, 200, { status: "success", mode: MODE_NAMES[state.snapshot().mode] });
-  // The switch completes just after the answer, as on the firmware, whose words these are.
-  const switchMode = (mode: Mode, label: string): Handler => (_req, res) => {
-    if (state.setMode(mode)) sendJson(res, 200, success(`Attempting to switch to ${label} mode.`));
-    else sendJson(res, 200, { status: "no_change", message: `Already in ${label} mode.` });
+  // The firmware's words. The answer comes once the switch is done, so a switch that fails (FTP port taken, …)
+  // answers an error instead of a success the device cannot keep.
+  const switchMode = (mode: Mode, label: string): Handler => async (_req, res) => {
+    if (!state.setMode(mode)) return sendJson(res, 200, { status: "no_change", message: `Already in ${label} mode.` });
+    const failure = await state.switchOutcome(mode);
+    if (failure) sendError(res, 500, `Could not switch to ${label} mode: ${failure} The device stays in USB MSC mode.`);
+    else sendJson(res, 200, success(`Attempting to switch to ${label} mode.`));
   };
 
   route("GET", "/", async (_req, res) => {

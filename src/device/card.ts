@@ -7,7 +7,7 @@ import { lstat, mkdir, readdir, realpath, rename, rm, statfs } from "node:fs/pro
 import { setImmediate } from "node:timers/promises";
 import { basename, dirname, join, sep } from "node:path";
 import { fatCaseTwin, fatNameProblem, fatSizeProblem } from "./fat-names.js";
-import { isPartialUpload } from "./ftp/server.js";
+import { isPartialUpload, type SpaceClaim } from "./ftp/server.js";
 
 export type CardErrorCode = "unsafe-path" | "no-space" | "not-writable";
 
@@ -56,8 +56,8 @@ export function isTempName(name: string): boolean {
   return TEMP_NAME.test(name);
 }
 
-/** Writes in progress of either kind (web uploads, FTP uploads): never counted in the figures. */
-function inProgress(name: string): boolean {
+/** Temp names of either kind (web uploads, FTP uploads): reserved, and not counted while they are writes in progress. */
+function isTemp(name: string): boolean {
   return TEMP_NAME.test(name) || isPartialUpload(name);
 }
 
@@ -94,6 +94,8 @@ export class Card {
   private rescanTimer: NodeJS.Timeout | undefined;
   private scanning: Set<string> | undefined;
   private readonly active = new Set<ActiveWrite>();
+  /** Space claimed by FTP uploads in progress (web uploads claim inside their ActiveWrite). */
+  private readonly claims = new Set<{ claimed: number }>();
   private writable = false;
   private fsFree = 0;
   private fsTotal = 0;
@@ -102,8 +104,6 @@ export class Card {
   private closed = false;
   /** FTP temp upload files seen by the watcher or a rescan (some may be gone since). */
   private readonly partials = new Set<string>();
-  /** Their bytes on disk when the filesystem figures were last read. */
-  private partialBytes = 0;
   /** Re-reads of paths the FTP server changed; figures() waits for them. */
   private ftpRefresh: Promise<void> = Promise.resolve();
 
@@ -179,21 +179,45 @@ export class Card {
 
   /**
    * Temp files left by a crash (uploads in progress are tracked, so anything else is stale). FTP temp files
-   * are all stale here: the card is given to the network before the FTP server starts.
+   * are all stale here: the card is given to the network before the FTP server starts. Only regular files
+   * are removed: a folder or link with such a name is someone's (made before the names were refused), and one
+   * that cannot be removed is reported, never a reason to refuse FTP mode.
    */
   private async removeStaleTempFiles(): Promise<void> {
     const live = new Set([...this.active].map((w) => basename(w.tempPath)));
     const names = await readdir(this.root).catch(() => [] as string[]);
-    await Promise.all(names.filter((n) => isTempName(n) && !live.has(n)).map((n) => rm(join(this.root, n), { force: true })));
-    await Promise.all([...this.partials].map((p) => rm(p, { force: true })));
+    const stale = [...names.filter((n) => isTempName(n) && !live.has(n)).map((n) => join(this.root, n)), ...this.partials];
+    await Promise.all(stale.map((p) => this.removeIfFile(p)));
     this.partials.clear();
-    this.partialBytes = 0;
   }
 
-  /** For the FTP server: free bytes not counting its own uploads in progress (it counts those itself). */
-  freeForFtp(): number {
-    if (!this.emulated && Date.now() - this.fsCheckedAt > 500) void this.refreshStatfs().catch(() => undefined);
-    return Math.max(0, this.available() + (this.emulated ? 0 : this.partialBytes));
+  private async removeIfFile(path: string): Promise<void> {
+    try {
+      if (!(await lstat(path)).isFile()) return;
+      await rm(path);
+      this.removeFile(path);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") this.opts.warn(`cannot remove the stale temp file ${path}: ${(e as Error).message}`);
+    }
+  }
+
+  /**
+   * For the FTP server: one upload's claim on the free space, counted with every other write in progress, so
+   * concurrent FTP and web uploads cannot together exceed the card. Released only once the figures include
+   * what the upload changed (after its `ftpChanged`).
+   */
+  claim(): SpaceClaim {
+    const entry = { claimed: 0 };
+    this.claims.add(entry);
+    return {
+      grow: (bytes) => {
+        if (!this.emulated && Date.now() - this.fsCheckedAt > 500) void this.refreshStatfs().catch(() => undefined);
+        if (bytes > this.available()) return false;
+        entry.claimed += bytes;
+        return true;
+      },
+      release: () => void this.ftpRefresh.finally(() => this.claims.delete(entry)),
+    };
   }
 
   /**
@@ -230,7 +254,7 @@ export class Card {
     const segments = name.split("/").filter((s) => s !== "" && s !== ".");
     if (segments.includes("..")) refuse("\"..\" is not allowed; the path must stay inside the card");
     if (segments.length === 0) refuse("it names no file");
-    if (segments.some((s) => inProgress(s))) refuse("that name is reserved for uploads in progress");
+    if (segments.some((s) => isTemp(s))) refuse("that name is reserved for uploads in progress");
     if (segments.some((s) => Buffer.byteLength(s) > 255)) refuse("a path component is longer than 255 bytes");
     const fatProblem = this.opts.fatNames ? segments.map(fatNameProblem).find((p) => p !== undefined) : undefined;
     if (fatProblem) refuse(fatProblem);
@@ -336,10 +360,18 @@ export class Card {
 
   /** Bytes a new write may still claim. */
   available(): number {
-    const claimed = [...this.active].reduce((sum, w) => sum + w.claimed, 0);
+    const claimed = [...this.active, ...this.claims].reduce((sum, w) => sum + w.claimed, 0);
     if (this.opts.capacity !== undefined) return this.opts.capacity - this.usedBytes - claimed;
     // statfs already counts what the writes in progress have put on disk; claims grow as bytes arrive.
     return this.fsFree;
+  }
+
+  /**
+   * A temp file is a write in progress while the card belongs to the network (its claim counts it); in MSC mode
+   * every temp file is one a crash left behind, taking space like any file, so it is counted until removed.
+   */
+  private inProgress(name: string): boolean {
+    return this.writable && isTemp(name);
   }
 
   private inside(real: string): boolean {
@@ -354,25 +386,11 @@ export class Card {
       this.fsTotal = s.blocks * s.bsize;
       this.fsFree = s.bavail * s.bsize;
       this.statfsFailing = false;
-      if (this.partials.size > 0) this.measurePartials();
     } catch (e) {
       // The folder vanished or became unreadable: keep the last figures; the rescan notices what changed.
       if (!this.statfsFailing) this.opts.warn(`cannot read the card's filesystem figures (${(e as Error).message}); showing the last ones`);
       this.statfsFailing = true;
     }
-  }
-
-  /** The FTP temp files' bytes on disk, read right after statfs so the two figures agree. */
-  private measurePartials(): void {
-    let bytes = 0;
-    for (const p of this.partials) {
-      try {
-        bytes += lstatSync(p).size;
-      } catch {
-        this.partials.delete(p);
-      }
-    }
-    this.partialBytes = bytes;
   }
 
   private async addFolders(dir: string): Promise<void> {
@@ -430,9 +448,9 @@ export class Card {
     let seen = 0;
     for (const entry of entries) {
       const p = join(dir, entry.name);
+      if (entry.isFile() && isPartialUpload(entry.name)) this.partials.add(p);
       if (entry.isDirectory()) subdirs.push(p);
-      else if (entry.isFile() && isPartialUpload(entry.name)) this.partials.add(p);
-      else if (entry.isFile() && !isTempName(entry.name)) {
+      else if (entry.isFile() && !this.inProgress(entry.name)) {
         try {
           files.set(p, lstatSync(p).size);
         } catch {
@@ -465,7 +483,7 @@ export class Card {
   private touch(path: string): void {
     if (this.absent) return;
     if (isPartialUpload(basename(path))) this.partials.add(path);
-    if (inProgress(basename(path))) return;
+    if (this.inProgress(basename(path))) return;
     this.scanning?.add(path);
     this.pending.add(path);
     if (!this.flushTimer) {
@@ -484,7 +502,7 @@ export class Card {
   }
 
   private async reconcile(path: string): Promise<void> {
-    if (!this.inside(path) || inProgress(basename(path))) return;
+    if (!this.inside(path) || this.inProgress(basename(path))) return;
     let st;
     try {
       st = await lstat(path);

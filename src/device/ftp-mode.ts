@@ -4,6 +4,7 @@ import { fatNamePolicy } from "./fat-names.js";
 import { createFtpServer, type FtpChange, type FtpServer, type FtpServerOptions } from "./ftp/server.js";
 import type { DeviceContext } from "./service.js";
 import type { FtpShare } from "./state.js";
+import { isTempName } from "./card.js";
 
 /** Card paths an FTP change touched. */
 function pathsOf(change: FtpChange): string[] {
@@ -24,8 +25,11 @@ export function ftpMode(ctx: DeviceContext): FtpShare {
         password: settings.ftpPassword,
         ...(config.ftpPassivePorts ? { passivePortRange: config.ftpPassivePorts } : {}),
         ...(config.ftpPublicAddress ? { publicAddress: config.ftpPublicAddress } : {}),
-        space: { free: () => card.freeForFtp() },
         ...(config.fatNames ? { names: fatNamePolicy } : {}),
+        space: { claim: () => card.claim() },
+        // The device's one throttle: leaving and re-entering FTP mode does not forgive failed logins.
+        throttle: ctx.loginThrottle,
+        reserved: isTempName,
         onChange: (change) => card.ftpChanged(pathsOf(change)),
         onTransfer: (phase) => ctx.state.ftpTransfer(phase),
         log: ctx.log,

@@ -10,6 +10,7 @@ import { panelRoutes, servePanel, type PanelRoute } from "./panel/routes.js";
 import { defaultSettings, SettingsStore, type Settings } from "./settings.js";
 import { createSetupHandler, type SetupValues } from "./setup.js";
 import { DeviceState, noFtpShare, type FtpShare } from "./state.js";
+import { createLoginThrottle, type LoginThrottle } from "./throttle.js";
 
 /** What plug-ins (the FTP server, the MQTT client) get to work with. */
 export interface DeviceContext {
@@ -20,6 +21,8 @@ export interface DeviceContext {
   settings: () => Settings;
   /** Reboots in-process, as POST /device/restart does (for MQTT's restart command). */
   restart: () => Promise<void>;
+  /** Failed logins per client address, for every login surface (FTP; the web API's basic auth can share it). */
+  loginThrottle: LoginThrottle;
   log: (message: string) => void;
 }
 
@@ -98,6 +101,8 @@ export class DeviceService {
   private lifecycle: Promise<void> = Promise.resolve();
   private cardTimer: NodeJS.Timeout | undefined;
   private readonly log: (message: string) => void;
+  /** The one owner of failed-login state, kept across restarts (FTP now; the web API's basic auth can share it). */
+  private readonly loginThrottle = createLoginThrottle();
 
   constructor(
     private readonly config: DeviceConfig,
@@ -122,6 +127,7 @@ export class DeviceService {
       card: this.card,
       settings: () => this.current,
       restart: () => this.restart(),
+      loginThrottle: this.loginThrottle,
       log: this.log,
     };
     if (opts.ftp) this.state.setFtpShare(opts.ftp(ctx));

@@ -48,6 +48,8 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   private mode: Mode = "msc";
   private applied: Mode | undefined;
   private reconciling: Promise<void> | undefined;
+  /** Why the last attempt to enter each mode failed; cleared when entering it succeeds. */
+  private readonly switchFailures = new Map<Mode, string>();
   private displayOn = true;
   private ledOn = true;
   private brightness = 13;
@@ -234,6 +236,15 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
     this.redraw();
   }
 
+  /**
+   * Waits for the transitions under way, then says why entering `mode` failed (undefined when it did not,
+   * or another request changed the mode since). For answering a switch request with its outcome.
+   */
+  async switchOutcome(mode: Mode): Promise<string | undefined> {
+    await this.settled();
+    return this.mode === mode ? undefined : this.switchFailures.get(mode);
+  }
+
   /** Resolves once the hardware has caught up with the mode. */
   async settled(): Promise<void> {
     while (this.reconciling) await this.reconciling;
@@ -255,7 +266,9 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
         if (target === "ftp") await this.enterFtp();
         else await this.enterMsc();
         this.applied = target;
+        this.switchFailures.delete(target);
       } catch (e) {
+        this.switchFailures.set(target, (e as Error).message);
         this.log(`could not switch to ${MODE_NAMES[target]} mode: ${(e as Error).message}; staying in USB MSC mode`);
         await this.enterMsc().catch(() => undefined);
         this.applied = "msc";

@@ -139,7 +139,10 @@ describe("FTP mode: its port taken by another program", () => {
     const dev = await startDevice({ ftpPort: taken, args: ["--boot-delay", "0"] });
     t.after(() => dev.stop());
     const res = await fetch(`${dev.url}/mode/ftp`, { method: "POST" });
-    assert.equal(res.status, 200, "the switch answers at once, as the firmware's does");
+    assert.equal(res.status, 500, "the switch answers once it is done, with its failure");
+    const body = (await res.json()) as { status: string; message: string };
+    assert.equal(body.status, "error");
+    assert.match(body.message, /^Could not switch to Application \(FTP\) mode: Cannot listen for FTP on 127\.0\.0\.1:\d+: EADDRINUSE\. Choose another FTP port\. The device stays in USB MSC mode\.$/);
     await dev.program.waitFor(/Cannot listen for FTP on 127\.0\.0\.1:\d+: EADDRINUSE\. Choose another FTP port\..*staying in USB MSC mode/, 15_000);
     const status = (await (await fetch(`${dev.url}/`)).json()) as { mode: string; led: { color: string } };
     assert.equal(status.mode, "USB MSC");
@@ -261,7 +264,7 @@ describe("FTP mode: leaving it during transfers", () => {
     }
   });
 
-  it("FTP temp files left by a crash are removed when FTP mode starts and never counted", async () => {
+  it("FTP temp files left by a crash are removed when FTP mode starts, and not counted after", async () => {
     const card = join(dir, "card-crash");
     await mkdir(join(card, "album"), { recursive: true });
     await writeFile(join(card, "album/kept.jpg"), randomBytes(1_000));

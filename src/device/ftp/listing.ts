@@ -2,7 +2,6 @@
 import { readdir, realpath, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Card } from "./paths.js";
-import { isPartialUpload } from "./paths.js";
 
 export interface Entry {
   name: string;
@@ -25,7 +24,7 @@ export async function readFolder(card: Card, real: string): Promise<Entry[]> {
   const dirents = await readdir(real, { withFileTypes: true });
   const entries = await Promise.all(
     dirents.map(async (d): Promise<Entry | undefined> => {
-      if (isPartialUpload(d.name)) return undefined;
+      if (card.reserved(d.name)) return undefined;
       let target = join(real, d.name);
       try {
         if (d.isSymbolicLink()) {

@@ -30,10 +30,19 @@ export function cardPath(cwd: string, arg: string): string {
 
 /** The card folder on disk, resolved once; every access goes through `existing` or `creatable`. */
 export class Card {
-  private constructor(readonly root: string) {}
+  private constructor(
+    readonly root: string,
+    private readonly reservedName: (name: string) => boolean,
+  ) {}
 
-  static async open(root: string): Promise<Card> {
-    return new Card(await realpath(root));
+  /** `reserved`: names besides our own temp names that clients may neither create nor reach. */
+  static async open(root: string, reserved: (name: string) => boolean = () => false): Promise<Card> {
+    return new Card(await realpath(root), reserved);
+  }
+
+  /** True for names that are not the client's: uploads in progress, the device's own temp files. */
+  reserved(name: string): boolean {
+    return isPartialUpload(name) || this.reservedName(name);
   }
 
   /** True when a resolved (real) path lies inside the card. */
@@ -43,7 +52,7 @@ export class Card {
 
   /** The real path of something that exists at `path`, following symlinks only while they stay inside the card. */
   async existing(path: string): Promise<string> {
-    if (path.split("/").some(isPartialUpload)) throw new PathError("No such file or folder.");
+    if (path.split("/").some((n) => this.reserved(n))) throw new PathError("No such file or folder.");
     let real: string;
     try {
       real = await realpath(join(this.root, path));
@@ -58,7 +67,7 @@ export class Card {
   async creatable(path: string): Promise<string> {
     const name = basename(path);
     if (path === "/" || name === "") throw new PathError("The card's root cannot be replaced.");
-    if (isPartialUpload(name)) throw new PathError("That name is reserved for uploads in progress.");
+    if (this.reserved(name)) throw new PathError("That name is reserved for uploads in progress; choose another.");
     const parent = await this.existing(dirname(path));
     return join(parent, name);
   }

@@ -43,6 +43,10 @@ export function fsReply(e: unknown): never {
       throw new Reply(550, "Invalid request (a folder cannot move into itself).");
     case "ENOSPC":
       throw new Reply(552, "The card's filesystem is full.");
+    case "ENAMETOOLONG":
+      throw new Reply(553, "File name not allowed: a name is longer than 255 bytes or the path too long.");
+    case "ELOOP":
+      throw new Reply(550, "Too many levels of symbolic links.");
     default:
       throw e;
   }

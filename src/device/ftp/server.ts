@@ -1,15 +1,18 @@
 // The device's FTP server: listens while the device is in FTP mode, serving the card folder.
 import { stat } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
+import { plainAddress } from "./data.js";
 import { Card } from "./paths.js";
 import { Session } from "./session.js";
-import { Quota } from "./transfer.js";
 import type { FtpServer, FtpServerOptions } from "./types.js";
 
-export type { CardSpace, FtpChange, FtpServer, FtpServerOptions, NamePolicy } from "./types.js";
+export type { CardSpace, FtpChange, FtpServer, FtpServerOptions, NamePolicy, SpaceClaim } from "./types.js";
 export { isPartialUpload } from "./paths.js";
 
+/** Connections in all; of those, at most so many waiting for their login, and at most so many from one address. */
 const MAX_SESSIONS = 32;
+const MAX_WAITING_LOGIN = 24;
+const MAX_PER_ADDRESS = 16;
 
 export function createFtpServer(options: FtpServerOptions): FtpServer {
   const log = options.log ?? ((): void => undefined);
@@ -21,10 +24,14 @@ export function createFtpServer(options: FtpServerOptions): FtpServer {
     if (server) throw new Error("The FTP server is already running.");
     const st = await stat(options.root).catch(() => undefined);
     if (!st?.isDirectory()) throw new Error(`The card folder ${options.root} does not exist or is not a folder.`);
-    const ctx = { options, card: await Card.open(options.root), quota: new Quota(options.space), log };
+    const card = await Card.open(options.root, options.reserved);
+    const ctx = { options, card, uploads: new Set<string>(), log };
     const srv = createServer((socket) => {
-      if (sessions.size >= MAX_SESSIONS) {
-        socket.end("421 Too many connections; try again later.\r\n");
+      const refusal = admission([...sessions], plainAddress(socket.remoteAddress));
+      if (refusal) {
+        log(`ftp ${plainAddress(socket.remoteAddress)}:${socket.remotePort}: refused: ${refusal}`);
+        socket.on("error", () => undefined);
+        socket.end(`421 ${refusal}; try again later.\r\n`);
         return;
       }
       const session = new Session(socket, ctx);
@@ -55,4 +62,12 @@ export function createFtpServer(options: FtpServerOptions): FtpServer {
   };
 
   return { start, stop, address: () => bound };
+}
+
+/** Why a new connection from `peer` is refused, or undefined when it may come in. */
+function admission(sessions: Session[], peer: string): string | undefined {
+  if (sessions.length >= MAX_SESSIONS) return "Too many connections";
+  if (sessions.filter((s) => !s.authenticated).length >= MAX_WAITING_LOGIN) return "Too many connections waiting to log in";
+  if (sessions.filter((s) => s.peer === peer).length >= MAX_PER_ADDRESS) return "Too many connections from your address";
+  return undefined;
 }

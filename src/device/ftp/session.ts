@@ -1,5 +1,6 @@
 // One control connection: reads commands, checks the login, and runs them one at a time.
 import { createHash, timingSafeEqual } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { lstat, mkdir, rename, rmdir, stat, unlink, utimes } from "node:fs/promises";
 import type { Socket } from "node:net";
 import { isIP } from "node:net";
@@ -8,13 +9,18 @@ import { activeChannel, listenPassive, parseEprt, parsePort, pasvAddress, plainA
 import { ALL_FACTS, entryOf, factsLine, listLine, parseTimeVal, readFolder, timeVal, type Fact } from "./listing.js";
 import { Card, cardPath } from "./paths.js";
 import { fsReply, pathReply, quote, Reply } from "./replies.js";
-import { Quota, receiveFile, sendFile, SpaceError } from "./transfer.js";
+import { receiveFile, sendFile, ShortUploadError, SpaceError } from "./transfer.js";
 import type { FtpChange, FtpServerOptions } from "./types.js";
+import { ThrottledError } from "../throttle.js";
 
 const MAX_LINE = 8192;
 /** Commands read ahead of the one running; beyond this we stop reading until they are done. */
 const MAX_QUEUED = 64;
 const IDLE_TIMEOUT_MS = 5 * 60_000;
+/** From connecting to a successful login: an idle stranger does not hold a connection slot for long. */
+const LOGIN_TIMEOUT_MS = 30_000;
+/** Commands a client may send before logging in (clients need about six: FEAT, OPTS, USER, PASS...). */
+const MAX_COMMANDS_BEFORE_LOGIN = 20;
 const MAX_LOGIN_FAILURES = 3;
 
 const digest = (s: string): Buffer => createHash("sha256").update(s).digest();
@@ -24,6 +30,8 @@ const OPEN = new Set(["USER", "PASS", "QUIT", "FEAT", "SYST", "NOOP", "OPTS", "A
 /** Commands that consume a REST offset, and those that may come between REST and the transfer. */
 const TRANSFERS = new Set(["RETR", "STOR", "APPE", "LIST", "NLST", "MLSD"]);
 const KEEPS_REST = new Set(["REST", "PASV", "EPSV", "PORT", "EPRT", "TYPE"]);
+/** An ALLO size holds for the next upload; these may come between. */
+const KEEPS_ALLO = new Set([...KEEPS_REST, "ALLO", "STOR", "APPE"]);
 
 const FEATURES = ["EPSV", "MDTM", "MFMT", "MLST type*;size*;modify*;perm*;", "PASV", "REST STREAM", "SIZE", "TVFS", "UTF8"];
 
@@ -35,16 +43,23 @@ interface Transfer {
 export interface SessionContext {
   options: FtpServerOptions;
   card: Card;
-  quota: Quota;
+  /** Real paths of the uploads in progress on this server: a second one to the same file is refused. */
+  uploads: Set<string>;
   log: (line: string) => void;
 }
 
 export class Session {
-  private readonly peer: string;
+  /** The client's address ("::ffff:" stripped). */
+  readonly peer: string;
   private readonly label: string;
   private user: string | undefined;
   private loggedIn = false;
   private failures = 0;
+  private commandsBeforeLogin = 0;
+  private readonly loginTimer: NodeJS.Timeout;
+  /** Aborted when the session closes: ends a throttled login's wait. */
+  private readonly ending = new AbortController();
+  private announced: number | undefined;
   private cwd = "/";
   private restOffset = 0;
   private renameFrom: string | undefined;
@@ -74,21 +89,28 @@ export class Session {
     socket.on("error", () => undefined);
     socket.on("end", () => void this.close());
     socket.on("close", () => void this.close());
+    this.loginTimer = setTimeout(() => void this.close("421 Login timeout; closing the connection."), LOGIN_TIMEOUT_MS);
     ctx.log(`ftp ${this.label}: connected`);
     this.write(220, "FrameFi FTP server ready.");
+  }
+
+  get authenticated(): boolean {
+    return this.loggedIn;
   }
 
   /** Ends the session: aborts a transfer (removing its partial file), closes data and control connections. */
   async close(goodbye?: string): Promise<void> {
     if (this.closing) return this.closed;
     this.closing = true;
+    clearTimeout(this.loginTimer);
+    this.ending.abort();
     this.transfer?.controller.abort();
     this.data?.close();
     this.data = undefined;
     await this.transfer?.done.catch(() => undefined);
     if (goodbye && !this.socket.destroyed) this.socket.end(goodbye + "\r\n");
     this.socket.destroy();
-    this.ctx.log(`ftp ${this.label}: closed`);
+    this.ctx.log(`ftp ${this.label}: closed${goodbye?.startsWith("421") ? `: ${goodbye}` : ""}`);
     this.markClosed();
     return this.closed;
   }
@@ -123,6 +145,10 @@ export class Session {
     if (this.running) return;
     this.running = true;
     for (let line = this.queue.shift(); line !== undefined && !this.closing; line = this.queue.shift()) {
+      // A client that sends commands but does not read the replies: stop until it does. Meanwhile the queue
+      // fills and reading pauses, so neither replies nor commands pile up in memory.
+      if (this.socket.writableNeedDrain) await this.flushed();
+      if (this.closing) break;
       const space = line.indexOf(" ");
       const verb = (space < 0 ? line : line.slice(0, space)).toUpperCase();
       const arg = space < 0 ? "" : line.slice(space + 1);
@@ -131,7 +157,7 @@ export class Session {
       } catch (e) {
         if (e instanceof Reply) this.write(e.code, e.text);
         else {
-          this.ctx.log(`ftp ${this.label}: ${verb} failed: ${(e as Error).message}`);
+          this.ctx.log(`ftp ${this.label}: ${verb.slice(0, 20)} failed: ${(e as Error).message.slice(0, 300)}`);
           this.write(451, "Local error; please try again.");
         }
       }
@@ -140,8 +166,24 @@ export class Session {
     this.socket.resume();
   }
 
+  /** Resolves once the replies written so far have gone to the kernel, or the connection closed. */
+  private flushed(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.socket.off("drain", done).off("close", done);
+        resolve();
+      };
+      this.socket.on("drain", done).on("close", done);
+    });
+  }
+
   private async dispatch(verb: string, arg: string): Promise<void> {
+    if (!this.loggedIn && ++this.commandsBeforeLogin > MAX_COMMANDS_BEFORE_LOGIN) {
+      await this.close("421 Too many commands before login; closing the connection.");
+      return;
+    }
     if (!this.loggedIn && !OPEN.has(verb)) throw new Reply(530, "Please log in with USER and PASS.");
+    if (!KEEPS_ALLO.has(verb)) this.announced = undefined;
     if (!TRANSFERS.has(verb) && !KEEPS_REST.has(verb)) this.restOffset = 0;
     if (verb !== "RNTO") this.renameFrom = undefined;
     switch (verb) {
@@ -159,7 +201,7 @@ export class Session {
       case "FEAT":
         return this.write(211, "Features:", FEATURES);
       case "HELP":
-        return this.write(214, "Commands: USER PASS PWD CWD CDUP TYPE PASV EPSV PORT EPRT LIST NLST MLSD MLST SIZE MDTM MFMT STOR APPE RETR REST ABOR DELE MKD RMD RNFR RNTO FEAT OPTS SYST NOOP QUIT.");
+        return this.write(214, "Commands: USER PASS PWD CWD CDUP TYPE PASV EPSV PORT EPRT LIST NLST MLSD MLST SIZE MDTM MFMT STOR APPE RETR REST ABOR DELE MKD RMD RNFR RNTO ALLO FEAT OPTS SYST NOOP QUIT.");
       case "OPTS":
         return this.optsCmd(arg);
       case "AUTH":
@@ -229,7 +271,7 @@ export class Session {
       case "RNTO":
         return this.rntoCmd(arg);
       case "ALLO":
-        return this.write(202, "No storage allocation necessary.");
+        return this.alloCmd(arg);
       default:
         throw new Reply(502, `Command not implemented: ${verb.slice(0, 20)}.`);
     }
@@ -246,22 +288,44 @@ export class Session {
   private async passCmd(arg: string): Promise<void> {
     if (this.user === undefined) throw new Reply(503, "Login with USER first.");
     if (this.loggedIn) return this.write(230, "Already logged in.");
+    const { throttle } = this.ctx.options;
+    try {
+      const wait = throttle.admit(this.peer);
+      if (wait > 0) await sleep(wait, undefined, { signal: this.ending.signal });
+    } catch (e) {
+      if (this.closing) return;
+      if (!(e instanceof ThrottledError)) throw e;
+      this.ctx.log(`ftp ${this.label}: login refused: too many failed logins from ${this.peer}`);
+      await this.close(`421 ${e.message}`);
+      return;
+    }
     const { user, password } = this.ctx.options;
     const userOk = timingSafeEqual(digest(this.user), digest(user));
     const passOk = timingSafeEqual(digest(arg), digest(password));
     if (userOk && passOk) {
       this.loggedIn = true;
+      clearTimeout(this.loginTimer);
+      throttle.succeeded(this.peer);
       this.ctx.log(`ftp ${this.label}: logged in`);
       return this.write(230, "Login successful.");
     }
     this.failures++;
-    this.ctx.log(`ftp ${this.label}: login failed`);
+    const { failures, delayMs } = throttle.failed(this.peer);
+    const next = delayMs > 0 ? `; the next attempt from this address waits ${Math.ceil(delayMs / 1000)} s` : "";
+    this.ctx.log(`ftp ${this.label}: login failed (${failures} in a row from ${this.peer}${next})`);
     this.user = undefined;
     if (this.failures >= MAX_LOGIN_FAILURES) {
       await this.close("530 Login incorrect. Too many failures; closing the connection.");
       return;
     }
     throw new Reply(530, "Login incorrect.");
+  }
+
+  /** ALLO size: the size of the file the next STOR/APPE sends (lftp sends it). A shorter upload is not kept. */
+  private alloCmd(arg: string): void {
+    const size = arg.trim().split(/\s+/)[0] ?? "";
+    this.announced = /^\d{1,15}$/.test(size) ? Number(size) : undefined;
+    this.write(202, "No storage allocation necessary.");
   }
 
   private optsCmd(arg: string): void {
@@ -431,6 +495,8 @@ export class Session {
 
   private async storCmd(verb: "STOR" | "APPE", arg: string): Promise<void> {
     const offset = this.takeRest();
+    const announced = this.announced;
+    this.announced = undefined;
     if (!arg) throw new Reply(501, `${verb} needs a file name.`);
     const path = this.path(arg);
     const target = await this.entry(path);
@@ -443,11 +509,20 @@ export class Session {
     const size = existing?.size ?? 0;
     if (offset > size) throw new Reply(554, "Restart offset is beyond the end of the file.");
     const keep = verb === "APPE" ? size : offset;
+    // Two uploads to one file would each start from its old content, and the later rename would drop the other's.
+    if (this.ctx.uploads.has(source)) throw new Reply(450, "Another upload to this file is in progress; try again when it is done.");
+    this.ctx.uploads.add(source);
+    const claim = this.ctx.options.space.claim();
     let received = 0;
-    await this.runTransfer(async (socket, signal) => {
-      received = await receiveFile({ source, target, keep, maxBytes: this.ctx.options.names?.maxFileBytes ?? Infinity }, socket, this.ctx.quota, signal);
-    });
-    this.changed({ type: "write", path });
+    try {
+      await this.runTransfer(async (socket, signal) => {
+        received = await receiveFile({ source, target, keep, announced, replaces: existing !== undefined, maxBytes: this.ctx.options.names?.maxFileBytes ?? Infinity }, socket, claim, signal);
+      });
+      this.changed({ type: "write", path });
+    } finally {
+      this.ctx.uploads.delete(source);
+      claim.release();
+    }
     this.ctx.log(`ftp ${this.label}: stored ${path} (${received} bytes)`);
   }
 
@@ -532,6 +607,7 @@ export class Session {
         await work(socket, controller.signal);
       } catch (e) {
         if (e instanceof SpaceError) throw new Reply(552, `Upload aborted: ${e.message}`);
+        if (e instanceof ShortUploadError) throw new Reply(426, `${e.message}`);
         if (controller.signal.aborted) throw new Reply(426, "Transfer aborted; the connection was closed.");
         if (e instanceof Reply) throw e;
         const code = (e as NodeJS.ErrnoException).code;

@@ -1,4 +1,5 @@
 // The FTP server's public types: what the device passes in and what it gets back.
+import type { LoginThrottle } from "../throttle.js";
 
 /** What changed on the card after an FTP command completed. Paths are card paths ("/album/a.jpg"). */
 export type FtpChange =
@@ -8,10 +9,10 @@ export type FtpChange =
   | { type: "rmdir"; path: string }
   | { type: "rename"; from: string; path: string };
 
-/** The card's free space as the device counts it (the card may be emulated smaller than its filesystem). */
+/** The card's free space, shared with the device's other writers (the card may be emulated smaller than its filesystem). */
 export interface CardSpace {
-  /** Bytes free on the card now, not counting this server's uploads in progress (their temp files are hidden). */
-  free(): number;
+  /** Starts counting one upload's bytes against the free space, together with every other write in progress. */
+  claim(): SpaceClaim;
 }
 
 /** Rules for new names and file sizes, such as a FAT card's: a refused name gets 553, a file too big 552. */
@@ -20,6 +21,13 @@ export interface NamePolicy {
   refuse(folder: string, name: string): Promise<string | undefined>;
   /** The largest file the card holds, in bytes. */
   maxFileBytes: number;
+}
+
+export interface SpaceClaim {
+  /** Claims `bytes` more; false (claiming nothing) when the card cannot hold them. */
+  grow(bytes: number): boolean;
+  /** Gives the claim back once the upload's outcome is in the card's figures (after onChange for a stored file). */
+  release(): void;
 }
 
 export interface FtpServerOptions {
@@ -38,6 +46,10 @@ export interface FtpServerOptions {
   space: CardSpace;
   /** Names and sizes the card cannot hold; every name and size allowed when omitted. */
   names?: NamePolicy;
+  /** Failed logins per address: delays and refusals (shared with other login surfaces). */
+  throttle: LoginThrottle;
+  /** Names the device keeps for itself (its own temp files): never created, listed or reached over FTP. */
+  reserved?: (name: string) => boolean;
   /** Called after every completed write, delete, rename, mkdir and rmdir. */
   onChange?: (change: FtpChange) => void;
   /** Called when a data transfer (upload, download or listing) begins and when it ends, however it ends. */

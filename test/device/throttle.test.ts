@@ -1,0 +1,54 @@
+// The login throttle shared by the device's login surfaces: its delays, turn-taking and bounded memory, on a
+// clock the test moves (the FTP attack tests drive it over real sockets).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { createLoginThrottle, keyOf, ThrottledError } from "../../src/device/throttle.js";
+
+test("three failures are free, then delays double up to the ceiling; a success starts afresh", () => {
+  let t = 0;
+  const throttle = createLoginThrottle({ now: () => t });
+  const delays: number[] = [];
+  for (let i = 0; i < 9; i++) {
+    const wait = throttle.admit("192.0.2.1");
+    t += wait;
+    delays.push(throttle.failed("192.0.2.1").delayMs);
+  }
+  assert.deepEqual(delays, [0, 0, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+  assert.equal(throttle.admit("198.51.100.7"), 0, "another address is not slowed");
+  t += throttle.admit("192.0.2.1");
+  throttle.succeeded("192.0.2.1");
+  assert.equal(throttle.admit("192.0.2.1"), 0);
+});
+
+test("parallel attempts from one address take turns, and those too far behind are refused", () => {
+  let t = 0;
+  const throttle = createLoginThrottle({ now: () => t, maxDelayMs: 4_000 });
+  for (let i = 0; i < 3; i++) throttle.failed("192.0.2.1");
+  const waits = [0, 1, 2, 3].map(() => throttle.admit("192.0.2.1"));
+  assert.deepEqual(waits, [1_000, 2_000, 3_000, 4_000]);
+  assert.throws(() => throttle.admit("192.0.2.1"), (e: unknown) => e instanceof ThrottledError && e.retryAfterMs === 5_000);
+});
+
+test("addresses are forgotten after a quiet spell, and at most maxAddresses are kept", () => {
+  let t = 0;
+  const throttle = createLoginThrottle({ now: () => t, maxAddresses: 2, forgetAfterMs: 60_000 });
+  for (let i = 0; i < 4; i++) throttle.failed("192.0.2.1");
+  t = 61_000;
+  assert.equal(throttle.admit("192.0.2.1"), 0, "forgotten after the quiet spell");
+  for (let i = 0; i < 4; i++) throttle.failed("192.0.2.1");
+  assert.ok(throttle.admit("192.0.2.1") > 0);
+  for (let i = 0; i < 4; i++) throttle.failed("192.0.2.2");
+  for (let i = 0; i < 4; i++) throttle.failed("192.0.2.3");
+  assert.equal(throttle.admit("192.0.2.1"), 0, "the least recently failed address made room");
+  assert.ok(throttle.admit("192.0.2.3") > 0);
+});
+
+test("IPv6 addresses count per /64; IPv4-mapped ones as IPv4", () => {
+  assert.equal(keyOf("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+  assert.equal(keyOf("2001:db8:1:2:bbbb:cccc:dddd:eeee"), "2001:db8:1:2::/64");
+  assert.equal(keyOf("2001:db8::1"), "2001:db8:0:0::/64");
+  assert.equal(keyOf("::1"), "0:0:0:0::/64");
+  assert.equal(keyOf("fe80::1%eth0"), "fe80:0:0:0::/64");
+  assert.equal(keyOf("::ffff:192.0.2.1"), "192.0.2.1");
+  assert.equal(keyOf("192.0.2.1"), "192.0.2.1");
+});
