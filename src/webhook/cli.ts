@@ -148,7 +148,11 @@ async function main(): Promise<void> {
     },
     log,
   );
-  const transport = new HookTransport(app, { maxBody: opts.maxBody });
+  const transport = new HookTransport(app, {
+    maxBody: opts.maxBody,
+    bodyTimeoutMs: opts.bodyTimeoutMs || Infinity,
+    ...(opts.maxBodyMemory > 0 ? { maxBodyMemory: opts.maxBodyMemory } : {}),
+  });
   let server: Server | undefined;
   try {
     server = transport.createServer(tls);

@@ -41,6 +41,12 @@ export interface Options {
   maxQueue: number;
   /** Default command-timeout of every hook, in milliseconds; 0 is none. */
   commandTimeoutMs: number;
+  /** A request body that sends nothing for this long (ms) is dropped with 408. */
+  bodyTimeoutMs: number;
+  /** Bytes of unfinished request bodies held at once; 0 is 64 MiB, or -max-body if larger. */
+  maxBodyMemory: number;
+  /** Bytes of a command's output kept (the tail); 0 is no limit. */
+  maxOutput: number;
 }
 
 type Kind = "bool" | "string" | "int" | "duration" | "value";
@@ -106,6 +112,9 @@ function parseLogFormat(v: string): "text" | "json" {
   if (v !== "text" && v !== "json") throw new Error('must be "text" or "json"');
   return v;
 }
+
+/** -max-output's default: the tail of a command's output kept for the answer and the log. */
+export const DEFAULT_MAX_OUTPUT = 1024 * 1024;
 
 const FLAGS: FlagDef[] = [
   {
@@ -197,6 +206,19 @@ const FLAGS: FlagDef[] = [
     set: (o, v) => (o.maxBody = parseGoInt(v)),
   },
   {
+    name: "max-body-idle",
+    kind: "duration",
+    usage: "a request body that sends nothing more for this long is dropped: 408 and the connection closed",
+    shownDefault: "15s",
+    set: (o, v) => (o.bodyTimeoutMs = parseGoDuration(v)),
+  },
+  {
+    name: "max-body-memory",
+    kind: "int",
+    usage: "bytes of unfinished request bodies held at once over all connections; a body beyond gets 503; 0 is 64 MiB, or -max-body if larger",
+    set: (o, v) => (o.maxBodyMemory = parseCount(v)),
+  },
+  {
     name: "max-concurrency",
     kind: "int",
     usage: "default for the hook field max-concurrency: at most this many commands of a hook run at once, the rest wait in its queue; 0 is no limit",
@@ -209,6 +231,13 @@ const FLAGS: FlagDef[] = [
     usage: "maximum memory in bytes for parsing multipart form data before disk caching",
     shownDefault: "1048576",
     set: (o, v) => (o.maxMultipartMem = parseGoInt(v)),
+  },
+  {
+    name: "max-output",
+    kind: "int",
+    usage: "bytes of a command's output kept for the answer and the log: beyond it only the last bytes are kept, after a line saying so; 0 is no limit",
+    shownDefault: String(DEFAULT_MAX_OUTPUT),
+    set: (o, v) => (o.maxOutput = parseCount(v)),
   },
   {
     name: "max-queue",
@@ -347,6 +376,9 @@ export function defaults(): Options {
     maxConcurrency: 0,
     maxQueue: DEFAULT_MAX_QUEUE,
     commandTimeoutMs: 0,
+    bodyTimeoutMs: 15_000,
+    maxBodyMemory: 0,
+    maxOutput: DEFAULT_MAX_OUTPUT,
   };
 }
 

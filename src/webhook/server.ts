@@ -26,6 +26,13 @@ export interface TransportOptions {
   maxHeaderBytes?: number;
   /** More header fields than this are answered 431. */
   maxHeaderCount?: number;
+  /**
+   * Bytes of unfinished hook request bodies held at once, over all connections; a body that
+   * would go beyond is answered 503 and its connection closed. Default: 64 MiB, or maxBody if larger.
+   */
+  maxBodyMemory?: number;
+  /** A request body that sends nothing for this long is dropped: 408 and the connection closed. */
+  bodyTimeoutMs?: number;
 }
 
 export type ListenAddress = { ip: string; port: number } | { socket: string };
@@ -60,6 +67,7 @@ const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
 // A request target: visible bytes only.
 const BAD_TARGET = /[\x00-\x20\x7f]/;
 const CHUNK_SIZE = /^[0-9a-fA-F]{1,15}$/;
+const DEFAULT_BODY_MEMORY = 64 * 1024 * 1024;
 const EMPTY = Buffer.alloc(0);
 
 let dateLine = "";
@@ -152,6 +160,10 @@ class Connection {
   private need = 0;
   private chunks: Buffer[] = [];
   private bodyLen = 0;
+  /** Bytes of `chunks` counted against the transport's body memory. */
+  private held = 0;
+  /** Reads nothing more (answered 503 for the body memory). */
+  private deaf = false;
   /** The request being read: its routing, or null between requests. */
   private routed: Routed | null = null;
   /** The request's answer was sent before its body was read (413); drop the body, then close. */
@@ -180,6 +192,7 @@ class Connection {
     socket.on("error", () => undefined);
     socket.on("close", () => {
       this.closed = true;
+      this.releaseBody();
       t.forget(this);
     });
   }
@@ -208,11 +221,16 @@ class Connection {
   }
 
   private resume(): void {
-    if (!this.closed && !this.busy && this.socket.writableLength === 0) this.socket.resume();
+    if (!this.closed && !this.busy && !this.deaf && this.socket.writableLength === 0) this.socket.resume();
   }
 
   /** Answers a bad request and ends the connection. */
   refuse(status: number, detail = ""): void {
+    this.releaseBody();
+    if (this.answered) {
+      this.end(); // its answer (413, 503) is out already
+      return;
+    }
     this.keepAlive = false;
     this.write(plain(status, detail));
   }
@@ -403,6 +421,14 @@ class Connection {
         this.tooLarge();
         return undefined;
       }
+      // The whole declared length is counted at once: a flood is refused before its bodies are read.
+      if (this.routed.kind === "hook") {
+        if (!this.t.reserveBody(length)) {
+          this.overBudget();
+          return undefined;
+        }
+        this.held = length;
+      }
     } else {
       this.complete();
       return undefined;
@@ -411,11 +437,23 @@ class Connection {
     return undefined;
   }
 
-  /** Keeps body bytes for a matched hook; drops them otherwise (bounded). */
+  /** Keeps body bytes for a matched hook (within the body memory); drops them otherwise (bounded). */
   private keep(bytes: Buffer): void {
     this.bodyLen += bytes.length;
-    if (this.routed?.kind === "hook" && !this.answered) this.chunks.push(bytes);
-    else if (this.bodyLen > MAX_DISCARD) this.socket.destroy();
+    if (this.routed?.kind === "hook" && !this.answered) {
+      // A chunked body is counted as it arrives (a Content-Length one was counted whole).
+      if (this.state === State.Body) this.chunks.push(bytes);
+      else if (this.t.reserveBody(bytes.length)) {
+        this.held += bytes.length;
+        this.chunks.push(bytes);
+      } else this.overBudget();
+    } else if (this.bodyLen > MAX_DISCARD) this.socket.destroy();
+  }
+
+  /** Gives the memory of the body being read back to the transport. */
+  private releaseBody(): void {
+    this.t.releaseBody(this.held);
+    this.held = 0;
   }
 
   /** -max-body exceeded: answer 413 now, then drop the rest of the body and close. */
@@ -423,8 +461,27 @@ class Connection {
     this.answered = true;
     this.keepAlive = false;
     this.chunks = [];
+    this.releaseBody();
     const response = this.t.app.tooLarge(this.routed as Matched, this.t.maxBody);
     this.socket.write(this.encode(response));
+  }
+
+  /**
+   * The body memory is used up by other unfinished bodies: answer 503 and close now. Unlike a
+   * 413, the rest of the body is not read (reading it is what the flood wants): the connection
+   * stops reading and is destroyed a few seconds later, time for the client to read the answer.
+   */
+  private overBudget(): void {
+    this.answered = true;
+    this.keepAlive = false;
+    this.chunks = [];
+    this.releaseBody();
+    const res = plain(503, "too many unfinished request bodies at once; try again later");
+    res.headers.push(["Retry-After", "1"]);
+    this.socket.write(this.encode(res));
+    this.deaf = true;
+    this.socket.pause();
+    this.end();
   }
 
   /** The whole request has arrived. */
@@ -451,6 +508,7 @@ class Connection {
       response = plain(500, (e as Error).message);
     }
     if (!(response instanceof Promise)) {
+      this.releaseBody();
       this.write(response);
       return;
     }
@@ -463,6 +521,8 @@ class Connection {
 
   /** Writes an answer that was produced asynchronously, then reads on. */
   private answer(r: HookResponse): void {
+    // The body counts against the body memory until its request is answered.
+    this.releaseBody();
     this.busy = false;
     if (this.closed) return;
     this.write(r);
@@ -580,6 +640,10 @@ export class HookTransport {
   private readonly idleTimeoutMs: number;
   private readonly headersTimeoutMs: number;
   private readonly requestTimeoutMs: number;
+  private readonly bodyTimeoutMs: number;
+  private readonly maxBodyMemory: number;
+  /** Bytes of request bodies held now, over all connections. */
+  private bodyMemory = 0;
   private readonly connections = new Set<Connection>();
   private readonly servers = new Set<Server>();
   private sweeper: NodeJS.Timeout | undefined;
@@ -595,6 +659,19 @@ export class HookTransport {
     this.idleTimeoutMs = opts.idleTimeoutMs ?? envMs("WEBHOOK_IDLE_TIMEOUT_MS", 30_000);
     this.headersTimeoutMs = opts.headersTimeoutMs ?? envMs("WEBHOOK_HEADERS_TIMEOUT_MS", 20_000);
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 300_000;
+    this.bodyTimeoutMs = opts.bodyTimeoutMs ?? 15_000;
+    this.maxBodyMemory = opts.maxBodyMemory ?? Math.max(DEFAULT_BODY_MEMORY, opts.maxBody);
+  }
+
+  /** Counts `n` more body bytes held; false (nothing counted) when that would exceed the body memory. */
+  reserveBody(n: number): boolean {
+    if (this.bodyMemory + n > this.maxBodyMemory) return false;
+    this.bodyMemory += n;
+    return true;
+  }
+
+  releaseBody(n: number): void {
+    this.bodyMemory -= n;
   }
 
   /** Hands a connection (TCP, Unix socket or TLS) to the transport. */
@@ -637,6 +714,8 @@ export class HookTransport {
         continue;
       } else if (c.receivingSince && now - c.receivingSince > (c.reading === State.Head ? this.headersTimeoutMs : this.requestTimeoutMs)) {
         c.refuse(408);
+      } else if (c.receivingSince && c.reading !== State.Head && now - c.lastActive > this.bodyTimeoutMs) {
+        c.refuse(408, "the request body stopped arriving");
       } else if (now - c.lastActive > this.idleTimeoutMs) {
         c.socket.destroy();
       }
