@@ -144,6 +144,7 @@ async function main(): Promise<void> {
       maxConcurrency: opts.maxConcurrency,
       maxQueue: opts.maxQueue,
       commandTimeoutMs: opts.commandTimeoutMs,
+      maxOutput: opts.maxOutput,
       metrics: opts.metrics,
     },
     log,
