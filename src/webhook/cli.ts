@@ -143,6 +143,7 @@ async function main(): Promise<void> {
       xRequestIdLimit: opts.xRequestIdLimit,
       maxConcurrency: opts.maxConcurrency,
       maxQueue: opts.maxQueue,
+      maxBackground: opts.maxBackground,
       commandTimeoutMs: opts.commandTimeoutMs,
       maxOutput: opts.maxOutput,
       metrics: opts.metrics,

@@ -37,6 +37,8 @@ export interface Options {
   shutdownTimeoutMs: number;
   /** Default max-concurrency of every hook; 0 is unlimited. */
   maxConcurrency: number;
+  /** max-concurrency of hooks that answer at once, when neither the hook nor -max-concurrency sets one; 0 is unlimited. */
+  maxBackground: number;
   /** Default max-queue of every hook. */
   maxQueue: number;
   /** Default command-timeout of every hook, in milliseconds; 0 is none. */
@@ -112,6 +114,9 @@ function parseLogFormat(v: string): "text" | "json" {
   if (v !== "text" && v !== "json") throw new Error('must be "text" or "json"');
   return v;
 }
+
+/** -max-background's default: commands of one fire-and-forget hook running at once. */
+export const DEFAULT_MAX_BACKGROUND = 8;
 
 /** -max-output's default: the tail of a command's output kept for the answer and the log. */
 export const DEFAULT_MAX_OUTPUT = 1024 * 1024;
@@ -197,6 +202,13 @@ const FLAGS: FlagDef[] = [
     kind: "string",
     usage: "send log output to a file; implicitly enables verbose logging",
     set: (o, v) => (o.logfile = v),
+  },
+  {
+    name: "max-background",
+    kind: "int",
+    usage: "max-concurrency of hooks that answer before their command runs (no output capture or streaming) when neither the hook nor -max-concurrency sets one; more wait in the hook's queue (-max-queue); 0 is no limit",
+    shownDefault: String(DEFAULT_MAX_BACKGROUND),
+    set: (o, v) => (o.maxBackground = parseCount(v)),
   },
   {
     name: "max-body",
@@ -375,6 +387,7 @@ export function defaults(): Options {
     shutdownTimeoutMs: 30_000,
     maxConcurrency: 0,
     maxQueue: DEFAULT_MAX_QUEUE,
+    maxBackground: DEFAULT_MAX_BACKGROUND,
     commandTimeoutMs: 0,
     bodyTimeoutMs: 15_000,
     maxBodyMemory: 0,

@@ -59,6 +59,8 @@ export interface ServerOptions {
   xRequestIdLimit?: number;
   /** Defaults of the hook fields max-concurrency (0: no limit), max-queue and command-timeout (ms, 0: none). */
   maxConcurrency?: number;
+  /** -max-background: max-concurrency of hooks that answer before their command runs, when neither the hook nor -max-concurrency sets one (0: no limit). */
+  maxBackground?: number;
   maxQueue?: number;
   commandTimeoutMs?: number;
   /** -max-output: bytes of a command's captured output kept, the last ones (0 or absent: all). */
@@ -584,7 +586,8 @@ export class HookServer {
 
   /** A turn to run the hook's command (max-concurrency, max-queue), or null (logged) when its queue is full. */
   private takeTurn(m: Matched): Turn | null {
-    const max = m.hook["max-concurrency"] ?? this.opts.maxConcurrency ?? 0;
+    const background = !m.hook["stream-command-output"] && !m.hook["include-command-output-in-response"];
+    const max = m.hook["max-concurrency"] ?? (this.opts.maxConcurrency || (background ? (this.opts.maxBackground ?? 0) : 0));
     const maxQueue = m.hook["max-queue"] ?? this.opts.maxQueue ?? DEFAULT_MAX_QUEUE;
     const turn = takeTurn(m.hook.id, max, maxQueue);
     if (!turn) {
