@@ -45,6 +45,8 @@ export interface HookResponse {
   headers: [string, string][];
   /** A message, or a command's output kept byte for byte; an async iterable is streamed (chunked). */
   body: string | Buffer | AsyncIterable<Buffer>;
+  /** The request's body is still in use until this settles (a command that runs after the answer). */
+  bodyInUse?: Promise<unknown>;
 }
 
 export interface ServerOptions {
@@ -505,8 +507,8 @@ export class HookServer {
         return respond(this.statusFor(m, hook["success-http-response-code"]), out, result.output);
       });
     }
-    this.executeInTurn(hook, req, turn).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
-    return respond(this.statusFor(m, hook["success-http-response-code"]), out, hook["response-message"] ?? "");
+    const running = this.executeInTurn(hook, req, turn).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
+    return { ...respond(this.statusFor(m, hook["success-http-response-code"]), out, hook["response-message"] ?? ""), bodyInUse: running };
   }
 
   /**

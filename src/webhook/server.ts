@@ -159,6 +159,8 @@ class Connection {
   private state = State.Head;
   private need = 0;
   private chunks: Buffer[] = [];
+  /** A Content-Length body of a hook, filled as it arrives (one copy, no concatenation at the end). */
+  private whole: Buffer | undefined;
   private bodyLen = 0;
   /** Bytes of `chunks` counted against the transport's body memory. */
   private held = 0;
@@ -408,6 +410,7 @@ class Connection {
     const head: RequestHead = { method, url: target(url), rawHeaders, remoteAddr: this.remote };
     this.routed = this.t.app.route(head);
     this.chunks = [];
+    this.whole = undefined;
     this.bodyLen = 0;
     this.answered = false;
     const length = cl === undefined ? 0 : Number(cl);
@@ -428,6 +431,7 @@ class Connection {
           return undefined;
         }
         this.held = length;
+        this.whole = Buffer.allocUnsafe(length);
       }
     } else {
       this.complete();
@@ -442,7 +446,7 @@ class Connection {
     this.bodyLen += bytes.length;
     if (this.routed?.kind === "hook" && !this.answered) {
       // A chunked body is counted as it arrives (a Content-Length one was counted whole).
-      if (this.state === State.Body) this.chunks.push(bytes);
+      if (this.whole) bytes.copy(this.whole, this.bodyLen - bytes.length);
       else if (this.t.reserveBody(bytes.length)) {
         this.held += bytes.length;
         this.chunks.push(bytes);
@@ -450,10 +454,15 @@ class Connection {
     } else if (this.bodyLen > MAX_DISCARD) this.socket.destroy();
   }
 
-  /** Gives the memory of the body being read back to the transport. */
-  private releaseBody(): void {
-    this.t.releaseBody(this.held);
+  /** Gives the memory of the body being read back to the transport (once `inUse` settles, when given). */
+  private releaseBody(inUse?: Promise<unknown>): void {
+    this.chunks = [];
+    this.whole = undefined;
+    const held = this.held;
     this.held = 0;
+    if (held === 0) return;
+    if (inUse) void inUse.finally(() => this.t.releaseBody(held));
+    else this.t.releaseBody(held);
   }
 
   /** -max-body exceeded: answer 413 now, then drop the rest of the body and close. */
@@ -499,8 +508,9 @@ class Connection {
       this.write(routed.response);
       return;
     }
-    const body = this.chunks.length === 1 ? this.chunks[0]! : this.chunks.length === 0 ? EMPTY : Buffer.concat(this.chunks);
+    const body = this.whole ?? (this.chunks.length === 1 ? this.chunks[0]! : this.chunks.length === 0 ? EMPTY : Buffer.concat(this.chunks));
     this.chunks = [];
+    this.whole = undefined;
     let response: HookResponse | Promise<HookResponse>;
     try {
       response = this.t.app.handle(routed, body);
@@ -508,7 +518,7 @@ class Connection {
       response = plain(500, (e as Error).message);
     }
     if (!(response instanceof Promise)) {
-      this.releaseBody();
+      this.releaseBody(response.bodyInUse);
       this.write(response);
       return;
     }
@@ -521,8 +531,8 @@ class Connection {
 
   /** Writes an answer that was produced asynchronously, then reads on. */
   private answer(r: HookResponse): void {
-    // The body counts against the body memory until its request is answered.
-    this.releaseBody();
+    // The body counts against the body memory until its request is answered (or its command is done with it).
+    this.releaseBody(r.bodyInUse);
     this.busy = false;
     if (this.closed) return;
     this.write(r);

@@ -17,7 +17,11 @@ let server: Server;
 
 before(async () => {
   dir = await tempDir("webhook-bodies-");
-  const hooks = await writeHooks(dir, [{ id: "sink", "execute-command": "/bin/true", "response-message": "taken" }]);
+  const hooks = await writeHooks(dir, [
+    { id: "sink", "execute-command": "/bin/true", "response-message": "taken" },
+    // Answers at once; its command (which could read the body) runs for a while after.
+    { id: "slow", "execute-command": "/bin/sleep", "pass-arguments-to-command": [{ source: "string", name: "2" }], "response-message": "taken" },
+  ]);
   server = await startServer(["-hooks", hooks, "-max-body-idle", "3s"]);
 });
 
@@ -89,3 +93,21 @@ async function attack(floods: Flood[], before: number, rss: { stop(): number }):
     console.log(`# RSS before ${before.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB; ${refused.length} answered 503, ${held.length} held then 408`);
     assert.ok(peak < 200, `peak RSS ${peak.toFixed(0)} MiB`);
 }
+
+describe("bodies of requests whose commands still run", () => {
+  test("30 complete 10 MB bodies to a hook that answers at once: the bodies count until their commands are done; bounded memory", async () => {
+    const pid = server.proc.child.pid!;
+    const rss = watchRss(pid);
+    const body = Buffer.alloc(BODY, 0x62);
+    const replies = await Promise.all(Array.from({ length: 30 }, () => send(`${server.base}/hooks/slow`, { body, timeoutMs: 60_000 })));
+    const statuses = replies.map((r) => r.status);
+    const taken = statuses.filter((s) => s === 200).length;
+    assert.equal(taken + statuses.filter((s) => s === 503).length, 30, statuses.join(" "));
+    assert.ok(taken >= 1 && taken <= 7, `${taken} bodies taken`);
+    // Once those commands are done, their memory is free for the next bodies.
+    await eventually(async () => (await send(`${server.base}/hooks/sink`, { body })).status === 200, 30_000, 250);
+    const peak = rss.stop();
+    console.log(`# 30 × 10 MB bodies for commands that run after the answer: ${taken} taken, the rest 503, peak RSS ${peak.toFixed(0)} MiB`);
+    assert.ok(peak < 200, `peak RSS ${peak.toFixed(0)} MiB`);
+  });
+});
