@@ -153,7 +153,7 @@ async function main(): Promise<void> {
   const transport = new HookTransport(app, {
     maxBody: opts.maxBody,
     bodyTimeoutMs: opts.bodyTimeoutMs || Infinity,
-    ...(opts.maxBodyMemory > 0 ? { maxBodyMemory: opts.maxBodyMemory } : {}),
+    ...(opts.maxRequestMemory > 0 ? { maxRequestMemory: opts.maxRequestMemory } : {}),
   });
   let server: Server | undefined;
   try {

@@ -45,8 +45,8 @@ export interface Options {
   commandTimeoutMs: number;
   /** A request body that sends nothing for this long (ms) is dropped with 408. */
   bodyTimeoutMs: number;
-  /** Bytes of unfinished request bodies held at once; 0 is 64 MiB, or -max-body if larger. */
-  maxBodyMemory: number;
+  /** Bytes of unfinished requests (heads and bodies) held at once; 0 is 64 MiB, or -max-body if larger. */
+  maxRequestMemory: number;
   /** Bytes of a command's output kept (the tail); 0 is no limit. */
   maxOutput: number;
 }
@@ -225,12 +225,6 @@ const FLAGS: FlagDef[] = [
     set: (o, v) => (o.bodyTimeoutMs = parseGoDuration(v)),
   },
   {
-    name: "max-body-memory",
-    kind: "int",
-    usage: "bytes of unfinished request bodies held at once over all connections; a body beyond gets 503; 0 is 64 MiB, or -max-body if larger",
-    set: (o, v) => (o.maxBodyMemory = parseCount(v)),
-  },
-  {
     name: "max-concurrency",
     kind: "int",
     usage: "default for the hook field max-concurrency: at most this many commands of a hook run at once, the rest wait in its queue; 0 is no limit",
@@ -257,6 +251,12 @@ const FLAGS: FlagDef[] = [
     usage: "default for the hook field max-queue: how many requests may wait for a hook limited by max-concurrency; more are answered 429",
     shownDefault: String(DEFAULT_MAX_QUEUE),
     set: (o, v) => (o.maxQueue = parseCount(v)),
+  },
+  {
+    name: "max-request-memory",
+    kind: "int",
+    usage: "bytes of unfinished requests (heads and bodies) held at once over all connections; a request beyond gets 503; 0 is 64 MiB, or -max-body if larger",
+    set: (o, v) => (o.maxRequestMemory = parseCount(v)),
   },
   {
     name: "metrics",
@@ -390,7 +390,7 @@ export function defaults(): Options {
     maxBackground: DEFAULT_MAX_BACKGROUND,
     commandTimeoutMs: 0,
     bodyTimeoutMs: 15_000,
-    maxBodyMemory: 0,
+    maxRequestMemory: 0,
     maxOutput: DEFAULT_MAX_OUTPUT,
   };
 }

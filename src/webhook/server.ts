@@ -27,10 +27,11 @@ export interface TransportOptions {
   /** More header fields than this are answered 431. */
   maxHeaderCount?: number;
   /**
-   * Bytes of unfinished hook request bodies held at once, over all connections; a body that
-   * would go beyond is answered 503 and its connection closed. Default: 64 MiB, or maxBody if larger.
+   * Bytes of unfinished requests held at once, over all connections: heads still arriving and
+   * hook bodies (until their request is answered, or its command is done with it). A request
+   * that would go beyond is answered 503 and its connection closed. Default: 64 MiB, or maxBody if larger.
    */
-  maxBodyMemory?: number;
+  maxRequestMemory?: number;
   /** A request body that sends nothing for this long is dropped: 408 and the connection closed. */
   bodyTimeoutMs?: number;
 }
@@ -67,7 +68,7 @@ const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
 // A request target: visible bytes only.
 const BAD_TARGET = /[\x00-\x20\x7f]/;
 const CHUNK_SIZE = /^[0-9a-fA-F]{1,15}$/;
-const DEFAULT_BODY_MEMORY = 64 * 1024 * 1024;
+const DEFAULT_REQUEST_MEMORY = 64 * 1024 * 1024;
 const EMPTY = Buffer.alloc(0);
 
 let dateLine = "";
@@ -153,6 +154,9 @@ class Refused {
 
 class Connection {
   private buf: Buffer = EMPTY;
+  /** Storage `buf` may end in, with room to grow: `used` bytes of it are filled. */
+  private store: Buffer | undefined;
+  private used = 0;
   /** Where the search for the end of the head resumes (the head arrives in pieces). */
   private scanned = 0;
   private headNext = 0;
@@ -162,9 +166,11 @@ class Connection {
   /** A Content-Length body of a hook, filled as it arrives (one copy, no concatenation at the end). */
   private whole: Buffer | undefined;
   private bodyLen = 0;
-  /** Bytes of `chunks` counted against the transport's body memory. */
+  /** Bytes of the body counted against the transport's request memory. */
   private held = 0;
-  /** Reads nothing more (answered 503 for the body memory). */
+  /** Bytes of an incomplete head counted against it. */
+  private headHeld = 0;
+  /** Reads nothing more (answered 503 for the request memory). */
   private deaf = false;
   /** The request being read: its routing, or null between requests. */
   private routed: Routed | null = null;
@@ -214,12 +220,38 @@ class Connection {
   private onData(d: Buffer): void {
     this.lastActive = Date.now();
     if (this.endedAt) return; // answered and ended: drop the rest
-    this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
+    this.append(d);
     if (this.busy) {
       if (this.buf.length > MAX_BUFFERED) this.socket.pause();
       return;
     }
     this.parse();
+  }
+
+  /**
+   * Appends received bytes to `buf`. Its storage grows by half again each time, so a request head
+   * arriving in many pieces is copied O(n) times rather than O(n²) (garbage a flood would multiply).
+   */
+  private append(d: Buffer): void {
+    if (this.buf.length === 0) {
+      this.buf = d;
+      return;
+    }
+    const store = this.store;
+    const start = this.buf.byteOffset - (store?.byteOffset ?? 0);
+    if (store && this.buf.buffer === store.buffer && start + this.buf.length === this.used && this.used + d.length <= store.length) {
+      d.copy(store, this.used);
+      this.used += d.length;
+      this.buf = store.subarray(start, this.used);
+      return;
+    }
+    const size = this.buf.length + d.length;
+    const next = Buffer.allocUnsafeSlow(Math.max(size + (size >> 1), 16 * 1024));
+    this.buf.copy(next, 0);
+    d.copy(next, this.buf.length);
+    this.store = next;
+    this.used = size;
+    this.buf = next.subarray(0, size);
   }
 
   private resume(): void {
@@ -265,8 +297,13 @@ class Connection {
           const end = this.headEnd();
           if (end === -1) {
             if (this.buf.length > this.t.maxHeaderBytes) this.refuse(431, "request header too large");
+            else if (this.buf.length > this.headHeld) {
+              if (!this.t.reserve(this.buf.length - this.headHeld)) return this.overBudget();
+              this.headHeld = this.buf.length;
+            }
             return;
           }
+          this.releaseHead();
           if (end > this.t.maxHeaderBytes) return this.refuse(431, "request header too large");
           const text = this.buf.toString("latin1", 0, end);
           this.buf = this.buf.subarray(this.headNext);
@@ -426,7 +463,7 @@ class Connection {
       }
       // The whole declared length is counted at once: a flood is refused before its bodies are read.
       if (this.routed.kind === "hook") {
-        if (!this.t.reserveBody(length)) {
+        if (!this.t.reserve(length)) {
           this.overBudget();
           return undefined;
         }
@@ -441,13 +478,13 @@ class Connection {
     return undefined;
   }
 
-  /** Keeps body bytes for a matched hook (within the body memory); drops them otherwise (bounded). */
+  /** Keeps body bytes for a matched hook (within the request memory); drops them otherwise (bounded). */
   private keep(bytes: Buffer): void {
     this.bodyLen += bytes.length;
     if (this.routed?.kind === "hook" && !this.answered) {
       // A chunked body is counted as it arrives (a Content-Length one was counted whole).
       if (this.whole) bytes.copy(this.whole, this.bodyLen - bytes.length);
-      else if (this.t.reserveBody(bytes.length)) {
+      else if (this.t.reserve(bytes.length)) {
         this.held += bytes.length;
         this.chunks.push(bytes);
       } else this.overBudget();
@@ -456,13 +493,19 @@ class Connection {
 
   /** Gives the memory of the body being read back to the transport (once `inUse` settles, when given). */
   private releaseBody(inUse?: Promise<unknown>): void {
+    this.releaseHead();
     this.chunks = [];
     this.whole = undefined;
     const held = this.held;
     this.held = 0;
     if (held === 0) return;
-    if (inUse) void inUse.finally(() => this.t.releaseBody(held));
-    else this.t.releaseBody(held);
+    if (inUse) void inUse.finally(() => this.t.release(held));
+    else this.t.release(held);
+  }
+
+  private releaseHead(): void {
+    this.t.release(this.headHeld);
+    this.headHeld = 0;
   }
 
   /** -max-body exceeded: answer 413 now, then drop the rest of the body and close. */
@@ -476,8 +519,8 @@ class Connection {
   }
 
   /**
-   * The body memory is used up by other unfinished bodies: answer 503 and close now. Unlike a
-   * 413, the rest of the body is not read (reading it is what the flood wants): the connection
+   * The request memory is used up by other unfinished requests: answer 503 and close now. Unlike
+   * a 413, the rest of the request is not read (reading it is what the flood wants): the connection
    * stops reading and is destroyed a few seconds later, time for the client to read the answer.
    */
   private overBudget(): void {
@@ -531,7 +574,7 @@ class Connection {
 
   /** Writes an answer that was produced asynchronously, then reads on. */
   private answer(r: HookResponse): void {
-    // The body counts against the body memory until its request is answered (or its command is done with it).
+    // The body counts against the request memory until its request is answered (or its command is done with it).
     this.releaseBody(r.bodyInUse);
     this.busy = false;
     if (this.closed) return;
@@ -651,9 +694,9 @@ export class HookTransport {
   private readonly headersTimeoutMs: number;
   private readonly requestTimeoutMs: number;
   private readonly bodyTimeoutMs: number;
-  private readonly maxBodyMemory: number;
-  /** Bytes of request bodies held now, over all connections. */
-  private bodyMemory = 0;
+  private readonly maxRequestMemory: number;
+  /** Bytes of unfinished requests held now, over all connections. */
+  private requestMemory = 0;
   private readonly connections = new Set<Connection>();
   private readonly servers = new Set<Server>();
   private sweeper: NodeJS.Timeout | undefined;
@@ -670,18 +713,18 @@ export class HookTransport {
     this.headersTimeoutMs = opts.headersTimeoutMs ?? envMs("WEBHOOK_HEADERS_TIMEOUT_MS", 20_000);
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 300_000;
     this.bodyTimeoutMs = opts.bodyTimeoutMs ?? 15_000;
-    this.maxBodyMemory = opts.maxBodyMemory ?? Math.max(DEFAULT_BODY_MEMORY, opts.maxBody);
+    this.maxRequestMemory = opts.maxRequestMemory ?? Math.max(DEFAULT_REQUEST_MEMORY, opts.maxBody);
   }
 
-  /** Counts `n` more body bytes held; false (nothing counted) when that would exceed the body memory. */
-  reserveBody(n: number): boolean {
-    if (this.bodyMemory + n > this.maxBodyMemory) return false;
-    this.bodyMemory += n;
+  /** Counts `n` more bytes of unfinished requests held; false (nothing counted) when that would exceed the request memory. */
+  reserve(n: number): boolean {
+    if (this.requestMemory + n > this.maxRequestMemory) return false;
+    this.requestMemory += n;
     return true;
   }
 
-  releaseBody(n: number): void {
-    this.bodyMemory -= n;
+  release(n: number): void {
+    this.requestMemory -= n;
   }
 
   /** Hands a connection (TCP, Unix socket or TLS) to the transport. */
