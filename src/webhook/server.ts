@@ -235,6 +235,7 @@ class Connection {
   private append(d: Buffer): void {
     if (this.buf.length === 0) {
       this.buf = d;
+      this.store = undefined;
       return;
     }
     const store = this.store;
@@ -512,7 +513,6 @@ class Connection {
   private tooLarge(): void {
     this.answered = true;
     this.keepAlive = false;
-    this.chunks = [];
     this.releaseBody();
     const response = this.t.app.tooLarge(this.routed as Matched, this.t.maxBody);
     this.socket.write(this.encode(response));
@@ -526,9 +526,8 @@ class Connection {
   private overBudget(): void {
     this.answered = true;
     this.keepAlive = false;
-    this.chunks = [];
     this.releaseBody();
-    const res = plain(503, "too many unfinished request bodies at once; try again later");
+    const res = plain(503, "too many unfinished requests at once; try again later");
     res.headers.push(["Retry-After", "1"]);
     this.socket.write(this.encode(res));
     this.deaf = true;
