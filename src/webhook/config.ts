@@ -115,6 +115,7 @@ function checkRule(rule: unknown, where: string): string | undefined {
       if (m[k] !== undefined && !isString(m[k])) return `${where}.match.${k} must be a string (quote numbers and booleans)`;
     }
     if (m["parameter"] !== undefined && !isArgument(m["parameter"])) return `${where}.match.parameter must be a request value`;
+    if (m["redact"] !== undefined && typeof m["redact"] !== "boolean") return `${where}.match.redact must be true or false`;
   }
   return undefined;
 }

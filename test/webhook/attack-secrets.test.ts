@@ -5,7 +5,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { eventually, removeDir, tempDir } from "../helpers.js";
+import { bin, eventually, removeDir, run, tempDir } from "../helpers.js";
 import { send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
 
 // Every character that has a second form somewhere: "+", "/", "=", a space, a quote, a backslash.
@@ -112,4 +112,13 @@ describe("secrets in the log", () => {
       assert.equal(logs.includes("frame-***"), false);
     });
   }
+});
+
+test('"redact" other than true or false stops the start with a clear message', async () => {
+  const bad = await writeHooks(dir, [
+    { id: "a", "execute-command": "/bin/true", "trigger-rule": { match: { type: "value", value: "x", redact: "no", parameter: { source: "url", name: "t" } } } },
+  ], "bad.json");
+  const r = await run(bin("webhook"), ["-hooks", bad, "-port", "1"]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /bad\.json: hook #1 \(id "a"\): trigger-rule\.match\.redact must be true or false/);
 });
