@@ -7,6 +7,9 @@
  *   in  'S' spawn: u32 argc | u32 envc | cwd\0 | path\0 | argv[0]\0 ... | env[0]\0 ...
  *                  (cwd "" = the helper's own; argv[0] may differ from path, as Go allows)
  *   in  'K' kill:  i32 signal            (sent to the command's process group)
+ *   in  'Z' pause:  (none)               (stop reading the command's output: it blocks once its
+ *                                         pipe is full)
+ *   in  'R' resume: (none)               (read its output again)
  *   out 'P' started: u32 pid             (the command runs, in its own process group)
  *   out 'O' output: bytes                (as they arrive; combined stdout and stderr)
  *   out 'X' exit:   i32 status           (exit code >= 0, or -signal)  — after output EOF
@@ -32,6 +35,7 @@ typedef struct {
   int fd;     /* read end of the output pipe, -1 after EOF */
   int exited; /* 1 once reaped */
   int status;
+  int paused; /* 1 while the reader of its output is behind */
 } job_t;
 
 static job_t *jobs;
@@ -113,7 +117,7 @@ static void start_job(uint32_t id, const unsigned char *p, uint32_t n) {
   send_frame('P', id, &upid, 4);
   fcntl(pfd[0], F_SETFL, O_NONBLOCK);
   if (njobs == capjobs) { capjobs = capjobs ? capjobs * 2 : 64; jobs = realloc(jobs, capjobs * sizeof *jobs); }
-  jobs[njobs++] = (job_t){id, pid, pfd[0], 0, 0};
+  jobs[njobs++] = (job_t){id, pid, pfd[0], 0, 0, 0};
 }
 
 static void kill_job(uint32_t id, const unsigned char *p, uint32_t n) {
@@ -122,6 +126,10 @@ static void kill_job(uint32_t id, const unsigned char *p, uint32_t n) {
   memcpy(&sig, p, 4);
   /* Also after the command itself exited: a background child may still hold its output open. */
   for (size_t i = 0; i < njobs; i++) if (jobs[i].id == id) kill(-jobs[i].pid, sig);
+}
+
+static void pause_job(uint32_t id, int paused) {
+  for (size_t i = 0; i < njobs; i++) if (jobs[i].id == id) jobs[i].paused = paused;
 }
 
 static int read_requests(void) {
@@ -139,6 +147,7 @@ static int read_requests(void) {
     memcpy(&id, inbuf + off + 5, 4);
     if (type == 'S') start_job(id, inbuf + off + 9, len - 5);
     else if (type == 'K') kill_job(id, inbuf + off + 9, len - 5);
+    else if (type == 'Z' || type == 'R') pause_job(id, type == 'Z');
     off += 4 + len;
   }
   memmove(inbuf, inbuf + off, inlen - off);
@@ -165,7 +174,8 @@ int main(void) {
     if (cappf < njobs + 2) { cappf = (njobs + 2) * 2; pf = realloc(pf, cappf * sizeof *pf); }
     pf[0] = (struct pollfd){0, POLLIN, 0};
     pf[1] = (struct pollfd){sfd, POLLIN, 0};
-    for (size_t i = 0; i < njobs; i++) pf[2 + i] = (struct pollfd){jobs[i].fd, POLLIN, 0};
+    /* A negative fd is skipped by poll: paused jobs are not read. */
+    for (size_t i = 0; i < njobs; i++) pf[2 + i] = (struct pollfd){jobs[i].paused ? -1 : jobs[i].fd, POLLIN, 0};
     size_t polled = njobs;
     if (poll(pf, 2 + polled, -1) < 0) { if (errno == EINTR) continue; return 1; }
     /* Output first, then exits, so a job's 'X' always follows all its 'O'. Walk backwards:
@@ -173,7 +183,8 @@ int main(void) {
     for (size_t i = polled; i-- > 0;) {
       if (!pf[2 + i].revents) continue;
       job_t *j = &jobs[i];
-      for (;;) {
+      /* A bounded number of reads per round, so a pause or another job is served soon. */
+      for (int reads = 0; reads < 16; reads++) {
         ssize_t r = read(j->fd, buf, sizeof buf);
         if (r > 0) { send_frame('O', j->id, buf, (uint32_t)r); continue; }
         if (r == 0) { close(j->fd); j->fd = -1; maybe_finish(i); }

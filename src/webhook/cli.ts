@@ -166,12 +166,18 @@ async function main(): Promise<void> {
       xRequestIdLimit: opts.xRequestIdLimit,
       maxConcurrency: opts.maxConcurrency,
       maxQueue: opts.maxQueue,
+      maxBackground: opts.maxBackground,
       commandTimeoutMs: opts.commandTimeoutMs,
+      maxOutput: opts.maxOutput,
       metrics: opts.metrics,
     },
     log,
   );
-  const transport = new HookTransport(app, { maxBody: opts.maxBody });
+  const transport = new HookTransport(app, {
+    maxBody: opts.maxBody,
+    bodyTimeoutMs: opts.bodyTimeoutMs || Infinity,
+    ...(opts.maxRequestMemory > 0 ? { maxRequestMemory: opts.maxRequestMemory } : {}),
+  });
   let server: Server | undefined;
   try {
     server = transport.createServer(tls);

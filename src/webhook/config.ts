@@ -6,7 +6,7 @@
 // only the first YAML document counts. What Go refuses (an object where a string belongs, a string
 // where a boolean belongs…) is refused with the file, hook and field named.
 import { readFileSync } from "node:fs";
-import type { Hook, Rule } from "./hook.js";
+import type { Argument, Hook, Rule } from "./hook.js";
 import { parseGoDuration } from "./flags.js";
 import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "./goyaml.js";
 import { renderTemplate, TemplateError } from "./template.js";
@@ -48,7 +48,7 @@ Object.assign((RULE as { fields: Record<string, GoType> }).fields, {
   not: RULE,
   match: {
     kind: "struct",
-    fields: { type: STRING, regex: STRING, secret: STRING, value: STRING, parameter: ARGUMENT, "ip-range": STRING },
+    fields: { type: STRING, regex: STRING, secret: STRING, value: STRING, parameter: ARGUMENT, "ip-range": STRING, redact: BOOL },
   },
 });
 const HOOK: GoType = {
@@ -265,7 +265,11 @@ export function loadHooksFile(path: string, options: LoadOptions = {}): Hook[] {
   return parseHooks(path, readHooksFile(path), options);
 }
 
-/** Strings from the hooks file that must never be logged: signing secrets and compared values. */
+/**
+ * Strings from the hooks file that must never be logged: signing secrets, and the values of `value`
+ * matches against a url parameter or a header other than an event-type header (where senders put
+ * tokens); a match's `"redact": true` or `false` overrides that.
+ */
 export function secretsOf(hooks: Hook[]): string[] {
   const out: string[] = [];
   const walk = (r: Rule | undefined): void => {
@@ -274,8 +278,14 @@ export function secretsOf(hooks: Hook[]): string[] {
     r.or?.forEach(walk);
     walk(r.not);
     if (r.match?.secret) out.push(r.match.secret);
-    if (r.match?.type === "value" && r.match.value) out.push(r.match.value);
+    if (r.match?.type === "value" && r.match.value && (r.match.redact ?? tokenCarrier(r.match.parameter))) out.push(r.match.value);
   };
   for (const h of hooks) walk(h["trigger-rule"]);
   return out;
+}
+
+/** Whether a request value is where senders put tokens: a url parameter, or a header that does not name an event type. */
+function tokenCarrier(p: Argument | undefined): boolean {
+  if (p?.source === "url" || p?.source === "query") return true;
+  return p?.source === "header" && !/(^|-)event(-key)?$/i.test(p.name ?? "");
 }

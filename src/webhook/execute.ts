@@ -15,6 +15,8 @@ export interface CommandSpec {
   cwd?: string;
   /** Collect stdout and stderr combined; otherwise output is discarded. */
   captureOutput: boolean;
+  /** Keep at most this many bytes of the collected output, the last ones (0 or absent: all). */
+  maxOutput?: number;
   /** command-timeout in milliseconds; 0 or absent is none. */
   timeoutMs?: number;
   /** Told when the timeout sends SIGTERM, and SIGKILL 5 s later if the process group is still there. */
@@ -22,7 +24,7 @@ export interface CommandSpec {
 }
 
 export interface CommandResult {
-  /** Combined stdout and stderr, byte for byte. */
+  /** Combined stdout and stderr, byte for byte (only its tail, after a cutMarker line, beyond maxOutput). */
   output: Buffer;
   /** Go's error text: "exit status 1", "signal: killed", or the spawn failure; undefined on success. */
   error?: string;
@@ -86,19 +88,64 @@ export function runningCommands(): RunningEntry[] {
   return [...running];
 }
 
-/** Starts the command and resolves when it has exited and its output is read. Never rejects. */
-export async function runCommand(spec: CommandSpec, owner: { hook: string; rid: string }, onOutput?: OutputSink): Promise<CommandResult> {
-  const chunks: Buffer[] = [];
+/** The line a cut output starts with: how many bytes were dropped before the tail that follows. */
+export function cutMarker(dropped: number, kept: number): string {
+  return `[webhook: output cut: the first ${dropped} bytes were dropped, the last ${kept} follow (-max-output)]\n`;
+}
+
+/** Collects output, keeping only the last `max` bytes (0: all). */
+class Tail {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private dropped = 0;
+
+  constructor(private readonly max: number) {}
+
+  push(c: Buffer): void {
+    this.chunks.push(c);
+    this.size += c.length;
+    if (this.max <= 0) return;
+    // Whole chunks first; the first one kept is cut when the output ends.
+    while (this.size - this.chunks[0]!.length >= this.max) {
+      const first = this.chunks.shift()!;
+      this.size -= first.length;
+      this.dropped += first.length;
+    }
+  }
+
+  result(): Buffer {
+    let all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+    let dropped = this.dropped;
+    if (this.max > 0 && all.length > this.max) {
+      dropped += all.length - this.max;
+      all = all.subarray(all.length - this.max);
+    }
+    return dropped === 0 ? all : Buffer.concat([Buffer.from(cutMarker(dropped, all.length)), all]);
+  }
+}
+
+/**
+ * Starts the command and resolves when it has exited and its output is read. Never rejects.
+ * `onStart` gets the running command at once (a streaming reader pauses and resumes it).
+ */
+export async function runCommand(
+  spec: CommandSpec,
+  owner: { hook: string; rid: string },
+  onOutput?: OutputSink,
+  onStart?: (command: RunningCommand) => void,
+): Promise<CommandResult> {
+  const tail = new Tail(spec.maxOutput ?? 0);
   const keep = spec.captureOutput;
   const sink: OutputSink | undefined = onOutput
     ? (c) => {
-        if (keep) chunks.push(c);
+        if (keep) tail.push(c);
         onOutput(c);
       }
     : keep
-      ? (c) => chunks.push(c)
+      ? (c) => tail.push(c)
       : undefined;
   const command = startCommand({ path: spec.path, argv: spec.argv, env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }, sink);
+  onStart?.(command);
   const entry: RunningEntry = { ...owner, command };
   running.add(entry);
   let timedOut = false;
@@ -118,7 +165,7 @@ export async function runCommand(spec: CommandSpec, owner: { hook: string; rid: 
   const status = await command.done;
   clearTimeout(timer);
   running.delete(entry);
-  const output = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  const output = tail.result();
   const more = timedOut ? { timedOut } : {};
   if (status.startError !== undefined) return { output, error: status.startError, exitCode: null };
   if (status.signal) return { output, error: `signal: ${signalName(status.signal)}`, exitCode: null, ...more };

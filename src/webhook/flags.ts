@@ -40,10 +40,18 @@ export interface Options {
   shutdownTimeoutMs: number;
   /** Default max-concurrency of every hook; 0 is unlimited. */
   maxConcurrency: number;
+  /** max-concurrency of hooks that answer at once, when neither the hook nor -max-concurrency sets one; 0 is unlimited. */
+  maxBackground: number;
   /** Default max-queue of every hook. */
   maxQueue: number;
   /** Default command-timeout of every hook, in milliseconds; 0 is none. */
   commandTimeoutMs: number;
+  /** A request body that sends nothing for this long (ms) is dropped with 408. */
+  bodyTimeoutMs: number;
+  /** Bytes of unfinished requests (heads and bodies) held at once; 0 is 64 MiB, or -max-body if larger. */
+  maxRequestMemory: number;
+  /** Bytes of a command's output kept (the tail); 0 is no limit. */
+  maxOutput: number;
 }
 
 type Kind = "bool" | "string" | "int" | "duration" | "value";
@@ -109,6 +117,12 @@ function parseLogFormat(v: string): "text" | "json" {
   if (v !== "text" && v !== "json") throw new Error('must be "text" or "json"');
   return v;
 }
+
+/** -max-background's default: commands of one fire-and-forget hook running at once. */
+export const DEFAULT_MAX_BACKGROUND = 8;
+
+/** -max-output's default: the tail of a command's output kept for the answer and the log. */
+export const DEFAULT_MAX_OUTPUT = 1024 * 1024;
 
 const FLAGS: FlagDef[] = [
   {
@@ -193,11 +207,25 @@ const FLAGS: FlagDef[] = [
     set: (o, v) => (o.logfile = v),
   },
   {
+    name: "max-background",
+    kind: "int",
+    usage: "max-concurrency of hooks that answer before their command runs (no output capture or streaming) when neither the hook nor -max-concurrency sets one; more wait in the hook's queue (-max-queue); 0 is no limit",
+    shownDefault: String(DEFAULT_MAX_BACKGROUND),
+    set: (o, v) => (o.maxBackground = parseCount(v)),
+  },
+  {
     name: "max-body",
     kind: "int",
     usage: "maximum size in bytes of a request body; larger requests get 413 Request Entity Too Large",
     shownDefault: "10485760",
     set: (o, v) => (o.maxBody = parseGoInt(v)),
+  },
+  {
+    name: "max-body-idle",
+    kind: "duration",
+    usage: "a request body that sends nothing more for this long is dropped: 408 and the connection closed",
+    shownDefault: "15s",
+    set: (o, v) => (o.bodyTimeoutMs = parseGoDuration(v)),
   },
   {
     name: "max-concurrency",
@@ -214,11 +242,24 @@ const FLAGS: FlagDef[] = [
     set: (o, v) => (o.maxMultipartMem = parseGoInt(v)),
   },
   {
+    name: "max-output",
+    kind: "int",
+    usage: "bytes of a command's output kept for the answer and the log: beyond it only the last bytes are kept, after a line saying so; 0 is no limit",
+    shownDefault: String(DEFAULT_MAX_OUTPUT),
+    set: (o, v) => (o.maxOutput = parseCount(v)),
+  },
+  {
     name: "max-queue",
     kind: "int",
     usage: "default for the hook field max-queue: how many requests may wait for a hook limited by max-concurrency; more are answered 429",
     shownDefault: String(DEFAULT_MAX_QUEUE),
     set: (o, v) => (o.maxQueue = parseCount(v)),
+  },
+  {
+    name: "max-request-memory",
+    kind: "int",
+    usage: "bytes of unfinished requests (heads and bodies) held at once over all connections; a request beyond gets 503; 0 is 64 MiB, or -max-body if larger",
+    set: (o, v) => (o.maxRequestMemory = parseCount(v)),
   },
   {
     name: "metrics",
@@ -349,7 +390,11 @@ export function defaults(): Options {
     shutdownTimeoutMs: 30_000,
     maxConcurrency: 0,
     maxQueue: DEFAULT_MAX_QUEUE,
+    maxBackground: DEFAULT_MAX_BACKGROUND,
     commandTimeoutMs: 0,
+    bodyTimeoutMs: 15_000,
+    maxRequestMemory: 0,
+    maxOutput: DEFAULT_MAX_OUTPUT,
   };
 }
 

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { Hook, HookRequest } from "./hook.js";
 import { takeTurn, type Turn } from "./concurrency.js";
 import { commandLookupPath, lookPath, runCommand, runningCommands, KILL_AFTER_MS, type CommandResult, type CommandSpec } from "./execute.js";
-import type { OutputSink } from "./spawn.js";
+import type { OutputSink, RunningCommand } from "./spawn.js";
 import { goDuration, iBytes, type Log, type LogFields } from "./log.js";
 import { CONTENT_TYPE as METRICS_TYPE, metrics, type Outcome } from "./metrics.js";
 import { DEFAULT_MAX_QUEUE, parseGoDuration } from "./flags.js";
@@ -50,6 +50,8 @@ export interface HookResponse {
   body: string | Buffer | AsyncIterable<Buffer>;
   /** A 1xx answer sent before this one, with the headers set when it was sent. */
   informational?: { status: number; headers: [string, string][] };
+  /** The request's body is still in use until this settles (a command that runs after the answer). */
+  bodyInUse?: Promise<unknown>;
 }
 
 export interface ServerOptions {
@@ -64,8 +66,12 @@ export interface ServerOptions {
   xRequestIdLimit?: number;
   /** Defaults of the hook fields max-concurrency (0: no limit), max-queue and command-timeout (ms, 0: none). */
   maxConcurrency?: number;
+  /** -max-background: max-concurrency of hooks that answer before their command runs, when neither the hook nor -max-concurrency sets one (0: no limit). */
+  maxBackground?: number;
   maxQueue?: number;
   commandTimeoutMs?: number;
+  /** -max-output: bytes of a command's captured output kept, the last ones (0 or absent: all). */
+  maxOutput?: number;
   /** -metrics: GET /metrics answers the Prometheus text (outside the hook URL prefix). */
   metrics?: boolean;
 }
@@ -220,20 +226,44 @@ class LazyRequest implements HookRequest {
 const EMPTY = Buffer.alloc(0);
 const NO_FIELDS: LogFields = {};
 
+/** Output queued for a slow streaming client beyond which its command is paused. */
+const STREAM_HIGH_WATER = 1024 * 1024;
+
 /**
- * A command's output as an async iterator for the transport: chunks are queued until read. Once
- * the reader returns (the client went away, or HEAD), later output is dropped rather than queued.
+ * A command's output as an async iterator for the transport: chunks are queued until read, and
+ * the command is paused while more than STREAM_HIGH_WATER bytes wait. Once the reader returns
+ * (the client went away, or HEAD), later output is dropped rather than queued.
  */
 class OutputStream implements AsyncIterableIterator<Buffer> {
   private readonly queued: Buffer[] = [];
+  private queuedBytes = 0;
   private ended = false;
   private abandoned = false;
   private wake: (() => void) | undefined;
+  private command: RunningCommand | undefined;
+  private paused = false;
+
+  /** The command whose output this is, to pause while the reader is behind. */
+  attach(command: RunningCommand): void {
+    this.command = command;
+  }
 
   push(chunk: Buffer): void {
     if (this.abandoned) return;
     this.queued.push(chunk);
+    this.queuedBytes += chunk.length;
+    if (!this.paused && this.queuedBytes > STREAM_HIGH_WATER && this.command) {
+      this.paused = true;
+      this.command.pause();
+    }
     this.wake?.();
+  }
+
+  private flowAgain(): void {
+    this.queuedBytes = 0;
+    if (!this.paused) return;
+    this.paused = false;
+    this.command?.resume();
   }
 
   end(): void {
@@ -248,7 +278,9 @@ class OutputStream implements AsyncIterableIterator<Buffer> {
   async next(): Promise<IteratorResult<Buffer>> {
     for (;;) {
       if (this.queued.length > 0) {
-        return { value: this.queued.length === 1 ? this.queued.pop()! : Buffer.concat(this.queued.splice(0)), done: false };
+        const value = this.queued.length === 1 ? this.queued.pop()! : Buffer.concat(this.queued.splice(0));
+        this.flowAgain();
+        return { value, done: false };
       }
       if (this.ended || this.abandoned) return { value: undefined, done: true };
       await new Promise<void>((resolve) => (this.wake = resolve));
@@ -259,6 +291,8 @@ class OutputStream implements AsyncIterableIterator<Buffer> {
   async return(): Promise<IteratorResult<Buffer>> {
     this.abandoned = true;
     this.queued.length = 0;
+    // Nobody reads any more: the command runs on to its end, its output dropped.
+    this.flowAgain();
     this.wake?.();
     return { value: undefined, done: true };
   }
@@ -481,8 +515,8 @@ export class HookServer {
         return this.respondWith(m, hook["success-http-response-code"], out, result.output);
       });
     }
-    this.executeInTurn(hook, req, turn).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
-    return this.respondWith(m, hook["success-http-response-code"], out, hook["response-message"] ?? "");
+    const running = this.executeInTurn(hook, req, turn).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
+    return { ...this.respondWith(m, hook["success-http-response-code"], out, hook["response-message"] ?? ""), bodyInUse: running };
   }
 
   /**
@@ -504,11 +538,12 @@ export class HookServer {
         const informational = status < 200 ? { informational: { status, headers: out.list() } } : {};
         resolve({ status: status < 200 ? 200 : status, headers: out.list(), body, ...informational });
       };
-      this.executeInTurn(hook, req, turn, (chunk) => {
+      const onOutput = (chunk: Buffer): void => {
         lastByte = chunk[chunk.length - 1]!;
         body.push(chunk);
         start();
-      }).then((result) => {
+      };
+      this.executeInTurn(hook, req, turn, onOutput, (command) => body.attach(command)).then((result) => {
         if (!started && result.timedOut) {
           out.set("Content-Type", "text/plain; charset=utf-8");
           resolve(respond(504, out, timeoutMessage(this.timeoutOf(hook))));
@@ -574,7 +609,8 @@ export class HookServer {
 
   /** A turn to run the hook's command (max-concurrency, max-queue), or null (logged) when its queue is full. */
   private takeTurn(m: Matched): Turn | null {
-    const max = m.hook["max-concurrency"] ?? this.opts.maxConcurrency ?? 0;
+    const background = !m.hook["stream-command-output"] && !m.hook["include-command-output-in-response"];
+    const max = m.hook["max-concurrency"] ?? (this.opts.maxConcurrency || (background ? (this.opts.maxBackground ?? 0) : 0));
     const maxQueue = m.hook["max-queue"] ?? this.opts.maxQueue ?? DEFAULT_MAX_QUEUE;
     const turn = takeTurn(m.hook.id, max, maxQueue);
     if (!turn) {
@@ -592,20 +628,26 @@ export class HookServer {
   }
 
   /** Runs the command once the hook's turn has come, and gives the turn back when it is done. */
-  private async executeInTurn(hook: Hook, req: HookRequest, turn: Turn, onOutput?: OutputSink): Promise<ExecuteResult> {
+  private async executeInTurn(
+    hook: Hook,
+    req: HookRequest,
+    turn: Turn,
+    onOutput?: OutputSink,
+    onStart?: (command: RunningCommand) => void,
+  ): Promise<ExecuteResult> {
     try {
       if (turn.wait && !(await turn.wait)) {
         this.log.print(`[${req.id}] the server is shutting down: ${hook.id}'s command was still waiting for its turn and does not run`, { rid: req.id, hook: hook.id });
         return { output: Buffer.alloc(0), error: "the server shut down before the command's turn came" };
       }
-      return await this.execute(hook, req, onOutput);
+      return await this.execute(hook, req, onOutput, onStart);
     } finally {
       turn.release();
     }
   }
 
   /** Runs the hook's command (the reference's handleHook); resolves with its output and error. */
-  private async execute(hook: Hook, req: HookRequest, onOutput?: OutputSink): Promise<ExecuteResult> {
+  private async execute(hook: Hook, req: HookRequest, onOutput?: OutputSink, onStart?: (command: RunningCommand) => void): Promise<ExecuteResult> {
     const log = this.log;
     const rid = req.id;
     const fields: LogFields = { rid, hook: hook.id };
@@ -684,6 +726,7 @@ export class HookServer {
       env,
       // The streamed output is not kept unless the log shows it.
       captureOutput: (hook["include-command-output-in-response"] === true && !hook["stream-command-output"]) || log.enabled,
+      maxOutput: this.opts.maxOutput ?? 0,
       ...(cwd ? { cwd } : {}),
       timeoutMs: this.timeoutOf(hook),
       onTimeout: (signal) =>
@@ -695,7 +738,7 @@ export class HookServer {
         ),
     };
     const began = process.hrtime.bigint();
-    const result = await runCommand(spec, { hook: hook.id, rid }, onOutput);
+    const result = await runCommand(spec, { hook: hook.id, rid }, onOutput, onStart);
     metrics.execution(hook.id, outcome(result), Number(process.hrtime.bigint() - began) / 1e9);
     if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`, fields);
     if (result.error !== undefined) log.print(`[${rid}] error occurred: ${result.error}`, fields);

@@ -42,6 +42,8 @@ export interface MatchRule {
   secret?: string;
   "ip-range"?: string;
   parameter?: Argument;
+  /** Ours: whether `value` is a secret, hidden in the log (default: compared with a url parameter or a non-event header). */
+  redact?: boolean;
 }
 
 /** Exactly one of the keys is set, as in the reference. */

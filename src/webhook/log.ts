@@ -3,7 +3,8 @@
 // (or -debug, or -logfile). With -log-format json each line is one JSON object instead:
 // {"time","level","request_id","hook_id","event"} (request_id and hook_id when known; a caller
 // passes them as fields, or the message starts with "[rid] "). Every line passes through a redactor so
-// secrets from the hooks file never reach the log.
+// secrets from the hooks file never reach the log, in any form a line can hold them: raw, percent-
+// encoded (a URL, a form body), JSON- or Go-quoted (argv, JSON bodies).
 
 export type LogFormat = "text" | "json";
 
@@ -16,7 +17,8 @@ export interface LogFields {
 type Level = "info" | "error" | "debug";
 
 export class Log {
-  private secrets: string[] = [];
+  /** Matches any secret in any of its logged forms; undefined when there are none. */
+  private secrets: RegExp | undefined;
 
   constructor(
     readonly enabled: boolean,
@@ -29,15 +31,15 @@ export class Log {
     this.out = out;
   }
 
-  /** Strings replaced by "***" wherever they would appear in a log line. */
+  /** Strings replaced by "***" wherever they would appear in a log line, in any encoding. */
   setSecrets(secrets: Iterable<string>): void {
     // Longest first, so a secret containing another is hidden whole.
-    this.secrets = [...new Set(secrets)].filter((s) => s.length >= 2).sort((a, b) => b.length - a.length);
+    const list = [...new Set(secrets)].filter((s) => s.length >= 2).sort((a, b) => b.length - a.length);
+    this.secrets = list.length === 0 ? undefined : new RegExp(list.map(anyForm).join("|"), "g");
   }
 
   redact(text: string): string {
-    for (const s of this.secrets) if (text.includes(s)) text = text.split(s).join("***");
-    return text;
+    return this.secrets ? text.replace(this.secrets, "***") : text;
   }
 
   /** log.Print: prefix, message, and a newline unless the message ends with one. */
@@ -63,6 +65,51 @@ export class Log {
     if (this.format === "json") this.out(jsonLine(level, text.replace(/\n$/, ""), fields));
     else this.out(prefix() + text + (text.endsWith("\n") ? "" : "\n"));
   }
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&");
+}
+
+/** A hex digit in either case, for a regular expression. */
+function hexDigit(n: number): string {
+  const d = n.toString(16);
+  return /[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d;
+}
+
+function hex(n: number, width: number): string {
+  let out = "";
+  for (let i = width - 1; i >= 0; i--) out += hexDigit((n >> (4 * i)) & 15);
+  return out;
+}
+
+// The short escapes of JSON and Go's %q.
+const SHORT_ESCAPES: Record<string, string> = { '"': '"', "\\": "\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t", "\x07": "a", "\v": "v" };
+
+/**
+ * A regular expression source matching `secret` in every form a log line may hold it, each
+ * character in any of its forms: as is, percent-encoded (either case of hex; "+" for a space),
+ * and escaped as JSON and Go's %q do (\", \\, \/, \n, \u00XX, \xXX, \U000XXXXX).
+ */
+function anyForm(secret: string): string {
+  let out = "";
+  for (const ch of secret) {
+    const cp = ch.codePointAt(0)!;
+    const bytes = [...Buffer.from(ch, "utf8")];
+    const forms = [escapeRegExp(ch), bytes.map((b) => `%${hex(b, 2)}`).join(""), bytes.map((b) => `\\\\x${hex(b, 2)}`).join("")];
+    if (ch === " ") forms.push("\\+");
+    const short = SHORT_ESCAPES[ch];
+    if (short !== undefined) forms.push(`\\\\${escapeRegExp(short)}`);
+    if (cp <= 0xffff) forms.push(`\\\\u${hex(cp, 4)}`);
+    else {
+      const hi = 0xd800 + ((cp - 0x10000) >> 10);
+      const lo = 0xdc00 + ((cp - 0x10000) & 0x3ff);
+      forms.push(`\\\\u${hex(hi, 4)}\\\\u${hex(lo, 4)}`);
+    }
+    forms.push(`\\\\U${hex(cp, 8)}`);
+    out += `(?:${forms.join("|")})`;
+  }
+  return out;
 }
 
 /** One JSON log line. A message that starts with "[rid] " gives the request id when none is passed. */

@@ -27,6 +27,14 @@ export interface TransportOptions {
   maxHeaderBytes?: number;
   /** More header fields than this are answered 431. */
   maxHeaderCount?: number;
+  /**
+   * Bytes of unfinished requests held at once, over all connections: heads still arriving and
+   * hook bodies (until their request is answered, or its command is done with it). A request
+   * that would go beyond is answered 503 and its connection closed. Default: 64 MiB, or maxBody if larger.
+   */
+  maxRequestMemory?: number;
+  /** A request body that sends nothing for this long is dropped: 408 and the connection closed. */
+  bodyTimeoutMs?: number;
 }
 
 export type ListenAddress = { ip: string; port: number } | { socket: string };
@@ -61,6 +69,7 @@ const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
 // A request target: visible bytes only.
 const BAD_TARGET = /[\x00-\x20\x7f]/;
 const CHUNK_SIZE = /^[0-9a-fA-F]{1,15}$/;
+const DEFAULT_REQUEST_MEMORY = 64 * 1024 * 1024;
 const EMPTY = Buffer.alloc(0);
 
 let dateLine = "";
@@ -166,13 +175,24 @@ class Refused {
 
 class Connection {
   private buf: Buffer = EMPTY;
+  /** Storage `buf` may end in, with room to grow: `used` bytes of it are filled. */
+  private store: Buffer | undefined;
+  private used = 0;
   /** Where the search for the end of the head resumes (the head arrives in pieces). */
   private scanned = 0;
   private headNext = 0;
   private state = State.Head;
   private need = 0;
   private chunks: Buffer[] = [];
+  /** A Content-Length body of a hook, filled as it arrives (one copy, no concatenation at the end). */
+  private whole: Buffer | undefined;
   private bodyLen = 0;
+  /** Bytes of the body counted against the transport's request memory. */
+  private held = 0;
+  /** Bytes of an incomplete head counted against it. */
+  private headHeld = 0;
+  /** Reads nothing more (answered 503 for the request memory). */
+  private deaf = false;
   /** The request being read: its routing, or null between requests. */
   private routed: Routed | null = null;
   /** The request's answer was sent before its body was read (413); drop the body, then close. */
@@ -201,6 +221,7 @@ class Connection {
     socket.on("error", () => undefined);
     socket.on("close", () => {
       this.closed = true;
+      this.releaseBody();
       t.forget(this);
     });
   }
@@ -220,7 +241,7 @@ class Connection {
   private onData(d: Buffer): void {
     this.lastActive = Date.now();
     if (this.endedAt) return; // answered and ended: drop the rest
-    this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
+    this.append(d);
     if (this.busy) {
       if (this.buf.length > MAX_BUFFERED) this.socket.pause();
       return;
@@ -228,12 +249,44 @@ class Connection {
     this.parse();
   }
 
+  /**
+   * Appends received bytes to `buf`. Its storage grows by half again each time, so a request head
+   * arriving in many pieces is copied O(n) times rather than O(n²) (garbage a flood would multiply).
+   */
+  private append(d: Buffer): void {
+    if (this.buf.length === 0) {
+      this.buf = d;
+      this.store = undefined;
+      return;
+    }
+    const store = this.store;
+    const start = this.buf.byteOffset - (store?.byteOffset ?? 0);
+    if (store && this.buf.buffer === store.buffer && start + this.buf.length === this.used && this.used + d.length <= store.length) {
+      d.copy(store, this.used);
+      this.used += d.length;
+      this.buf = store.subarray(start, this.used);
+      return;
+    }
+    const size = this.buf.length + d.length;
+    const next = Buffer.allocUnsafeSlow(Math.max(size + (size >> 1), 16 * 1024));
+    this.buf.copy(next, 0);
+    d.copy(next, this.buf.length);
+    this.store = next;
+    this.used = size;
+    this.buf = next.subarray(0, size);
+  }
+
   private resume(): void {
-    if (!this.closed && !this.busy && this.socket.writableLength === 0) this.socket.resume();
+    if (!this.closed && !this.busy && !this.deaf && this.socket.writableLength === 0) this.socket.resume();
   }
 
   /** Answers a bad request and ends the connection. */
   refuse(status: number, detail = ""): void {
+    this.releaseBody();
+    if (this.answered) {
+      this.end(); // its answer (413, 503) is out already
+      return;
+    }
     this.keepAlive = false;
     this.write(plain(status, detail));
   }
@@ -266,8 +319,13 @@ class Connection {
           const end = this.headEnd();
           if (end === -1) {
             if (this.buf.length > this.t.maxHeaderBytes) this.refuse(431, "request header too large");
+            else if (this.buf.length > this.headHeld) {
+              if (!this.t.reserve(this.buf.length - this.headHeld)) return this.overBudget();
+              this.headHeld = this.buf.length;
+            }
             return;
           }
+          this.releaseHead();
           if (end > this.t.maxHeaderBytes) return this.refuse(431, "request header too large");
           const text = this.buf.toString("latin1", 0, end);
           this.buf = this.buf.subarray(this.headNext);
@@ -420,6 +478,7 @@ class Connection {
     const head: RequestHead = { method, url: target(url), rawHeaders, remoteAddr: this.remote };
     this.routed = url === "*" ? { kind: "response", response: starResponse(method) } : this.t.app.route(head);
     this.chunks = [];
+    this.whole = undefined;
     this.bodyLen = 0;
     this.answered = false;
     const length = cl === undefined ? 0 : Number(cl);
@@ -433,6 +492,15 @@ class Connection {
         this.tooLarge();
         return undefined;
       }
+      // The whole declared length is counted at once: a flood is refused before its bodies are read.
+      if (this.routed.kind === "hook") {
+        if (!this.t.reserve(length)) {
+          this.overBudget();
+          return undefined;
+        }
+        this.held = length;
+        this.whole = Buffer.allocUnsafe(length);
+      }
     } else {
       this.complete();
       return undefined;
@@ -441,20 +509,60 @@ class Connection {
     return undefined;
   }
 
-  /** Keeps body bytes for a matched hook; drops them otherwise (bounded). */
+  /** Keeps body bytes for a matched hook (within the request memory); drops them otherwise (bounded). */
   private keep(bytes: Buffer): void {
     this.bodyLen += bytes.length;
-    if (this.routed?.kind === "hook" && !this.answered) this.chunks.push(bytes);
-    else if (this.bodyLen > MAX_DISCARD) this.socket.destroy();
+    if (this.routed?.kind === "hook" && !this.answered) {
+      // A chunked body is counted as it arrives (a Content-Length one was counted whole).
+      if (this.whole) bytes.copy(this.whole, this.bodyLen - bytes.length);
+      else if (this.t.reserve(bytes.length)) {
+        this.held += bytes.length;
+        this.chunks.push(bytes);
+      } else this.overBudget();
+    } else if (this.bodyLen > MAX_DISCARD) this.socket.destroy();
+  }
+
+  /** Gives the memory of the body being read back to the transport (once `inUse` settles, when given). */
+  private releaseBody(inUse?: Promise<unknown>): void {
+    this.releaseHead();
+    this.chunks = [];
+    this.whole = undefined;
+    const held = this.held;
+    this.held = 0;
+    if (held === 0) return;
+    if (inUse) void inUse.finally(() => this.t.release(held));
+    else this.t.release(held);
+  }
+
+  private releaseHead(): void {
+    this.t.release(this.headHeld);
+    this.headHeld = 0;
   }
 
   /** -max-body exceeded: answer 413 now, then drop the rest of the body and close. */
   private tooLarge(): void {
     this.answered = true;
     this.keepAlive = false;
-    this.chunks = [];
+    this.releaseBody();
     const response = this.t.app.tooLarge(this.routed as Matched, this.t.maxBody);
     this.socket.write(this.encode(response));
+  }
+
+  /**
+   * The request memory is used up by other unfinished requests: answer 503 and close now. Unlike
+   * a 413, the rest of the request is not read (reading it is what the flood wants): the connection
+   * stops reading and is destroyed a few seconds later, time for the client to read the answer.
+   */
+  private overBudget(): void {
+    this.answered = true;
+    this.keepAlive = false;
+    this.releaseBody();
+    const res = plain(503, "too many unfinished requests at once; try again later");
+    res.headers.push(["Retry-After", "1"]);
+    this.socket.write(this.encode(res));
+    this.deaf = true;
+    this.socket.pause();
+    this.end();
   }
 
   /** The whole request has arrived. */
@@ -472,8 +580,9 @@ class Connection {
       this.write(routed.response);
       return;
     }
-    const body = this.chunks.length === 1 ? this.chunks[0]! : this.chunks.length === 0 ? EMPTY : Buffer.concat(this.chunks);
+    const body = this.whole ?? (this.chunks.length === 1 ? this.chunks[0]! : this.chunks.length === 0 ? EMPTY : Buffer.concat(this.chunks));
     this.chunks = [];
+    this.whole = undefined;
     let response: HookResponse | Promise<HookResponse>;
     try {
       response = this.t.app.handle(routed, body);
@@ -481,6 +590,7 @@ class Connection {
       response = plain(500, (e as Error).message);
     }
     if (!(response instanceof Promise)) {
+      this.releaseBody(response.bodyInUse);
       this.write(response);
       return;
     }
@@ -493,6 +603,8 @@ class Connection {
 
   /** Writes an answer that was produced asynchronously, then reads on. */
   private answer(r: HookResponse): void {
+    // The body counts against the request memory until its request is answered (or its command is done with it).
+    this.releaseBody(r.bodyInUse);
     this.busy = false;
     if (this.closed) return;
     this.write(r);
@@ -618,6 +730,10 @@ export class HookTransport {
   private readonly idleTimeoutMs: number;
   private readonly headersTimeoutMs: number;
   private readonly requestTimeoutMs: number;
+  private readonly bodyTimeoutMs: number;
+  private readonly maxRequestMemory: number;
+  /** Bytes of unfinished requests held now, over all connections. */
+  private requestMemory = 0;
   private readonly connections = new Set<Connection>();
   private readonly servers = new Set<Server>();
   private sweeper: NodeJS.Timeout | undefined;
@@ -633,6 +749,19 @@ export class HookTransport {
     this.idleTimeoutMs = opts.idleTimeoutMs ?? envMs("WEBHOOK_IDLE_TIMEOUT_MS", 30_000);
     this.headersTimeoutMs = opts.headersTimeoutMs ?? envMs("WEBHOOK_HEADERS_TIMEOUT_MS", 20_000);
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 300_000;
+    this.bodyTimeoutMs = opts.bodyTimeoutMs ?? 15_000;
+    this.maxRequestMemory = opts.maxRequestMemory ?? Math.max(DEFAULT_REQUEST_MEMORY, opts.maxBody);
+  }
+
+  /** Counts `n` more bytes of unfinished requests held; false (nothing counted) when that would exceed the request memory. */
+  reserve(n: number): boolean {
+    if (this.requestMemory + n > this.maxRequestMemory) return false;
+    this.requestMemory += n;
+    return true;
+  }
+
+  release(n: number): void {
+    this.requestMemory -= n;
   }
 
   /** Hands a connection (TCP, Unix socket or TLS) to the transport. */
@@ -675,6 +804,8 @@ export class HookTransport {
         continue;
       } else if (c.receivingSince && now - c.receivingSince > (c.reading === State.Head ? this.headersTimeoutMs : this.requestTimeoutMs)) {
         c.refuse(408);
+      } else if (c.receivingSince && c.reading !== State.Head && now - c.lastActive > this.bodyTimeoutMs) {
+        c.refuse(408, "the request body stopped arriving");
       } else if (now - c.lastActive > this.idleTimeoutMs) {
         c.socket.destroy();
       }

@@ -38,6 +38,10 @@ export interface RunningCommand {
   readonly pid: number | undefined;
   /** Sends `signal` to the command's whole process group. */
   kill(signal: NodeJS.Signals): void;
+  /** Stops reading the command's output: the command blocks once its pipe is full. */
+  pause(): void;
+  /** Reads its output again after pause(). */
+  resume(): void;
   /** Resolves after the command exited and all of its output was delivered. Never rejects. */
   readonly done: Promise<ExitStatus>;
 }
@@ -55,7 +59,8 @@ export function startCommand(spec: SpawnSpec, onOutput?: OutputSink): RunningCom
 }
 
 function failed(startError: string): RunningCommand {
-  return { pid: undefined, kill: () => undefined, done: Promise.resolve({ exitCode: null, signal: null, startError }) };
+  const nothing = (): void => undefined;
+  return { pid: undefined, kill: nothing, pause: nothing, resume: nothing, done: Promise.resolve({ exitCode: null, signal: null, startError }) };
 }
 
 // Go's texts for the errors a start can fail with (libuv's table lacks some, e.g. ENOEXEC).
@@ -175,8 +180,20 @@ class Helper {
         return job.pid;
       },
       kill: (signal) => this.kill(id, signal),
+      pause: () => this.send(id, 0x5a /* Z */),
+      resume: () => this.send(id, 0x52 /* R */),
       done,
     };
+  }
+
+  /** A frame without payload about command `id`. */
+  private send(id: number, type: number): void {
+    if (!this.jobs.has(id) || !this.alive) return;
+    const frame = Buffer.allocUnsafe(FRAME_HEAD);
+    frame.writeUInt32LE(frame.length - 4, 0);
+    frame[4] = type;
+    frame.writeUInt32LE(id, 5);
+    this.child.stdin!.write(frame);
   }
 
   private kill(id: number, signal: NodeJS.Signals): void {
@@ -301,10 +318,13 @@ function startWithChildProcess(spec: SpawnSpec, onOutput: OutputSink | undefined
     return failed(`fork/exec ${spec.path}: ${(e as Error).message}`);
   }
   let offset = 0;
+  let paused = false;
+  // The exit, held back while paused: the rest of the output is read once resumed.
+  let finishLater: (() => void) | undefined;
   const chunk = Buffer.allocUnsafe(65536);
   const readNew = (): void => {
     if (fd === undefined) return;
-    for (;;) {
+    while (!paused) {
       const n = readSync(fd, chunk, 0, chunk.length, offset);
       if (n === 0) return;
       offset += n;
@@ -322,10 +342,17 @@ function startWithChildProcess(spec: SpawnSpec, onOutput: OutputSink | undefined
     child.once("close", (code, signal) => {
       closed = true;
       clearInterval(poll);
-      readNew();
-      if (fd !== undefined) closeSync(fd);
-      if (startError !== undefined) resolve({ exitCode: null, signal: null, startError });
-      else resolve({ exitCode: code, signal });
+      const finish = (): void => {
+        readNew();
+        if (paused) {
+          finishLater = finish;
+          return;
+        }
+        if (fd !== undefined) closeSync(fd);
+        if (startError !== undefined) resolve({ exitCode: null, signal: null, startError });
+        else resolve({ exitCode: code, signal });
+      };
+      finish();
     });
   });
   return {
@@ -339,6 +366,17 @@ function startWithChildProcess(spec: SpawnSpec, onOutput: OutputSink | undefined
       } catch {
         // already gone
       }
+    },
+    // The command writes to a file, not a pipe: pausing stops reading it, but cannot block the command.
+    pause() {
+      paused = true;
+    },
+    resume() {
+      paused = false;
+      const finish = finishLater;
+      finishLater = undefined;
+      if (finish) finish();
+      else readNew();
     },
     done,
   };

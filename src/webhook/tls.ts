@@ -1,6 +1,9 @@
 // -secure and its companions: Go's TLS names (versions, cipher suites) turned into Node's TLS
-// options, with the reference's choices — curves P-521, P-384, P-256, the server's cipher order,
-// HTTP/1.1 only. Go always enables every TLS 1.3 suite; -cipher-suites picks among the others.
+// options, with the reference's choices — curves P-521, P-384, P-256, HTTP/1.1 only. Go always
+// enables every TLS 1.3 suite; -cipher-suites picks among the others. Whatever the list's order,
+// Go's server picks by its own preference (ECDHE before RSA key exchange, AEAD before CBC), and
+// prefers ChaCha20 when the client lists it first (a client without AES hardware).
+import { constants } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { SecureVersion, TlsOptions } from "node:tls";
 
@@ -38,6 +41,27 @@ const SUITES: Suite[] = [
   { go: "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", openssl: "ECDHE-ECDSA-CHACHA20-POLY1305", versions: ONLY_12 },
 ];
 
+/** Go's cipherSuitesPreferenceOrder (on a machine with AES hardware), TLS 1.3 first. */
+const PREFERENCE: string[] = [
+  "TLS_AES_128_GCM_SHA256",
+  "TLS_AES_256_GCM_SHA384",
+  "TLS_CHACHA20_POLY1305_SHA256",
+  "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+  "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+  "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+  "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+  "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+  "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+  "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+  "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+  "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+  "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+  "TLS_RSA_WITH_AES_128_GCM_SHA256",
+  "TLS_RSA_WITH_AES_256_GCM_SHA384",
+  "TLS_RSA_WITH_AES_128_CBC_SHA",
+  "TLS_RSA_WITH_AES_256_CBC_SHA",
+];
+
 const VERSIONS: Record<string, SecureVersion> = { "1.0": "TLSv1", "1.1": "TLSv1.1", "1.2": "TLSv1.2", "": "TLSv1.2", "1.3": "TLSv1.3" };
 const ORDER: SecureVersion[] = ["TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"];
 
@@ -58,7 +82,7 @@ export function listCipherSuites(min: SecureVersion): string {
     .join("");
 }
 
-/** -cipher-suites (comma-separated Go names; "" for all) as an OpenSSL cipher string. */
+/** -cipher-suites (comma-separated Go names; "" for all) as an OpenSSL cipher string, in Go's preference order. */
 export function cipherString(list: string, min: SecureVersion): string {
   const chosen =
     list === ""
@@ -69,7 +93,8 @@ export function cipherString(list: string, min: SecureVersion): string {
           return suite;
         });
   const tls13 = SUITES.filter((s) => s.versions === ONLY_13);
-  const names = [...new Set([...tls13, ...chosen].map((s) => s.openssl))];
+  const rank = (s: Suite): number => PREFERENCE.indexOf(s.go);
+  const names = [...new Set([...tls13, ...chosen].sort((a, b) => rank(a) - rank(b)).map((s) => s.openssl))];
   // OpenSSL 3 refuses TLS 1.0/1.1 at its default security level; -tls-min-version 1.0 or 1.1 asks for them.
   const legacy = ORDER.indexOf(min) < ORDER.indexOf("TLSv1.2");
   return names.join(":") + (legacy ? ":@SECLEVEL=0" : "");
@@ -101,6 +126,7 @@ export function tlsOptions(flags: TlsFlags): TlsOptions {
     ciphers: cipherString(flags.cipherSuites, min),
     ecdhCurve: "P-521:P-384:P-256",
     honorCipherOrder: true,
+    secureOptions: constants.SSL_OP_PRIORITIZE_CHACHA,
     ALPNProtocols: ["http/1.1"],
   };
 }

@@ -36,6 +36,16 @@ async function secureServer(extra: string[] = []): Promise<{ w: Webhook; base: s
   return { w, base: `https://127.0.0.1:${port}` };
 }
 
+/** The suite `openssl s_client` (Debian's OpenSSL) negotiates with the server at `base`. */
+async function negotiated(base: string, args: string[]): Promise<string> {
+  const r = await run("openssl", ["s_client", "-connect", base.replace("https://", ""), ...args], { input: "" });
+  // "New, TLSv1.2, Cipher is …" is printed for every handshake (the session block may not be, for TLS 1.3);
+  // the version there is the suite's own ("SSLv3" for AES128-SHA).
+  const m = /^New, [^,]+, Cipher is (\S+)$/m.exec(r.stdout);
+  assert.ok(m, `no suite negotiated:\n${r.stdout}\n${r.stderr}`);
+  return m[1]!;
+}
+
 describe("-secure", () => {
   let w: Webhook;
   let base = "";
@@ -56,6 +66,19 @@ describe("-secure", () => {
     const r = await httpsSend(base + "/", { ca, method: "GET", maxVersion: "TLSv1.2" });
     assert.equal(r.tls?.version, "TLSv1.2");
     await assert.rejects(httpsSend(base + "/", { ca, method: "GET", minVersion: "TLSv1", maxVersion: "TLSv1.1", ciphers: "DEFAULT:@SECLEVEL=0" }));
+  });
+
+  test("a TLS 1.2 client gets ECDHE with an AEAD suite, in Go's preference order (openssl s_client)", async () => {
+    assert.equal(await negotiated(base, ["-tls1_2"]), "ECDHE-RSA-AES128-GCM-SHA256");
+    // Listed in the weakest-first order of tls.CipherSuites(): the server's order still wins.
+    assert.equal(await negotiated(base, ["-tls1_2", "-cipher", "AES128-SHA:AES128-GCM-SHA256:ECDHE-RSA-AES128-SHA:ECDHE-RSA-AES256-GCM-SHA384"]), "ECDHE-RSA-AES256-GCM-SHA384");
+    // A client that lists ChaCha20 first (no AES hardware) gets it, as from Go.
+    assert.equal(await negotiated(base, ["-tls1_2", "-cipher", "ECDHE-RSA-CHACHA20-POLY1305:ECDHE-RSA-AES128-GCM-SHA256"]), "ECDHE-RSA-CHACHA20-POLY1305");
+    assert.equal(await negotiated(base, ["-tls1_3"]), "TLS_AES_128_GCM_SHA256");
+  });
+
+  test("a client offering only AES128-SHA (RSA key exchange, CBC) is still served, as by the reference", async () => {
+    assert.equal(await negotiated(base, ["-tls1_2", "-cipher", "AES128-SHA"]), "AES128-SHA");
   });
 
   test("speaks HTTP/1.1 only (ALPN), like the reference with HTTP/2 disabled", async () => {
