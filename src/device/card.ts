@@ -98,6 +98,8 @@ export class Card {
   private partialBytes = 0;
   /** Re-reads of paths the FTP server changed; figures() waits for them. */
   private ftpRefresh: Promise<void> = Promise.resolve();
+  /** Groups of writes being committed: taking the card back waits for them, so a group lands whole or not at all. */
+  private readonly committing = new Set<Promise<void>>();
 
   constructor(
     root: string,
@@ -150,6 +152,7 @@ export class Card {
   /** Gives the card to the network or takes it back; taking it back aborts every write in progress. */
   async setWritable(writable: boolean): Promise<void> {
     this.writable = writable;
+    if (!writable) await Promise.all(this.committing);
     if (!writable) await Promise.all([...this.active].map((w) => w.abort()));
     else await this.removeStaleTempFiles();
   }
@@ -278,14 +281,33 @@ export class Card {
       abort,
       commit: async () => {
         if (finished) throw new CardError("not-writable", "The write was aborted.");
-        await mkdir(dirname(target.absolute), { recursive: true });
-        await this.addFolders(dirname(target.absolute));
-        await rename(tempPath, target.absolute);
+        // A folder on the way may have been replaced by a link since resolve(): check again, just before writing.
+        const folder = await this.realFolder(name, dirname(target.absolute));
+        await this.addFolders(folder);
+        await rename(tempPath, join(folder, basename(target.absolute)));
         finished = true;
         this.active.delete(entry);
         await this.refresh(target.absolute);
       },
     };
+  }
+
+  /**
+   * Commits several writes as one (a multi-file upload): all land, or — when the card was taken back first —
+   * none does. A switch to MSC mode that comes while they land waits for them.
+   */
+  async commitAll(writes: readonly CardWrite[]): Promise<void> {
+    if (!this.writable || writes.some((w) => w.signal.aborted)) throw new CardError("not-writable", "Cannot upload in MSC mode.");
+    const landing = (async () => {
+      for (const w of writes) await w.commit();
+    })();
+    const settled = landing.catch(() => undefined);
+    this.committing.add(settled);
+    try {
+      await landing;
+    } finally {
+      this.committing.delete(settled);
+    }
   }
 
   /** Re-reads one path (file, folder or gone) into the figures: for FTP deletes, renames and folder changes. */
@@ -300,6 +322,23 @@ export class Card {
     if (this.opts.capacity !== undefined) return this.opts.capacity - this.usedBytes - claimed;
     // statfs already counts what the writes in progress have put on disk; claims grow as bytes arrive.
     return this.fsFree;
+  }
+
+  /**
+   * Creates `dir` (inside the card) if needed and returns its real path, refusing when a link on the way now
+   * leads out of the card. Checked before creating anything and again after.
+   */
+  private async realFolder(name: string, dir: string): Promise<string> {
+    const refuse = (): never => {
+      throw new CardError("unsafe-path", `Invalid file name "${printable(name)}": a folder on its path became a link that leads outside the card while the file was being sent.`);
+    };
+    let existing = dir;
+    while (this.inside(existing) && existing !== this.root && !(await lstat(existing).then(() => true, () => false))) existing = dirname(existing);
+    if (!this.inside(await realpath(existing))) refuse();
+    await mkdir(dir, { recursive: true });
+    const real = await realpath(dir);
+    if (!this.inside(real)) refuse();
+    return real;
   }
 
   private inside(real: string): boolean {

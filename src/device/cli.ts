@@ -22,6 +22,10 @@ async function main(): Promise<void> {
   const device: DeviceService = new DeviceService(parsed.config, {
     ftp: ftpMode,
     plugins: [(ctx) => mqttPlugin(ctx, () => device.restart())],
+    fatal: (e) => {
+      process.stderr.write(`framefi-device: ${e.message}; exiting\n`);
+      process.exit(1);
+    },
   });
   // The service never dies of one bad request: log what escaped and keep serving.
   process.on("uncaughtException", (e) => console.error(`framefi-device: unexpected error (still running): ${e.stack ?? e}`));

@@ -45,6 +45,12 @@ export interface DeviceConfig {
   rescanInterval: number;
   /** Milliseconds the simulated boot takes (LED yellow, API down). */
   bootDelay: number;
+  /** Host names the web API and setup page answer besides IP literals and localhost names ("*" = any). */
+  allowedHosts: string[];
+  /** Seconds a request head may take to arrive, and a body may go without bringing 4 KiB. */
+  requestTimeout: number;
+  /** Failed web logins from one address before each further attempt must wait. */
+  loginAttempts: number;
 }
 
 type Kind = "string" | "int" | "size";
@@ -83,6 +89,9 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "brightness", kind: "int", default: "13", help: "LED brightness 0-255 until changed through the API" },
   { name: "rescan-interval", kind: "int", default: "300", help: "seconds between background rescans of the card folder" },
   { name: "boot-delay", kind: "int", default: "300", help: "milliseconds a simulated boot takes" },
+  { name: "allowed-host", kind: "string", help: "host names (comma-separated) the web API and setup page answer besides IP addresses, localhost and this machine's name; * = any" },
+  { name: "login-attempts", kind: "int", default: "5", help: "failed web logins from one address before each further attempt must wait (1 s, doubling up to 60 s)" },
+  { name: "request-timeout", kind: "int", default: "20", help: "seconds a request's head may take to arrive, and its body may go without bringing 4 KiB" },
 ];
 
 export class ConfigError extends Error {}
@@ -276,6 +285,9 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     brightness: inRange("brightness", int("brightness"), 0, 255),
     rescanInterval: inRange("rescan-interval", int("rescan-interval"), 1, 86_400),
     bootDelay: inRange("boot-delay", int("boot-delay"), 0, 60_000),
+    allowedHosts: (raw("allowed-host") ?? "").split(",").map((h) => h.trim()).filter((h) => h !== ""),
+    loginAttempts: inRange("login-attempts", int("login-attempts"), 1, 1_000_000),
+    requestTimeout: inRange("request-timeout", int("request-timeout"), 1, 3_600),
   };
   return { help: false, config };
 }
