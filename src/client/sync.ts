@@ -22,6 +22,8 @@ export interface SyncOptions {
   stay: boolean;
   /** FTP connections to use at once. */
   parallel: number;
+  /** Follow symbolic links that lead outside the local folder. */
+  followLinks?: boolean;
   /** Aborted on Ctrl-C. */
   signal: AbortSignal;
   events: SyncEvents;
@@ -212,7 +214,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     if (signal.aborted) throw signal.reason;
 
     events.step("Comparing the folder with the card…");
-    const [local, remote] = await Promise.all([scanLocal(opts.localDir), listRemote(pool, opts.remoteDir, signal)]);
+    const [local, remote] = await Promise.all([scanLocal(opts.localDir, { followLinksOutside: opts.followLinks }), listRemote(pool, opts.remoteDir, signal)]);
     const plan = makePlan(local, remote.tree, { delete: opts.delete, canSetTimes: pool.canSetTimes });
     result.plan = plan;
     events.planned(plan);

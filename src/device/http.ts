@@ -54,7 +54,7 @@ export function sendErrorAndClose(req: IncomingMessage, res: ServerResponse, sta
   let dropped = 0;
   const cut = (): void => {
     clearTimeout(timer);
-    req.socket.destroy();
+    req.destroy();
   };
   const timer = setTimeout(cut, DRAIN_MS);
   timer.unref();
@@ -89,10 +89,11 @@ export function watchBodyProgress(req: IncomingMessage, res: ServerResponse, wat
     if (now - seen < watch.minBytes && !ours && !waitsForContinue(req, res)) {
       stop();
       watch.onSlow(req);
-      if (res.headersSent) req.socket.destroy();
+      // Destroying the request (not only its socket) tells whoever reads the body, answered or not.
+      if (res.headersSent) req.destroy();
       else {
         sendError(res, 408, `The request body arrived too slowly (under ${watch.minBytes} bytes in ${watch.windowMs / 1000} s); the connection is closed.`, { Connection: "close" });
-        res.once("finish", () => req.socket.destroy());
+        res.once("finish", () => req.destroy());
       }
       return;
     }
@@ -150,11 +151,11 @@ export interface ConnectionLimits {
 }
 
 /**
- * Limits that keep a third of the process's file descriptors for the card, the settings and FTP: at most 1 024
- * connections, half of them from one address.
+ * Limits that leave two thirds of the process's file descriptors to the card, the settings and FTP: at most
+ * 2 048 connections, half of them from one address (so one client cannot lock out the others).
  */
 export function defaultConnectionLimits(): ConnectionLimits {
-  const total = Math.max(16, Math.min(1024, Math.floor((openFileLimit() - 64) / 3)));
+  const total = Math.max(16, Math.min(2048, Math.floor((openFileLimit() - 64) / 3)));
   return { total, perAddress: Math.max(8, Math.floor(total / 2)) };
 }
 

@@ -29,8 +29,8 @@ export interface PanelRoute {
 /** Milliseconds between keep-alive comments on an idle event stream (proxies drop silent connections). */
 const KEEP_ALIVE_MS = 15_000;
 /** Open event streams at most, in all and from one address (each costs socket buffers in the kernel). */
-const MAX_STREAMS = 64;
-const MAX_STREAMS_PER_ADDRESS = 8;
+const MAX_STREAMS = 128;
+const MAX_STREAMS_PER_ADDRESS = 64;
 /** Bytes an event stream may have waiting to be sent; beyond, only the latest state is sent once it drains. */
 const STREAM_BUFFER = 64 * 1024;
 /** A stream whose client has read nothing for this long is closed (its page reconnects if it is alive). */

@@ -1,0 +1,289 @@
+// Issue 11, the device web API under attack (points 3, 8, 9, 11, 13, 20): each test performs the attack against
+// the real bin/framefi-device on loopback and checks what a user would see — an answer, a device that still
+// answers, memory that stays bounded (VmRSS from /proc).
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { chmod, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { connect, type Socket } from "node:net";
+import { join } from "node:path";
+import { bin, eventually, freePort, removeDir, start, startDevice, tempDir } from "../helpers.js";
+import { basic, call, openUpload, sleep, tree } from "./fixtures/http.js";
+import { api } from "./fixtures/device.js";
+import { MODE_FTP } from "./fixtures/contract.js";
+
+const MiB = 1024 * 1024;
+
+async function rssMiB(pid: number): Promise<number> {
+  const m = /VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, "utf8"));
+  return Number(m![1]) / 1024;
+}
+
+/** A raw connection that sends `head` and records the first bytes it gets back, then reads no more. */
+function lurker(port: number, head: string, opts: { from?: string } = {}): { socket: Socket; first: Promise<string> } {
+  const socket = connect({ port, host: "127.0.0.1", localAddress: opts.from });
+  socket.on("error", () => undefined);
+  const first = new Promise<string>((resolve) => {
+    socket.once("data", (d) => {
+      socket.pause();
+      resolve(d.toString("latin1"));
+    });
+    socket.once("close", () => resolve(""));
+  });
+  socket.write(head);
+  return { socket, first };
+}
+
+const closed = (s: Socket): Promise<void> => (s.destroyed ? Promise.resolve() : new Promise((r) => s.once("close", () => r())));
+
+async function toFtpMode(dev: { url: string }): Promise<void> {
+  await api(dev as never).setMode("ftp");
+  await eventually(async () => (await api(dev as never).status()).mode === MODE_FTP, 5_000);
+}
+
+describe("server-sent events to clients that never read (point 3)", () => {
+  test("600 non-reading /panel/events sockets and 400 changes: streams are capped, memory stays under 200 MB", async (t) => {
+    const dev = await startDevice();
+    t.after(() => dev.stop());
+    const pid = dev.program.child.pid!;
+    const before = await rssMiB(pid);
+    const lurkers = Array.from({ length: 600 }, () => lurker(dev.port, "GET /panel/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    t.after(() => lurkers.forEach((l) => l.socket.destroy()));
+    const firsts = await Promise.all(lurkers.map((l) => l.first));
+    const streams = firsts.filter((f) => f.startsWith("HTTP/1.1 200")).length;
+    const refused = firsts.filter((f) => f.startsWith("HTTP/1.1 503")).length;
+    assert.ok(streams <= 64, `at most 64 streams from one address, got ${streams}`);
+    assert.equal(streams + refused, 600, "every other one was told 503");
+    assert.match(firsts.find((f) => f.startsWith("HTTP/1.1 503"))!, /Too many open panels/);
+    let peak = 0;
+    for (let i = 0; i < 400; i++) {
+      await call(dev.url, "POST", "/display/toggle");
+      if (i % 50 === 0) peak = Math.max(peak, await rssMiB(pid));
+    }
+    peak = Math.max(peak, await rssMiB(pid));
+    console.log(`# events flood: ${streams} streams held, ${refused} refused; VmRSS ${before.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB`);
+    assert.ok(peak < 200, `VmRSS ${peak} MiB`);
+    assert.equal((await call(dev.url, "GET", "/display/status")).status, 200, "the device still answers");
+    lurkers.forEach((l) => l.socket.destroy());
+    // Once they are gone, a panel can subscribe again.
+    await eventually(async () => {
+      const l = lurker(dev.port, "GET /panel/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      const f = await l.first;
+      l.socket.destroy();
+      return f.startsWith("HTTP/1.1 200");
+    }, 5_000, 100);
+  });
+});
+
+describe("slow and unfinished request bodies (point 8)", () => {
+  test("300 uploads sending a byte per half second are cut with 408; the device answers throughout", async (t) => {
+    const dev = await startDevice({ args: ["--request-timeout", "2"] });
+    t.after(() => dev.stop());
+    await toFtpMode(dev);
+    const head = (i: number): string =>
+      `PUT /upload?filename=slow-${i}.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n`;
+    const slow = Array.from({ length: 300 }, (_, i) => lurker(dev.port, head(i)));
+    t.after(() => slow.forEach((l) => l.socket.destroy()));
+    const drip = setInterval(() => slow.forEach((l) => l.socket.writable && l.socket.write("x")), 500);
+    t.after(() => clearInterval(drip));
+    assert.equal((await call(dev.url, "GET", "/")).status, 200, "the API answers while they trickle");
+    const answers = await Promise.all(slow.map((l) => l.first));
+    clearInterval(drip);
+    await Promise.all(slow.map((l) => closed(l.socket)));
+    assert.ok(answers.every((a) => a.startsWith("HTTP/1.1 408")), `every slow upload answered 408, got ${answers.find((a) => !a.startsWith("HTTP/1.1 408"))}`);
+    assert.match(answers[0]!, /arrived too slowly/);
+    assert.deepEqual(await eventually(async () => ((await tree(dev.card)).length === 0 ? [] : undefined), 5_000).catch(() => tree(dev.card)), [], "nothing left on the card");
+    assert.match(dev.program.stdout(), /body arrived too slowly: PUT \/upload/);
+    assert.ok((await rssMiB(dev.program.child.pid!)) < 200);
+  });
+
+  test("a connection that never finishes its request head is closed", async (t) => {
+    const dev = await startDevice({ args: ["--request-timeout", "1"] });
+    t.after(() => dev.stop());
+    const l = lurker(dev.port, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    const first = await l.first;
+    await closed(l.socket);
+    assert.ok(first === "" || first.startsWith("HTTP/1.1 408"), first);
+  });
+
+  test("connections beyond the limit from one address get 503; another address still gets in", async (t) => {
+    // Under `ulimit -n 200` the limits are (200 - 64) / 3 = 45 connections, 22 from one address.
+    const [port, setupPort, ftpPort] = [await freePort(), await freePort(), await freePort()];
+    const card = await tempDir("framefi-card-");
+    const state = await tempDir("framefi-state-");
+    const args = ["--host", "127.0.0.1", "--port", port, "--setup-port", setupPort, "--ftp-port", ftpPort, "--card", card, "--state", state];
+    const program = start("sh", ["-c", `ulimit -n 200 && exec "$0" "$@"`, bin("framefi-device"), ...args.map(String)]);
+    t.after(async () => {
+      await program.stop();
+      await removeDir(card);
+      await removeDir(state);
+    });
+    await program.waitFor(/web API listening/);
+    const idle = Array.from({ length: 40 }, () => lurker(port, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
+    t.after(() => idle.forEach((l) => l.socket.destroy()));
+    const refused = await Promise.all(idle.slice(22).map((l) => l.first));
+    assert.ok(refused.every((f) => f.startsWith("HTTP/1.1 503")), `the 23rd connection on from one address is refused: ${refused[0]}`);
+    assert.match(refused[0]!, /Too many open connections/);
+    const fromOther = lurker(port, "GET /led/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", { from: "127.0.0.2" });
+    assert.match(await fromOther.first, /^HTTP\/1\.1 200/, "a client from another address is still served");
+    fromOther.socket.destroy();
+    idle.forEach((l) => l.socket.destroy());
+    await eventually(async () => {
+      const again = lurker(port, "GET /led/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+      const first = await again.first;
+      again.socket.destroy();
+      return /^HTTP\/1\.1 200/.test(first);
+    }, 5_000, 50);
+  });
+
+  test("wrong credentials get 401 at once, before a big body is read", async (t) => {
+    const dev = await startDevice({ args: ["--web-user", "admin", "--web-password", "right", "--login-attempts", "1000"] });
+    t.after(() => dev.stop());
+    const l = lurker(dev.port, `PUT /upload?filename=x.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basic("admin", "wrong")}\r\nContent-Length: 100000000\r\n\r\n`);
+    assert.match(await l.first, /^HTTP\/1\.1 401/, "answered with no body byte sent");
+    await closed(l.socket);
+  });
+});
+
+describe("uploads always end with an answer and a closed socket (points 9, 20)", () => {
+  test("a chunked PUT that outgrows the card → 507 with what failed, socket closed, nothing left", async (t) => {
+    const dev = await startDevice({ args: ["--card-size", "4MiB"] });
+    t.after(() => dev.stop());
+    await toFtpMode(dev);
+    const l = lurker(dev.port, "PUT /upload?filename=big.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+    const chunk = Buffer.alloc(256 * 1024, 1);
+    const frame = Buffer.concat([Buffer.from(chunk.length.toString(16) + "\r\n"), chunk, Buffer.from("\r\n")]);
+    let sent = 0;
+    l.socket.on("drain", () => undefined);
+    const pump = async (): Promise<void> => {
+      while (sent < 16 * MiB && l.socket.writable) {
+        sent += chunk.length;
+        if (!l.socket.write(frame)) await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+    void pump();
+    const answer = await l.first;
+    assert.match(answer, /^HTTP\/1\.1 507/);
+    assert.match(answer, /Not enough free space on the card/);
+    await closed(l.socket);
+    assert.deepEqual(await eventually(async () => ((await tree(dev.card)).length === 0 ? [] : undefined), 5_000), []);
+    assert.equal((await call(dev.url, "GET", "/")).status, 200);
+  });
+
+  test("a PUT that fails for another reason says so, not 'Cannot upload in MSC mode.'", async (t) => {
+    const dev = await startDevice();
+    t.after(() => dev.stop());
+    await toFtpMode(dev);
+    await writeFile(join(dev.card, "taken"), "a file");
+    const r = await call(dev.url, "PUT", "/upload?filename=taken/inner.jpg", { body: "x" });
+    assert.equal(r.status, 400);
+    assert.match(JSON.parse(r.text).message, /is a file, not a folder/);
+    if (process.getuid?.() === 0) return; // root writes to read-only folders
+    await chmod(dev.card, 0o555);
+    const denied = await call(dev.url, "PUT", "/upload?filename=new.jpg", { body: "x" }).finally(() => chmod(dev.card, 0o755));
+    assert.equal(denied.status, 500);
+    assert.match(JSON.parse(denied.text).message, /cannot be written \(EACCES\)/);
+  });
+
+  test("a multi-file upload cut by a switch to MSC mode lands whole or not at all", async (t) => {
+    const dev = await startDevice();
+    t.after(() => dev.stop());
+    for (let round = 0; round < 20; round++) {
+      await toFtpMode(dev);
+      const parts = Array.from({ length: 50 }, (_, i) => ({ name: "file", filename: `r${round}/f${i}.txt`, content: `round ${round} file ${i}` }));
+      const boundary = "----framefiAtomicBoundary";
+      const body = Buffer.concat([
+        ...parts.map((p) => Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${p.filename}"\r\n\r\n${p.content}\r\n`)),
+        Buffer.from(`--${boundary}--\r\n`),
+      ]);
+      const upload = call(dev.url, "POST", "/upload", { body, headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
+      await sleep(round % 5);
+      const toMsc = call(dev.url, "POST", "/mode/msc");
+      const [r] = await Promise.all([upload, toMsc]);
+      const landed = (await readdir(join(dev.card, `r${round}`)).catch(() => [] as string[])).length;
+      if (r.status === 200) assert.equal(landed, 50, `round ${round}: success, so all 50 files landed`);
+      else {
+        assert.equal(landed, 0, `round ${round}: refused (${r.text}), so none landed`);
+        assert.match(r.text, /Cannot upload in MSC mode/);
+      }
+    }
+  });
+});
+
+describe("symlink race during an upload (point 19)", () => {
+  test("a folder replaced by a link to outside the card while the file is sent: refused, nothing written outside", async (t) => {
+    const dev = await startDevice();
+    const outside = await tempDir("framefi-outside-");
+    t.after(async () => {
+      await dev.stop();
+      await removeDir(outside);
+    });
+    await toFtpMode(dev);
+    await mkdir(join(dev.card, "photos"));
+    const up = openUpload(dev.port, "photos/evil.jpg", 64 * 1024, "raw");
+    await up.send(Buffer.alloc(32 * 1024, 1));
+    await eventually(async () => (await readdir(dev.card)).some((n) => n.endsWith(".part")), 5_000);
+    await rm(join(dev.card, "photos"), { recursive: true });
+    await symlink(outside, join(dev.card, "photos"));
+    await up.send(Buffer.alloc(32 * 1024, 1));
+    const r = await up.finish();
+    assert.equal(r.status, 400, r.body);
+    assert.match(r.body, /became a link that leads outside the card/);
+    assert.deepEqual(await readdir(outside), [], "nothing was written outside the card");
+  });
+});
+
+describe("brute force on web basic auth (point 13)", () => {
+  test("guesses from one address are slowed down and logged without the password", async (t) => {
+    const dev = await startDevice({ args: ["--web-user", "admin", "--web-password", "correct-horse"] });
+    t.after(() => dev.stop());
+    const statuses: number[] = [];
+    const started = Date.now();
+    while (Date.now() - started < 2_000) {
+      const r = await call(dev.url, "GET", "/", { auth: ["admin", `guess-${statuses.length}`] });
+      statuses.push(r.status);
+    }
+    const checked = statuses.filter((s) => s === 401).length;
+    assert.ok(checked <= 7, `at most 5 free guesses plus the 1 s and 2 s waits' in 2 s, got ${checked} of ${statuses.length}`);
+    assert.ok(statuses.includes(429), "further guesses answered 429");
+    const throttled = await call(dev.url, "GET", "/", { auth: ["admin", "correct-horse"] });
+    assert.equal(throttled.status, 429, "while throttled even the right password waits");
+    assert.match(throttled.headers.get("retry-after") ?? "", /^\d+$/);
+    const wait = Number(throttled.headers.get("retry-after"));
+    await sleep(wait * 1000 + 100);
+    assert.equal((await call(dev.url, "GET", "/", { auth: ["admin", "correct-horse"] })).status, 200, "after the wait the right password works");
+    const log = dev.program.stdout() + dev.program.stderr();
+    assert.match(log, /failed web login from 127\.0\.0\.1 as user "admin" \(1 in a row\)/);
+    assert.doesNotMatch(log, /guess-/);
+    assert.doesNotMatch(log, /correct-horse/);
+  });
+});
+
+describe("a Wi-Fi reset with an unwritable state folder (point 11)", () => {
+  test("the device keeps answering on its network and says why", async (t) => {
+    const folder = await tempDir("framefi-ro-state-");
+    const state = join(folder, "state");
+    const dev = await startDevice({ state, card: join(folder, "card") });
+    t.after(async () => {
+      await dev.stop();
+      await removeDir(folder);
+    });
+    // A state "folder" that is a file cannot be written, whoever runs the test (root included).
+    await rm(state, { recursive: true, force: true });
+    await writeFile(state, "not a folder");
+    const r = await call(dev.url, "POST", "/wifi/reset");
+    assert.equal(r.status, 200);
+    await dev.program.waitFor(/Wi-Fi reset failed: cannot write the settings .*restarting on the current network/);
+    await eventually(async () => (await call(dev.url, "GET", "/", { timeoutMs: 1_000 })).status === 200, 10_000, 100);
+    assert.equal(dev.program.child.exitCode, null, "still running");
+  });
+
+  test("settings temp files left by a killed process are removed at start-up", async (t) => {
+    const state = await tempDir("framefi-stale-state-");
+    t.after(() => removeDir(state));
+    await writeFile(join(state, ".settings.json.0123456789ab.tmp"), "{}");
+    await writeFile(join(state, "keep.txt"), "mine");
+    const dev = await startDevice({ state });
+    t.after(() => dev.stop());
+    assert.deepEqual((await readdir(state)).sort(), ["keep.txt"]);
+  });
+});
