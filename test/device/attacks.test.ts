@@ -41,18 +41,18 @@ async function toFtpMode(dev: { url: string }): Promise<void> {
 }
 
 describe("server-sent events to clients that never read (point 3)", () => {
-  test("600 non-reading /panel/events sockets and 400 changes: streams are capped, memory stays under 200 MB", async (t) => {
+  test("2 000 non-reading /panel/events sockets and 400 changes: streams are capped, memory stays under 200 MB", async (t) => {
     const dev = await startDevice();
     t.after(() => dev.stop());
     const pid = dev.program.child.pid!;
     const before = await rssMiB(pid);
-    const lurkers = Array.from({ length: 600 }, () => lurker(dev.port, "GET /panel/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    const lurkers = Array.from({ length: 2000 }, () => lurker(dev.port, "GET /panel/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
     t.after(() => lurkers.forEach((l) => l.socket.destroy()));
     const firsts = await Promise.all(lurkers.map((l) => l.first));
     const streams = firsts.filter((f) => f.startsWith("HTTP/1.1 200")).length;
     const refused = firsts.filter((f) => f.startsWith("HTTP/1.1 503")).length;
     assert.ok(streams <= 64, `at most 64 streams from one address, got ${streams}`);
-    assert.equal(streams + refused, 600, "every other one was told 503");
+    assert.equal(streams + refused, 2000, "every other one was told 503");
     assert.match(firsts.find((f) => f.startsWith("HTTP/1.1 503"))!, /Too many open panels/);
     let peak = 0;
     for (let i = 0; i < 400; i++) {
@@ -287,3 +287,84 @@ describe("a Wi-Fi reset with an unwritable state folder (point 11)", () => {
     assert.deepEqual((await readdir(state)).sort(), ["keep.txt"]);
   });
 });
+
+describe("the setup page after a Wi-Fi reset (point 15)", () => {
+  const form = (values: Record<string, string>): RequestInit => ({ method: "POST", body: new URLSearchParams(values), signal: AbortSignal.timeout(5_000) });
+
+  test("posting only s and p keeps the MQTT and web settings; replacing the web login needs the current password", async (t) => {
+    const owner: [string, string] = ["owner", "owner-pw"];
+    const dev = await startDevice({ args: ["--web-user", owner[0], "--web-password", owner[1], "--mqtt-url", "mqtt://mq-user:mq-pass@127.0.0.1:1", "--mqtt-client-id", "Frame7"] });
+    t.after(() => dev.stop());
+    const setup = `http://127.0.0.1:${dev.setupPort}`;
+    assert.equal((await call(dev.url, "POST", "/wifi/reset", { auth: owner })).status, 200);
+    await eventually(async () => (await fetch(`${setup}/`).catch(() => undefined))?.status === 200, 10_000, 100);
+
+    const takeover = await fetch(`${setup}/wifisave`, form({ s: "EvilNet", p: "x", web_user: "attacker", web_pass: "owned" }));
+    assert.equal(takeover.status, 403);
+    assert.match(await takeover.text(), /enter the current web password/);
+    const sneaky = await fetch(`${setup}/paramsave`, form({ web_user: "owner", web_pass: "owned" }));
+    assert.equal(sneaky.status, 403, "a new password for the same user needs the current one too");
+    assert.equal((await fetch(`${setup}/wifisave?s=EvilNet&p=x`)).status, 405, "GET saves nothing");
+
+    const saved = await fetch(`${setup}/wifisave`, form({ s: "HomeNet", p: "wifi-pw" }));
+    assert.equal(saved.status, 200);
+    await eventually(async () => (await call(dev.url, "GET", "/", { timeoutMs: 1_000 })).status === 401, 10_000, 100);
+    assert.equal((await call(dev.url, "GET", "/", { auth: owner })).status, 200, "the web login is the owner's");
+    const stored = JSON.parse(await readFile(join(dev.state, "settings.json"), "utf8")) as Record<string, unknown>;
+    assert.equal(stored.wifiSsid, "HomeNet");
+    for (const key of ["mqttHost", "mqttUser", "mqttPassword", "mqttClientId", "ftpPassword"]) {
+      assert.ok(!(key in stored), `${key} was not sent, so it was not overwritten (stored: ${Object.keys(stored).join(", ")})`);
+    }
+    assert.ok(!JSON.stringify(stored).includes("attacker"));
+  });
+
+  test("with the current password the owner changes the login; /paramsave stores fields without leaving setup mode", async (t) => {
+    const owner: [string, string] = ["owner", "owner-pw"];
+    const dev = await startDevice({ args: ["--web-user", owner[0], "--web-password", owner[1]] });
+    t.after(() => dev.stop());
+    const setup = `http://127.0.0.1:${dev.setupPort}`;
+    assert.equal((await call(dev.url, "POST", "/wifi/reset", { auth: owner })).status, 200);
+    await eventually(async () => (await fetch(`${setup}/`).catch(() => undefined))?.status === 200, 10_000, 100);
+    const params = await fetch(`${setup}/paramsave`, form({ mqtt_host: "broker.lan", mqtt_port: "1884" }));
+    assert.equal(params.status, 200);
+    assert.equal((await fetch(`${setup}/`)).status, 200, "still in setup mode");
+    const saved = await fetch(`${setup}/wifisave`, form({ s: "HomeNet", p: "pw", web_user: "new-owner", web_pass: "new-pw", web_pass_current: owner[1] }));
+    assert.equal(saved.status, 200);
+    await eventually(async () => (await call(dev.url, "GET", "/", { timeoutMs: 1_000, auth: ["new-owner", "new-pw"] })).status === 200, 10_000, 100);
+    const stored = JSON.parse(await readFile(join(dev.state, "settings.json"), "utf8")) as Record<string, unknown>;
+    assert.equal(stored.mqttHost, "broker.lan");
+    assert.equal(stored.mqttPort, 1884);
+    const log = dev.program.stdout() + dev.program.stderr();
+    for (const secret of ["owner-pw", "new-pw"]) assert.ok(!log.includes(secret), `${secret} in the log`);
+  });
+});
+
+describe("Host names (point 14: DNS rebinding)", () => {
+  test("IP literals, localhost names and --allowed-host names are answered; any other name gets 403", async (t) => {
+    const dev = await startDevice({ args: ["--allowed-host", "frame.lan, Frame-2.home"] });
+    t.after(() => dev.stop());
+    const withHost = async (host: string): Promise<number> => {
+      const l = lurker(dev.port, `GET /led/status HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+      const first = await l.first;
+      l.socket.destroy();
+      return Number(first.slice(9, 12));
+    };
+    for (const host of [`127.0.0.1:${dev.port}`, "127.0.0.1", `[::1]:${dev.port}`, "192.168.1.20", `localhost:${dev.port}`, "frame.localhost", `frame.lan:${dev.port}`, "FRAME-2.home", "frame.lan."]) {
+      assert.equal(await withHost(host), 200, host);
+    }
+    for (const host of ["evil.example", `attacker.com:${dev.port}`, "frame.lan.evil.example", "127.0.0.1.nip.io"]) {
+      assert.equal(await withHost(host), 403, host);
+    }
+    const r = await rawRequestText(dev.port, "POST /display/off HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    assert.match(r, /^HTTP\/1\.1 403/);
+    assert.match(r, /--allowed-host evil\.example/);
+    assert.equal((await call(dev.url, "GET", "/display/status")).text, '{"status":"success","display_status":"on"}');
+  });
+});
+
+async function rawRequestText(port: number, bytes: string): Promise<string> {
+  const l = lurker(port, bytes);
+  const first = await l.first;
+  l.socket.destroy();
+  return first;
+}
