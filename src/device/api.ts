@@ -3,7 +3,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Card } from "./card.js";
-import { readSmallBody, sendError, sendErrorAndClose, sendJson } from "./http.js";
+import { readSmallBody, sendError, sendErrorAndClose, sendErrorEarly, sendJson } from "./http.js";
 import type { LoginThrottle } from "./login-throttle.js";
 import { crossSiteReason, namesDevice, type HostPolicy } from "./request-guard.js";
 import type { Settings } from "./settings.js";
@@ -196,7 +196,7 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     }
     if (!namesDevice(ctx.hosts, req.headers.host)) {
       const host = (req.headers.host ?? "").slice(0, 100);
-      sendErrorAndClose(req, res, 403, `Forbidden: the host name "${host}" does not name this device; use its IP address or start it with --allowed-host ${hostName(host)}.`);
+      sendErrorEarly(req, res, 403, `Forbidden: the host name "${host}" does not name this device; use its IP address or start it with --allowed-host ${hostName(host)}.`);
       return;
     }
     const methods = routes.get(url.pathname);
@@ -206,18 +206,18 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     }
     const crossSite = crossSiteReason(req);
     if (crossSite) {
-      sendErrorAndClose(req, res, 403, `Forbidden: a ${req.method} from a web page of another site is refused, since ${crossSite}; open the device's own panel or call the API directly.`);
+      sendErrorEarly(req, res, 403, `Forbidden: a ${req.method} from a web page of another site is refused, since ${crossSite}; open the device's own panel or call the API directly.`);
       return;
     }
     const wait = needsLogin() ? ctx.throttle.wait(req.socket.remoteAddress) : 0;
     if (wait > 0) {
       const seconds = Math.ceil(wait / 1000);
-      sendErrorAndClose(req, res, 429, `Too many failed logins from your address: try again in ${seconds} s.`, { "Retry-After": String(seconds) });
+      sendErrorEarly(req, res, 429, `Too many failed logins from your address: try again in ${seconds} s.`, { "Retry-After": String(seconds) });
       return;
     }
     const access = authenticate(req);
     if (access === "none") {
-      sendErrorAndClose(req, res, 401, "Authentication required: send the web user and password with HTTP basic auth (curl -u USER:PASSWORD).", {
+      sendErrorEarly(req, res, 401, "Authentication required: send the web user and password with HTTP basic auth (curl -u USER:PASSWORD).", {
         "WWW-Authenticate": 'Basic realm="FrameFi"',
       });
       return;
@@ -230,7 +230,7 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
       return;
     }
     if (access === "read-only" && method !== "GET") {
-      sendErrorAndClose(req, res, 403, "Forbidden: this account is read-only; it may read (GET) but not change anything.");
+      sendErrorEarly(req, res, 403, "Forbidden: this account is read-only; it may read (GET) but not change anything.");
       return;
     }
     const fail = (e: unknown): void => {

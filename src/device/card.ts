@@ -253,13 +253,17 @@ export class Card {
     const controller = new AbortController();
     const entry: ActiveWrite = { tempPath, claimed: 0, controller, abort: async () => undefined };
     let finished = false;
+    let removed: Promise<void> | undefined;
     const card = this;
+    // Every caller waits for the removal, also one that comes while another abort (a mode switch) removes it.
     const abort = async (): Promise<void> => {
+      if (removed) return removed;
       if (finished) return;
       finished = true;
       card.active.delete(entry);
       controller.abort();
-      await rm(tempPath, { force: true });
+      removed = rm(tempPath, { force: true });
+      await removed;
     };
     entry.abort = abort;
     const grow = (bytes: number): void => {

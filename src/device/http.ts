@@ -30,9 +30,9 @@ export function sendError(res: ServerResponse, status: number, message: string, 
 
 const continued = new WeakSet<ServerResponse>();
 
-/** Bytes of an unwanted body read (and dropped) after an early answer, so the client reads that answer. */
+/** Bytes of an unwanted body read (and dropped) after an early answer before the connection is cut. */
 const DRAIN_BYTES = 1 << 20;
-/** How long an unwanted body is read after an early answer before the connection is closed. */
+/** How long an unwanted body is read after an early answer before the connection is cut. */
 const DRAIN_MS = 2_000;
 
 function hasBody(req: IncomingMessage): boolean {
@@ -40,17 +40,45 @@ function hasBody(req: IncomingMessage): boolean {
 }
 
 /**
- * Answers with an error at once, even while the client is still sending a body, and closes the connection.
- * A client that waits for "100 Continue" sends nothing. From any other client up to 1 MiB more of the body is
- * read and dropped (for 2 s at most), so it gets to read the answer, then the connection is cut.
+ * Answers with an error while the client may still be sending a body, and closes the connection after. A client
+ * that waits for "100 Continue" gets the answer at once and sends nothing. Any other client gets it once its body
+ * has arrived (read and dropped; a body that trickles is cut by watchBodyProgress): most clients, fetch among
+ * them, fail with EPIPE rather than read an answer when the connection closes while they send.
  */
 export function sendErrorAndClose(req: IncomingMessage, res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
-  if (!hasBody(req) || req.complete) {
+  if (!hasBody(req)) {
     sendError(res, status, message, headers);
     req.resume();
     return;
   }
-  sendError(res, status, message, { ...headers, Connection: "close" });
+  headers = { ...headers, Connection: "close" };
+  if (req.complete || waitsForContinue(req, res)) {
+    sendError(res, status, message, headers);
+    req.resume();
+    return;
+  }
+  if (req.destroyed) {
+    req.socket.destroy();
+    return;
+  }
+  req.once("end", () => sendError(res, status, message, headers));
+  req.once("close", () => {
+    if (!req.complete) req.socket.destroy();
+  });
+  req.resume();
+}
+
+/**
+ * Answers a request that is refused before anything is read (wrong credentials, a foreign Host, a cross-site
+ * request) at once, whatever body is on its way. Up to 1 MiB of that body is read and dropped, for 2 s at most,
+ * so that a client which sends it anyway can read the answer; beyond, the connection is cut.
+ */
+export function sendErrorEarly(req: IncomingMessage, res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  sendError(res, status, message, headers);
+  if (!hasBody(req) || req.complete) {
+    req.resume();
+    return;
+  }
   let dropped = 0;
   const cut = (): void => {
     clearTimeout(timer);

@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createApi, sameSecret } from "./api.js";
-import { defaultConnectionLimits, limitConnections, sendErrorAndClose, watchBodyProgress } from "./http.js";
+import { defaultConnectionLimits, limitConnections, sendErrorEarly, watchBodyProgress } from "./http.js";
 import { LoginThrottle } from "./login-throttle.js";
 import { crossSiteReason, hostPolicy, namesDevice, type HostPolicy } from "./request-guard.js";
 import { Card } from "./card.js";
@@ -234,12 +234,12 @@ export class DeviceService {
       const panel = servePanel(this.panelRoutes());
       this.setup = this.createHttpServer((req, res) => {
         if (!namesDevice(this.hosts, req.headers.host)) {
-          sendErrorAndClose(req, res, 403, `Forbidden: the host name "${(req.headers.host ?? "").slice(0, 100)}" does not name this device; use its IP address.`);
+          sendErrorEarly(req, res, 403, `Forbidden: the host name "${(req.headers.host ?? "").slice(0, 100)}" does not name this device; use its IP address.`);
           return;
         }
         const crossSite = crossSiteReason(req);
         if (crossSite) {
-          sendErrorAndClose(req, res, 403, `Forbidden: a ${req.method} from a web page of another site is refused, since ${crossSite}.`);
+          sendErrorEarly(req, res, 403, `Forbidden: a ${req.method} from a web page of another site is refused, since ${crossSite}.`);
           return;
         }
         if (!panel(req, res)) setupPage(req, res);

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { chmod, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
-import { bin, eventually, freePort, removeDir, start, startDevice, tempDir } from "../helpers.js";
+import { bin, eventually, freePort, removeDir, run, start, startDevice, tempDir } from "../helpers.js";
 import { basic, call, openUpload, sleep, tree } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
 import { MODE_FTP } from "./fixtures/contract.js";
@@ -153,12 +153,12 @@ describe("uploads always end with an answer and a closed socket (points 9, 20)",
     const chunk = Buffer.alloc(256 * 1024, 1);
     const frame = Buffer.concat([Buffer.from(chunk.length.toString(16) + "\r\n"), chunk, Buffer.from("\r\n")]);
     let sent = 0;
-    l.socket.on("drain", () => undefined);
     const pump = async (): Promise<void> => {
       while (sent < 16 * MiB && l.socket.writable) {
         sent += chunk.length;
         if (!l.socket.write(frame)) await new Promise((r) => setTimeout(r, 5));
       }
+      if (l.socket.writable) l.socket.write("0\r\n\r\n");
     };
     void pump();
     const answer = await l.first;
@@ -167,6 +167,37 @@ describe("uploads always end with an answer and a closed socket (points 9, 20)",
     await closed(l.socket);
     assert.deepEqual(await eventually(async () => ((await tree(dev.card)).length === 0 ? [] : undefined), 5_000), []);
     assert.equal((await call(dev.url, "GET", "/")).status, 200);
+  });
+
+  test("two chunked PUTs on a nearly full real filesystem (tmpfs): both answered, sockets closed, nothing left", async (t) => {
+    const card = await tempDir("framefi-tmpfs-");
+    const mounted = await run("mount", ["-t", "tmpfs", "-o", "size=3m", "tmpfs", card]);
+    if (mounted.code !== 0) {
+      await removeDir(card);
+      return t.skip(`needs a small tmpfs (root): ${mounted.stderr.trim()}`);
+    }
+    const dev = await startDevice({ card });
+    t.after(async () => {
+      await dev.stop();
+      await run("umount", [card]);
+      await removeDir(card);
+    });
+    await toFtpMode(dev);
+    const puts = [0, 1].map((i) => lurker(dev.port, `PUT /upload?filename=fill-${i}.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n`));
+    const chunk = Buffer.alloc(64 * 1024, 1);
+    const frame = Buffer.concat([Buffer.from(chunk.length.toString(16) + "\r\n"), chunk, Buffer.from("\r\n")]);
+    const pump = async (s: Socket): Promise<void> => {
+      for (let sent = 0; sent < 4 * MiB && s.writable; sent += chunk.length) {
+        if (!s.write(frame)) await new Promise((r) => setTimeout(r, 5));
+      }
+      if (s.writable) s.write("0\r\n\r\n");
+    };
+    puts.forEach((p) => void pump(p.socket));
+    const answers = await Promise.all(puts.map((p) => p.first));
+    assert.ok(answers.every((a) => a.startsWith("HTTP/1.1 507")), answers.map((a) => a.split("\r\n")[0]).join(", "));
+    assert.match(answers[0]!, /Not enough free space/);
+    await Promise.all(puts.map((p) => closed(p.socket)));
+    assert.deepEqual(await eventually(async () => ((await readdir(card)).length === 0 ? [] : undefined), 5_000).catch(() => readdir(card)), []);
   });
 
   test("a PUT that fails for another reason says so, not 'Cannot upload in MSC mode.'", async (t) => {
