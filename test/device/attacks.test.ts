@@ -4,7 +4,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { chmod, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
-import { connect, type Socket } from "node:net";
+import { connect, createServer as createNetServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { bin, eventually, freePort, removeDir, run, start, startDevice, tempDir } from "../helpers.js";
 import { basic, call, openUpload, sleep, tree } from "./fixtures/http.js";
@@ -218,7 +218,9 @@ describe("uploads always end with an answer and a closed socket (points 9, 20)",
   test("a multi-file upload cut by a switch to MSC mode lands whole or not at all", async (t) => {
     const dev = await startDevice();
     t.after(() => dev.stop());
-    for (let round = 0; round < 20; round++) {
+    const outcomes = { stored: 0, refused: 0 };
+    t.after(() => console.log(`# multi-file uploads cut by a mode switch: ${outcomes.stored} stored whole, ${outcomes.refused} refused whole`));
+    for (let round = 0; round < 40; round++) {
       await toFtpMode(dev);
       const parts = Array.from({ length: 50 }, (_, i) => ({ name: "file", filename: `r${round}/f${i}.txt`, content: `round ${round} file ${i}` }));
       const boundary = "----framefiAtomicBoundary";
@@ -227,10 +229,16 @@ describe("uploads always end with an answer and a closed socket (points 9, 20)",
         Buffer.from(`--${boundary}--\r\n`),
       ]);
       const upload = call(dev.url, "POST", "/upload", { body, headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
-      await sleep(round % 5);
+      // The switch lands at a different point of the upload each round: after k of its 50 files are written
+      // (k = 0 … 50), so before, during and after the renames.
+      let settled = false;
+      void upload.finally(() => (settled = true));
+      const k = Math.round((round * 50) / 39);
+      await eventually(async () => settled || (await readdir(dev.card)).filter((n) => n.endsWith(".part")).length >= k, 10_000, 1);
       const toMsc = call(dev.url, "POST", "/mode/msc");
       const [r] = await Promise.all([upload, toMsc]);
       const landed = (await readdir(join(dev.card, `r${round}`)).catch(() => [] as string[])).length;
+      outcomes[r.status === 200 ? "stored" : "refused"]++;
       if (r.status === 200) assert.equal(landed, 50, `round ${round}: success, so all 50 files landed`);
       else {
         assert.equal(landed, 0, `round ${round}: refused (${r.text}), so none landed`);
@@ -306,6 +314,18 @@ describe("a Wi-Fi reset with an unwritable state folder (point 11)", () => {
     await dev.program.waitFor(/Wi-Fi reset failed: cannot write the settings .*restarting on the current network/);
     await eventually(async () => (await call(dev.url, "GET", "/", { timeoutMs: 1_000 })).status === 200, 10_000, 100);
     assert.equal(dev.program.child.exitCode, null, "still running");
+  });
+
+  test("a reset that cannot come back up (setup port taken) exits 1 with the reason, for a supervisor", async (t) => {
+    const dev = await startDevice();
+    t.after(() => dev.stop());
+    const blocker = createNetServer();
+    await new Promise<void>((r) => blocker.listen(dev.setupPort, "127.0.0.1", r));
+    t.after(() => blocker.close());
+    assert.equal((await call(dev.url, "POST", "/wifi/reset")).status, 200);
+    const code = await dev.program.exited;
+    assert.equal(code, 1);
+    assert.match(dev.program.stderr(), /Wi-Fi reset failed \(.*EADDRINUSE.*\) and the device could not start again: .*EADDRINUSE.*; exiting/);
   });
 
   test("settings temp files left by a killed process are removed at start-up", async (t) => {
