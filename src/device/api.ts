@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Card } from "./card.js";
 import { readSmallBody, sendError, sendErrorAndClose, sendErrorEarly, sendJson } from "./http.js";
 import type { LoginThrottle } from "./login-throttle.js";
-import { crossSiteReason, namesDevice, type HostPolicy } from "./request-guard.js";
+import { refuseForeign, type HostPolicy } from "./request-guard.js";
 import type { Settings } from "./settings.js";
 import { MODE_NAMES, type DeviceState, type Mode } from "./state.js";
 import { handleMultipartUpload, handleRawUpload } from "./upload.js";
@@ -194,19 +194,10 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
       sendErrorAndClose(req, res, 400, "Malformed request URL.");
       return;
     }
-    if (!namesDevice(ctx.hosts, req.headers.host)) {
-      const host = (req.headers.host ?? "").slice(0, 100);
-      sendErrorEarly(req, res, 403, `Forbidden: the host name "${host}" does not name this device; use its IP address or start it with --allowed-host ${hostName(host)}.`);
-      return;
-    }
+    if (refuseForeign(req, res, ctx.hosts)) return;
     const methods = routes.get(url.pathname);
     if (!methods) {
       sendErrorAndClose(req, res, 404, `Not found: ${req.method} ${url.pathname}. See docs/api.md for the endpoints.`);
-      return;
-    }
-    const crossSite = crossSiteReason(req);
-    if (crossSite) {
-      sendErrorEarly(req, res, 403, `Forbidden: a ${req.method} from a web page of another site is refused, since ${crossSite}; open the device's own panel or call the API directly.`);
       return;
     }
     const wait = needsLogin() ? ctx.throttle.wait(req.socket.remoteAddress) : 0;
@@ -245,9 +236,4 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
       fail(e);
     }
   };
-}
-
-/** The name in a Host header, for the hint of the refusal. */
-function hostName(host: string): string {
-  return host.replace(/:\d+$/, "").replace(/[^A-Za-z0-9.-]/g, "") || "NAME";
 }

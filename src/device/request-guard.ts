@@ -1,9 +1,10 @@
 // What a browser could be tricked into: requests from a page of another site (CSRF) and pages of another site
 // whose name was pointed at the device (DNS rebinding). Scripts, curl and Home Assistant send no Origin or
 // Sec-Fetch-Site and name the device by its address or a name it knows, so they pass untouched.
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { hostname } from "node:os";
 import { isIP } from "node:net";
+import { sendErrorEarly } from "./http.js";
 
 /** Which Host values name the device. */
 export interface HostPolicy {
@@ -32,7 +33,7 @@ function hostOf(authority: string): string {
 }
 
 /** Whether the request's Host header names the device (a request without one, HTTP/1.0 style, does). */
-export function namesDevice(policy: HostPolicy, host: string | undefined): boolean {
+function namesDevice(policy: HostPolicy, host: string | undefined): boolean {
   if (host === undefined || policy.names.has("*")) return true;
   const h = hostOf(host);
   if (isIP(h) !== 0) return true;
@@ -55,7 +56,7 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
  * Why a browser-sent request that changes something must be refused, or undefined when it may pass: the
  * browser says it comes from another site (Sec-Fetch-Site), or its Origin is not the device's own.
  */
-export function crossSiteReason(req: IncomingMessage): string | undefined {
+function crossSiteReason(req: IncomingMessage): string | undefined {
   if (SAFE_METHODS.has(req.method ?? "GET")) return undefined;
   const site = req.headers["sec-fetch-site"];
   if (site !== undefined && site !== "same-origin" && site !== "none") return `the browser marks it as sent from another site (Sec-Fetch-Site: ${site})`;
@@ -69,4 +70,23 @@ export function crossSiteReason(req: IncomingMessage): string | undefined {
   }
   if (authority !== authorityOf(req.headers.host ?? "")) return `it comes from another origin (Origin: ${origin.slice(0, 100)})`;
   return undefined;
+}
+
+/**
+ * Answers 403 and returns true when the request does not name the device or is a browser's cross-site request
+ * that would change something; returns false when it may go on.
+ */
+export function refuseForeign(req: IncomingMessage, res: ServerResponse, policy: HostPolicy): boolean {
+  if (!namesDevice(policy, req.headers.host)) {
+    const host = (req.headers.host ?? "").slice(0, 100);
+    const name = hostOf(host).replace(/[^a-z0-9.-]/g, "") || "NAME";
+    sendErrorEarly(req, res, 403, `Forbidden: the host name "${host}" does not name this device; use its IP address or start it with --allowed-host ${name}.`);
+    return true;
+  }
+  const crossSite = crossSiteReason(req);
+  if (crossSite) {
+    sendErrorEarly(req, res, 403, `Forbidden: a ${req.method} from a web page of another site is refused, since ${crossSite}; open the device's own page or call the API directly.`);
+    return true;
+  }
+  return false;
 }

@@ -3,9 +3,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createApi, sameSecret } from "./api.js";
-import { defaultConnectionLimits, limitConnections, sendErrorEarly, watchBodyProgress } from "./http.js";
+import { defaultConnectionLimits, limitConnections, watchBodyProgress } from "./http.js";
 import { LoginThrottle } from "./login-throttle.js";
-import { crossSiteReason, hostPolicy, namesDevice, type HostPolicy } from "./request-guard.js";
+import { hostPolicy, refuseForeign, type HostPolicy } from "./request-guard.js";
 import { Card } from "./card.js";
 import type { DeviceConfig } from "./config.js";
 import { simulatedHardware, type Hardware } from "./hardware.js";
@@ -233,15 +233,7 @@ export class DeviceService {
       // The web panel stays reachable in setup mode, on the setup page's server (the API is down).
       const panel = servePanel(this.panelRoutes());
       this.setup = this.createHttpServer((req, res) => {
-        if (!namesDevice(this.hosts, req.headers.host)) {
-          sendErrorEarly(req, res, 403, `Forbidden: the host name "${(req.headers.host ?? "").slice(0, 100)}" does not name this device; use its IP address.`);
-          return;
-        }
-        const crossSite = crossSiteReason(req);
-        if (crossSite) {
-          sendErrorEarly(req, res, 403, `Forbidden: a ${req.method} from a web page of another site is refused, since ${crossSite}.`);
-          return;
-        }
+        if (refuseForeign(req, res, this.hosts)) return;
         if (!panel(req, res)) setupPage(req, res);
       });
       const host = await listenPatiently(this.setup, this.config.setupHost, this.config.setupPort);
