@@ -56,6 +56,7 @@ Sync options:
   --stay                 leave the device in FTP mode (default: back to USB MSC mode)
   --to DIR               the folder on the card (else REMOTE_DIR of ./.env, else /)
   --parallel N           FTP connections at once (default 4; the firmware serves 1)
+  --follow-links         also upload what links leading outside DIR point to (default: skip them)
   --ftp-port PORT        the device's FTP port (else FRAMEFI_FTP_PORT, else 21, then 2121)
   --ftp-user USER[:PW]   FTP login (else FRAMEFI_FTP_USER/_PASSWORD, else FTP_USER/FTP_PASSWORD
                          of ./.env, else user:password as the firmware)
@@ -88,6 +89,7 @@ const OPTIONS = {
   to: { type: "string" },
   delete: { type: "boolean" },
   "dry-run": { type: "boolean" },
+  "follow-links": { type: "boolean" },
   stay: { type: "boolean" },
   parallel: { type: "string" },
   "ftp-port": { type: "string" },
@@ -126,7 +128,7 @@ const PHOTO_FLAGS = Object.values(PHOTO_FLAG);
 /** Options that belong to one command only. */
 const COMMAND_OPTIONS: Record<string, readonly (keyof Flags)[]> = {
   upload: ["to"],
-  sync: ["to", "delete", "dry-run", "stay", "parallel", "ftp-port", "ftp-user", ...PHOTO_FLAGS],
+  sync: ["to", "delete", "dry-run", "stay", "parallel", "ftp-port", "ftp-user", "follow-links", ...PHOTO_FLAGS],
   wifi: ["yes"],
 };
 
@@ -319,6 +321,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
         dryRun,
         stay: ctx.flags.stay === true,
         parallel,
+        followLinks: ctx.flags["follow-links"] === true,
         signal: controller.signal,
         events,
         photos,

@@ -42,6 +42,10 @@ async function main(): Promise<void> {
     ...(gadget ? { hardware: { ...simulatedHardware(urlOf(config.host, config.port), urlOf(config.setupHost, config.setupPort)), usb: gadget } } : {}),
     ftp: ftpMode,
     plugins: [(ctx) => mqttPlugin(ctx, () => device.restart())],
+    fatal: (e) => {
+      process.stderr.write(`framefi-device: ${e.message}; exiting\n`);
+      process.exit(1);
+    },
   });
   // The service never dies of one bad request: log what escaped and keep serving.
   process.on("uncaughtException", (e) => console.error(`framefi-device: unexpected error (still running): ${e.stack ?? e}`));

@@ -51,6 +51,12 @@ export interface DeviceConfig {
   fatNames: boolean;
   /** The real USB mass-storage gadget: the card is this FAT32 image (or block device); undefined = simulated USB. */
   usbGadget: { image: string; udc: string | undefined } | undefined;
+  /** Host names the web API and setup page answer besides IP literals and localhost names ("*" = any). */
+  allowedHosts: string[];
+  /** Seconds a request head may take to arrive, and a body may go without bringing 4 KiB. */
+  requestTimeout: number;
+  /** Failed web logins from one address before each further attempt must wait. */
+  loginAttempts: number;
 }
 
 type Kind = "string" | "int" | "size" | "bool";
@@ -95,6 +101,9 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "usb-gadget", kind: "bool", help: "be a real USB drive (Linux configfs gadget): the card is --card-image, mounted at --card in FTP mode" },
   { name: "card-image", kind: "string", help: "with --usb-gadget: the FAT32 card image (created with --card-size if missing) or a block device" },
   { name: "gadget-udc", kind: "string", help: "with --usb-gadget: the USB device controller to bind to (default: the first in /sys/class/udc)" },
+  { name: "allowed-host", kind: "string", help: "host names (comma-separated) the web API and setup page answer besides IP addresses, localhost and this machine's name; * = any" },
+  { name: "login-attempts", kind: "int", default: "5", help: "failed web logins from one address before each further attempt must wait (1 s, doubling up to 60 s)" },
+  { name: "request-timeout", kind: "int", default: "20", help: "seconds a request's head may take to arrive, and its body may go without bringing 4 KiB" },
 ];
 
 /** The real dongle's ports (its WebServer, WiFiManager portal and SimpleFTPServer), for --firmware-ports on. */
@@ -310,6 +319,9 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     bootDelay: inRange("boot-delay", int("boot-delay"), 0, 60_000),
     fatNames: usbGadget || bool("fat-names", raw("fat-names")),
     usbGadget: usbGadget ? { image: resolve(cwd, cardImage!), udc: raw("gadget-udc") } : undefined,
+    allowedHosts: (raw("allowed-host") ?? "").split(",").map((h) => h.trim()).filter((h) => h !== ""),
+    loginAttempts: inRange("login-attempts", int("login-attempts"), 1, 1_000_000),
+    requestTimeout: inRange("request-timeout", int("request-timeout"), 1, 3_600),
   };
   return { help: false, config };
 }
