@@ -292,6 +292,13 @@ describe("HTTP details as Go's net/http answers them", { concurrency: true }, ()
     assert.equal(printed(bodyOf(raw))["arg3"], utf8hex("a b c"));
   });
 
+  test("a head of half a million folded lines is answered at once (linear unfolding)", async () => {
+    const folds = " \n".repeat(500_000);
+    const raw = await rawExchange(s.port, `GET /hooks/args HTTP/1.1\r\nHost: x\r\nX-A: a\r\n${folds}Connection: close\r\n\r\n`);
+    assert.equal(statusOf(raw), 200, raw.slice(0, 200));
+    assert.equal((await send(`${s.base}/`, { method: "GET" })).status, 200);
+  });
+
   test("a folded first header line: 400", async () => {
     assert.equal(statusOf(await rawExchange(s.port, "GET / HTTP/1.1\r\n Host: x\r\n\r\n")), 400);
   });
