@@ -6,22 +6,34 @@ import { isUtf8 } from "node:buffer";
 
 const ESCAPED = /[\udc80-\udcff]/u;
 
-/** Bytes as a string: valid UTF-8 as text, every other byte as its escape. */
+/**
+ * Bytes as a string: valid UTF-8 as text, every other byte as its escape. Written as UTF-16 code
+ * units into one buffer: linear in time and memory, however many bytes need escaping.
+ */
 export function decodeBytes(bytes: Buffer): string {
   if (isUtf8(bytes)) return bytes.toString("utf8");
-  let out = "";
+  const out = Buffer.allocUnsafe(bytes.length * 2);
+  let o = 0;
+  const unit = (u: number): void => {
+    out[o++] = u & 0xff;
+    out[o++] = u >> 8;
+  };
   let i = 0;
   while (i < bytes.length) {
     const n = sequenceLength(bytes, i);
-    if (n === 0) {
-      out += String.fromCharCode(0xdc00 + bytes[i]!);
-      i++;
-    } else {
-      out += bytes.toString("utf8", i, i + n);
-      i += n;
+    const c = bytes[i]!;
+    if (n === 0) unit(0xdc00 + c);
+    else if (n === 1) unit(c);
+    else if (n === 2) unit(((c & 0x1f) << 6) | (bytes[i + 1]! & 0x3f));
+    else if (n === 3) unit(((c & 0x0f) << 12) | ((bytes[i + 1]! & 0x3f) << 6) | (bytes[i + 2]! & 0x3f));
+    else {
+      const cp = (((c & 0x07) << 18) | ((bytes[i + 1]! & 0x3f) << 12) | ((bytes[i + 2]! & 0x3f) << 6) | (bytes[i + 3]! & 0x3f)) - 0x10000;
+      unit(0xd800 + (cp >> 10));
+      unit(0xdc00 + (cp & 0x3ff));
     }
+    i += n === 0 ? 1 : n;
   }
-  return out;
+  return out.toString("utf16le", 0, o);
 }
 
 /** A string of byte values (Node reads request heads as latin1) decoded as bytes. */
@@ -29,21 +41,35 @@ export function decodeLatin1(s: string): string {
   return /[^\x00-\x7f]/.test(s) ? decodeBytes(Buffer.from(s, "latin1")) : s;
 }
 
-/** The bytes a string stands for: UTF-8, with escaped bytes restored. */
+/** The bytes a string stands for: UTF-8, with escaped bytes restored (one pass into one buffer). */
 export function encodeBytes(s: string): Buffer {
   if (!ESCAPED.test(s)) return Buffer.from(s, "utf8");
-  const parts: Buffer[] = [];
-  let start = 0;
+  const out = Buffer.allocUnsafe(s.length * 3);
+  let o = 0;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    if (c < 0xdc80 || c > 0xdcff) continue;
-    const prev = i > 0 ? s.charCodeAt(i - 1) : 0;
-    if (prev >= 0xd800 && prev <= 0xdbff) continue; // the low half of a pair
-    parts.push(Buffer.from(s.slice(start, i), "utf8"), Buffer.of(c - 0xdc00));
-    start = i + 1;
+    const next = i + 1 < s.length ? s.charCodeAt(i + 1) : 0;
+    if (c >= 0xd800 && c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+      const cp = 0x10000 + ((c - 0xd800) << 10) + (next - 0xdc00);
+      out[o++] = 0xf0 | (cp >> 18);
+      out[o++] = 0x80 | ((cp >> 12) & 0x3f);
+      out[o++] = 0x80 | ((cp >> 6) & 0x3f);
+      out[o++] = 0x80 | (cp & 0x3f);
+      i++;
+    } else if (c >= 0xdc80 && c <= 0xdcff) out[o++] = c - 0xdc00;
+    else if (c < 0x80) out[o++] = c;
+    else if (c < 0x800) {
+      out[o++] = 0xc0 | (c >> 6);
+      out[o++] = 0x80 | (c & 0x3f);
+    } else {
+      // A lone surrogate is written as U+FFFD, as Buffer.from(s, "utf8") writes it.
+      const u = c >= 0xd800 && c <= 0xdfff ? 0xfffd : c;
+      out[o++] = 0xe0 | (u >> 12);
+      out[o++] = 0x80 | ((u >> 6) & 0x3f);
+      out[o++] = 0x80 | (u & 0x3f);
+    }
   }
-  parts.push(Buffer.from(s.slice(start), "utf8"));
-  return Buffer.concat(parts);
+  return out.subarray(0, o);
 }
 
 /** Whether the string carries bytes that are not valid UTF-8. */

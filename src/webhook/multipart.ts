@@ -42,16 +42,21 @@ function trimLeftSpace(v: string): string {
 function consumeValue(v: string): [string, string] {
   if (v === "") return ["", ""];
   if (v[0] !== '"') return consumeToken(v);
-  let out = "";
+  // Slices joined once: a character at a time, a long quoted value costs hundreds of MB.
+  const pieces: string[] = [];
+  let from = 1;
   for (let i = 1; i < v.length; i++) {
     const c = v[i]!;
-    if (c === '"') return [out, v.slice(i + 1)];
+    if (c === '"') {
+      pieces.push(v.slice(from, i));
+      return [pieces.join(""), v.slice(i + 1)];
+    }
     if (c === "\\" && i + 1 < v.length && TSPECIALS.has(v[i + 1]!)) {
-      out += v[++i];
+      pieces.push(v.slice(from, i));
+      from = ++i;
       continue;
     }
     if (c === "\r" || c === "\n") return ["", v];
-    out += c;
   }
   return ["", v];
 }
@@ -172,40 +177,56 @@ function canonicalKey(k: string): string {
   return out;
 }
 
-function trimSpace(s: string): string {
-  return s.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, "");
+/**
+ * Strips the characters `strip` holds from both ends. A loop, not a regular expression: /[…]+$/
+ * backtracks over every run of them, quadratic in a header an attacker sends.
+ */
+export function trimChars(s: string, strip: string): string {
+  let a = 0;
+  let b = s.length;
+  while (a < b && strip.includes(s[a]!)) a++;
+  while (b > a && strip.includes(s[b - 1]!)) b--;
+  return a === 0 && b === s.length ? s : s.slice(a, b);
 }
 
-/** Go's quotedprintable.Reader over a whole part body. */
+function trimSpace(s: string): string {
+  return trimChars(s, " \t\r\n");
+}
+
+/** Go's quotedprintable.Reader over a whole part body; decodes in place of a copy, never larger. */
 function decodeQuotedPrintable(body: Buffer): Buffer {
-  const out: number[] = [];
+  const out = Buffer.allocUnsafe(body.length);
+  let o = 0;
   let pos = 0;
   while (pos < body.length) {
     const lf = body.indexOf(0x0a, pos);
     const end = lf === -1 ? body.length : lf + 1;
-    const whole = body.subarray(pos, end);
+    const start = pos;
     const atEof = end === body.length;
     pos = end;
-    let n = whole.length;
-    while (n > 0 && (whole[n - 1] === 0x0a || whole[n - 1] === 0x0d || whole[n - 1] === 0x20 || whole[n - 1] === 0x09)) n--;
-    let line: number[] = [...whole.subarray(0, n)];
-    const hasLF = whole[whole.length - 1] === 0x0a;
-    const hasCR = hasLF && whole[whole.length - 2] === 0x0d;
+    let n = end - start;
+    while (n > 0 && (body[start + n - 1] === 0x0a || body[start + n - 1] === 0x0d || body[start + n - 1] === 0x20 || body[start + n - 1] === 0x09)) n--;
+    const hasLF = body[end - 1] === 0x0a;
+    const hasCR = hasLF && end - 2 >= start && body[end - 2] === 0x0d;
+    // The line is body[start, start + n) followed by `tail`.
+    let tail: number[] = [];
     let lineError: string | undefined;
-    if (line[line.length - 1] === 0x3d) {
-      const stripped = whole.subarray(n);
-      line = line.slice(0, -1);
-      const okEnd = stripped[0] === 0x0a || (stripped[0] === 0x0d && stripped[1] === 0x0a) || (stripped.length === 0 && line.length > 0 && atEof);
+    if (n > 0 && body[start + n - 1] === 0x3d) {
+      const stripped = body.subarray(start + n, end);
+      n--;
+      const okEnd = stripped[0] === 0x0a || (stripped[0] === 0x0d && stripped[1] === 0x0a) || (stripped.length === 0 && n > 0 && atEof);
       if (!okEnd) lineError = `quotedprintable: invalid bytes after =: ${goQuoteBytes(stripped)}`;
-    } else if (hasLF) line.push(...(hasCR ? [0x0d, 0x0a] : [0x0a]));
-    for (let i = 0; i < line.length; i++) {
-      let b = line[i]!;
+    } else if (hasLF) tail = hasCR ? [0x0d, 0x0a] : [0x0a];
+    const len = n + tail.length;
+    const at = (k: number): number | undefined => (k < n ? body[start + k] : tail[k - n]);
+    for (let i = 0; i < len; i++) {
+      let b = at(i)!;
       if (b === 0x3d) {
-        const hex = hexByte(line[i + 1], line[i + 2]);
+        const hex = hexByte(at(i + 1), at(i + 2));
         if (hex === undefined) {
-          if (line.length - i >= 2 && line[i + 1] !== 0x0d && line[i + 1] !== 0x0a) b = 0x3d;
-          else if (line.length - i < 3) throw new MultipartError("unexpected EOF");
-          else throw new MultipartError(`quotedprintable: invalid hex byte 0x${line[i + 1]!.toString(16).padStart(2, "0")}`);
+          if (len - i >= 2 && at(i + 1) !== 0x0d && at(i + 1) !== 0x0a) b = 0x3d;
+          else if (len - i < 3) throw new MultipartError("unexpected EOF");
+          else throw new MultipartError(`quotedprintable: invalid hex byte 0x${at(i + 1)!.toString(16).padStart(2, "0")}`);
         } else {
           b = hex;
           i += 2;
@@ -213,11 +234,11 @@ function decodeQuotedPrintable(body: Buffer): Buffer {
       } else if (b !== 0x09 && b !== 0x0d && b !== 0x0a && b < 0x80 && (b < 0x20 || b > 0x7e)) {
         throw new MultipartError(`quotedprintable: invalid unescaped byte 0x${b.toString(16).padStart(2, "0")} in body`);
       }
-      out.push(b);
+      out[o++] = b;
     }
     if (lineError) throw new MultipartError(lineError);
   }
-  return Buffer.from(out);
+  return out.subarray(0, o);
 }
 
 function hexDigit(b: number | undefined): number | undefined {
@@ -349,12 +370,16 @@ class Reader {
       if (kv === "") return header;
       if (!kv.includes(":")) throw new MultipartError(`malformed MIME header: missing colon: ${goQuoteBytes(Buffer.from(kv, "latin1"))}`);
       kv = trimSpace(kv);
-      // Continuation lines (obsolete folding) join with one space.
-      while (this.body[this.pos] === 0x20 || this.body[this.pos] === 0x09) {
-        while (this.body[this.pos] === 0x20 || this.body[this.pos] === 0x09) this.pos++;
-        const more = readLineSlice();
-        if (more === undefined) break;
-        kv += " " + trimSpace(more);
+      // Continuation lines (obsolete folding) join with one space, in one join.
+      if (this.body[this.pos] === 0x20 || this.body[this.pos] === 0x09) {
+        const pieces = [kv];
+        while (this.body[this.pos] === 0x20 || this.body[this.pos] === 0x09) {
+          while (this.body[this.pos] === 0x20 || this.body[this.pos] === 0x09) this.pos++;
+          const more = readLineSlice();
+          if (more === undefined) break;
+          pieces.push(trimSpace(more));
+        }
+        kv = pieces.join(" ");
       }
       const colon = kv.indexOf(":");
       const key = canonicalKey(kv.slice(0, colon));
@@ -417,7 +442,9 @@ function disposition(header: Map<string, string[]>): { name: string; filename: s
 
 /** Go's filepath.Base on Unix. */
 function baseName(p: string): string {
-  const trimmed = p.replace(/\/+$/, "");
+  let end = p.length;
+  while (end > 0 && p[end - 1] === "/") end--;
+  const trimmed = p.slice(0, end);
   if (trimmed === "") return "/";
   return trimmed.slice(trimmed.lastIndexOf("/") + 1);
 }

@@ -6,7 +6,7 @@ import type * as FastXmlParser from "fast-xml-parser";
 import { canonicalHeaderKey } from "./values.js";
 import { decodeBytes, decodeLatin1 } from "./bytes.js";
 import { isObject, parseJsonBytes } from "./json.js";
-import { readMultipartForm } from "./multipart.js";
+import { readMultipartForm, trimChars } from "./multipart.js";
 
 // The XML parser is loaded on first use: most servers never see XML, and loading it up front
 // costs start-up time and memory.
@@ -155,7 +155,7 @@ function localName(name: string): string {
   return i > 0 && i < name.length - 1 ? name.slice(i + 1) : name;
 }
 
-const trimXml = (s: string): string => s.replace(/^[\t\r\b\n ]+|[\t\r\b\n ]+$/g, "");
+const trimXml = (s: string): string => trimChars(s, "\t\r\b\n ");
 
 /** mxj's xmlToMapParser for one element: its value (a string, or a map of attributes, children and text). */
 function xmlElement(children: XmlNode[], attrs: Record<string, string> | undefined): unknown {

@@ -110,6 +110,31 @@ function trimSpaceTab(s: string): string {
   return a === 0 && b === s.length ? s : s.slice(a, b);
 }
 
+const withoutCR = (line: string): string => (line.endsWith("\r") ? line.slice(0, -1) : line);
+
+/**
+ * Obsolete line folding: a line starting with a space or tab continues the header line before
+ * it, joined with one space. One pass, so a head of many folded lines costs linear time.
+ */
+function unfold(lines: string[]): string[] {
+  const out: string[] = [];
+  let pieces: string[] | undefined;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    const c = line.charCodeAt(0);
+    if (i >= 2 && (c === 0x20 || c === 0x09)) {
+      pieces ??= [trimSpaceTab(withoutCR(out.pop()!))];
+      pieces.push(" ", trimSpaceTab(withoutCR(line)));
+      continue;
+    }
+    if (pieces) out.push(pieces.join(""));
+    pieces = undefined;
+    out.push(line);
+  }
+  if (pieces) out.push(pieces.join(""));
+  return out;
+}
+
 function isStream(body: HookResponse["body"]): body is AsyncIterable<Buffer> {
   return typeof body !== "string" && !Buffer.isBuffer(body);
 }
@@ -401,16 +426,7 @@ class Connection {
 
   /** Parses the head and routes the request; a Refused when it must be answered with an error. */
   private begin(text: string): Refused | undefined {
-    const lines = text.split("\n");
-    // Obsolete line folding: a line starting with a space or tab continues the header before it.
-    for (let i = 2; i < lines.length; i++) {
-      const c = lines[i]!.charCodeAt(0);
-      if (c !== 0x20 && c !== 0x09) continue;
-      const prev = lines[i - 1]!.endsWith("\r") ? lines[i - 1]!.slice(0, -1) : lines[i - 1]!;
-      const more = lines[i]!.endsWith("\r") ? lines[i]!.slice(0, -1) : lines[i]!;
-      lines.splice(i - 1, 2, `${trimSpaceTab(prev)} ${trimSpaceTab(more)}`);
-      i--;
-    }
+    const lines = unfold(text.split("\n"));
     let requestLine = lines[0]!;
     if (requestLine.endsWith("\r")) requestLine = requestLine.slice(0, -1);
     const sp1 = requestLine.indexOf(" ");
@@ -435,7 +451,6 @@ class Connection {
       let line = lines[i]!;
       if (line.endsWith("\r")) line = line.slice(0, -1);
       const colon = line.indexOf(":");
-      // Also refuses obsolete line folding: a continuation line starts with a space.
       if (colon <= 0) return new Refused(400, "malformed MIME header line");
       const name = line.slice(0, colon);
       if (!TOKEN.test(name)) return new Refused(400, "invalid header name");
