@@ -149,8 +149,7 @@ async function main(): Promise<number> {
   const hooksEnv: NodeJS.ProcessEnv = {
     ...process.env,
     PATH: `${join(root, "bin")}${delimiter}${process.env.PATH ?? ""}`,
-    FRAMEFI_HOST: `${host}:${config.devicePort}`,
-    FRAMEFI_FTP_PORT: String(config.ftpPort),
+    FRAMEFI_DEVICE: `${host}:${config.devicePort}`,
     FRAMEFI_PHOTOS: photos,
     FRAMEFI_HOOK_SECRET: config.hookSecret,
     FRAMEFI_GITHUB_SECRET: config.githubSecret,

@@ -249,9 +249,15 @@ export class DeviceService {
       log: this.log,
       extraRoutes: this.panelRoutes(),
     });
-    const server = createServer({ requestTimeout: 0, headersTimeout: 30_000 }, handler);
+    // Beyond the firmware: every answer names the FTP port, so clients never guess which FTP server is this device's.
+    const ftpPort = String(this.config.ftpPort);
+    const announcing = (req: IncomingMessage, res: ServerResponse): void => {
+      res.setHeader("X-FrameFi-FTP-Port", ftpPort);
+      handler(req, res);
+    };
+    const server = createServer({ requestTimeout: 0, headersTimeout: 30_000 }, announcing);
     // Clients that wait for "100 Continue" get the same checks (auth, mode, space) before they send a body.
-    server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => handler(req, res));
+    server.on("checkContinue", announcing);
     server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
       if (!socket.writable || err.code === "ECONNRESET") {
         socket.destroy();
