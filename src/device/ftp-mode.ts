@@ -25,6 +25,7 @@ export function ftpMode(ctx: DeviceContext): FtpShare {
         ...(config.ftpPublicAddress ? { publicAddress: config.ftpPublicAddress } : {}),
         space: { free: () => card.freeForFtp() },
         onChange: (change) => card.ftpChanged(pathsOf(change)),
+        onTransfer: (phase, transfer) => ctx.state.ftpTransfer(phase, transfer),
         log: ctx.log,
       };
       let next = createFtpServer(options);

@@ -22,7 +22,26 @@ export interface FtpShare {
 /** Until the FTP server plugs in, FTP mode shares the card with nobody. */
 export const noFtpShare: FtpShare = { start: async () => undefined, stop: async () => undefined };
 
-export type Change = "phase" | "mode" | "display" | "led" | "brightness" | "mqtt-enabled" | "mqtt-status" | "card";
+export type Change = "phase" | "mode" | "display" | "led" | "brightness" | "mqtt-enabled" | "mqtt-status" | "card" | "transfer";
+
+/** One FTP file transfer, as the FTP server reports it when it starts and ends. */
+export interface FtpTransfer {
+  direction: "upload" | "download";
+  /** Card path ("/2024/a.jpg"). */
+  path: string;
+  /** Bytes moved (known at the end). */
+  bytes: number;
+  /** Whether it completed (known at the end). */
+  ok: boolean;
+}
+
+/** What FTP mode has written since it began: the panel's progress line. */
+export interface FtpWritten {
+  files: number;
+  bytes: number;
+  /** The upload in progress (the latest to start), or "" when none runs. */
+  current: string;
+}
 
 export interface Snapshot {
   phase: Phase;
@@ -32,6 +51,9 @@ export interface Snapshot {
   display: { on: boolean; orientation: number };
   led: { on: boolean; color: LedColor; brightness: number };
   mqtt: { enabled: boolean; state: number; connected: boolean };
+  /** FTP file transfers running now; the firmware blinks its LED while there are any. */
+  transfers: number;
+  written: FtpWritten;
 }
 
 /** PubSubClient's state code for "disconnected". */
@@ -54,6 +76,8 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   private mqttState = MQTT_DISCONNECTED;
   private mqttConnected = false;
   private network: { address: string; mac: string } = { address: "", mac: "" };
+  private transfers = 0;
+  private written: FtpWritten = { files: 0, bytes: 0, current: "" };
 
   constructor(
     private readonly hardware: Hardware,
@@ -78,6 +102,8 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
       display: { on: this.displayOn, orientation: this.orientation },
       led: { on: this.ledOn, color: this.ledColor(), brightness: this.brightness },
       mqtt: { enabled: this.mqttEnabled, state: this.mqttState, connected: this.mqttConnected },
+      transfers: this.transfers,
+      written: { ...this.written },
     };
   }
 
@@ -214,6 +240,22 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
     this.redraw();
   }
 
+  /** For the FTP server: a file transfer started or ended. */
+  ftpTransfer(phase: "start" | "end", t: FtpTransfer): void {
+    if (phase === "start") {
+      this.transfers++;
+      if (t.direction === "upload") this.written.current = t.path;
+    } else {
+      this.transfers = Math.max(0, this.transfers - 1);
+      if (t.direction === "upload" && t.ok) {
+        this.written.files++;
+        this.written.bytes += t.bytes;
+      }
+      if (this.written.current === t.path) this.written.current = "";
+    }
+    this.emitChange("transfer");
+  }
+
   /** Resolves once the hardware has caught up with the mode. */
   async settled(): Promise<void> {
     while (this.reconciling) await this.reconciling;
@@ -251,6 +293,8 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   }
 
   private async enterFtp(): Promise<void> {
+    this.written = { files: 0, bytes: 0, current: "" };
+    this.transfers = 0;
     await this.hardware.usb.detach();
     await this.card.setWritable(true);
     await this.ftp.start();

@@ -28,6 +28,8 @@ export interface FtpServerOptions {
   /** IPv4 address announced in PASV replies (when clients reach us through NAT); default: the control connection's local address. */
   publicAddress?: string;
   space: CardSpace;
+  /** Called when a file transfer (STOR, APPE, RETR) starts, after the 150 reply, and when it ends, done or not. */
+  onTransfer?: (phase: "start" | "end", transfer: { direction: "upload" | "download"; path: string; bytes: number; ok: boolean }) => void;
   /** Called after every completed write, delete, rename, mkdir and rmdir. */
   onChange?: (change: FtpChange) => void;
   /** One line per notable event (connections, logins, transfers, errors). Never contains a password. */
