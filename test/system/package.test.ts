@@ -2,10 +2,20 @@
 // three working commands (webhook, framefi-device, framefi), and the typed client library imports with its types.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
-import { readdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { removeDir, repoRoot, run, tempDir } from "../helpers.js";
+import assertModule from "node:assert";
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { delimiter, join } from "node:path";
+import { eventually, freePort, removeDir, repoRoot, run, start, tempDir } from "../helpers.js";
+
+/** A README section's fenced code blocks of language `lang`. */
+function readmeBlocks(section: string, lang: string): string[] {
+  const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+  const m = new RegExp(`<!-- section:${section} -->([\\s\\S]*?)<!-- /section:${section} -->`).exec(readme);
+  assertModule.ok(m, `README.md has a ${section} section`);
+  return [...m[1]!.matchAll(/```(\w*)\n([\s\S]*?)```/g)].filter((b) => b[1] === lang).map((b) => b[2]!);
+}
 
 describe("npm pack, then npm install -g of the tarball", () => {
   let dir: string;
@@ -62,6 +72,40 @@ describe("npm pack, then npm install -g of the tarball", () => {
     assert.match(fallback.stdout, /no C compiler \(no-such-compiler\) found; commands will start through child_process\.spawn/);
     const webhook = await run(inPrefix("webhook"), ["-version"]);
     assert.equal(webhook.code, 0);
+  });
+
+  test("the README's hooks line outside npm start, with the installed commands on PATH, syncs the device", async () => {
+    const line = readmeBlocks("examples", "sh").find((b) => b.includes("webhook -hooks examples/hooks.json"));
+    assert.ok(line, "the examples section has the line");
+    const [devicePort, ftpPort, hooksPort] = [await freePort(), await freePort(), await freePort()];
+    const card = join(dir, "card");
+    const photos = join(dir, "photos");
+    await mkdir(photos);
+    for (const name of ["a.jpg", "b.jpg"]) await writeFile(join(photos, name), name);
+    const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${join(prefix, "bin")}${delimiter}${process.env.PATH ?? ""}` };
+    delete env.FRAMEFI_FTP_PORT;
+    const device = start(inPrefix("framefi-device"), ["--host", "127.0.0.1", "--port", String(devicePort), "--ftp-port", String(ftpPort), "--card", card, "--state", join(dir, "state"), "--setup-port", String(await freePort())], { env });
+    const sh = line
+      .replaceAll("FRAMEFI_HOOK_SECRET=…", "FRAMEFI_HOOK_SECRET=a-long-hook-secret")
+      .replaceAll("FRAMEFI_GITHUB_SECRET=…", "FRAMEFI_GITHUB_SECRET=a-long-github-secret")
+      .replace("/srv/photos", photos)
+      .replace("frame.local:8080", `127.0.0.1:${devicePort}`)
+      .replace("-port 9000", `-ip 127.0.0.1 -port ${hooksPort}`);
+    // As typed in the clone, in its own process group so the test can stop the whole line.
+    const hooks = spawn("sh", ["-c", sh], { cwd: repoRoot, env, stdio: "ignore", detached: true });
+    try {
+      await device.waitFor(/web API listening/, 15_000);
+      await eventually(async () => (await fetch(`http://127.0.0.1:${hooksPort}/`)).ok, 15_000);
+      const r = await fetch(`http://127.0.0.1:${hooksPort}/hooks/sync-frame?secret=a-long-hook-secret`, { method: "POST" });
+      const out = await r.text();
+      assert.equal(r.status, 200, out);
+      assert.match(out, /Waiting for the FTP server at 127\.0\.0\.1:\d+…/);
+      assert.match(out, /Sync done: 2 uploaded .*The device is in USB MSC mode\./);
+      assert.deepEqual((await readdir(card)).sort(), ["a.jpg", "b.jpg"]);
+    } finally {
+      process.kill(-hooks.pid!, "SIGTERM");
+      await device.stop();
+    }
   });
 
   test("the typed client library imports by the package's name, with its types", async () => {
