@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:net";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { embeddedBroker } from "../mqtt/fixtures/broker.js";
 import { bin, freePort, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 
 const oneLine = (text: string): void => assert.equal(text.trimEnd().split("\n").length, 1, `one line: ${text}`);
@@ -56,6 +57,21 @@ describe("framefi-device", () => {
     oneLine(r.stderr);
     assert.match(r.stderr, /^framefi-device: FRAMEFI_HOST is "frame\.local:8080", but it is the address the device listens on .* the client's device address is FRAMEFI_DEVICE\n$/);
   });
+});
+
+test("a restart with MQTT connected says it disconnects for the restart, not that MQTT was disabled", async () => {
+  const broker = await embeddedBroker();
+  const dev = await startDevice({ args: ["--mqtt-url", broker.url, "--boot-delay", "0"] });
+  try {
+    await dev.program.waitFor(/MQTT connected/, 15_000);
+    await fetch(`${dev.url}/device/restart`, { method: "POST" });
+    await dev.program.waitFor(/restarting[\s\S]*web API listening/, 15_000);
+    assert.match(dev.program.stdout(), /MQTT: disconnected from the broker while the device stops or restarts\./);
+    assert.doesNotMatch(dev.program.stdout(), /MQTT disabled/);
+  } finally {
+    await dev.stop();
+    await broker.stop();
+  }
 });
 
 describe("the device's answers and the client", () => {
