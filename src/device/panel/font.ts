@@ -2,6 +2,9 @@
 // in 6x8 cells. Only printable ASCII is kept (the screens show nothing else); any other character draws as "?".
 // Each glyph is 5 bytes, 40 bits read row by row from the most significant bit: 8 rows of 5 pixels.
 
+export const GLYPH_WIDTH = 5;
+export const GLYPH_HEIGHT = 8;
+
 const FIRST = 32;
 const LAST = 126;
 
@@ -19,18 +22,18 @@ const GLYPHS =
   "002d9cda10001b39b421002d984200001f0707c0213e421440002318cda0002318a88000231ad540" +
   "0022a22a20002317862e003e2223e01108821040210802108041082211004544000000";
 
-export const GLYPH_WIDTH = 5;
-export const GLYPH_HEIGHT = 8;
+/** Every glyph's lit pixels as [x, y] pairs (x 0-4, y 0-7), decoded once. */
+const PIXELS: ReadonlyArray<ReadonlyArray<readonly [number, number]>> = Array.from({ length: LAST - FIRST + 1 }, (_, i) => {
+  const bits = BigInt(`0x${GLYPHS.slice(i * 10, i * 10 + 10)}`);
+  const pixels: Array<readonly [number, number]> = [];
+  for (let n = 0; n < GLYPH_WIDTH * GLYPH_HEIGHT; n++) {
+    if ((bits >> BigInt(39 - n)) & 1n) pixels.push([n % GLYPH_WIDTH, Math.floor(n / GLYPH_WIDTH)]);
+  }
+  return pixels;
+});
 
 /** The lit pixels of `ch`'s glyph as [x, y] pairs, x 0-4 and y 0-7. */
 export function glyphPixels(ch: string): ReadonlyArray<readonly [number, number]> {
-  let code = ch.charCodeAt(0);
-  if (!(code >= FIRST && code <= LAST)) code = "?".charCodeAt(0);
-  const hex = GLYPHS.slice((code - FIRST) * 10, (code - FIRST + 1) * 10);
-  const bits = BigInt(`0x${hex}`);
-  const pixels: Array<[number, number]> = [];
-  for (let i = 0; i < GLYPH_WIDTH * GLYPH_HEIGHT; i++) {
-    if ((bits >> BigInt(39 - i)) & 1n) pixels.push([i % GLYPH_WIDTH, Math.floor(i / GLYPH_WIDTH)]);
-  }
-  return pixels;
+  const code = ch.charCodeAt(0);
+  return PIXELS[code >= FIRST && code <= LAST ? code - FIRST : "?".charCodeAt(0) - FIRST]!;
 }

@@ -135,12 +135,12 @@ function eachGlyphPixel(op: Extract<Op, { kind: "text" }>, lit: (x: number, y: n
 
 /** A text's glyphs as one SVG path: a rectangle for each run of lit pixels in a row. */
 function textPath(op: Extract<Op, { kind: "text" }>): string {
-  const rows = new Map<string, number[]>();
-  let h = 1;
-  eachGlyphPixel(op, (x, y, height) => {
-    h = height;
-    const key = String(y);
-    rows.set(key, [...(rows.get(key) ?? []), x]);
+  const rows = new Map<number, number[]>();
+  const h = op.tall ? 2 : 1;
+  eachGlyphPixel(op, (x, y) => {
+    const row = rows.get(y);
+    if (row) row.push(x);
+    else rows.set(y, [x]);
   });
   let d = "";
   for (const [y, xs] of rows) {
@@ -168,19 +168,24 @@ function svgOf(ops: Op[]): string {
 /** Draws the steps into an RGB framebuffer of width x height. */
 function rasterize(ops: Op[], width: number, height: number): Uint8Array {
   const rgb = new Uint8Array(width * height * 3);
-  const set = (x: number, y: number, color: string): void => {
+  let [r, g, b] = [0, 0, 0];
+  const set = (x: number, y: number): void => {
     if (x < 0 || y < 0 || x >= width || y >= height) return;
-    const n = parseInt(color.slice(1), 16);
-    rgb.set([n >> 16, (n >> 8) & 0xff, n & 0xff], (y * width + x) * 3);
+    const at = (y * width + x) * 3;
+    rgb[at] = r;
+    rgb[at + 1] = g;
+    rgb[at + 2] = b;
   };
   for (const op of ops) {
+    const n = parseInt(op.color.slice(1), 16);
+    [r, g, b] = [n >> 16, (n >> 8) & 0xff, n & 0xff];
     if (op.kind === "rect") {
-      for (let y = op.y; y < op.y + op.h; y++) for (let x = op.x; x < op.x + op.w; x++) set(x, y, op.color);
+      for (let y = op.y; y < op.y + op.h; y++) for (let x = op.x; x < op.x + op.w; x++) set(x, y);
     } else if (op.kind === "circle") {
-      for (let dy = -op.r; dy <= op.r; dy++) for (let dx = -op.r; dx <= op.r; dx++) if (dx * dx + dy * dy <= op.r * (op.r + 1)) set(op.cx + dx, op.cy + dy, op.color);
+      for (let dy = -op.r; dy <= op.r; dy++) for (let dx = -op.r; dx <= op.r; dx++) if (dx * dx + dy * dy <= op.r * (op.r + 1)) set(op.cx + dx, op.cy + dy);
     } else {
       eachGlyphPixel(op, (x, y, h) => {
-        for (let k = 0; k < h; k++) set(x, y + k, op.color);
+        for (let k = 0; k < h; k++) set(x, y + k);
       });
     }
   }
@@ -371,18 +376,34 @@ export function renderDisplayPng(view: DisplayView, scale = 1): Buffer {
   const tft = draw(view);
   const logical = view.backlight ? rasterize(tft.ops, tft.width, tft.height) : undefined;
   const dark = parseInt(DARK.slice(1), 16);
+  // The physical panel, each pixel taken from its logical source as the SVG's rotation transforms place it.
+  const panel = new Uint8Array(PANEL_WIDTH * PANEL_HEIGHT * 3);
+  for (let py = 0; py < PANEL_HEIGHT; py++) {
+    for (let px = 0; px < PANEL_WIDTH; px++) {
+      const at = (py * PANEL_WIDTH + px) * 3;
+      if (!logical) {
+        panel[at] = dark >> 16;
+        panel[at + 1] = (dark >> 8) & 0xff;
+        panel[at + 2] = dark & 0xff;
+        continue;
+      }
+      let x = px;
+      let y = py;
+      if (orientation === 0) [x, y] = [PANEL_HEIGHT - 1 - py, px];
+      else if (orientation === 2) [x, y] = [py, PANEL_WIDTH - 1 - px];
+      else if (orientation === 3) [x, y] = [PANEL_WIDTH - 1 - px, PANEL_HEIGHT - 1 - py];
+      panel.set(logical.subarray((y * tft.width + x) * 3, (y * tft.width + x) * 3 + 3), at);
+    }
+  }
+  if (scale === 1) return encodePng(PANEL_WIDTH, PANEL_HEIGHT, panel);
   const width = PANEL_WIDTH * scale;
   const out = new Uint8Array(width * PANEL_HEIGHT * scale * 3);
-  for (let Y = 0; Y < PANEL_HEIGHT * scale; Y++) {
-    for (let X = 0; X < width; X++) {
-      const [px, py] = [Math.floor(X / scale), Math.floor(Y / scale)];
-      // The physical pixel's logical source, as the SVG's rotation transforms place it.
-      const [x, y] =
-        orientation === 0 ? [PANEL_HEIGHT - 1 - py, px] : orientation === 2 ? [py, PANEL_WIDTH - 1 - px] : orientation === 3 ? [PANEL_WIDTH - 1 - px, PANEL_HEIGHT - 1 - py] : [px, py];
-      const at = (Y * width + X) * 3;
-      if (logical) out.set(logical.subarray((y * tft.width + x) * 3, (y * tft.width + x) * 3 + 3), at);
-      else out.set([dark >> 16, (dark >> 8) & 0xff, dark & 0xff], at);
+  for (let py = 0; py < PANEL_HEIGHT; py++) {
+    const row = new Uint8Array(width * 3);
+    for (let px = 0; px < PANEL_WIDTH; px++) {
+      for (let k = 0; k < scale; k++) row.set(panel.subarray((py * PANEL_WIDTH + px) * 3, (py * PANEL_WIDTH + px) * 3 + 3), (px * scale + k) * 3);
     }
+    for (let k = 0; k < scale; k++) out.set(row, (py * scale + k) * width * 3);
   }
   return encodePng(width, PANEL_HEIGHT * scale, out);
 }
