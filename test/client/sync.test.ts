@@ -238,4 +238,21 @@ describe("framefi sync on a card that fills up", () => {
     assert.match(r.stdout, /2 uploaded .*, 1 failed\. The device is in USB MSC mode\./);
     assert.deepEqual((await readdir(dev.card)).sort(), ["a.jpg", "c.jpg"], "no partial file left");
   });
+
+  test("on a terminal, a failed file is counted, and the bar never runs backwards", async () => {
+    const dir = await tempDir("framefi-tty-full-");
+    try {
+      await put(dir, "d.jpg", 100_000);
+      await put(dir, "huge.jpg", 3_000_000);
+      await put(dir, "e.jpg", 100_000);
+      const r = await framefiOnTerminal(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), "--parallel", "1", dir, "--to", "/more"], []);
+      assert.equal(r.code, 1, r.transcript);
+      const frames = [...r.transcript.matchAll(/\[(#*)-*\] (\d+)\/3 files(, (\d+) failed)?/g)].map((m) => ({ filled: m[1]!.length, done: Number(m[2]), failed: Number(m[4] ?? 0) }));
+      assert.ok(frames.length > 0, r.transcript);
+      for (let i = 1; i < frames.length; i++) assert.ok(frames[i]!.filled >= frames[i - 1]!.filled, `the bar went back: ${JSON.stringify(frames)}`);
+      assert.deepEqual(frames.at(-1), { filled: 24, done: 2, failed: 1 });
+    } finally {
+      await removeDir(dir);
+    }
+  });
 });
