@@ -4,7 +4,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { missingPrograms } from "./programs.js";
 import { eventually, freePort, removeDir, repoRoot, run, start, tempDir, type RunningProgram } from "../helpers.js";
@@ -51,6 +51,16 @@ describe("npm start, started twice and interrupted during a sync", { skip }, () 
       `framefi start: port ${devicePort} (the device API) is already in use; is FrameFi already running? Stop it, or set FRAMEFI_DEVICE_PORT to a free port.\n`,
     );
     assert.equal((await fetch(`http://127.0.0.1:${devicePort}/`)).status, 200, "the first instance still runs");
+  });
+
+  test("two sync requests at once: the second waits its turn (max-concurrency 1), both succeed", async () => {
+    const url = `http://127.0.0.1:${hooksPort}/hooks/sync-frame?secret=frame-demo-secret`;
+    const [first, second] = await Promise.all([1, 2].map(async () => (await fetch(url, { method: "POST" })).text()));
+    const outputs = [first!, second!].sort();
+    assert.match(outputs.join("\n"), new RegExp(`Sync done: ${PHOTOS} uploaded`), outputs.join("\n"));
+    for (const out of outputs) assert.match(out, /Sync done: .*The device is in USB MSC mode\.\n$/, out);
+    // Empty the card again (it is a folder; the device sees the change) for the next test.
+    for (const name of await readdir(join(demo, "sdcard"))) if (name.startsWith("p")) await rm(join(demo, "sdcard", name));
   });
 
   test("kill -INT to npm during a sync: the sync finishes, the device goes back to USB MSC mode, then all stops", async () => {
