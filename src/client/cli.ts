@@ -23,6 +23,7 @@ import { FtpLoginError, FtpUnreachableError, SyncStopped } from "./sync-errors.j
 import { barEvents, lineEvents, planLine, quietEvents } from "./progress.js";
 import { askPassword, confirm, haveTerminal, PromptInterrupted } from "./prompt.js";
 import { switchMode } from "./modes.js";
+import { lockDevice } from "./sync-lock.js";
 import type { SyncResult } from "./sync.js";
 import { EXIT, UsageError } from "./usage.js";
 
@@ -280,6 +281,16 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     let result: SyncResult;
     // Loaded here: the FTP client is only needed by sync.
     const { sync } = await import("./sync.js");
+    let unlock: () => Promise<void>;
+    try {
+      unlock = await lockDevice(ctx.client.url, controller.signal, () => events.step(`Waiting for another framefi sync to ${ctx.client.url} to finish…`));
+    } catch (e) {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      if (!controller.signal.aborted) throw e;
+      ctx.err("framefi: Interrupted while waiting for the other sync; nothing was changed.");
+      return EXIT.interrupted;
+    }
     try {
       result = await sync({
         client: ctx.client,
@@ -295,6 +306,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
         events,
       });
     } finally {
+      await unlock();
       bar?.stop();
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
