@@ -333,7 +333,8 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
       await switchMode(client, "ftp", waitMs, signal);
       switched = true;
     }
-    events.step("Waiting for the FTP server…");
+    const ftpHost = opts.ftp.host.includes(":") ? `[${opts.ftp.host}]` : opts.ftp.host;
+    events.step(`Waiting for the FTP server at ${opts.ftp.ports.map((p) => `${ftpHost}:${p}`).join(" or ")}…`);
     const { client: first, port } = await waitForFtp(opts.ftp, waitMs, signal);
     pool = await FtpPool.open(first, opts.ftp, port, opts.parallel);
     const openPool = pool;

@@ -214,7 +214,7 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     if (refuseForeign(req, res, ctx.hosts)) return;
     const methods = routes.get(url.pathname);
     if (!methods) {
-      sendErrorAndClose(req, res, 404, `Not found: ${req.method} ${url.pathname}. See docs/api.md for the endpoints.`);
+      sendErrorAndClose(req, res, 404, `Not found: ${req.method} ${url.pathname}. This device serves the FrameFi firmware's API (GET / for its status) and its web panel at /panel/.`);
       return;
     }
     const wait = needsLogin() ? ctx.throttle.wait(req.socket.remoteAddress) : 0;

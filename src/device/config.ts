@@ -139,6 +139,8 @@ export function helpText(): string {
     "      JSON file whose keys are the option names above, e.g. {\"port\": 8080, \"card-size\": \"8GiB\"}  [FRAMEFI_CONFIG]",
     "  -h, --help",
     "      print this help and exit",
+    "  --version",
+    "      print the version and exit",
   );
   return lines.join("\n") + "\n";
 }
@@ -198,13 +200,14 @@ function parseIpv4(text: string): string {
   throw new ConfigError(`--ftp-public-address must be an IPv4 address such as 203.0.113.5 (PASV replies carry only IPv4); got "${text}"`);
 }
 
-export type ParsedCli = { help: true } | { help: false; config: DeviceConfig };
+export type ParsedCli = { action: "help" } | { action: "version" } | { action: "run"; config: DeviceConfig };
 
 /** Parses argv (without node and script) and env into a configuration. Throws ConfigError on bad input. */
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.cwd()): ParsedCli {
   const options: Record<string, { type: "string" | "boolean"; short?: string }> = {
     config: { type: "string" },
     help: { type: "boolean", short: "h" },
+    version: { type: "boolean" },
   };
   for (const f of FLAGS) options[f.name] = { type: f.kind === "bool" ? "boolean" : "string" };
   let values: Record<string, string | boolean | undefined>;
@@ -213,7 +216,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   } catch (e) {
     throw new ConfigError(`${(e as Error).message}. Run framefi-device --help for the options.`);
   }
-  if (values.help) return { help: true };
+  if (values.help) return { action: "help" };
+  if (values.version) return { action: "version" };
 
   const fileValues: Record<string, unknown> = {};
   const configPath = (values.config as string | undefined) ?? env.FRAMEFI_CONFIG;
@@ -259,6 +263,12 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   const int = (name: string): number => parseIntValue(name, str(name));
 
   const host = str("host");
+  if (/^[a-z]+:\/\/|^[^:]*:\d+$/i.test(host)) {
+    const from = typeof values.host === "string" ? "--host" : env.FRAMEFI_HOST !== undefined ? "FRAMEFI_HOST" : "host (config file)";
+    throw new ConfigError(
+      `${from} is "${host}", but it is the address the device listens on (an IP address or host name, no port or http://); the client's device address is FRAMEFI_DEVICE`,
+    );
+  }
   const mqttUrl = raw("mqtt-url");
   let mqttHost = "";
   let mqttPort = 1883;
@@ -323,5 +333,5 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     loginAttempts: inRange("login-attempts", int("login-attempts"), 1, 1_000_000),
     requestTimeout: inRange("request-timeout", int("request-timeout"), 1, 3_600),
   };
-  return { help: false, config };
+  return { action: "run", config };
 }

@@ -58,12 +58,17 @@ export function urlOf(host: string, port: number): string {
 async function listen(server: Server, host: string, port: number): Promise<string> {
   const attempt = (h: string): Promise<void> =>
     new Promise((resolve, reject) => {
-      const onError = (e: Error): void => reject(e);
-      server.once("error", onError);
-      server.listen(port, h, () => {
+      const onError = (e: Error): void => {
+        server.off("listening", onListening);
+        reject(e);
+      };
+      const onListening = (): void => {
         server.off("error", onError);
         resolve();
-      });
+      };
+      server.once("error", onError);
+      server.once("listening", onListening);
+      server.listen(port, h);
     });
   try {
     await attempt(host);
@@ -78,13 +83,16 @@ async function listen(server: Server, host: string, port: number): Promise<strin
   }
 }
 
-/** After a restart the port may still be held for a moment (by a lingering socket, say): retry for ~5 s. */
-async function listenPatiently(server: Server, host: string, port: number): Promise<string> {
+/**
+ * After a restart the port may still be held for a moment (by a lingering socket, say): retry for ~5 s. At the
+ * first start a taken port is someone else's, so `patient` is false there and the start fails at once.
+ */
+async function listenPatiently(server: Server, host: string, port: number, patient: boolean): Promise<string> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await listen(server, host, port);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= 25) throw e;
+      if ((e as NodeJS.ErrnoException).code !== "EADDRINUSE" || !patient || attempt >= 25) throw e;
       await sleep(200);
     }
   }
@@ -110,6 +118,8 @@ export class DeviceService {
   private current: Settings;
   private lifecycle: Promise<void> = Promise.resolve();
   private cardTimer: NodeJS.Timeout | undefined;
+  /** Whether a boot has listened once: later boots (restarts) wait for their port to come free. */
+  private booted = false;
   private readonly log: (message: string) => void;
   /** The one owner of failed-login state, kept across restarts (FTP now; the web API's basic auth can share it). */
   private readonly loginThrottle = createLoginThrottle();
@@ -157,7 +167,10 @@ export class DeviceService {
     await this.settings.removeStaleTempFiles();
     const figures = await this.card.figures();
     this.log(`card ${this.card.root}: ${figures.fileCount} files, ${figures.usedSize} of ${figures.totalSize} bytes used${this.card.emulated ? " (emulated size)" : ""}`);
-    await this.serialised(() => this.boot());
+    // Not through serialised(): the caller reports a failed start, once.
+    const first = this.lifecycle.then(() => this.boot());
+    this.lifecycle = first.catch(() => undefined);
+    await first;
   }
 
   /** Reboots in-process: settings re-read, back to MSC mode. */
@@ -244,14 +257,17 @@ export class DeviceService {
         if (refuseForeign(req, res, this.hosts)) return;
         if (!panel(req, res)) setupPage(req, res);
       });
-      const host = await listenPatiently(this.setup, this.config.setupHost, this.config.setupPort);
+      const host = await listenPatiently(this.setup, this.config.setupHost, this.config.setupPort, this.booted);
+      this.booted = true;
       this.state.enterSetup(ap);
       this.log(`setup mode: no Wi-Fi network stored; setup page on ${urlOf(host, this.config.setupPort)} (access point ${ap.ssid})`);
       return;
     }
     const network = await this.hardware.wifi.connect(this.current.wifiSsid);
     this.api = this.createApiServer();
-    const host = await listenPatiently(this.api, this.config.host, this.config.port);
+    const host = await listenPatiently(this.api, this.config.host, this.config.port, this.booted);
+    this.booted = true;
+    this.api.on("error", (e) => this.log(`error: web API server: ${e.message}`));
     await this.state.finishBoot(network);
     // As the firmware: the web user switches authentication on; a password alone does not.
     const authOn = this.current.webUser !== "";
@@ -303,7 +319,12 @@ export class DeviceService {
       hosts: this.hosts,
       extraRoutes: this.panelRoutes(),
     });
-    return this.createHttpServer(handler);
+    // Beyond the firmware: every answer names the FTP port, so clients never guess which FTP server is this device's.
+    const ftpPort = String(this.config.ftpPort);
+    return this.createHttpServer((req, res) => {
+      res.setHeader("X-FrameFi-FTP-Port", ftpPort);
+      handler(req, res);
+    });
   }
 
   /**
@@ -333,7 +354,6 @@ export class DeviceService {
       const body = JSON.stringify({ status: "error", message });
       socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     });
-    server.on("error", (e) => this.log(`error: web server: ${e.message}`));
     return server;
   }
 

@@ -71,6 +71,7 @@ function errnoText(err: NodeJS.ErrnoException): string {
 
 /** The reference's message for a failed listen: "error listening on port: listen tcp 1.2.3.4:80: bind: …". */
 function listenError(opts: Options, err: NodeJS.ErrnoException): string {
+  if (err.code === "ERR_SOCKET_BAD_PORT") return `error listening on port: listen tcp: address ${opts.port}: invalid port`;
   // Node reports a Unix socket in a missing folder as EACCES; the real reason is the folder.
   const code = opts.socket !== "" && !existsSync(dirname(opts.socket)) ? "ENOENT" : err.code;
   const known = code ? ERRNO_TEXT[code] : undefined;

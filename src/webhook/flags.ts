@@ -270,7 +270,7 @@ const FLAGS: FlagDef[] = [
   {
     name: "nopanic",
     kind: "bool",
-    usage: "do not panic if hooks cannot be loaded when webhook is not running in verbose mode",
+    usage: "start even when a hooks file cannot be loaded (the file is skipped)",
     set: (o, v) => (o.nopanic = parseGoBool(v)),
   },
   {

@@ -7,7 +7,7 @@ import { SimulatedDisplay, type Display, type Screen } from "../hardware.js";
 import { addressKey } from "../login-throttle.js";
 import type { DeviceState } from "../state.js";
 import { panelPage } from "./page.js";
-import { renderDisplaySvg } from "./render.js";
+import { renderDisplayPng, renderDisplaySvg } from "./render.js";
 import { deviceView, type DeviceView } from "./view.js";
 
 export interface PanelContext {
@@ -119,6 +119,20 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
         const svg = renderDisplaySvg(view().display, Number(scaleText));
         res.writeHead(200, { "Content-Type": "image/svg+xml; charset=utf-8", "Content-Length": Buffer.byteLength(svg), "Cache-Control": "no-store" });
         res.end(svg);
+      },
+    },
+    {
+      method: "GET",
+      path: "/panel/display.png",
+      handler: (_req, res, url) => {
+        const scaleText = url.searchParams.get("scale") ?? "1";
+        if (!/^[1-8]$/.test(scaleText)) {
+          sendError(res, 400, `Invalid scale "${scaleText}": use a whole number from 1 to 8 (pixels per display pixel).`);
+          return;
+        }
+        const png = renderDisplayPng(view().display, Number(scaleText));
+        res.writeHead(200, { "Content-Type": "image/png", "Content-Length": png.length, "Cache-Control": "no-store" });
+        res.end(png);
       },
     },
     {
