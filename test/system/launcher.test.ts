@@ -4,7 +4,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import sharp from "sharp";
+import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { missingPrograms } from "./programs.js";
 import { eventually, freePort, removeDir, repoRoot, run, start, tempDir, type RunningProgram } from "../helpers.js";
@@ -23,7 +24,11 @@ describe("npm start, started twice and interrupted during a sync", { skip }, () 
     demo = await tempDir("framefi-demo-");
     // Enough photos that the sync is still running when the test interrupts it.
     await mkdir(join(demo, "photos"), { recursive: true });
-    for (let i = 0; i < PHOTOS; i++) await writeFile(join(demo, "photos", `p${String(i).padStart(3, "0")}.jpg`), randomBytes(512 * 1024));
+    // Real JPEGs of noise (the example hooks decode and resize them), each different, none in any cache.
+    for (let i = 0; i < PHOTOS; i++) {
+      const pixels = randomBytes(640 * 480 * 3);
+      await sharp(pixels, { raw: { width: 640, height: 480, channels: 3 } }).jpeg().toFile(join(demo, "photos", `p${String(i).padStart(3, "0")}.jpg`));
+    }
     [devicePort, hooksPort] = [await freePort(), await freePort()];
     env = {
       ...process.env,
@@ -32,6 +37,7 @@ describe("npm start, started twice and interrupted during a sync", { skip }, () 
       FRAMEFI_HOOKS_PORT: String(hooksPort),
       FRAMEFI_FTP_PORT: String(await freePort()),
       FRAMEFI_SETUP_PORT: String(await freePort()),
+      XDG_CACHE_HOME: join(demo, "cache"),
     };
     // --ignore-scripts skips only `prestart` (the compile the suite has already done); `start` runs as for a user.
     npm = start("npm", ["start", "--ignore-scripts", "--silent"], { env });

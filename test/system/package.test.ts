@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import assertModule from "node:assert";
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readdir, writeFile } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { eventually, freePort, removeDir, repoRoot, run, start, tempDir } from "../helpers.js";
 
@@ -81,7 +81,9 @@ describe("npm pack, then npm install -g of the tarball", () => {
     const card = join(dir, "card");
     const photos = join(dir, "photos");
     await mkdir(photos);
-    for (const name of ["a.jpg", "b.jpg"]) await writeFile(join(photos, name), name);
+    // Real photos: the example hooks prepare them for the frame (--fit).
+    await copyFile(join(repoRoot, "examples", "pictures", "forest.jpg"), join(photos, "a.jpg"));
+    await copyFile(join(repoRoot, "examples", "pictures", "sea.jpg"), join(photos, "b.jpg"));
     const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${join(prefix, "bin")}${delimiter}${process.env.PATH ?? ""}` };
     delete env.FRAMEFI_FTP_PORT;
     const device = start(inPrefix("framefi-device"), ["--host", "127.0.0.1", "--port", String(devicePort), "--ftp-port", String(ftpPort), "--card", card, "--state", join(dir, "state"), "--setup-port", String(await freePort())], { env });
