@@ -2,8 +2,8 @@
 // name, query and payload by dot paths (a literal key containing dots wins), and the special
 // sources (string, request, raw-request-body, entire-*).
 import type { Argument, HookRequest } from "./hook.js";
-import { JsonNumber, marshalJson, valueToString } from "./json.js";
-import { decodeBytes } from "./bytes.js";
+import { JsonNumber, marshalJson, valueToString } from "../go/json.js";
+import { decodeBytes } from "../go/bytes.js";
 
 /** A referenced node does not exist: rules treat it as "no match", never as a failure. */
 export class ParameterNodeError extends Error {

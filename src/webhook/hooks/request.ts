@@ -4,8 +4,8 @@
 import { createRequire } from "node:module";
 import type * as FastXmlParser from "fast-xml-parser";
 import { canonicalHeaderKey } from "./values.js";
-import { decodeBytes, decodeLatin1 } from "./bytes.js";
-import { isObject, parseJsonBytes } from "./json.js";
+import { decodeBytes, decodeLatin1 } from "../go/bytes.js";
+import { isObject, parseJsonBytes } from "../go/json.js";
 import { readMultipartForm } from "./multipart.js";
 
 // The XML parser is loaded on first use: most servers never see XML, and loading it up front

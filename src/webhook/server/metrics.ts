@@ -1,7 +1,7 @@
 // The server's counters for -metrics, rendered in Prometheus' text exposition format 0.0.4.
 // Counting is a Map lookup and an increment on the request path; the text is built only when
 // /metrics is read. One module-level instance holds all of it (the server is one per process).
-import { runningCommands } from "./execute.js";
+import { runningCommands } from "../run/command.js";
 
 export const CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 

@@ -12,7 +12,7 @@ import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { getSystemErrorMap } from "node:util";
-import { encodeBytes } from "./bytes.js";
+import { encodeBytes } from "../go/bytes.js";
 
 export interface SpawnSpec {
   /** Absolute path of the executable. */
@@ -49,7 +49,7 @@ export interface RunningCommand {
 /** Receives the command's combined output, chunk by chunk, as it is produced. */
 export type OutputSink = (chunk: Buffer) => void;
 
-const helperFile = fileURLToPath(new URL("../../native/spawn-helper", import.meta.url));
+const helperFile = fileURLToPath(new URL("../../../native/spawn-helper", import.meta.url));
 
 export function startCommand(spec: SpawnSpec, onOutput?: OutputSink): RunningCommand {
   const invalid = [spec.path, spec.cwd ?? "", ...spec.argv, ...Object.entries(spec.env).flat()].some((s) => s.includes("\0"));

@@ -6,20 +6,20 @@ import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from
 import { dirname } from "node:path";
 import type { Server } from "node:net";
 import type { TlsOptions } from "node:tls";
-import { ActivationError, describeListener, listenOnFd, takeSystemdSocket } from "./activation.js";
-import { secretsOf } from "./config.js";
-import { dropQueued } from "./concurrency.js";
+import { ActivationError, describeListener, listenOnFd, takeSystemdSocket } from "../http/listen.js";
+import { secretsOf } from "../hooks/config.js";
+import { dropQueued } from "../run/runner.js";
 import { FlagError, parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
-import { HookServer } from "./handler.js";
-import { Log, prefix } from "./log.js";
+import { HookServer } from "../server/hook-server.js";
+import { Log, prefix } from "../server/log.js";
 import { createPidFile, PidFileError, removePidFile } from "./pidfile.js";
 import { dropPrivileges } from "./privileges.js";
-import { DuplicateHookError, HookRegistry } from "./reload.js";
-import { HookTransport, listenOn } from "./server.js";
+import { DuplicateHookError, HookRegistry } from "../hooks/registry.js";
+import { HookTransport, listenOn } from "../http/transport.js";
 import { listCipherSuites, minVersion, TlsConfigError, tlsOptions } from "./tls.js";
 
 function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
+  const pkg = JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version: string };
   return pkg.version;
 }
 

@@ -1,7 +1,7 @@
 // Per-hook concurrency limits (max-concurrency, max-queue): at most `max` commands of a hook run
 // at once; later ones wait, first come first served, in a queue of at most `maxQueue` entries.
 // This module owns the counts of running and waiting commands per hook id.
-import { queueDepth } from "./metrics.js";
+import { queueDepth } from "../server/metrics.js";
 
 /**
  * A granted turn: `wait` (when set) resolves true once the command may start, or false when the

@@ -7,9 +7,9 @@
 // where a boolean belongs…) is refused with the file, hook and field named.
 import { readFileSync } from "node:fs";
 import type { Argument, Hook, Rule } from "./hook.js";
-import { parseGoDuration } from "./flags.js";
-import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "./goyaml.js";
-import { renderTemplate, TemplateError } from "./template.js";
+import { parseGoDuration } from "../cli/flags.js";
+import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "../go/yaml.js";
+import { renderTemplate, TemplateError } from "../template/template.js";
 
 export class ConfigError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {

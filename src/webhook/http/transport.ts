@@ -11,7 +11,7 @@
 // chunked framing needs CRLF.
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer, type TlsOptions } from "node:tls";
-import type { HookResponse, HookServer, Matched, RequestHead, Routed } from "./handler.js";
+import type { HookResponse, HookServer, Matched, RequestHead, Routed } from "../server/hook-server.js";
 import { STATUS_TEXT } from "./status.js";
 
 export interface TransportOptions {

@@ -6,14 +6,14 @@ import { randomUUID } from "node:crypto";
 import { openSync, closeSync, unlinkSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Hook, HookRequest } from "./hook.js";
-import { takeTurn, type Turn } from "./concurrency.js";
-import { commandLookupPath, lookPath, runCommand, runningCommands, KILL_AFTER_MS, type CommandResult, type CommandSpec } from "./execute.js";
-import type { OutputSink, RunningCommand } from "./spawn.js";
+import type { Hook, HookRequest } from "../hooks/hook.js";
+import { takeTurn, type Turn } from "../run/runner.js";
+import { commandLookupPath, lookPath, runCommand, runningCommands, KILL_AFTER_MS, type CommandResult, type CommandSpec } from "../run/command.js";
+import type { OutputSink, RunningCommand } from "../run/spawn.js";
 import { goDuration, iBytes, type Log, type LogFields } from "./log.js";
 import { CONTENT_TYPE as METRICS_TYPE, metrics, type Outcome } from "./metrics.js";
-import { DEFAULT_MAX_QUEUE, parseGoDuration } from "./flags.js";
-import { parseJson, isObject } from "./json.js";
+import { DEFAULT_MAX_QUEUE, parseGoDuration } from "../cli/flags.js";
+import { parseJson, isObject } from "../go/json.js";
 import {
   parseFormPayload,
   parseHeaders,
@@ -24,13 +24,13 @@ import {
   rawHeader,
   type MultipartResult,
   type Payload,
-} from "./request.js";
-import { decodeBytes, decodeLatin1, encodeBytes } from "./bytes.js";
-import { goBase64Decode } from "./base64.js";
-import { evaluate } from "./rules.js";
-import { detectContentType } from "./sniff.js";
-import { STATUS_TEXT } from "./status.js";
-import { canonicalHeaderKey, describeArgument, getArgument, replaceParameter, ParameterNodeError } from "./values.js";
+} from "../hooks/request.js";
+import { decodeBytes, decodeLatin1, encodeBytes } from "../go/bytes.js";
+import { goBase64Decode } from "../go/base64.js";
+import { evaluate } from "../hooks/rules.js";
+import { detectContentType } from "../http/sniff.js";
+import { STATUS_TEXT } from "../http/status.js";
+import { canonicalHeaderKey, describeArgument, getArgument, replaceParameter, ParameterNodeError } from "../hooks/values.js";
 
 /** What the transport knows before reading the body. */
 export interface RequestHead {
