@@ -1,9 +1,14 @@
-// Running a hook's command: locating it as Go's exec.LookPath does, then starting it directly
-// (no shell, spawn.ts) with its argv, environment and working directory, and keeping the list of
-// commands that are running.
-import { accessSync, constants, statSync } from "node:fs";
+// Assembling a hook's command as the reference does: locating it as Go's exec.LookPath does, and
+// its argv, environment and temp files (pass-file-to-command) from the request's values.
+import { accessSync, closeSync, constants, openSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
-import { startCommand, type OutputSink, type RunningCommand } from "./spawn.js";
+import { goBase64Decode } from "../go/base64.js";
+import { encodeBytes } from "../go/bytes.js";
+import { errnoText } from "../go/errno.js";
+import type { Argument, Hook, HookRequest } from "../hooks/hook.js";
+import { describeArgument, getArgument } from "../hooks/values.js";
+import type { Log, LogFields } from "../server/log.js";
 
 export interface CommandSpec {
   /** Absolute path of the executable. */
@@ -33,9 +38,6 @@ export interface CommandResult {
   timedOut?: boolean;
 }
 
-/** How long a timed-out command's process group has between SIGTERM and SIGKILL. */
-export const KILL_AFTER_MS = 5000;
-
 function isExecutableFile(p: string): boolean {
   try {
     if (!statSync(p).isFile()) return false;
@@ -58,7 +60,7 @@ export function lookPath(file: string): string {
       statSync(file);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      reason = `stat ${file}: ${code === "ENOENT" ? "no such file or directory" : code === "ENOTDIR" ? "not a directory" : (e as Error).message}`;
+      reason = `stat ${file}: ${code === "ENOENT" || code === "ENOTDIR" ? errnoText(code) : (e as Error).message}`;
     }
     throw new Error(`exec: ${JSON.stringify(file)}: ${reason}`);
   }
@@ -74,124 +76,96 @@ export function commandLookupPath(command: string, cwd: string | undefined): str
   return isAbsolute(command) || !cwd ? command : join(cwd, command);
 }
 
-/** A command the server has started and not yet seen finish (for shutdown and reports). */
-export interface RunningEntry {
-  hook: string;
-  rid: string;
-  command: RunningCommand;
-}
-
-const running = new Set<RunningEntry>();
-
-/** The commands running now. */
-export function runningCommands(): RunningEntry[] {
-  return [...running];
-}
-
-/** The line a cut output starts with: how many bytes were dropped before the tail that follows. */
-export function cutMarker(dropped: number, kept: number): string {
-  return `[webhook: output cut: the first ${dropped} bytes were dropped, the last ${kept} follow (-max-output)]\n`;
-}
-
-/** Collects output, keeping only the last `max` bytes (0: all). */
-class Tail {
-  private readonly chunks: Buffer[] = [];
-  private size = 0;
-  private dropped = 0;
-
-  constructor(private readonly max: number) {}
-
-  push(c: Buffer): void {
-    this.chunks.push(c);
-    this.size += c.length;
-    if (this.max <= 0) return;
-    // Whole chunks first; the first one kept is cut when the output ends.
-    while (this.size - this.chunks[0]!.length >= this.max) {
-      const first = this.chunks.shift()!;
-      this.size -= first.length;
-      this.dropped += first.length;
-    }
-  }
-
-  result(): Buffer {
-    let all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
-    let dropped = this.dropped;
-    if (this.max > 0 && all.length > this.max) {
-      dropped += all.length - this.max;
-      all = all.subarray(all.length - this.max);
-    }
-    return dropped === 0 ? all : Buffer.concat([Buffer.from(cutMarker(dropped, all.length)), all]);
-  }
-}
-
-/**
- * Starts the command and resolves when it has exited and its output is read. Never rejects.
- * `onStart` gets the running command at once (a streaming reader pauses and resumes it).
- */
-export async function runCommand(
-  spec: CommandSpec,
-  owner: { hook: string; rid: string },
-  onOutput?: OutputSink,
-  onStart?: (command: RunningCommand) => void,
-): Promise<CommandResult> {
-  const tail = new Tail(spec.maxOutput ?? 0);
-  const keep = spec.captureOutput;
-  const sink: OutputSink | undefined = onOutput
-    ? (c) => {
-        if (keep) tail.push(c);
-        onOutput(c);
-      }
-    : keep
-      ? (c) => tail.push(c)
-      : undefined;
-  const command = startCommand({ path: spec.path, argv: spec.argv, env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }, sink);
-  onStart?.(command);
-  const entry: RunningEntry = { ...owner, command };
-  running.add(entry);
-  let timedOut = false;
-  const timer =
-    spec.timeoutMs && spec.timeoutMs > 0
-      ? setTimeout(() => {
-          timedOut = true;
-          spec.onTimeout?.("SIGTERM");
-          command.kill("SIGTERM");
-          // Also after the command itself has exited: what it started may ignore SIGTERM.
-          const pid = command.pid;
-          setTimeout(() => {
-            if (pid !== undefined ? killGroup(pid) : (command.kill("SIGKILL"), true)) spec.onTimeout?.("SIGKILL");
-          }, KILL_AFTER_MS).unref();
-        }, spec.timeoutMs)
-      : undefined;
-  const status = await command.done;
-  clearTimeout(timer);
-  running.delete(entry);
-  const output = tail.result();
-  const more = timedOut ? { timedOut } : {};
-  if (status.startError !== undefined) return { output, error: status.startError, exitCode: null };
-  if (status.signal) return { output, error: `signal: ${signalName(status.signal)}`, exitCode: null, ...more };
-  if (status.exitCode !== 0) return { output, error: `exit status ${status.exitCode}`, exitCode: status.exitCode, ...more };
-  return { output, exitCode: 0, ...more };
-}
-
-/** SIGKILL to process group `pgid` if any process is left in it; whether one was. */
-function killGroup(pgid: number): boolean {
+/** The value of `arg` in the request, or undefined, logged as "<context>: couldn't retrieve argument for …". */
+export function readArgument(arg: Argument, req: HookRequest, context: string, log: Log, fields: LogFields): string | undefined {
   try {
-    process.kill(-pgid, "SIGKILL");
-    return true;
+    return getArgument(arg, req);
   } catch {
-    return false; // the group is empty
+    log.print(`[${req.id}] ${context}: couldn't retrieve argument for ${describeArgument(arg)}`, fields);
+    return undefined;
   }
 }
 
-function signalName(signal: NodeJS.Signals): string {
-  const names: Record<string, string> = {
-    SIGKILL: "killed",
-    SIGTERM: "terminated",
-    SIGINT: "interrupt",
-    SIGSEGV: "segmentation fault",
-    SIGABRT: "aborted",
-    SIGHUP: "hangup",
-    SIGPIPE: "broken pipe",
-  };
-  return names[signal] ?? signal;
+/** A hook's argv, environment, and the temp files made for pass-file-to-command (removed with removeTempFiles). */
+export interface Assembled {
+  argv: string[];
+  env: Record<string, string>;
+  files: string[];
+}
+
+/** The reference's handleHook up to the start: argv, environment and files from the request. */
+export function assembleCommand(hook: Hook, req: HookRequest, cwd: string | undefined, log: Log, fields: LogFields): Assembled {
+  const rid = req.id;
+  const argv = [hook["execute-command"]];
+  for (const arg of hook["pass-arguments-to-command"] ?? []) {
+    argv.push(readArgument(arg, req, "error extracting command arguments", log, fields) ?? "");
+  }
+
+  const env: Record<string, string> = {};
+  for (const arg of hook["pass-environment-to-command"] ?? []) {
+    const value = readArgument(arg, req, "error extracting command arguments for environment", log, fields);
+    if (value !== undefined) env[arg.envname ? arg.envname : `HOOK_${arg.name ?? ""}`] = value;
+  }
+
+  const files: string[] = [];
+  for (const arg of hook["pass-file-to-command"] ?? []) {
+    const value = readArgument(arg, req, "error extracting command arguments for file", log, fields);
+    if (value === undefined) continue;
+    let envName = arg.envname;
+    if (!envName) {
+      envName = `HOOK_${(arg.name ?? "").toUpperCase()}`;
+      log.print(`no ENVVAR name specified, falling back to [${envName}]`, fields);
+    }
+    let data = encodeBytes(value);
+    if (arg.base64decode) {
+      const decoded = goBase64Decode(data);
+      if (decoded.error !== undefined) log.print(`error decoding string [${decoded.error}]`, fields);
+      data = decoded.data;
+    }
+    const file = createTempFile(cwd ?? tmpdir(), envName, data);
+    if (typeof file !== "string") {
+      log.print(`[${rid}] error creating temp file [${file.message}]`, fields);
+      continue;
+    }
+    log.print(`[${rid}] writing env ${envName} file ${file}`, fields);
+    files.push(file);
+    env[envName] = file;
+  }
+  return { argv, env, files };
+}
+
+/** Removes the files assembleCommand made, once the command has run. */
+export function removeTempFiles(files: string[], rid: string, log: Log, fields: LogFields): void {
+  for (const f of files) {
+    log.print(`[${rid}] removing file ${f}`, fields);
+    try {
+      unlinkSync(f);
+    } catch (e) {
+      log.print(`[${rid}] error removing file ${f} [${(e as Error).message}]`, fields);
+    }
+  }
+}
+
+/** Go's ioutil.TempFile(dir, pattern): a new file named pattern + random digits, mode 0600. */
+function createTempFile(dir: string, pattern: string, data: Buffer): string | Error {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const name = join(dir, pattern + String(Math.floor(Math.random() * 1e9)).padStart(9, "0"));
+    let fd: number;
+    try {
+      fd = openSync(name, "wx", 0o600);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "EEXIST") continue;
+      return e as Error;
+    }
+    try {
+      writeSync(fd, data);
+      return name;
+    } catch (e) {
+      unlinkSync(name);
+      return e as Error;
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return new Error(`could not create a temp file in ${dir}`);
 }
