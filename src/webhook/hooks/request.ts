@@ -3,32 +3,16 @@
 // multipart), with the reference's content-type dispatch and log lines.
 import { createRequire } from "node:module";
 import type * as FastXmlParser from "fast-xml-parser";
-import { canonicalHeaderKey } from "./values.js";
-import { decodeBytes, decodeLatin1 } from "./bytes.js";
-import { isObject, parseJsonBytes } from "./json.js";
+import { canonicalHeaderKey } from "../go/header.js";
+import { decodeBytes, decodeLatin1 } from "../go/bytes.js";
+import { goQuote, isObject, parseJsonBytes } from "../go/json.js";
+import { queryUnescape } from "../go/path.js";
 import { readMultipartForm, trimChars } from "./multipart.js";
 
 // The XML parser is loaded on first use: most servers never see XML, and loading it up front
 // costs start-up time and memory.
 const require = createRequire(import.meta.url);
 let xml: { parser: FastXmlParser.XMLParser; validator: typeof FastXmlParser.XMLValidator } | undefined;
-
-/** Go's url.QueryUnescape over a string of bytes (one char per byte); undefined for a malformed escape. */
-function queryUnescape(s: string): string | undefined {
-  if (!s.includes("%") && !s.includes("+")) return decodeLatin1(s);
-  const bytes: number[] = [];
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c === 0x2b) bytes.push(0x20);
-    else if (c === 0x25) {
-      const hex = s.slice(i + 1, i + 3);
-      if (!/^[0-9a-fA-F]{2}$/.test(hex)) return undefined;
-      bytes.push(parseInt(hex, 16));
-      i += 2;
-    } else bytes.push(c & 0xff);
-  }
-  return decodeBytes(Buffer.from(bytes));
-}
 
 export interface ParsedQuery {
   values: Record<string, string>;
@@ -260,9 +244,4 @@ export function parseMultipart(requestContentType: string, body: Buffer, maxMemo
     }
   }
   return { payload: Object.keys(payload).length ? payload : undefined, logs };
-}
-
-/** Go's %q for the names in log lines. */
-function goQuote(s: string): string {
-  return JSON.stringify(s);
 }

@@ -2,7 +2,7 @@
 // port of Go's regexp package. Matching is unanchored, as Go's regexp.MatchString. Compiled once
 // per pattern; a pattern Go refuses throws Go's "error parsing regexp: …" message.
 import { RE2JS } from "re2js";
-import { encodeBytes, hasRawBytes } from "./bytes.js";
+import { encodeBytes, hasRawBytes } from "../go/bytes.js";
 
 const cache = new Map<string, RE2JS>();
 

@@ -12,7 +12,8 @@ import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { getSystemErrorMap } from "node:util";
-import { encodeBytes } from "./bytes.js";
+import { encodeBytes } from "../go/bytes.js";
+import { errnoText } from "../go/errno.js";
 
 export interface SpawnSpec {
   /** Absolute path of the executable. */
@@ -49,13 +50,39 @@ export interface RunningCommand {
 /** Receives the command's combined output, chunk by chunk, as it is produced. */
 export type OutputSink = (chunk: Buffer) => void;
 
-const helperFile = fileURLToPath(new URL("../../native/spawn-helper", import.meta.url));
+const helperFile = fileURLToPath(new URL("../../../native/spawn-helper", import.meta.url));
 
-export function startCommand(spec: SpawnSpec, onOutput?: OutputSink): RunningCommand {
-  const invalid = [spec.path, spec.cwd ?? "", ...spec.argv, ...Object.entries(spec.env).flat()].some((s) => s.includes("\0"));
-  if (invalid) return failed(`fork/exec ${spec.path}: invalid argument`);
-  const helpers = pool();
-  return helpers ? helpers.start(spec, onOutput) : startWithChildProcess(spec, onOutput);
+/** Starts commands: through the spawn helpers while they work, else through child_process. */
+export class Spawner {
+  /** undefined until the first command; null when the helper is not built, off, or keeps dying. */
+  private helperPool: HelperPool | null | undefined;
+  /** The server's environment as "NAME=value" strings, built once: most commands add nothing to it. */
+  private baseEnv: string[] | undefined;
+
+  start(spec: SpawnSpec, onOutput?: OutputSink): RunningCommand {
+    const invalid = [spec.path, spec.cwd ?? "", ...spec.argv, ...Object.entries(spec.env).flat()].some((s) => s.includes("\0"));
+    if (invalid) return failed(`fork/exec ${spec.path}: invalid argument`);
+    const helpers = this.pool();
+    return helpers ? helpers.start(spec, onOutput) : startWithChildProcess(spec, onOutput);
+  }
+
+  private pool(): HelperPool | null {
+    if (this.helperPool === undefined) {
+      const off = process.env["WEBHOOK_SPAWN_HELPER"] === "off";
+      this.helperPool = !off && existsSync(helperFile) ? new HelperPool((extra) => this.envList(extra)) : null;
+    }
+    if (this.helperPool && !this.helperPool.usable) this.helperPool = null;
+    return this.helperPool;
+  }
+
+  private envList(extra: Record<string, string>): string[] {
+    this.baseEnv ??= Object.entries(process.env).map(([k, v]) => `${k}=${v ?? ""}`);
+    const names = Object.keys(extra);
+    if (names.length === 0) return this.baseEnv;
+    // A variable the hook sets replaces the server's, as Go's exec does with duplicates.
+    const own = new Set(names);
+    return this.baseEnv.filter((kv) => !own.has(kv.slice(0, kv.indexOf("=")))).concat(names.map((k) => `${k}=${extra[k]}`));
+  }
 }
 
 function failed(startError: string): RunningCommand {
@@ -63,30 +90,13 @@ function failed(startError: string): RunningCommand {
   return { pid: undefined, kill: nothing, pause: nothing, resume: nothing, done: Promise.resolve({ exitCode: null, signal: null, startError }) };
 }
 
-// Go's texts for the errors a start can fail with (libuv's table lacks some, e.g. ENOEXEC).
-const errnoText: Record<string, string> = {
-  ENOENT: "no such file or directory",
-  ENOEXEC: "exec format error",
-  EACCES: "permission denied",
-  EPERM: "operation not permitted",
-  ENOTDIR: "not a directory",
-  EISDIR: "is a directory",
-  E2BIG: "argument list too long",
-  ETXTBSY: "text file busy",
-  ELOOP: "too many levels of symbolic links",
-  ENAMETOOLONG: "file name too long",
-  ENOMEM: "cannot allocate memory",
-  EAGAIN: "resource temporarily unavailable",
-  EMFILE: "too many open files",
-  EINVAL: "invalid argument",
-};
 const errnoName = new Map<number, string>(Object.entries(constants.errno).map(([name, n]) => [n, name]));
 
 /** Go's text for a failed start: the cwd when it is missing, else the errno's message. */
 function startErrorText(spec: SpawnSpec, errno: number): string {
   const code = errnoName.get(errno) ?? "";
   if (code === "ENOENT" && spec.cwd && !existsSync(spec.cwd)) return `chdir ${spec.cwd}: no such file or directory`;
-  const message = errnoText[code] ?? getSystemErrorMap().get(-errno)?.[1] ?? `errno ${errno}`;
+  const message = errnoText(code) ?? getSystemErrorMap().get(-errno)?.[1] ?? `errno ${errno}`;
   return `fork/exec ${spec.path}: ${message}`;
 }
 
@@ -113,17 +123,7 @@ const signalNames = new Map<number, NodeJS.Signals>(
   Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]),
 );
 
-// The server's environment as "NAME=value" strings, built once: most commands add nothing to it.
-let baseEnv: string[] | undefined;
-
-function envList(extra: Record<string, string>): string[] {
-  baseEnv ??= Object.entries(process.env).map(([k, v]) => `${k}=${v ?? ""}`);
-  const names = Object.keys(extra);
-  if (names.length === 0) return baseEnv;
-  // A variable the hook sets replaces the server's, as Go's exec does with duplicates.
-  const own = new Set(names);
-  return baseEnv.filter((kv) => !own.has(kv.slice(0, kv.indexOf("=")))).concat(names.map((k) => `${k}=${extra[k]}`));
-}
+type EnvList = (extra: Record<string, string>) => string[];
 
 // ---- the spawn helper ----------------------------------------------------------------------
 
@@ -146,7 +146,7 @@ class Helper {
   /** Commands this helper saw through to the end (0 at its death: it is probably broken). */
   finished = 0;
 
-  constructor() {
+  constructor(private readonly envList: EnvList) {
     this.child = spawn(helperFile, [], { stdio: ["pipe", "pipe", "inherit"] });
     this.child.stdout!.on("data", (d: Buffer) => this.receive(d));
     this.child.stdin!.on("error", () => undefined);
@@ -160,7 +160,7 @@ class Helper {
 
   start(spec: SpawnSpec, onOutput: OutputSink | undefined): RunningCommand {
     const id = this.nextId++;
-    const env = envList(spec.env);
+    const env = this.envList(spec.env);
     // Values carry request bytes that are not UTF-8 as escapes (bytes.ts): they go out as those bytes.
     const strings = encodeBytes([spec.cwd ?? "", spec.path, ...spec.argv, ...env].join("\0") + "\0");
     const frame = Buffer.allocUnsafe(FRAME_HEAD + 8 + strings.length);
@@ -255,6 +255,8 @@ class HelperPool {
   private readonly helpers: Helper[] = [];
   private failures = 0;
 
+  constructor(private readonly envList: EnvList) {}
+
   /** False once helpers keep dying before they finish anything: then child_process takes over. */
   get usable(): boolean {
     return this.failures < GIVE_UP_AFTER;
@@ -269,24 +271,13 @@ class HelperPool {
         process.stderr.write("webhook: the spawn helper keeps exiting; commands now start through child_process.spawn\n");
         return startWithChildProcess(spec, onOutput);
       }
-      this.helpers[i] = new Helper();
+      this.helpers[i] = new Helper(this.envList);
     }
-    if (this.helpers.length < HELPERS) this.helpers.push(new Helper());
+    if (this.helpers.length < HELPERS) this.helpers.push(new Helper(this.envList));
     let best = this.helpers[0]!;
     for (const h of this.helpers) if (h.jobs.size < best.jobs.size) best = h;
     return best.start(spec, onOutput);
   }
-}
-
-let helperPool: HelperPool | null | undefined;
-
-function pool(): HelperPool | null {
-  if (helperPool === undefined) {
-    const off = process.env["WEBHOOK_SPAWN_HELPER"] === "off";
-    helperPool = !off && existsSync(helperFile) ? new HelperPool() : null;
-  }
-  if (helperPool && !helperPool.usable) helperPool = null;
-  return helperPool;
 }
 
 // ---- child_process.spawn fallback ------------------------------------------------------------

@@ -3,12 +3,12 @@
 // is its interface and the functions webhook adds: getenv, cat and credential.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { BUILTINS, type TemplateFunction } from "./template/builtins.js";
-import { Executor } from "./template/exec.js";
-import { Parser } from "./template/parse.js";
-import { toGoValue } from "./template/value.js";
+import { BUILTINS, type TemplateFunction } from "./builtins.js";
+import { Executor } from "./exec.js";
+import { Parser } from "./parse.js";
+import { toGoValue } from "./value.js";
 
-import { TemplateError } from "./template/error.js";
+import { TemplateError } from "./error.js";
 
 export { TemplateError };
 

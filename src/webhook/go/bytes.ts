@@ -104,3 +104,12 @@ function sequenceLength(b: Buffer, i: number): number {
   }
   return 0;
 }
+
+/** humanize.IBytes as the reference's request log uses it: "15 B", "1.5 KiB". */
+export function iBytes(n: number): string {
+  if (n < 10) return `${n} B`;
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  const e = Math.min(Math.floor(Math.log(n) / Math.log(1024)), units.length - 1);
+  const val = Math.floor((n / 1024 ** e) * 10 + 0.5) / 10;
+  return `${val < 10 ? val.toFixed(1) : val.toFixed(0)} ${units[e]}`;
+}

@@ -2,24 +2,25 @@
 // Start-up order, messages and exit codes follow the reference's webhook.go; a hooks file that
 // cannot be loaded stops the start unless -nopanic. SIGUSR1/SIGHUP reload the hooks; SIGTERM and
 // SIGINT shut down gracefully (running commands get -shutdown-timeout to finish).
-import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
-import { dirname } from "node:path";
+import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import type { Server } from "node:net";
 import type { TlsOptions } from "node:tls";
-import { ActivationError, describeListener, listenOnFd, takeSystemdSocket } from "./activation.js";
-import { secretsOf } from "./config.js";
-import { dropQueued } from "./concurrency.js";
+import { ActivationError, describeListener, listenError, listenOn, listenOnFd, takeSystemdSocket, unbracket } from "../http/listen.js";
+import { errorText } from "../go/errno.js";
+import { secretsOf } from "../hooks/config.js";
+import { Runner } from "../run/runner.js";
 import { FlagError, parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
-import { HookServer } from "./handler.js";
-import { Log, prefix } from "./log.js";
+import { HookServer } from "../server/hook-server.js";
+import { Log, prefix } from "../server/log.js";
 import { createPidFile, PidFileError, removePidFile } from "./pidfile.js";
 import { dropPrivileges } from "./privileges.js";
-import { DuplicateHookError, HookRegistry } from "./reload.js";
-import { HookTransport, listenOn } from "./server.js";
+import { DuplicateHookError, HookRegistry } from "../hooks/registry.js";
+import { HttpTransport } from "../http/transport.js";
+import { shutdown } from "../server/shutdown.js";
 import { listCipherSuites, minVersion, TlsConfigError, tlsOptions } from "./tls.js";
 
 function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
+  const pkg = JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version: string };
   return pkg.version;
 }
 
@@ -52,37 +53,6 @@ function parseArgs(): Options {
 function fatal(message: string): never {
   process.stderr.write(prefix().replace("[webhook] ", "") + message + "\n");
   process.exit(1);
-}
-
-/** System errors as Go's syscall.Errno prints them. */
-const ERRNO_TEXT: Record<string, string> = {
-  EADDRINUSE: "address already in use",
-  EACCES: "permission denied",
-  ENOENT: "no such file or directory",
-  EADDRNOTAVAIL: "cannot assign requested address",
-  EISDIR: "is a directory",
-  EROFS: "read-only file system",
-  EPERM: "operation not permitted",
-};
-
-function errnoText(err: NodeJS.ErrnoException): string {
-  return (err.code && ERRNO_TEXT[err.code]) || err.message;
-}
-
-/** The reference's message for a failed listen: "error listening on port: listen tcp 1.2.3.4:80: bind: …". */
-function listenError(opts: Options, err: NodeJS.ErrnoException): string {
-  if (err.code === "ERR_SOCKET_BAD_PORT") return `error listening on port: listen tcp: address ${opts.port}: invalid port`;
-  // Node reports a Unix socket in a missing folder as EACCES; the real reason is the folder.
-  const code = opts.socket !== "" && !existsSync(dirname(opts.socket)) ? "ENOENT" : err.code;
-  const known = code ? ERRNO_TEXT[code] : undefined;
-  const reason = known ? `bind: ${known}` : err.message;
-  const where = opts.socket !== "" ? `unix ${opts.socket}` : `tcp ${opts.ip}:${opts.port}`;
-  return `error listening on port: listen ${where}: ${reason}`;
-}
-
-/** -ip as Go's net.Listen takes it: an IPv6 address in brackets ("[::1]"); ours takes it bare too. */
-function unbracket(ip: string): string {
-  return /^\[.*\]$/.test(ip) ? ip.slice(1, -1) : ip;
 }
 
 /** -logfile: lines are appended to the file, written before the call returns. */
@@ -155,6 +125,7 @@ async function main(): Promise<void> {
   // the log file as the new user; problems met so far are logged once the log exists.
   const problems: string[] = [];
   const log = new Log(opts.verbose, (s) => void process.stderr.write(s), opts.logFormat);
+  const runner = new Runner();
   const app = new HookServer(
     new Map(),
     {
@@ -173,8 +144,9 @@ async function main(): Promise<void> {
       metrics: opts.metrics,
     },
     log,
+    runner,
   );
-  const transport = new HookTransport(app, {
+  const transport = new HttpTransport(app, {
     maxBody: opts.maxBody,
     bodyTimeoutMs: opts.bodyTimeoutMs || Infinity,
     ...(opts.maxRequestMemory > 0 ? { maxRequestMemory: opts.maxRequestMemory } : {}),
@@ -205,7 +177,7 @@ async function main(): Promise<void> {
         // on a normal shutdown).
         if (opts.socket !== "") process.once("exit", () => rmSync(opts.socket, { force: true }));
       } catch (e) {
-        problems.push(listenError(opts, e as NodeJS.ErrnoException));
+        problems.push(listenError(opts.socket !== "" ? { socket: opts.socket } : { ip: opts.ip, port: opts.port }, e as NodeJS.ErrnoException));
       }
     }
   } catch (e) {
@@ -216,14 +188,14 @@ async function main(): Promise<void> {
     try {
       dropPrivileges(opts.setuid, opts.setgid);
     } catch (e) {
-      problems.push(`error dropping privileges: ${errnoText(e as NodeJS.ErrnoException)}`);
+      problems.push(`error dropping privileges: ${errorText(e as NodeJS.ErrnoException)}`);
     }
   }
   if (opts.logfile !== "") {
     try {
       log.redirect(openLogFile(opts.logfile));
     } catch (e) {
-      problems.push(`error opening log file ${JSON.stringify(opts.logfile)}: open ${opts.logfile}: ${errnoText(e as NodeJS.ErrnoException)}`);
+      problems.push(`error opening log file ${JSON.stringify(opts.logfile)}: open ${opts.logfile}: ${errorText(e as NodeJS.ErrnoException)}`);
     }
   }
   if (problems.length > 0) {
@@ -247,7 +219,7 @@ async function main(): Promise<void> {
     log.setSecrets(secretsOf([...hooks.values()]));
     app.setHooks(hooks);
   });
-  setupSignals(registry, transport, opts, log);
+  setupSignals(registry, () => shutdown(app, transport, runner, opts.shutdownTimeoutMs, log), log);
   loadHooks(registry, opts, log);
   if (opts.hotreload) registry.watch();
 
@@ -256,7 +228,7 @@ async function main(): Promise<void> {
   log.print(`serving hooks on ${scheme}://${address}${base}/{id}`);
 }
 
-function setupSignals(registry: HookRegistry, transport: HookTransport, opts: Options, log: Log): void {
+function setupSignals(registry: HookRegistry, stop: () => Promise<void>, log: Log): void {
   log.print("setting up os signal watcher");
   for (const [signal, name] of [
     ["SIGUSR1", "USR1"],
@@ -277,25 +249,10 @@ function setupSignals(registry: HookRegistry, transport: HookTransport, opts: Op
       stopping = true;
       log.print(`caught ${name} signal; exiting`);
       registry.close();
-      void shutdown(transport, opts, log);
+      void stop().then(() => process.exit(0));
     });
   }
   log.print("os signal watcher ready");
-}
-
-/** Stop accepting, let running commands finish within -shutdown-timeout, then kill what is left. */
-async function shutdown(transport: HookTransport, opts: Options, log: Log): Promise<void> {
-  const dropped = dropQueued();
-  if (dropped > 0) log.print(`dropped ${dropped} command(s) still waiting for their turn (max-concurrency)`);
-  const running = transport.runningCommands();
-  if (running.length > 0) {
-    const secs = opts.shutdownTimeoutMs / 1000;
-    log.print(`waiting up to ${secs}s for ${running.length} running command(s) to finish: ${running.map((r) => `${r.hook} [${r.rid}]`).join(", ")}`);
-  }
-  const report = await transport.close(opts.shutdownTimeoutMs);
-  if (report.killed > 0) log.print(`killed ${report.killed} command(s) still running after -shutdown-timeout`);
-  log.print("shut down");
-  process.exit(0);
 }
 
 void main();

@@ -1,7 +1,6 @@
 // The server's counters for -metrics, rendered in Prometheus' text exposition format 0.0.4.
 // Counting is a Map lookup and an increment on the request path; the text is built only when
-// /metrics is read. One module-level instance holds all of it (the server is one per process).
-import { runningCommands } from "./execute.js";
+// /metrics is read. The command runner owns the one instance.
 
 export const CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -18,11 +17,14 @@ interface Histogram {
   count: number;
 }
 
-class Metrics {
+export class Metrics {
   private readonly requests = new Map<string, Map<number, number>>();
   private readonly executions = new Map<string, Map<Outcome, number>>();
   private readonly durations = new Map<string, Histogram>();
   private readonly queues = new Map<string, number>();
+
+  /** `runningHooks` lists the hook id of every command running now. */
+  constructor(private readonly runningHooks: () => Iterable<string>) {}
 
   /** An answered request to a hook URL; an unknown hook id counts under hook "" (ids a client makes up must not grow the output). */
   request(hook: string, status: number): void {
@@ -80,7 +82,7 @@ class Metrics {
     out.push("# HELP webhook_running_commands Commands running now, by hook id.");
     out.push("# TYPE webhook_running_commands gauge");
     const running = new Map<string, number>();
-    for (const e of runningCommands()) running.set(e.hook, (running.get(e.hook) ?? 0) + 1);
+    for (const hook of this.runningHooks()) running.set(hook, (running.get(hook) ?? 0) + 1);
     for (const [hook, n] of running) out.push(`webhook_running_commands{hook="${label(hook)}"} ${n}`);
     out.push("# HELP webhook_queue_depth Requests waiting for a command slot (max-concurrency), by hook id.");
     out.push("# TYPE webhook_queue_depth gauge");
@@ -92,11 +94,4 @@ class Metrics {
 /** A label value escaped as the format asks: backslash, double quote and newline. */
 function label(v: string): string {
   return /[\\"\n]/.test(v) ? v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n") : v;
-}
-
-export const metrics = new Metrics();
-
-/** For the concurrency limiter: the number of requests of `hook` waiting in its queue now. */
-export function queueDepth(hook: string, n: number): void {
-  metrics.queueDepth(hook, n);
 }

@@ -220,3 +220,8 @@ export function valueToString(v: unknown): string {
   if (typeof v === "boolean" || typeof v === "number") return String(v);
   return marshalJson(v);
 }
+
+/** Go's %q as the reference's log lines use it (JSON quoting). */
+export function goQuote(s: string): string {
+  return JSON.stringify(s);
+}

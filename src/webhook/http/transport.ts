@@ -1,8 +1,8 @@
-// The HTTP/1.1 transport in front of HookServer, on node:net. A connection handler: any
+// The HTTP/1.1 transport in front of an HttpApp (contract.ts), on node:net. A connection handler: any
 // net.Server or tls.Server (TCP, Unix socket, TLS) feeds it sockets. It parses requests itself
 // (node:http costs ~1.5x the CPU per request), routes each one from its head alone, keeps the
-// body only for a matched hook (up to -max-body), and writes each answer in one write, or
-// chunked when the body is a stream. Nothing here knows about hooks.
+// body only for a request the application accepts (up to -max-body), and writes each answer in one write, or
+// chunked when the body is a stream. Nothing here knows about hooks or commands.
 //
 // Parsing is strict where requests could be smuggled past a proxy: Transfer-Encoding together
 // with Content-Length, differing Content-Lengths, a Transfer-Encoding other than "chunked",
@@ -11,7 +11,7 @@
 // chunked framing needs CRLF.
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer, type TlsOptions } from "node:tls";
-import type { HookResponse, HookServer, Matched, RequestHead, Routed } from "./handler.js";
+import type { Accepted, HttpApp, HttpResponse, RequestHead, Routed } from "./contract.js";
 import { STATUS_TEXT } from "./status.js";
 
 export interface TransportOptions {
@@ -29,27 +29,12 @@ export interface TransportOptions {
   maxHeaderCount?: number;
   /**
    * Bytes of unfinished requests held at once, over all connections: heads still arriving and
-   * hook bodies (until their request is answered, or its command is done with it). A request
+   * the bodies of accepted requests (until answered, or until the application is done with them). A request
    * that would go beyond is answered 503 and its connection closed. Default: 64 MiB, or maxBody if larger.
    */
   maxRequestMemory?: number;
   /** A request body that sends nothing for this long is dropped: 408 and the connection closed. */
   bodyTimeoutMs?: number;
-}
-
-export type ListenAddress = { ip: string; port: number } | { socket: string };
-
-export interface CommandInfo {
-  hook: string;
-  rid: string;
-  pid: number | undefined;
-}
-
-export interface CloseReport {
-  /** The commands running when close() began. */
-  running: CommandInfo[];
-  /** How many commands were still running at the end of the grace period and were killed. */
-  killed: number;
 }
 
 /** Milliseconds from the environment (for tests of the timeouts), else the default. */
@@ -135,11 +120,11 @@ function unfold(lines: string[]): string[] {
   return out;
 }
 
-function isStream(body: HookResponse["body"]): body is AsyncIterable<Buffer> {
+function isStream(body: HttpResponse["body"]): body is AsyncIterable<Buffer> {
   return typeof body !== "string" && !Buffer.isBuffer(body);
 }
 
-// The transport alone frames the message: these headers from a hooks file would desynchronise it.
+// The transport alone frames the message: these headers from the application would desynchronise it.
 const FRAMING = new Set(["content-length", "transfer-encoding", "connection"]);
 
 function encodeHeaders(headers: [string, string][], noBody: boolean): string {
@@ -153,10 +138,10 @@ function encodeHeaders(headers: [string, string][], noBody: boolean): string {
 
 /**
  * The status line and headers, in the request's HTTP version. Like Go, a header with an invalid
- * name is left out and CR/LF in a value become spaces; a 1xx answer the hook asked for goes first,
+ * name is left out and CR/LF in a value become spaces; a 1xx answer the application asked for goes first,
  * with the headers set so far (Go's WriteHeader of a 1xx code), then the final answer.
  */
-function encodeHead(res: HookResponse, framing: string, noBody: boolean, version: string): string {
+function encodeHead(res: HttpResponse, framing: string, noBody: boolean, version: string): string {
   let head = "";
   if (res.informational) {
     const { status, headers } = res.informational;
@@ -168,12 +153,12 @@ function encodeHead(res: HookResponse, framing: string, noBody: boolean, version
 }
 
 /** The answers to the request target "*": Go's server answers OPTIONS itself, the router redirects the rest. */
-function starResponse(method: string): HookResponse {
+function starResponse(method: string): HttpResponse {
   return method === "OPTIONS" ? { status: 200, headers: [], body: "" } : { status: 301, headers: [["Location", "/%2A"]], body: "" };
 }
 
 /** A plain-text answer for a request the transport refuses itself. */
-function plain(status: number, detail = ""): HookResponse {
+function plain(status: number, detail = ""): HttpResponse {
   return {
     status,
     headers: [["Content-Type", "text/plain; charset=utf-8"]],
@@ -209,7 +194,7 @@ class Connection {
   private state = State.Head;
   private need = 0;
   private chunks: Buffer[] = [];
-  /** A Content-Length body of a hook, filled as it arrives (one copy, no concatenation at the end). */
+  /** A Content-Length body of an accepted request, filled as it arrives (one copy, no concatenation at the end). */
   private whole: Buffer | undefined;
   private bodyLen = 0;
   /** Bytes of the body counted against the transport's request memory. */
@@ -237,7 +222,7 @@ class Connection {
 
   constructor(
     readonly socket: Socket,
-    private readonly t: HookTransport,
+    private readonly t: HttpTransport,
   ) {
     this.remote = remoteAddr(socket);
     socket.setNoDelay(true);
@@ -396,7 +381,7 @@ class Connection {
             else {
               this.need = size;
               this.state = State.ChunkData;
-              if (!this.answered && this.bodyLen + size > this.t.maxBody && this.routed?.kind === "hook") this.tooLarge();
+              if (!this.answered && this.bodyLen + size > this.t.maxBody && this.routed?.kind === "accepted") this.tooLarge();
             }
           }
         }
@@ -503,12 +488,12 @@ class Connection {
     } else if (length > 0) {
       this.state = State.Body;
       this.need = length;
-      if (this.routed.kind === "hook" && length > this.t.maxBody) {
+      if (this.routed.kind === "accepted" && length > this.t.maxBody) {
         this.tooLarge();
         return undefined;
       }
       // The whole declared length is counted at once: a flood is refused before its bodies are read.
-      if (this.routed.kind === "hook") {
+      if (this.routed.kind === "accepted") {
         if (!this.t.reserve(length)) {
           this.overBudget();
           return undefined;
@@ -524,10 +509,10 @@ class Connection {
     return undefined;
   }
 
-  /** Keeps body bytes for a matched hook (within the request memory); drops them otherwise (bounded). */
+  /** Keeps body bytes for an accepted request (within the request memory); drops them otherwise (bounded). */
   private keep(bytes: Buffer): void {
     this.bodyLen += bytes.length;
-    if (this.routed?.kind === "hook" && !this.answered) {
+    if (this.routed?.kind === "accepted" && !this.answered) {
       // A chunked body is counted as it arrives (a Content-Length one was counted whole).
       if (this.whole) bytes.copy(this.whole, this.bodyLen - bytes.length);
       else if (this.t.reserve(bytes.length)) {
@@ -559,7 +544,7 @@ class Connection {
     this.answered = true;
     this.keepAlive = false;
     this.releaseBody();
-    const response = this.t.app.tooLarge(this.routed as Matched, this.t.maxBody);
+    const response = this.t.app.tooLarge(this.routed as Accepted, this.t.maxBody);
     this.socket.write(this.encode(response));
   }
 
@@ -598,7 +583,7 @@ class Connection {
     const body = this.whole ?? (this.chunks.length === 1 ? this.chunks[0]! : this.chunks.length === 0 ? EMPTY : Buffer.concat(this.chunks));
     this.chunks = [];
     this.whole = undefined;
-    let response: HookResponse | Promise<HookResponse>;
+    let response: HttpResponse | Promise<HttpResponse>;
     try {
       response = this.t.app.handle(routed, body);
     } catch (e) {
@@ -617,7 +602,7 @@ class Connection {
   }
 
   /** Writes an answer that was produced asynchronously, then reads on. */
-  private answer(r: HookResponse): void {
+  private answer(r: HttpResponse): void {
     // The body counts against the request memory until its request is answered (or its command is done with it).
     this.releaseBody(r.bodyInUse);
     this.busy = false;
@@ -644,7 +629,7 @@ class Connection {
   }
 
   /** One buffer holding the head and (unless HEAD) the body. */
-  private encode(res: HookResponse): Buffer {
+  private encode(res: HttpResponse): Buffer {
     const body = res.body as string | Buffer;
     const noBody = this.noBody(res.status);
     const size = noBody ? 0 : typeof body === "string" ? Buffer.byteLength(body) : body.length;
@@ -659,9 +644,9 @@ class Connection {
     return out;
   }
 
-  private write(res: HookResponse): void {
+  private write(res: HttpResponse): void {
     if (this.closed) return;
-    // The hook logic asks for the connection to close with "Connection: close" (after a bad request).
+    // The application asks for the connection to close with "Connection: close" (after a bad request).
     for (const [name, value] of res.headers) if (name === "Connection" && value === "close") this.keepAlive = false;
     if (isStream(res.body)) {
       void this.stream(res, res.body);
@@ -674,7 +659,7 @@ class Connection {
   }
 
   /** Sends a streamed body as it is produced: chunked, or raw until close for HTTP/1.0. */
-  private async stream(res: HookResponse, body: AsyncIterable<Buffer>): Promise<void> {
+  private async stream(res: HttpResponse, body: AsyncIterable<Buffer>): Promise<void> {
     this.busy = true;
     const chunked = !this.http10;
     if (!chunked) this.keepAlive = false;
@@ -738,7 +723,7 @@ class Connection {
 }
 
 /** The HTTP/1.1 transport: feed it connections, close it gracefully. */
-export class HookTransport {
+export class HttpTransport {
   readonly maxBody: number;
   readonly maxHeaderBytes: number;
   readonly maxHeaderCount: number;
@@ -752,10 +737,13 @@ export class HookTransport {
   private readonly connections = new Set<Connection>();
   private readonly servers = new Set<Server>();
   private sweeper: NodeJS.Timeout | undefined;
+  /** The listening servers' closing, once stopAccepting has begun it. */
+  private readonly stopped: Promise<void>[] = [];
+  private idleWaiters: (() => void)[] = [];
   accepting = true;
 
   constructor(
-    readonly app: HookServer,
+    readonly app: HttpApp,
     opts: TransportOptions,
   ) {
     this.maxBody = opts.maxBody;
@@ -803,10 +791,7 @@ export class HookTransport {
 
   forget(c: Connection): void {
     this.connections.delete(c);
-  }
-
-  runningCommands(): CommandInfo[] {
-    return this.app.runningCommands().map(({ hook, rid, pid }) => ({ hook, rid, pid }));
+    if (this.connections.size === 0) for (const wake of this.idleWaiters.splice(0)) wake();
   }
 
   /** Timeouts, checked once a second rather than with a timer per request. */
@@ -828,60 +813,24 @@ export class HookTransport {
     if (this.connections.size === 0 && !this.accepting) clearInterval(this.sweeper);
   }
 
-  /**
-   * Graceful shutdown: stops accepting, closes idle connections, lets requests in flight finish.
-   * After `graceMs` the commands still running get SIGTERM, 5 s later SIGKILL, and whatever
-   * connections remain are closed.
-   */
-  async close(graceMs: number): Promise<CloseReport> {
+  /** Stops accepting: the listening servers close, idle connections end, busy ones after their answer. */
+  stopAccepting(): void {
     this.accepting = false;
-    this.app.accepting = false;
-    const running = this.runningCommands();
-    const stopped = [...this.servers].map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
+    for (const s of this.servers) this.stopped.push(new Promise<void>((resolve) => s.close(() => resolve())));
     for (const c of this.connections) c.shutdown();
-    const wait = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-    const deadline = Date.now() + graceMs;
-    // Requests finish when their commands do; fire-and-forget commands have no connection to wait on.
-    while (Date.now() < deadline && (this.app.runningCommands().length > 0 || this.connections.size > 0)) {
-      await wait(Math.min(50, Math.max(1, deadline - Date.now())));
-    }
-    let killed = 0;
-    const left = this.app.runningCommands();
-    if (left.length > 0) {
-      killed = left.length;
-      for (const c of left) c.kill("SIGTERM");
-      const killBy = Date.now() + 5000;
-      while (Date.now() < killBy && this.app.runningCommands().length > 0) await wait(50);
-      for (const c of this.app.runningCommands()) c.kill("SIGKILL");
-      // Let the answers of the killed commands go out.
-      const answersBy = Date.now() + 1000;
-      while (Date.now() < answersBy && this.connections.size > 0) await wait(20);
-    }
-    for (const c of this.connections) c.socket.destroy();
-    await Promise.all(stopped);
-    clearInterval(this.sweeper);
-    return { running, killed };
   }
-}
 
-/** Listens as Go does for the address: 0.0.0.0 (or "") also accepts IPv6 when the host has it. */
-export function listenOn(server: Server, address: ListenAddress): Promise<void> {
-  const attempt = (opts: { host: string; port: number; ipv6Only?: boolean } | { path: string }): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const onError = (e: Error): void => reject(e);
-      server.once("error", onError);
-      server.listen(opts, () => {
-        server.off("error", onError);
-        resolve();
-      });
-    });
-  if ("socket" in address) return attempt({ path: address.socket });
-  const { ip, port } = address;
-  if (ip === "0.0.0.0" || ip === "") {
-    return attempt({ host: "::", port, ipv6Only: false }).catch((e: NodeJS.ErrnoException) => {
-      if (e.code === "EADDRINUSE" || e.code === "EACCES") throw e;
-      return attempt({ host: "0.0.0.0", port });
-    });
+  /** Resolves once no connection is left (at once when none is). */
+  idle(): Promise<void> {
+    if (this.connections.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
-  return attempt({ host: ip, port });
+
+  /** Ends the connections still open and resolves once the listening servers are closed. */
+  async close(): Promise<void> {
+    if (this.accepting) this.stopAccepting();
+    for (const c of this.connections) c.socket.destroy();
+    await Promise.all(this.stopped);
+    clearInterval(this.sweeper);
+  }
 }

@@ -3,7 +3,8 @@
 // makes a match false, a signature error may be "soft" inside an `or`, anything else is a 500.
 import { createHmac, hash, timingSafeEqual } from "node:crypto";
 import type { HookRequest, MatchRule, Rule } from "./hook.js";
-import { getArgument, ParameterNodeError, canonicalHeaderKey } from "./values.js";
+import { getArgument, ParameterNodeError } from "./values.js";
+import { canonicalHeaderKey } from "../go/header.js";
 import { matchGoRegex } from "./regex.js";
 
 export class SignatureError extends Error {}

@@ -6,10 +6,10 @@
 // only the first YAML document counts. What Go refuses (an object where a string belongs, a string
 // where a boolean belongs…) is refused with the file, hook and field named.
 import { readFileSync } from "node:fs";
-import type { Argument, Hook, Rule } from "./hook.js";
-import { parseGoDuration } from "./flags.js";
-import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "./goyaml.js";
-import { renderTemplate, TemplateError } from "./template.js";
+import type { Argument, Hook, MatchRule, Rule } from "./hook.js";
+import { parseGoDuration } from "../go/duration.js";
+import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "../go/yaml.js";
+import { renderTemplate, TemplateError } from "../template/template.js";
 
 export class ConfigError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -31,52 +31,49 @@ const INT: GoType = { kind: "int" };
 const COUNT: GoType = { kind: "count" };
 const slice = (elem: GoType): GoType => ({ kind: "slice", elem });
 
-const ARGUMENT: GoType = {
-  kind: "struct",
-  fields: {
-    source: STRING,
-    name: STRING,
-    envname: STRING,
-    base64decode: BOOL,
-    "headers-to-add-to-signature-payload": slice(STRING),
-  },
+/** A validator for every field of T: a field added to the type cannot lack one. */
+type FieldsOf<T> = { [K in keyof Required<T>]: GoType };
+
+const ARGUMENT_FIELDS: FieldsOf<Argument> = {
+  source: STRING,
+  name: STRING,
+  envname: STRING,
+  base64decode: BOOL,
+  "headers-to-add-to-signature-payload": slice(STRING),
 };
+const ARGUMENT: GoType = { kind: "struct", fields: ARGUMENT_FIELDS };
+const MATCH_FIELDS: FieldsOf<MatchRule> = { type: STRING, regex: STRING, secret: STRING, value: STRING, parameter: ARGUMENT, "ip-range": STRING, redact: BOOL };
 const RULE: GoType = { kind: "struct", fields: {} };
 Object.assign((RULE as { fields: Record<string, GoType> }).fields, {
   and: slice(RULE),
   or: slice(RULE),
   not: RULE,
-  match: {
-    kind: "struct",
-    fields: { type: STRING, regex: STRING, secret: STRING, value: STRING, parameter: ARGUMENT, "ip-range": STRING, redact: BOOL },
-  },
-});
-const HOOK: GoType = {
-  kind: "struct",
-  fields: {
-    id: STRING,
-    "execute-command": STRING,
-    "command-working-directory": STRING,
-    "response-message": STRING,
-    "response-headers": slice({ kind: "struct", fields: { name: STRING, value: STRING } }),
-    "include-command-output-in-response": BOOL,
-    "include-command-output-in-response-on-error": BOOL,
-    "stream-command-output": BOOL,
-    "max-concurrency": COUNT,
-    "max-queue": COUNT,
-    "command-timeout": STRING,
-    "pass-environment-to-command": slice(ARGUMENT),
-    "pass-arguments-to-command": slice(ARGUMENT),
-    "pass-file-to-command": slice(ARGUMENT),
-    "parse-parameters-as-json": slice(ARGUMENT),
-    "trigger-rule": RULE,
-    "trigger-rule-mismatch-http-response-code": INT,
-    "trigger-signature-soft-failures": BOOL,
-    "incoming-payload-content-type": STRING,
-    "success-http-response-code": INT,
-    "http-methods": slice(STRING),
-  },
+  match: { kind: "struct", fields: MATCH_FIELDS },
+} satisfies FieldsOf<Rule>);
+const HOOK_FIELDS: FieldsOf<Hook> = {
+  id: STRING,
+  "execute-command": STRING,
+  "command-working-directory": STRING,
+  "response-message": STRING,
+  "response-headers": slice({ kind: "struct", fields: { name: STRING, value: STRING } }),
+  "include-command-output-in-response": BOOL,
+  "include-command-output-in-response-on-error": BOOL,
+  "stream-command-output": BOOL,
+  "max-concurrency": COUNT,
+  "max-queue": COUNT,
+  "command-timeout": STRING,
+  "pass-environment-to-command": slice(ARGUMENT),
+  "pass-arguments-to-command": slice(ARGUMENT),
+  "pass-file-to-command": slice(ARGUMENT),
+  "parse-parameters-as-json": slice(ARGUMENT),
+  "trigger-rule": RULE,
+  "trigger-rule-mismatch-http-response-code": INT,
+  "trigger-signature-soft-failures": BOOL,
+  "incoming-payload-content-type": STRING,
+  "success-http-response-code": INT,
+  "http-methods": slice(STRING),
 };
+const HOOK: GoType = { kind: "struct", fields: HOOK_FIELDS };
 
 const WANTED: Record<GoType["kind"], string> = {
   string: "a string",

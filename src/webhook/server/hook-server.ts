@@ -3,56 +3,26 @@
 // hook, `handle` with the body. The transport reads the body only between the two, so a 404
 // costs nothing. Status codes, bodies and log lines are the reference's.
 import { randomUUID } from "node:crypto";
-import { openSync, closeSync, unlinkSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { Hook, HookRequest } from "./hook.js";
-import { takeTurn, type Turn } from "./concurrency.js";
-import { commandLookupPath, lookPath, runCommand, runningCommands, KILL_AFTER_MS, type CommandResult, type CommandSpec } from "./execute.js";
-import type { OutputSink, RunningCommand } from "./spawn.js";
-import { goDuration, iBytes, type Log, type LogFields } from "./log.js";
-import { CONTENT_TYPE as METRICS_TYPE, metrics, type Outcome } from "./metrics.js";
-import { DEFAULT_MAX_QUEUE, parseGoDuration } from "./flags.js";
-import { parseJson, isObject } from "./json.js";
-import {
-  parseFormPayload,
-  parseHeaders,
-  parseJsonPayload,
-  parseMultipart,
-  parseQuery,
-  parseXmlPayload,
-  rawHeader,
-  type MultipartResult,
-  type Payload,
-} from "./request.js";
-import { decodeBytes, decodeLatin1, encodeBytes } from "./bytes.js";
-import { goBase64Decode } from "./base64.js";
-import { evaluate } from "./rules.js";
-import { detectContentType } from "./sniff.js";
-import { STATUS_TEXT } from "./status.js";
-import { canonicalHeaderKey, describeArgument, getArgument, replaceParameter, ParameterNodeError } from "./values.js";
-
-/** What the transport knows before reading the body. */
-export interface RequestHead {
-  method: string;
-  /** The request target as sent: path and query. */
-  url: string;
-  /** Node's flat [name, value, name, value, …] list, names as sent. */
-  rawHeaders: string[];
-  /** "ip:port", IPv6 in brackets. */
-  remoteAddr: string;
-}
-
-export interface HookResponse {
-  status: number;
-  headers: [string, string][];
-  /** A message, or a command's output kept byte for byte; an async iterable is streamed (chunked). */
-  body: string | Buffer | AsyncIterable<Buffer>;
-  /** A 1xx answer sent before this one, with the headers set when it was sent. */
-  informational?: { status: number; headers: [string, string][] };
-  /** The request's body is still in use until this settles (a command that runs after the answer). */
-  bodyInUse?: Promise<unknown>;
-}
+import { DEFAULT_MAX_QUEUE } from "../cli/flags.js";
+import { decodeLatin1 } from "../go/bytes.js";
+import { msText, parseGoDuration } from "../go/duration.js";
+import { canonicalHeaderKey } from "../go/header.js";
+import { goQuote, isObject, parseJson } from "../go/json.js";
+import { cleanPath, pathUnescape } from "../go/path.js";
+import type { Hook, HookRequest } from "../hooks/hook.js";
+import { parseMultipart, parseQuery, rawHeader, type MultipartResult } from "../hooks/request.js";
+import { evaluate } from "../hooks/rules.js";
+import { describeArgument, ParameterNodeError, replaceParameter } from "../hooks/values.js";
+import type { Accepted, HttpApp, HttpResponse, RequestHead, Routed } from "../http/contract.js";
+import { STATUS_TEXT } from "../http/status.js";
+import { assembleCommand, commandLookupPath, lookPath, readArgument, removeTempFiles, type CommandSpec } from "../run/command.js";
+import { OutputStream } from "../run/output.js";
+import { KILL_AFTER_MS, type Runner, type Turn } from "../run/runner.js";
+import type { OutputSink, RunningCommand } from "../run/spawn.js";
+import { LazyRequest, type BodyKind } from "./lazy-request.js";
+import { logExchange, type Log, type LogFields } from "./log.js";
+import { CONTENT_TYPE as METRICS_TYPE } from "./metrics.js";
+import { Headers, respond } from "./response.js";
 
 export interface ServerOptions {
   urlprefix: string;
@@ -77,8 +47,7 @@ export interface ServerOptions {
 }
 
 /** A request routed to a hook, waiting for its body. */
-export interface Matched {
-  kind: "hook";
+export interface Matched extends Accepted {
   hook: Hook;
   head: RequestHead;
   rid: string;
@@ -88,7 +57,6 @@ export interface Matched {
   fields: LogFields;
 }
 
-export type Routed = { kind: "response"; response: HookResponse } | Matched;
 
 export const MSG = {
   notFound: "Hook not found.",
@@ -100,205 +68,9 @@ export const MSG = {
   busy: "Too many requests for this hook: it runs as many commands as its max-concurrency allows and its queue (max-queue) is full. Try again after the seconds in the Retry-After header.",
 } as const;
 
-/** Response headers under canonical names, later values replacing earlier ones (Go's Header.Set). */
-class Headers {
-  private readonly map = new Map<string, [string, string]>();
-  set(name: string, value: string): void {
-    const k = canonicalHeaderKey(name);
-    this.map.set(k, [k, value]);
-  }
-  has(name: string): boolean {
-    return this.map.has(name);
-  }
-  list(): [string, string][] {
-    return [...this.map.values()];
-  }
-}
-
-function respond(status: number, headers: Headers, body: string | Buffer): HookResponse {
-  // Most answers are one of a few fixed messages: their sniffed type is cached.
-  if (body.length > 0 && !headers.has("Content-Type")) {
-    let type = typeof body === "string" ? sniffed.get(body) : undefined;
-    if (type === undefined) {
-      type = detectContentType(body);
-      if (typeof body === "string" && body.length <= 128 && sniffed.size < 256) sniffed.set(body, type);
-    }
-    headers.set("Content-Type", type);
-  }
-  return { status, headers: headers.list(), body };
-}
-
-const sniffed = new Map<string, string>();
-
-/** gorilla/mux's path cleaning: collapses "//", "/./" and "/../", keeping a trailing slash. */
-function cleanPath(p: string): string {
-  if (p === "") return "/";
-  const parts: string[] = [];
-  for (const seg of p.split("/")) {
-    if (seg === "" || seg === ".") continue;
-    if (seg === "..") parts.pop();
-    else parts.push(seg);
-  }
-  let out = "/" + parts.join("/");
-  if (p.endsWith("/") && out !== "/") out += "/";
-  return out;
-}
-
-/** Go's URL path unescaping over the target's bytes: %XX to bytes; undefined for a malformed escape (Go answers 400). */
-function pathUnescape(p: string): string | undefined {
-  if (/%(?![0-9a-fA-F]{2})/.test(p)) return undefined;
-  return decodeBytes(Buffer.from(p.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), "latin1"));
-}
-
-function goQuote(s: string): string {
-  return JSON.stringify(s);
-}
-
-type BodyKind = "json" | "form" | "xml" | "multipart" | "other";
-
-/**
- * The request as rules and commands read it. Headers, query and payload are each decoded on
- * first use: many hooks read none of them (getters on the class, not per-request closures).
- */
-class LazyRequest implements HookRequest {
-  readonly id: string;
-  readonly method: string;
-  readonly remoteAddr: string;
-  /** The body as received, for every content type (the reference keeps none of a multipart body). */
-  readonly rawBody: Buffer;
-  private parsedHeaders: Record<string, unknown> | undefined;
-  private parsedQuery: Record<string, unknown> | undefined;
-  private parsedPayload: Payload;
-  private payloadRead: boolean;
-  private readonly payloadBody: Buffer;
-
-  constructor(
-    private readonly m: Matched,
-    readonly contentType: string,
-    private readonly kind: BodyKind,
-    body: Buffer,
-    readonly allowSignatureErrors: boolean,
-    private readonly log: Log,
-  ) {
-    this.id = m.rid;
-    this.method = m.head.method;
-    this.remoteAddr = m.head.remoteAddr;
-    this.rawBody = body;
-    // Go does not read a body whose type starts with "multipart/form-data;" before parsing it.
-    this.payloadBody = contentType.startsWith("multipart/form-data;") ? EMPTY : body;
-    this.payloadRead = kind === "multipart";
-  }
-
-  get headers(): Record<string, unknown> {
-    return (this.parsedHeaders ??= parseHeaders(this.m.head.rawHeaders));
-  }
-
-  get query(): Record<string, unknown> {
-    return (this.parsedQuery ??= parseQuery(this.m.query).values);
-  }
-
-  get payload(): Payload {
-    if (!this.payloadRead) {
-      this.payloadRead = true;
-      this.parsedPayload = this.readPayload();
-    }
-    return this.parsedPayload;
-  }
-
-  set payload(v: Payload) {
-    this.payloadRead = true;
-    this.parsedPayload = v;
-  }
-
-  private readPayload(): Payload {
-    try {
-      if (this.kind === "json") return parseJsonPayload(this.payloadBody);
-      if (this.kind === "form") return parseFormPayload(this.payloadBody);
-      if (this.kind === "xml") return parseXmlPayload(this.payloadBody);
-      if (this.log.enabled) this.log.print(`[${this.id}] error parsing body payload due to unsupported content type header: ${this.contentType}`, this.m.fields);
-    } catch (e) {
-      this.log.print(`[${this.id}] ${(e as Error).message}`, this.m.fields);
-    }
-    return undefined;
-  }
-}
-
-const EMPTY = Buffer.alloc(0);
 const NO_FIELDS: LogFields = {};
 
-/** Output queued for a slow streaming client beyond which its command is paused. */
-const STREAM_HIGH_WATER = 1024 * 1024;
-
-/**
- * A command's output as an async iterator for the transport: chunks are queued until read, and
- * the command is paused while more than STREAM_HIGH_WATER bytes wait. Once the reader returns
- * (the client went away, or HEAD), later output is dropped rather than queued.
- */
-class OutputStream implements AsyncIterableIterator<Buffer> {
-  private readonly queued: Buffer[] = [];
-  private queuedBytes = 0;
-  private ended = false;
-  private abandoned = false;
-  private wake: (() => void) | undefined;
-  private command: RunningCommand | undefined;
-  private paused = false;
-
-  /** The command whose output this is, to pause while the reader is behind. */
-  attach(command: RunningCommand): void {
-    this.command = command;
-  }
-
-  push(chunk: Buffer): void {
-    if (this.abandoned) return;
-    this.queued.push(chunk);
-    this.queuedBytes += chunk.length;
-    if (!this.paused && this.queuedBytes > STREAM_HIGH_WATER && this.command) {
-      this.paused = true;
-      this.command.pause();
-    }
-    this.wake?.();
-  }
-
-  private flowAgain(): void {
-    this.queuedBytes = 0;
-    if (!this.paused) return;
-    this.paused = false;
-    this.command?.resume();
-  }
-
-  end(): void {
-    this.ended = true;
-    this.wake?.();
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  async next(): Promise<IteratorResult<Buffer>> {
-    for (;;) {
-      if (this.queued.length > 0) {
-        const value = this.queued.length === 1 ? this.queued.pop()! : Buffer.concat(this.queued.splice(0));
-        this.flowAgain();
-        return { value, done: false };
-      }
-      if (this.ended || this.abandoned) return { value: undefined, done: true };
-      await new Promise<void>((resolve) => (this.wake = resolve));
-      this.wake = undefined;
-    }
-  }
-
-  async return(): Promise<IteratorResult<Buffer>> {
-    this.abandoned = true;
-    this.queued.length = 0;
-    // Nobody reads any more: the command runs on to its end, its output dropped.
-    this.flowAgain();
-    this.wake?.();
-    return { value: undefined, done: true };
-  }
-}
-
-export class HookServer {
+export class HookServer implements HttpApp<Matched> {
   private readonly prefix: string;
   private readonly allowedMethods: string[];
   /** False once graceful shutdown has begun: /healthz then answers 503. */
@@ -308,6 +80,7 @@ export class HookServer {
     private hooks: Map<string, Hook>,
     private readonly opts: ServerOptions,
     private readonly log: Log,
+    private readonly runner: Runner,
   ) {
     this.prefix = opts.urlprefix === "" ? "/" : `/${opts.urlprefix}/`;
     this.allowedMethods = opts.httpMethods === "" ? [] : opts.httpMethods.split(",");
@@ -318,13 +91,8 @@ export class HookServer {
     this.hooks = hooks;
   }
 
-  /** The commands running now, with the hook and request that started them. */
-  runningCommands(): { hook: string; rid: string; pid: number | undefined; kill: (signal: NodeJS.Signals) => void }[] {
-    return runningCommands().map((e) => ({ hook: e.hook, rid: e.rid, pid: e.command.pid, kill: (sig) => e.command.kill(sig) }));
-  }
-
   /** Step one: decide from the method and URL alone. */
-  route(head: RequestHead): Routed {
+  route(head: RequestHead): Routed<Matched> {
     const q = head.url.indexOf("?");
     const rawPath = q === -1 ? head.url : head.url.slice(0, q);
     const query = q === -1 ? "" : head.url.slice(q + 1);
@@ -352,7 +120,7 @@ export class HookServer {
       // Outside the hook URL prefix, so these never shadow a hook.
       if (path === "/healthz") return { kind: "response", response: this.health() };
       if (path === "/metrics" && this.opts.metrics) {
-        return { kind: "response", response: { status: 200, headers: [["Content-Type", METRICS_TYPE]], body: metrics.render() } };
+        return { kind: "response", response: { status: 200, headers: [["Content-Type", METRICS_TYPE]], body: this.runner.metrics.render() } };
       }
       const h = new Headers();
       h.set("Content-Type", "text/plain; charset=utf-8");
@@ -363,21 +131,21 @@ export class HookServer {
     if (logging) this.log.print(`[${rid}] incoming HTTP ${head.method} request from ${head.remoteAddr}`);
     const hook = this.hooks.get(id);
     if (!hook) {
-      metrics.request("", 404);
+      this.runner.metrics.request("", 404);
       return this.done(head, rid, start, respond(404, new Headers(), MSG.notFound));
     }
     const fields = logging ? { rid, hook: id } : NO_FIELDS;
     if (!this.methodAllowed(hook, head.method)) {
-      metrics.request(id, 405);
+      this.runner.metrics.request(id, 405);
       this.log.print(`[${rid}] HTTP ${head.method} method not allowed for hook ${goQuote(id)}`, fields);
       return this.done(head, rid, start, { status: 405, headers: [], body: "" }, fields);
     }
     if (logging) this.log.print(`[${rid}] ${id} got matched`, fields);
-    return { kind: "hook", hook, head, rid, start, query, fields };
+    return { kind: "accepted", hook, head, rid, start, query, fields };
   }
 
   /** GET /healthz: 200 while the server takes work, 503 once it is shutting down. */
-  private health(): HookResponse {
+  private health(): HttpResponse {
     const headers: [string, string][] = [["Content-Type", "text/plain; charset=utf-8"]];
     return this.accepting ? { status: 200, headers, body: "OK" } : { status: 503, headers, body: "shutting down" };
   }
@@ -402,9 +170,9 @@ export class HookServer {
   }
 
   /** The answer when the body is larger than -max-body. */
-  tooLarge(m: Matched, limit: number): HookResponse {
+  tooLarge(m: Matched, limit: number): HttpResponse {
     this.log.print(`[${m.rid}] request body is larger than the -max-body limit of ${limit} bytes`, m.fields);
-    metrics.request(m.hook.id, 413);
+    this.runner.metrics.request(m.hook.id, 413);
     return this.finish(m, respond(413, new Headers(), MSG.tooLarge));
   }
 
@@ -412,19 +180,19 @@ export class HookServer {
    * Step two: parse the body, evaluate the rules, run the command, build the response. Answers
    * synchronously unless a multipart body must be parsed or the response waits for a command.
    */
-  handle(m: Matched, body: Buffer): HookResponse | Promise<HookResponse> {
+  handle(m: Matched, body: Buffer): HttpResponse | Promise<HttpResponse> {
     const response = this.process(m, body);
     if (response instanceof Promise) {
       return response.then((r) => {
-        metrics.request(m.hook.id, r.status);
+        this.runner.metrics.request(m.hook.id, r.status);
         return this.finish(m, r, body);
       });
     }
-    metrics.request(m.hook.id, response.status);
+    this.runner.metrics.request(m.hook.id, response.status);
     return this.finish(m, response, body);
   }
 
-  private process(m: Matched, body: Buffer): HookResponse | Promise<HookResponse> {
+  private process(m: Matched, body: Buffer): HttpResponse | Promise<HttpResponse> {
     const { hook, rid } = m;
     const log = this.log;
     const out = new Headers();
@@ -467,7 +235,7 @@ export class HookServer {
   }
 
   /** Evaluates the rules and, when they hold, runs the command. */
-  private trigger(m: Matched, req: HookRequest, out: Headers): HookResponse | Promise<HookResponse> {
+  private trigger(m: Matched, req: HookRequest, out: Headers): HttpResponse | Promise<HttpResponse> {
     const { hook, rid } = m;
     const log = this.log;
     this.parseJsonParameters(hook, req, m.fields);
@@ -524,10 +292,10 @@ export class HookServer {
    * carries the rest as it is produced; a failure is told in a last line. A command that fails
    * before any output is answered like a captured one (500).
    */
-  private stream(m: Matched, req: HookRequest, out: Headers, turn: Turn): Promise<HookResponse> {
+  private stream(m: Matched, req: HookRequest, out: Headers, turn: Turn): Promise<HttpResponse> {
     const hook = m.hook;
     const body = new OutputStream();
-    return new Promise<HookResponse>((resolve) => {
+    return new Promise<HttpResponse>((resolve) => {
       let started = false;
       let lastByte = 0x0a;
       const start = (): void => {
@@ -567,7 +335,7 @@ export class HookServer {
    * An answer with a configured status code. A 1xx code goes out as Go's WriteHeader sends it:
    * an informational answer with the headers set so far, then the final 200 with the body.
    */
-  private respondWith(m: Matched, code: number | undefined, out: Headers, body: string | Buffer): HookResponse {
+  private respondWith(m: Matched, code: number | undefined, out: Headers, body: string | Buffer): HttpResponse {
     const status = this.statusFor(m, code);
     if (status >= 200) return respond(status, out, body);
     const informational = { status, headers: out.list() };
@@ -584,13 +352,8 @@ export class HookServer {
 
   private parseJsonParameters(hook: Hook, req: HookRequest, fields: LogFields): void {
     for (const arg of hook["parse-parameters-as-json"] ?? []) {
-      let text: string;
-      try {
-        text = getArgument(arg, req);
-      } catch {
-        this.log.print(`[${req.id}] error parsing JSON parameters: couldn't retrieve argument for ${describeArgument(arg)}`, fields);
-        continue;
-      }
+      const text = readArgument(arg, req, "error parsing JSON parameters", this.log, fields);
+      if (text === undefined) continue;
       let value: unknown;
       try {
         value = parseJson(text);
@@ -612,7 +375,7 @@ export class HookServer {
     const background = !m.hook["stream-command-output"] && !m.hook["include-command-output-in-response"];
     const max = m.hook["max-concurrency"] ?? (this.opts.maxConcurrency || (background ? (this.opts.maxBackground ?? 0) : 0));
     const maxQueue = m.hook["max-queue"] ?? this.opts.maxQueue ?? DEFAULT_MAX_QUEUE;
-    const turn = takeTurn(m.hook.id, max, maxQueue);
+    const turn = this.runner.takeTurn(m.hook.id, max, maxQueue);
     if (!turn) {
       this.log.print(`[${m.rid}] ${m.hook.id} got matched, but ${max} commands are running (max-concurrency) and ${maxQueue} are waiting (max-queue) - answering 429`, m.fields);
     } else if (turn.wait) {
@@ -658,62 +421,14 @@ export class HookServer {
       path = lookPath(commandLookupPath(command, cwd));
     } catch (e) {
       log.print(`[${rid}] error in ${(e as Error).message}`, fields);
-      metrics.execution(hook.id, "error");
+      this.runner.startFailed(hook.id);
       if (command.includes(" ")) {
         log.print(`[${rid}] use 'pass-arguments-to-command' to specify args for '${command.trim().split(/\s+/)[0]}'`, fields);
       }
       return { output: Buffer.alloc(0), error: (e as Error).message };
     }
 
-    const argv = [command];
-    for (const arg of hook["pass-arguments-to-command"] ?? []) {
-      try {
-        argv.push(getArgument(arg, req));
-      } catch {
-        argv.push("");
-        log.print(`[${rid}] error extracting command arguments: couldn't retrieve argument for ${describeArgument(arg)}`, fields);
-      }
-    }
-
-    const env: Record<string, string> = {};
-    for (const arg of hook["pass-environment-to-command"] ?? []) {
-      try {
-        const value = getArgument(arg, req);
-        env[arg.envname ? arg.envname : `HOOK_${arg.name ?? ""}`] = value;
-      } catch {
-        log.print(`[${rid}] error extracting command arguments for environment: couldn't retrieve argument for ${describeArgument(arg)}`, fields);
-      }
-    }
-
-    const files: string[] = [];
-    for (const arg of hook["pass-file-to-command"] ?? []) {
-      let value: string;
-      try {
-        value = getArgument(arg, req);
-      } catch {
-        log.print(`[${rid}] error extracting command arguments for file: couldn't retrieve argument for ${describeArgument(arg)}`, fields);
-        continue;
-      }
-      let envName = arg.envname;
-      if (!envName) {
-        envName = `HOOK_${(arg.name ?? "").toUpperCase()}`;
-        log.print(`no ENVVAR name specified, falling back to [${envName}]`, fields);
-      }
-      let data = encodeBytes(value);
-      if (arg.base64decode) {
-        const decoded = goBase64Decode(data);
-        if (decoded.error !== undefined) log.print(`error decoding string [${decoded.error}]`, fields);
-        data = decoded.data;
-      }
-      const file = createTempFile(cwd ?? tmpdir(), envName, data);
-      if (typeof file !== "string") {
-        log.print(`[${rid}] error creating temp file [${file.message}]`, fields);
-        continue;
-      }
-      log.print(`[${rid}] writing env ${envName} file ${file}`, fields);
-      files.push(file);
-      env[envName] = file;
-    }
+    const { argv, env, files } = assembleCommand(hook, req, cwd, log, fields);
 
     const envNames = Object.keys(env);
     log.print(
@@ -737,51 +452,26 @@ export class HookServer {
           fields,
         ),
     };
-    const began = process.hrtime.bigint();
-    const result = await runCommand(spec, { hook: hook.id, rid }, onOutput, onStart);
-    metrics.execution(hook.id, outcome(result), Number(process.hrtime.bigint() - began) / 1e9);
+    const result = await this.runner.run(spec, { hook: hook.id, rid }, onOutput, onStart);
     if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`, fields);
     if (result.error !== undefined) log.print(`[${rid}] error occurred: ${result.error}`, fields);
-    for (const f of files) {
-      log.print(`[${rid}] removing file ${f}`, fields);
-      try {
-        unlinkSync(f);
-      } catch (e) {
-        log.print(`[${rid}] error removing file ${f} [${(e as Error).message}]`, fields);
-      }
-    }
+    removeTempFiles(files, rid, log, fields);
     log.print(`[${rid}] finished handling ${hook.id}`, fields);
     const more = result.timedOut ? { timedOut: true } : {};
     return result.error === undefined ? { output: result.output, ...more } : { output: result.output, error: result.error, ...more };
   }
 
   /** The reference's request log line (and, with -debug, the request and response dump). */
-  private finish(m: Matched, res: HookResponse, body?: Buffer): HookResponse {
-    this.logExchange(m.head, m.rid, m.start, res, body, m.fields);
+  private finish(m: Matched, res: HttpResponse, body?: Buffer): HttpResponse {
+    logExchange(this.log, this.opts.debug, m.head, m.rid, m.start, res, body, m.fields);
     return res;
   }
 
-  private done(head: RequestHead, rid: string, start: bigint, res: HookResponse, fields?: LogFields): Routed {
-    this.logExchange(head, rid, start, res, undefined, fields);
+  private done(head: RequestHead, rid: string, start: bigint, res: HttpResponse, fields?: LogFields): Routed<Matched> {
+    logExchange(this.log, this.opts.debug, head, rid, start, res, undefined, fields);
     return { kind: "response", response: res };
   }
 
-  private logExchange(head: RequestHead, rid: string, start: bigint, res: HookResponse, body?: Buffer, fields?: LogFields): void {
-    if (!this.log.enabled) return;
-    if (this.opts.debug) this.log.raw(dump(rid, head, body, res), fields);
-    const elapsed = goDuration(process.hrtime.bigint() - start);
-    const host = rawHeader(head.rawHeaders, "host") ?? "";
-    const size = typeof res.body === "string" || Buffer.isBuffer(res.body) ? Buffer.byteLength(res.body) : 0;
-    this.log.print(`[${rid}] ${String(res.status).padStart(3, "0")} | ${iBytes(size)} | ${elapsed} | ${host} | ${head.method} ${head.url}`, fields);
-  }
-}
-
-/** How a command run ended, for the metrics. */
-function outcome(result: CommandResult): Outcome {
-  if (result.timedOut) return "timeout";
-  if (result.error === undefined) return "success";
-  // No exit code and no signal: the command could not be started.
-  return result.exitCode === null && !result.error.startsWith("signal: ") ? "error" : "failure";
 }
 
 /** What running a hook's command gave: its output, Go's error text, and whether command-timeout stopped it. */
@@ -794,57 +484,6 @@ interface ExecuteResult {
 /** Seconds a client told 429 (queue full) is asked to wait. */
 const RETRY_AFTER_S = "1";
 
-function msText(ms: number): string {
-  return goDuration(BigInt(Math.round(ms * 1e6)));
-}
-
 function timeoutMessage(ms: number): string {
   return `The hook's command did not finish within its command-timeout of ${msText(ms)} and was stopped.`;
-}
-
-/** Go's ioutil.TempFile(dir, pattern): a new file named pattern + random digits, mode 0600. */
-function createTempFile(dir: string, pattern: string, data: Buffer): string | Error {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const name = join(dir, pattern + String(Math.floor(Math.random() * 1e9)).padStart(9, "0"));
-    let fd: number;
-    try {
-      fd = openSync(name, "wx", 0o600);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "EEXIST") continue;
-      return e as Error;
-    }
-    try {
-      writeSync(fd, data);
-      return name;
-    } catch (e) {
-      unlinkSync(name);
-      return e as Error;
-    } finally {
-      closeSync(fd);
-    }
-  }
-  return new Error(`could not create a temp file in ${dir}`);
-}
-
-/** The -debug dump of one exchange, in the reference's "> [id] …" / "< [id] …" format. */
-function dump(rid: string, head: RequestHead, body: Buffer | undefined, res: HookResponse): string {
-  let out = `> [${rid}] ${head.method} ${head.url}`;
-  const headers = new Map<string, string[]>();
-  for (let i = 0; i < head.rawHeaders.length; i += 2) {
-    const k = canonicalHeaderKey(head.rawHeaders[i]!);
-    if (k === "Host") continue;
-    headers.set(k, [...(headers.get(k) ?? []), head.rawHeaders[i + 1]!]);
-  }
-  for (const k of [...headers.keys()].sort()) out += `\n> [${rid}] ${k}: ${headers.get(k)!.join(", ")}`;
-  if (body && body.length > 0) {
-    out += "\n";
-    for (const line of body.toString("utf8").split("\n")) out += `> [${rid}] ${line}\n`;
-  }
-  out += `\n< [${rid}] ${STATUS_TEXT[res.status] ?? ""}`;
-  for (const [k, v] of [...res.headers].sort((a, b) => (a[0] < b[0] ? -1 : 1))) out += `\n< [${rid}] ${k}: ${v}`;
-  if ((typeof res.body === "string" || Buffer.isBuffer(res.body)) && res.body.length > 0) {
-    out += "\n";
-    for (const line of res.body.toString().split("\n")) out += `< [${rid}] ${line}\n`;
-  }
-  return out + "\n";
 }

@@ -2,31 +2,15 @@
 // name, query and payload by dot paths (a literal key containing dots wins), and the special
 // sources (string, request, raw-request-body, entire-*).
 import type { Argument, HookRequest } from "./hook.js";
-import { JsonNumber, marshalJson, valueToString } from "./json.js";
-import { decodeBytes } from "./bytes.js";
+import { JsonNumber, marshalJson, valueToString } from "../go/json.js";
+import { decodeBytes } from "../go/bytes.js";
+import { canonicalHeaderKey } from "../go/header.js";
 
 /** A referenced node does not exist: rules treat it as "no match", never as a failure. */
 export class ParameterNodeError extends Error {
   constructor(readonly key: string) {
     super(`parameter node not found: ${key}`);
   }
-}
-
-/** Go's textproto.CanonicalMIMEHeaderKey: "x-hub-signature" → "X-Hub-Signature". */
-export function canonicalHeaderKey(name: string): string {
-  let upper = true;
-  let out = "";
-  for (let i = 0; i < name.length; i++) {
-    const c = name.charCodeAt(i);
-    // A name with a byte that is not a header token character is returned unchanged, as in Go.
-    if (c === 0x20 || c > 0x7e || c < 0x21 || c === 0x3a) return name;
-    let ch = name[i]!;
-    if (upper && c >= 0x61 && c <= 0x7a) ch = String.fromCharCode(c - 32);
-    else if (!upper && c >= 0x41 && c <= 0x5a) ch = String.fromCharCode(c + 32);
-    out += ch;
-    upper = c === 0x2d;
-  }
-  return out;
 }
 
 const has = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);

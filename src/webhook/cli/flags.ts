@@ -1,6 +1,7 @@
 // Command-line flags in Go's flag package syntax, with the reference's names, defaults and
 // usage text: -flag value, -flag=value, --flag, booleans as -flag or -flag=false. Parsing stops
 // at the first argument that is not a flag, or after "--".
+import { msText, parseGoDuration } from "../go/duration.js";
 
 /** The adnanh/webhook release whose flags, files and answers this server reproduces. */
 export const REFERENCE_VERSION = "2.8.2";
@@ -60,8 +61,8 @@ interface FlagDef {
   name: string;
   kind: Kind;
   usage: string;
-  /** Default as Go prints it; undefined when it is the zero value (not printed). */
-  shownDefault?: string;
+  /** The option the flag sets: its value in defaults() is the default usage shows. */
+  option?: keyof Options;
   set(o: Options, v: string): void;
 }
 
@@ -91,19 +92,6 @@ function parseGoBool(s: string): boolean {
   throw new Error("parse error");
 }
 
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, "μs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Go's time.ParseDuration ("30s", "1m30s", "1.5h", "0"), in milliseconds. */
-export function parseGoDuration(s: string): number {
-  if (s === "0") return 0;
-  const m = /^([+-]?)((?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+)$/.exec(s);
-  if (!m) throw new Error("parse error");
-  let ms = 0;
-  for (const part of m[2]!.matchAll(/(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) ms += Number(part[1]) * UNIT_MS[part[2]!]!;
-  if (m[1] === "-") throw new Error("must not be negative");
-  return ms;
-}
-
 /** -max-queue's default: requests that may wait for a turn at a hook limited by max-concurrency. */
 export const DEFAULT_MAX_QUEUE = 100;
 
@@ -129,22 +117,24 @@ const FLAGS: FlagDef[] = [
     name: "cert",
     kind: "string",
     usage: "path to the HTTPS certificate pem file",
-    shownDefault: '"cert.pem"',
+    option: "cert",
     set: (o, v) => (o.cert = v),
   },
   {
     name: "cipher-suites",
     kind: "string",
     usage: "comma-separated list of supported TLS cipher suites",
+    option: "cipherSuites",
     set: (o, v) => (o.cipherSuites = v),
   },
   {
     name: "command-timeout",
     kind: "duration",
     usage: "default for the hook field command-timeout: a command still running after this long gets SIGTERM on its process group, SIGKILL 5s later; 0 is none",
+    option: "commandTimeoutMs",
     set: (o, v) => (o.commandTimeoutMs = parseGoDuration(v)),
   },
-  { name: "debug", kind: "bool", usage: "show debug output", set: (o, v) => (o.debug = parseGoBool(v)) },
+  { name: "debug", kind: "bool", usage: "show debug output", option: "debug", set: (o, v) => (o.debug = parseGoBool(v)) },
   {
     name: "header",
     kind: "value",
@@ -165,72 +155,77 @@ const FLAGS: FlagDef[] = [
     name: "hotreload",
     kind: "bool",
     usage: "watch hooks file for changes and reload them automatically",
+    option: "hotreload",
     set: (o, v) => (o.hotreload = parseGoBool(v)),
   },
   {
     name: "http-methods",
     kind: "string",
     usage: 'set default allowed HTTP methods (ie. "POST"); separate methods with comma',
+    option: "httpMethods",
     set: (o, v) => (o.httpMethods = v),
   },
   {
     name: "ip",
     kind: "string",
     usage: "ip the webhook should serve hooks on",
-    shownDefault: '"0.0.0.0"',
+    option: "ip",
     set: (o, v) => (o.ip = v),
   },
   {
     name: "key",
     kind: "string",
     usage: "path to the HTTPS certificate private key pem file",
-    shownDefault: '"key.pem"',
+    option: "key",
     set: (o, v) => (o.key = v),
   },
   {
     name: "list-cipher-suites",
     kind: "bool",
     usage: "list available TLS cipher suites",
+    option: "listCipherSuites",
     set: (o, v) => (o.listCipherSuites = parseGoBool(v)),
   },
   {
     name: "log-format",
     kind: "string",
     usage: 'log line format: "text" (the reference\'s) or "json" (one object per line)',
-    shownDefault: '"text"',
+    option: "logFormat",
     set: (o, v) => (o.logFormat = parseLogFormat(v)),
   },
   {
     name: "logfile",
     kind: "string",
     usage: "send log output to a file; implicitly enables verbose logging",
+    option: "logfile",
     set: (o, v) => (o.logfile = v),
   },
   {
     name: "max-background",
     kind: "int",
     usage: "max-concurrency of hooks that answer before their command runs (no output capture or streaming) when neither the hook nor -max-concurrency sets one; more wait in the hook's queue (-max-queue); 0 is no limit",
-    shownDefault: String(DEFAULT_MAX_BACKGROUND),
+    option: "maxBackground",
     set: (o, v) => (o.maxBackground = parseCount(v)),
   },
   {
     name: "max-body",
     kind: "int",
     usage: "maximum size in bytes of a request body; larger requests get 413 Request Entity Too Large",
-    shownDefault: "10485760",
+    option: "maxBody",
     set: (o, v) => (o.maxBody = parseGoInt(v)),
   },
   {
     name: "max-body-idle",
     kind: "duration",
     usage: "a request body that sends nothing more for this long is dropped: 408 and the connection closed",
-    shownDefault: "15s",
+    option: "bodyTimeoutMs",
     set: (o, v) => (o.bodyTimeoutMs = parseGoDuration(v)),
   },
   {
     name: "max-concurrency",
     kind: "int",
     usage: "default for the hook field max-concurrency: at most this many commands of a hook run at once, the rest wait in its queue; 0 is no limit",
+    option: "maxConcurrency",
     set: (o, v) => (o.maxConcurrency = parseCount(v)),
   },
 
@@ -238,72 +233,78 @@ const FLAGS: FlagDef[] = [
     name: "max-multipart-mem",
     kind: "int",
     usage: "maximum memory in bytes for parsing multipart form data before disk caching",
-    shownDefault: "1048576",
+    option: "maxMultipartMem",
     set: (o, v) => (o.maxMultipartMem = parseGoInt(v)),
   },
   {
     name: "max-output",
     kind: "int",
     usage: "bytes of a command's output kept for the answer and the log: beyond it only the last bytes are kept, after a line saying so; 0 is no limit",
-    shownDefault: String(DEFAULT_MAX_OUTPUT),
+    option: "maxOutput",
     set: (o, v) => (o.maxOutput = parseCount(v)),
   },
   {
     name: "max-queue",
     kind: "int",
     usage: "default for the hook field max-queue: how many requests may wait for a hook limited by max-concurrency; more are answered 429",
-    shownDefault: String(DEFAULT_MAX_QUEUE),
+    option: "maxQueue",
     set: (o, v) => (o.maxQueue = parseCount(v)),
   },
   {
     name: "max-request-memory",
     kind: "int",
     usage: "bytes of unfinished requests (heads and bodies) held at once over all connections; a request beyond gets 503; 0 is 64 MiB, or -max-body if larger",
+    option: "maxRequestMemory",
     set: (o, v) => (o.maxRequestMemory = parseCount(v)),
   },
   {
     name: "metrics",
     kind: "bool",
     usage: "serve Prometheus metrics at GET /metrics (outside the hook URL prefix)",
+    option: "metrics",
     set: (o, v) => (o.metrics = parseGoBool(v)),
   },
   {
     name: "nopanic",
     kind: "bool",
     usage: "start even when a hooks file cannot be loaded (the file is skipped)",
+    option: "nopanic",
     set: (o, v) => (o.nopanic = parseGoBool(v)),
   },
   {
     name: "pidfile",
     kind: "string",
     usage: "create PID file at the given path",
+    option: "pidfile",
     set: (o, v) => (o.pidfile = v),
   },
   {
     name: "port",
     kind: "int",
     usage: "port the webhook should serve hooks on",
-    shownDefault: "9000",
+    option: "port",
     set: (o, v) => (o.port = parseGoInt(v)),
   },
-  { name: "secure", kind: "bool", usage: "use HTTPS instead of HTTP", set: (o, v) => (o.secure = parseGoBool(v)) },
+  { name: "secure", kind: "bool", usage: "use HTTPS instead of HTTP", option: "secure", set: (o, v) => (o.secure = parseGoBool(v)) },
   {
     name: "setgid",
     kind: "int",
     usage: "set group ID after opening listening port; must be used with setuid, not permitted with -socket",
+    option: "setgid",
     set: (o, v) => (o.setgid = parseGoInt(v)),
   },
   {
     name: "setuid",
     kind: "int",
     usage: "set user ID after opening listening port; must be used with setgid, not permitted with -socket",
+    option: "setuid",
     set: (o, v) => (o.setuid = parseGoInt(v)),
   },
   {
     name: "shutdown-timeout",
     kind: "duration",
     usage: "on SIGTERM or SIGINT, how long running commands may take to finish before their process groups are killed",
-    shownDefault: "30s",
+    option: "shutdownTimeoutMs",
     set: (o, v) => (o.shutdownTimeoutMs = parseGoDuration(v)),
   },
   {
@@ -311,51 +312,64 @@ const FLAGS: FlagDef[] = [
     kind: "string",
     usage:
       "path to a Unix socket (e.g. /tmp/webhook.sock) to use instead of listening on an ip and port; if specified, the ip and port options are ignored",
+    option: "socket",
     set: (o, v) => (o.socket = v),
   },
-  { name: "template", kind: "bool", usage: "parse hooks file as a Go template", set: (o, v) => (o.template = parseGoBool(v)) },
+  { name: "template", kind: "bool", usage: "parse hooks file as a Go template", option: "template", set: (o, v) => (o.template = parseGoBool(v)) },
   {
     name: "tls-min-version",
     kind: "string",
     usage: "minimum TLS version (1.0, 1.1, 1.2, 1.3)",
-    shownDefault: '"1.2"',
+    option: "tlsMinVersion",
     set: (o, v) => (o.tlsMinVersion = v),
   },
   {
     name: "urlprefix",
     kind: "string",
     usage: "url prefix to use for served hooks (protocol://yourserver:port/PREFIX/:hook-id)",
-    shownDefault: '"hooks"',
+    option: "urlprefix",
     set: (o, v) => (o.urlprefix = v),
   },
-  { name: "verbose", kind: "bool", usage: "show verbose output", set: (o, v) => (o.verbose = parseGoBool(v)) },
-  { name: "version", kind: "bool", usage: "display webhook version and quit", set: (o, v) => (o.version = parseGoBool(v)) },
+  { name: "verbose", kind: "bool", usage: "show verbose output", option: "verbose", set: (o, v) => (o.verbose = parseGoBool(v)) },
+  { name: "version", kind: "bool", usage: "display webhook version and quit", option: "version", set: (o, v) => (o.version = parseGoBool(v)) },
   {
     name: "x-request-id",
     kind: "bool",
     usage: "use X-Request-Id header, if present, as request ID",
+    option: "xRequestId",
     set: (o, v) => (o.xRequestId = parseGoBool(v)),
   },
   {
     name: "x-request-id-limit",
     kind: "int",
     usage: "truncate X-Request-Id header to limit; default no limit",
+    option: "xRequestIdLimit",
     set: (o, v) => (o.xRequestIdLimit = parseGoInt(v)),
   },
 ];
 
 /** Go's flag.PrintDefaults output under "Usage of <argv0>:", argv0 being how the program was called. */
 export function usage(argv0: string): string {
+  const initial = defaults();
   let out = `Usage of ${argv0}:\n`;
   for (const f of FLAGS) {
     const typeName = f.kind === "bool" ? "" : f.kind === "value" ? " value" : ` ${f.kind}`;
     out += `  -${f.name}${typeName}\n    \t${f.usage}`;
-    if (f.shownDefault !== undefined) out += ` (default ${f.shownDefault})`;
+    const shown = f.option === undefined ? undefined : shownDefault(f.kind, initial[f.option]);
+    if (shown !== undefined) out += ` (default ${shown})`;
     out += "\n";
   }
   return out;
 }
 
+/** A default as Go's flag package prints it; undefined for the zero value (not printed). */
+function shownDefault(kind: Kind, value: Options[keyof Options]): string | undefined {
+  if (value === "" || value === 0 || value === false || typeof value === "object") return undefined;
+  if (kind === "duration") return msText(value as number);
+  return kind === "string" ? JSON.stringify(value) : String(value);
+}
+
+/** Every option's default: the one place they are written. */
 export function defaults(): Options {
   return {
     hooks: [],
