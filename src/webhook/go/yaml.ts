@@ -20,8 +20,8 @@ export class YamlError extends Error {
   }
 }
 
-/** yaml.v2 caps alias expansion too: a small file must not expand into gigabytes. */
-const MAX_DECODED_NODES = 1_000_000;
+/** yaml.v2 caps alias expansion too: a small file must not expand into gigabytes (a real hooks file holds thousands of values). */
+const MAX_DECODED_NODES = 250_000;
 
 const BOOLS = new Map<string, boolean>([
   ...["y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"].map((s) => [s, true] as const),
