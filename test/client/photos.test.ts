@@ -265,6 +265,8 @@ describe("framefi sync with the .env's [frame] section", () => {
         `FTP_HOST="127.0.0.1:${dev.port}"\nLOCAL_DIR="pictures"\nREMOTE_DIR="/frame"\n\n[frame]\nFIT=640x480\nQUALITY=80\n${extra}`;
       await writeFile(join(cwd, ".env"), env(""));
       const vars = { FRAMEFI_FTP_PORT: String(dev.ftpPort), XDG_CACHE_HOME: join(cwd, "cache") };
+      // A dry run compares with the card in FTP mode, which it does not switch to by itself.
+      assert.equal((await framefi(["mode", "ftp"], { cwd, env: vars })).code, 0);
       const dry = await framefi(["sync", "--dry-run"], { cwd, env: vars });
       assert.equal(dry.code, 0, dry.stderr);
       assert.match(dry.stdout, /^would upload one\.jpg \([\d.]+ kB, new\)$/m);
