@@ -67,7 +67,6 @@ function isHevcHeif(meta: Metadata): boolean {
   return meta.format === "heif" && meta.compression === "hevc";
 }
 
-
 /** Reads the date a photo was taken (EXIF DateTimeOriginal), or undefined; never throws. */
 export async function dateTaken(path: string): Promise<number | undefined> {
   try {

@@ -2,7 +2,7 @@
 // own. libheif (WebAssembly) holds about 16 bytes a pixel while it decodes, outside the JS heap that a worker's
 // resourceLimits bound (measured with the worker: up to 200 MB for 12 MP, 630 MB for 48 MP), so
 // the decodes share a memory budget: a 12 MP photo waits while three others are decoded, a 48 MP one runs alone,
-// and a photo above MAX_HEIC_PIXELS is refused before it is read (convert.ts).
+// and a photo above MAX_HEIC_PIXELS is refused before it is decoded (convert.ts).
 import { Worker } from "node:worker_threads";
 
 export interface Pixels {
