@@ -1,6 +1,6 @@
 // The web API: routes → state, with the firmware's JSON (docs/api.md wins where it and main.cpp disagree).
 // Errors are always {"status":"error","message":"…"}: 400, 401, 403, 404, 405 (with Allow), 500, 507.
-import { createHash, timingSafeEqual } from "node:crypto";
+import { sameSecret } from "../shared/secret.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Card } from "./card.js";
 import { readSmallBody, sendError, sendErrorAndClose, sendJson } from "./http.js";
@@ -41,14 +41,8 @@ export function firmwareBrightness(text: string): number | undefined {
   return value;
 }
 
-function digest(s: string): Buffer {
-  return createHash("sha256").update(s, "utf8").digest();
-}
-
-/** Constant-time comparison of two secrets of any length. */
-function same(a: string, b: string): boolean {
-  return timingSafeEqual(digest(a), digest(b));
-}
+/** Constant-time comparison of a given secret with a configured one. */
+const same = sameSecret;
 
 function parseBasic(header: string | undefined): { user: string; password: string } | undefined {
   const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? "");

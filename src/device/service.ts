@@ -2,6 +2,7 @@
 // and after a Wi-Fi reset serves the setup page instead of the API until new settings are saved.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
+import { listenEverywhere, listenOn } from "../shared/listen.js";
 import { createApi } from "./api.js";
 import { Card } from "./card.js";
 import type { DeviceConfig } from "./config.js";
@@ -46,26 +47,9 @@ export function urlOf(host: string, port: number): string {
 
 /** Listens on host:port; "::" falls back to 0.0.0.0 where IPv6 is unavailable. */
 async function listen(server: Server, host: string, port: number): Promise<string> {
-  const attempt = (h: string): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const onError = (e: Error): void => reject(e);
-      server.once("error", onError);
-      server.listen(port, h, () => {
-        server.off("error", onError);
-        resolve();
-      });
-    });
-  try {
-    await attempt(host);
-    return host;
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (host === "::" && (code === "EAFNOSUPPORT" || code === "EADDRNOTAVAIL")) {
-      await attempt("0.0.0.0");
-      return "0.0.0.0";
-    }
-    throw e;
-  }
+  if (host === "::") return listenEverywhere(server, port);
+  await listenOn(server, { host, port });
+  return host;
 }
 
 /** After a restart the port may still be held for a moment (by a lingering socket, say): retry for ~5 s. */

@@ -107,10 +107,10 @@ function parseLogFormat(v: string): "text" | "json" {
 }
 
 /** -max-background's default: commands of one fire-and-forget hook running at once. */
-export const DEFAULT_MAX_BACKGROUND = 8;
+const DEFAULT_MAX_BACKGROUND = 8;
 
 /** -max-output's default: the tail of a command's output kept for the answer and the log. */
-export const DEFAULT_MAX_OUTPUT = 1024 * 1024;
+const DEFAULT_MAX_OUTPUT = 1024 * 1024;
 
 const FLAGS: FlagDef[] = [
   {

@@ -83,7 +83,7 @@ export function listCipherSuites(min: SecureVersion): string {
 }
 
 /** -cipher-suites (comma-separated Go names; "" for all) as an OpenSSL cipher string, in Go's preference order. */
-export function cipherString(list: string, min: SecureVersion): string {
+function cipherString(list: string, min: SecureVersion): string {
   const chosen =
     list === ""
       ? SUITES

@@ -14,7 +14,7 @@ export class JsonNumber {
 
 export type JsonValue = null | boolean | string | JsonNumber | JsonValue[] | { [key: string]: JsonValue };
 
-export class JsonSyntaxError extends Error {}
+class JsonSyntaxError extends Error {}
 
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
 

@@ -56,7 +56,7 @@ function parseFiniteFloat(s: string): number | undefined {
 }
 
 /** yaml.v2's resolve() for an untagged plain scalar. */
-export function resolvePlain(text: string): YamlValue {
+function resolvePlain(text: string): YamlValue {
   if (NULLS.has(text)) return null;
   const b = BOOLS.get(text);
   if (b !== undefined) return b;

@@ -255,13 +255,6 @@ export function parseHooks(path: string, source: string, options: LoadOptions = 
   });
 }
 
-/** Reads one hooks file; throws ConfigError naming the file and what is wrong. */
-export function loadHooksFile(path: string, options: LoadOptions = {}): Hook[] {
-  // The reference treats an empty path as a file without hooks.
-  if (path === "") return [];
-  return parseHooks(path, readHooksFile(path), options);
-}
-
 /**
  * Strings from the hooks file that must never be logged: signing secrets, and the values of `value`
  * matches against a url parameter or a header other than an event-type header (where senders put

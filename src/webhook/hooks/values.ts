@@ -22,7 +22,7 @@ function isMap(v: unknown): v is Record<string, unknown> {
 const INDEX = /^\d+$/;
 
 /** Walks `params` along the dot path `s` (GetParameter in the reference). */
-export function getParameter(s: string, params: unknown): unknown {
+function getParameter(s: string, params: unknown): unknown {
   if (Array.isArray(params)) {
     if (params.length === 0) throw new ParameterNodeError(s);
     const dot = s.indexOf(".");
@@ -63,7 +63,7 @@ export function replaceParameter(s: string, params: unknown, value: unknown): bo
 }
 
 /** Thrown for a source or request key the reference does not know; rules turn it into a 500. */
-export class SourceError extends Error {}
+class SourceError extends Error {}
 
 /** Returns the argument's value as a string, or throws ParameterNodeError / SourceError. */
 export function getArgument(arg: Argument, r: HookRequest): string {
