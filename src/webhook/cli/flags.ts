@@ -67,6 +67,8 @@ interface FlagDef {
 }
 
 export class FlagError extends Error {
+  override readonly name = "FlagError";
+  readonly code = "EFLAG";
   constructor(message: string, readonly exitCode: number) {
     super(message);
   }

@@ -9,6 +9,8 @@ export type YamlValue = null | boolean | bigint | number | string | YamlValue[] 
 export type YamlMap = Map<string, YamlValue>;
 
 export class YamlError extends Error {
+  override readonly name = "YamlError";
+  readonly code = "EYAML";
   constructor(
     message: string,
     /** 1-based line and column, when known. */
@@ -16,7 +18,6 @@ export class YamlError extends Error {
     readonly col?: number,
   ) {
     super(message);
-    this.name = "YamlError";
   }
 }
 

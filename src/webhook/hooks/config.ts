@@ -12,9 +12,10 @@ import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "../go/yaml
 import { renderTemplate, TemplateError } from "../template/template.js";
 
 export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  readonly code = "ECONFIG";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = "ConfigError";
   }
 }
 

@@ -8,7 +8,10 @@ import { getArgument, ParameterNodeError } from "./values.js";
 import { canonicalHeaderKey } from "../go/header.js";
 import { matchGoRegex } from "./regex.js";
 
-class SignatureError extends Error {}
+class SignatureError extends Error {
+  override readonly name = "SignatureError";
+  readonly code = "ESIGNATURE";
+}
 
 export interface Evaluation {
   ok: boolean;

@@ -12,9 +12,10 @@ import type { AddressInfo, Server } from "node:net";
 const LISTEN_FDS_START = 3;
 
 export class ActivationError extends Error {
+  override readonly name = "ActivationError";
+  readonly code = "EACTIVATION";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = "ActivationError";
   }
 }
 

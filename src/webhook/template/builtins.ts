@@ -17,7 +17,10 @@ export interface TemplateFunction {
 }
 
 /** An error a function returns; execution reports it as "error calling NAME: message". */
-export class FuncError extends Error {}
+export class FuncError extends Error {
+  override readonly name = "FuncError";
+  readonly code = "EFUNC";
+}
 
 const builtin = (params: ParamKind[], variadic: ParamKind | null, call: (args: GoValue[]) => GoValue): TemplateFunction => ({
   params,
