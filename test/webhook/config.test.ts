@@ -1,4 +1,4 @@
-// Issue 2, points 1 and 8: hooks files (JSON, YAML, several -hooks, start-up errors, -nopanic) and
+// Hooks files (JSON, YAML, several -hooks, start-up errors, -nopanic) and
 // the command line (Go flag syntax, -version, -help, unknown flags).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

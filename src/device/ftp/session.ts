@@ -1,5 +1,5 @@
 // One control connection: reads commands, checks the login, and runs them one at a time.
-import { createHash, timingSafeEqual } from "node:crypto";
+import { sameSecret } from "../../shared/secret.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { lstat, mkdir, rename, rmdir, stat, unlink, utimes } from "node:fs/promises";
 import type { Socket } from "node:net";
@@ -23,7 +23,6 @@ const LOGIN_TIMEOUT_MS = 30_000;
 const MAX_COMMANDS_BEFORE_LOGIN = 20;
 const MAX_LOGIN_FAILURES = 3;
 
-const digest = (s: string): Buffer => createHash("sha256").update(s).digest();
 
 /** Commands allowed before login. */
 const OPEN = new Set(["USER", "PASS", "QUIT", "FEAT", "SYST", "NOOP", "OPTS", "AUTH", "HELP"]);
@@ -300,8 +299,8 @@ export class Session {
       return;
     }
     const { user, password } = this.ctx.options;
-    const userOk = timingSafeEqual(digest(this.user), digest(user));
-    const passOk = timingSafeEqual(digest(arg), digest(password));
+    const userOk = sameSecret(this.user, user);
+    const passOk = sameSecret(arg, password);
     if (userOk && passOk) {
       this.loggedIn = true;
       clearTimeout(this.loginTimer);

@@ -67,6 +67,8 @@ interface FlagDef {
 }
 
 export class FlagError extends Error {
+  override readonly name = "FlagError";
+  readonly code = "EFLAG";
   constructor(message: string, readonly exitCode: number) {
     super(message);
   }
@@ -107,10 +109,10 @@ function parseLogFormat(v: string): "text" | "json" {
 }
 
 /** -max-background's default: commands of one fire-and-forget hook running at once. */
-export const DEFAULT_MAX_BACKGROUND = 8;
+const DEFAULT_MAX_BACKGROUND = 8;
 
 /** -max-output's default: the tail of a command's output kept for the answer and the log. */
-export const DEFAULT_MAX_OUTPUT = 1024 * 1024;
+const DEFAULT_MAX_OUTPUT = 1024 * 1024;
 
 const FLAGS: FlagDef[] = [
   {

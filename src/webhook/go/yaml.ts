@@ -9,6 +9,8 @@ export type YamlValue = null | boolean | bigint | number | string | YamlValue[] 
 export type YamlMap = Map<string, YamlValue>;
 
 export class YamlError extends Error {
+  override readonly name = "YamlError";
+  readonly code = "EYAML";
   constructor(
     message: string,
     /** 1-based line and column, when known. */
@@ -16,7 +18,6 @@ export class YamlError extends Error {
     readonly col?: number,
   ) {
     super(message);
-    this.name = "YamlError";
   }
 }
 
@@ -56,7 +57,7 @@ function parseFiniteFloat(s: string): number | undefined {
 }
 
 /** yaml.v2's resolve() for an untagged plain scalar. */
-export function resolvePlain(text: string): YamlValue {
+function resolvePlain(text: string): YamlValue {
   if (NULLS.has(text)) return null;
   const b = BOOLS.get(text);
   if (b !== undefined) return b;
