@@ -1,6 +1,7 @@
 // Card paths: a client's name → a path inside the card, never outside it; the card's own internal names (writes
 // in progress); the rules for new names (FAT's, when the card has them).
 import { randomBytes } from "node:crypto";
+import { realpathSync } from "node:fs";
 import { lstat, mkdir, realpath } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
 import { fatCaseTwin, fatNameProblem } from "../fat-names.js";
@@ -53,7 +54,7 @@ export class CardPaths {
     if (path.split("/").some(isInternalName)) throw new CardError("not-found", "No such file or folder.");
     let real: string;
     try {
-      real = await realpath(join(this.root, path));
+      real = realpathSync.native(join(this.root, path));
     } catch (e) {
       throw new CardError("not-found", "No such file or folder.", { cause: e });
     }
@@ -148,10 +149,12 @@ export class CardPaths {
     const refuse = (cause?: unknown): never => {
       throw new CardError("unsafe-path", `Invalid file name "${printable(target.relative)}": a folder on its path became a link that leads outside the card while the file was being sent.`, { cause });
     };
-    const real = await realpath(dir).catch((e: NodeJS.ErrnoException) => {
-      if (e.code !== "ENOENT") throw e;
-      return undefined;
-    });
+    let real: string | undefined;
+    try {
+      real = realpathSync.native(dir);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+    }
     if (real !== undefined) return this.inside(real) ? real : refuse();
     let existing = dirname(dir);
     while (this.inside(existing) && existing !== this.root && !(await lstat(existing).then(() => true, () => false))) existing = dirname(existing);

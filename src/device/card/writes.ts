@@ -1,7 +1,7 @@
 // Writes to the card: each new file goes to a temp file under an internal name, claims its bytes against the free
 // space together with every other write in progress (web and FTP alike), and lands by an atomic rename.
-import { constants } from "node:fs";
-import { copyFile, open, readdir, rename, rm, lstat, type FileHandle } from "node:fs/promises";
+import { closeSync, constants, ftruncate, openSync, renameSync, writev } from "node:fs";
+import { copyFile, readdir, rm, lstat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { Writable } from "node:stream";
 import { fatSizeProblem } from "../fat-names.js";
@@ -121,18 +121,23 @@ export class Writes {
     await this.inventory.freshen();
     grow(opts.expectedBytes ?? 0);
 
-    let file: FileHandle;
+    let fd: number;
     if (opts.keep) {
       await copyFile(opts.keep.from, tempPath, constants.COPYFILE_EXCL);
-      file = await open(tempPath, "r+").catch(async (e: unknown) => {
+      try {
+        fd = openSync(tempPath, "r+");
+      } catch (e) {
         await rm(tempPath, { force: true });
         throw e;
-      });
-    } else file = await open(tempPath, "wx");
+      }
+    } else fd = openSync(tempPath, "wx");
     if (opts.exclusive !== undefined) this.exclusive.add(opts.exclusive);
     const controller = new AbortController();
-    let closed: Promise<void> | undefined;
-    const close = (): Promise<void> => (closed ??= file.close());
+    let closed = false;
+    const close = (): void => {
+      if (!closed) closeSync(fd);
+      closed = true;
+    };
     let removed: Promise<void> | undefined;
     const release = (): void => {
       finished = true;
@@ -145,16 +150,19 @@ export class Writes {
       if (finished) return;
       release();
       controller.abort();
-      removed = close()
-        .catch(() => undefined)
-        .then(() => rm(tempPath, { force: true }));
+      try {
+        close();
+      } catch {
+        // the temp file goes anyway
+      }
+      removed = rm(tempPath, { force: true });
       await removed;
     };
     entry.abort = abort;
     this.active.add(entry);
     if (keep > 0) {
       try {
-        await file.truncate(keep);
+        await new Promise<void>((resolve, reject) => ftruncate(fd, keep, (e) => (e ? reject(e) : resolve())));
       } catch (e) {
         await abort();
         throw e;
@@ -175,20 +183,18 @@ export class Writes {
           writev: (chunks, done) => {
             const buffers = chunks.map((c) => c.chunk as Buffer);
             const length = buffers.reduce((n, b) => n + b.length, 0);
-            file.writev(buffers, position).then(
-              () => {
-                position += length;
-                done();
-              },
-              (e: NodeJS.ErrnoException) => done(e.code === "ENOSPC" ? new CardError("no-space", "Not enough free space on the card's filesystem: the upload was stopped and nothing was stored.", { cause: e }) : e),
-            );
+            writev(fd, buffers, position, (e) => {
+              if (e) return done(e.code === "ENOSPC" ? new CardError("no-space", "Not enough free space on the card's filesystem: the upload was stopped and nothing was stored.", { cause: e }) : e);
+              position += length;
+              done();
+            });
           },
         }),
       commit: async () => {
         if (finished) throw new CardError("not-writable", "The write was aborted.");
-        const [folder] = await Promise.all([this.paths.landingFolder(target), close()]);
-        const landed = join(folder, basename(target.absolute));
-        await rename(tempPath, landed);
+        close();
+        const landed = join(await this.paths.landingFolder(target), basename(target.absolute));
+        renameSync(tempPath, landed);
         release();
         this.inventory.landed(landed, position);
       },

@@ -1,7 +1,8 @@
 // One control connection: reads commands, checks the login, and runs them one at a time.
 import { createHash, timingSafeEqual } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { lstat, mkdir, rename, rmdir, stat, unlink, utimes } from "node:fs/promises";
+import { lstatSync, utimesSync, type Stats } from "node:fs";
+import { mkdir, rename, rmdir, stat, unlink } from "node:fs/promises";
 import type { Socket } from "node:net";
 import { isIP } from "node:net";
 import { activeChannel, listenPassive, parseEprt, parsePort, pasvAddress, plainAddress, type DataChannel } from "./data.js";
@@ -450,7 +451,11 @@ export class Session {
     const when = parseTimeVal(space < 0 ? arg : arg.slice(0, space));
     if (!when || space < 0) throw new Reply(501, "Usage: MFMT YYYYMMDDHHMMSS path.");
     const { path, real } = await this.resolveExisting(arg.slice(space + 1));
-    await utimes(real, when, when).catch(fsReply);
+    try {
+      utimesSync(real, when, when);
+    } catch (e) {
+      fsReply(e);
+    }
     this.write(213, `Modify=${timeVal(when)}; ${path}`);
   }
 
@@ -503,7 +508,12 @@ export class Session {
     const target = await this.entry(path);
     await this.checkNewName(target);
     // Existing content is kept for APPE and REST; through a symlink only when it stays inside the card.
-    const here = await lstat(target.absolute).catch(() => undefined);
+    let here: Stats | undefined;
+    try {
+      here = lstatSync(target.absolute);
+    } catch {
+      // nothing there (or a name too long: refused when the file lands)
+    }
     const source = here?.isSymbolicLink() ? await this.ctx.card.existing(path).catch(pathReply) : target.absolute;
     const existing = here?.isSymbolicLink() ? await stat(source).catch(() => undefined) : here;
     if (existing?.isDirectory()) throw new Reply(550, "That name is a folder.");
