@@ -2,7 +2,7 @@
 // Errors are always {"status":"error","message":"…"}: 400, 401, 403, 404, 405 (with Allow), 500, 507.
 import { sameSecret } from "../shared/secret.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Card } from "./card.js";
+import type { Card } from "./card/card.js";
 import { readSmallBody, sendError, sendErrorAndClose, sendErrorEarly, sendJson } from "./http.js";
 import type { LoginThrottle } from "./login-throttle.js";
 import { refuseForeign, type HostPolicy } from "./request-guard.js";

@@ -8,7 +8,7 @@ import { createApi } from "./api.js";
 import { defaultConnectionLimits, limitConnections, watchBodyProgress } from "./http.js";
 import { LoginThrottle as WebLoginThrottle } from "./login-throttle.js";
 import { hostPolicy, refuseForeign, type HostPolicy } from "./request-guard.js";
-import { Card } from "./card.js";
+import { Card } from "./card/card.js";
 import type { DeviceConfig } from "./config.js";
 import { simulatedHardware, type Hardware } from "./hardware.js";
 import { panelRoutes, servePanel, type PanelRoute } from "./panel/routes.js";
