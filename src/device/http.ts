@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { addressKey } from "./login-throttle.js";
+import { addressKey } from "./throttle.js";
 
 export interface ErrorBody {
   status: "error";

@@ -4,7 +4,6 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { setTimeout as sleep } from "node:timers/promises";
 import { createApi, sameSecret } from "./api.js";
 import { defaultConnectionLimits, limitConnections, watchBodyProgress } from "./http.js";
-import { LoginThrottle as WebLoginThrottle } from "./login-throttle.js";
 import { hostPolicy, refuseForeign, type HostPolicy } from "./request-guard.js";
 import { Card } from "./card.js";
 import type { DeviceConfig } from "./config.js";
@@ -24,7 +23,7 @@ export interface DeviceContext {
   settings: () => Settings;
   /** Reboots in-process, as POST /device/restart does (for MQTT's restart command). */
   restart: () => Promise<void>;
-  /** Failed logins per client address, for every login surface (FTP; the web API's basic auth can share it). */
+  /** Failed logins per client address, for every login surface (FTP and the web API's basic auth). */
   loginThrottle: LoginThrottle;
   log: (message: string) => void;
 }
@@ -121,11 +120,12 @@ export class DeviceService {
   /** Whether a boot has listened once: later boots (restarts) wait for their port to come free. */
   private booted = false;
   private readonly log: (message: string) => void;
-  /** The one owner of failed-login state, kept across restarts (FTP now; the web API's basic auth can share it). */
-  private readonly loginThrottle = createLoginThrottle();
+  /**
+   * The one owner of failed-login state, shared by FTP and web basic auth (a failure on either counts for both)
+   * and kept across restarts, so a restart does not reset an attacker's wait.
+   */
+  private readonly loginThrottle: LoginThrottle;
   private readonly fatal: (error: Error) => void;
-  /** Failed web logins per address: kept across restarts, so a restart does not reset an attacker's wait. */
-  private readonly throttle: WebLoginThrottle;
   private readonly hosts: HostPolicy;
 
   constructor(
@@ -135,7 +135,7 @@ export class DeviceService {
     this.log = opts.log ?? ((m) => console.log(`framefi-device: ${m}`));
     this.fatal = opts.fatal ?? ((e) => this.log(`error: the device is down: ${e.message}`));
     this.hosts = hostPolicy(config.host, config.allowedHosts);
-    this.throttle = new WebLoginThrottle({ freeFailures: config.loginAttempts });
+    this.loginThrottle = createLoginThrottle({ freeFailures: config.loginAttempts });
     this.hardware = opts.hardware ?? simulatedHardware(urlOf(config.host, config.port), urlOf(config.setupHost, config.setupPort));
     this.settings = new SettingsStore(config.state, () => defaultSettings(config), (m) => this.log(`warning: ${m}`));
     this.current = defaultSettings(config);
@@ -315,7 +315,7 @@ export class DeviceService {
       restart: () => void this.restart(),
       wifiReset: () => void this.wifiReset(),
       log: this.log,
-      throttle: this.throttle,
+      throttle: this.loginThrottle,
       hosts: this.hosts,
       extraRoutes: this.panelRoutes(),
     });

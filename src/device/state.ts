@@ -3,15 +3,12 @@
 // construction: each answer describes the state right after its own step. Hardware follows the state
 // asynchronously (a mode switch answers at once and completes just after), one transition at a time.
 import { EventEmitter } from "node:events";
+import { MODE_NAMES, MqttState, type Mode } from "../shared/firmware.js";
 import type { Card } from "./card.js";
 import type { Hardware, LedColor, Screen } from "./hardware.js";
 import type { Settings, SettingsStore } from "./settings.js";
 
-export type Mode = "msc" | "ftp";
 export type Phase = "booting" | "running" | "setup" | "stopped";
-
-/** The mode names the firmware reports. */
-export const MODE_NAMES: Record<Mode, string> = { msc: "USB MSC", ftp: "Application (FTP Server)" };
 
 /** The FTP server of FTP mode: started on entering FTP mode, stopped on leaving it. */
 export interface FtpShare {
@@ -56,9 +53,6 @@ export interface Snapshot {
   written: FtpWritten;
 }
 
-/** PubSubClient's state code for "disconnected". */
-export const MQTT_DISCONNECTED = -1;
-
 export interface DeviceStateEvents {
   change: [what: Change, snapshot: Snapshot];
 }
@@ -75,7 +69,7 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   private brightness = 13;
   private orientation = 1;
   private mqttEnabled = false;
-  private mqttState = MQTT_DISCONNECTED;
+  private mqttState: number = MqttState.DISCONNECTED;
   private mqttConnected = false;
   private network: { address: string; mac: string } = { address: "", mac: "" };
   private transfers = 0;
@@ -120,7 +114,7 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
     this.brightness = settings.ledBrightness;
     this.orientation = settings.orientation;
     this.mqttEnabled = settings.mqttEnabled;
-    this.mqttState = MQTT_DISCONNECTED;
+    this.mqttState = MqttState.DISCONNECTED;
     this.mqttConnected = false;
     this.hardware.display.setBacklight(true);
     this.hardware.display.setOrientation(this.orientation);
@@ -208,7 +202,7 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
     const changed = next !== this.mqttEnabled;
     this.mqttEnabled = next;
     if (!next) {
-      this.mqttState = MQTT_DISCONNECTED;
+      this.mqttState = MqttState.DISCONNECTED;
       this.mqttConnected = false;
     }
     if (changed) {

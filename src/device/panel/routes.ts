@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { sendError, sendJson } from "../http.js";
 import { SimulatedDisplay, type Display, type Screen } from "../hardware.js";
-import { addressKey } from "../login-throttle.js";
+import { addressKey } from "../throttle.js";
 import type { DeviceState } from "../state.js";
 import { panelPage } from "./page.js";
 import { renderDisplayPng, renderDisplaySvg } from "./render.js";
