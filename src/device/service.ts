@@ -8,7 +8,7 @@ import { hostPolicy, refuseForeign, type HostPolicy } from "./request-guard.js";
 import { Card } from "./card.js";
 import type { DeviceConfig } from "./config.js";
 import { simulatedHardware, type Hardware } from "./hardware.js";
-import { panelRoutes, servePanel, type PanelRoute } from "./panel/routes.js";
+import { createPanel, servePanel, type Panel, type PanelRoute } from "./panel/routes.js";
 import { defaultSettings, SettingsStore, type Settings } from "./settings.js";
 import { createSetupHandler, type SetupValues } from "./setup.js";
 import { DeviceState, noFtpShare, type FtpShare } from "./state.js";
@@ -127,6 +127,8 @@ export class DeviceService {
   private readonly loginThrottle: LoginThrottle;
   private readonly fatal: (error: Error) => void;
   private readonly hosts: HostPolicy;
+  /** The web panel of the current boot. */
+  private panel: Panel | undefined;
 
   constructor(
     private readonly config: DeviceConfig,
@@ -194,6 +196,9 @@ export class DeviceService {
       const { webUser, webPassword } = this.current;
       const defaults = defaultSettings(this.config);
       const keepWeb = webUser !== defaults.webUser || webPassword !== defaults.webPassword;
+      this.state.beginWifiReset();
+      // Everyone watching the panel sees the reset screen before the device goes down.
+      await this.panel?.shown();
       await this.shutdown();
       try {
         await this.settings.clear({ wifiSsid: "", wifiPassword: "", ...(keepWeb ? { webUser, webPassword } : {}) });
@@ -252,7 +257,7 @@ export class DeviceService {
         restart: () => void this.restart(),
       });
       // The web panel stays reachable in setup mode, on the setup page's server (the API is down).
-      const panel = servePanel(this.panelRoutes());
+      const panel = servePanel(this.openPanel());
       this.setup = this.createHttpServer((req, res) => {
         if (refuseForeign(req, res, this.hosts)) return;
         if (!panel(req, res)) setupPage(req, res);
@@ -317,7 +322,7 @@ export class DeviceService {
       log: this.log,
       throttle: this.loginThrottle,
       hosts: this.hosts,
-      extraRoutes: this.panelRoutes(),
+      extraRoutes: this.openPanel(),
     });
     // Beyond the firmware: every answer names the FTP port, so clients never guess which FTP server is this device's.
     const ftpPort = String(this.config.ftpPort);
@@ -357,14 +362,15 @@ export class DeviceService {
     return server;
   }
 
-  /** The web panel (/panel/): served by the API, and by the setup page's server in setup mode. */
-  private panelRoutes(): PanelRoute[] {
-    return panelRoutes({
+  /** A fresh web panel (/panel/) for this boot: served by the API, and by the setup page's server in setup mode. */
+  private openPanel(): PanelRoute[] {
+    this.panel = createPanel({
       state: this.state,
       display: this.hardware.display,
       wifiReset: () => void this.wifiReset(),
       ports: { api: this.config.port, setup: this.config.setupPort },
     });
+    return this.panel.routes;
   }
 
   /** Figures change in bursts (a folder copied in); tell the state at most every 100 ms. */

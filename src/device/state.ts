@@ -19,7 +19,7 @@ export interface FtpShare {
 /** Until the FTP server plugs in, FTP mode shares the card with nobody. */
 export const noFtpShare: FtpShare = { start: async () => undefined, stop: async () => undefined };
 
-export type Change = "phase" | "mode" | "display" | "led" | "brightness" | "mqtt-enabled" | "mqtt-status" | "card" | "transfer";
+export type Change = "phase" | "mode" | "display" | "led" | "brightness" | "mqtt-enabled" | "mqtt-status" | "card" | "transfer" | "wifi-reset";
 
 /** One FTP file transfer, as the FTP server reports it when it starts and ends. */
 export interface FtpTransfer {
@@ -51,6 +51,8 @@ export interface Snapshot {
   /** FTP file transfers running now; the firmware blinks its LED while there are any. */
   transfers: number;
   written: FtpWritten;
+  /** A Wi-Fi reset is under way: the firmware shows "Resetting Wi-Fi..." from then until it boots again. */
+  wifiReset: boolean;
 }
 
 export interface DeviceStateEvents {
@@ -74,6 +76,7 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   private network: { address: string; mac: string } = { address: "", mac: "" };
   private transfers = 0;
   private written: FtpWritten = { files: 0, bytes: 0, current: "" };
+  private wifiReset = false;
 
   constructor(
     private readonly hardware: Hardware,
@@ -100,6 +103,7 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
       mqtt: { enabled: this.mqttEnabled, state: this.mqttState, connected: this.mqttConnected },
       transfers: this.transfers,
       written: { ...this.written },
+      wifiReset: this.wifiReset,
     };
   }
 
@@ -108,6 +112,7 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   /** Power-on: yellow LED, boot screen, state from the settings; the mode is MSC until told otherwise. */
   beginBoot(settings: Settings): void {
     this.phase = "booting";
+    this.wifiReset = false;
     this.mode = "msc";
     this.displayOn = true;
     this.ledOn = true;
@@ -139,6 +144,12 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
     this.showLed();
     this.hardware.display.draw({ kind: "setup", ssid: ap.ssid, address: ap.address });
     this.emitChange("phase");
+  }
+
+  /** A Wi-Fi reset begins (whoever asked: the API, the button): the reset screen stays up until the next boot. */
+  beginWifiReset(): void {
+    this.wifiReset = true;
+    this.emitChange("wifi-reset");
   }
 
   /** Power-off for a restart: stops the FTP server, takes the card back, detaches USB. */
