@@ -55,7 +55,7 @@ export interface ActionResult {
   message: string;
 }
 
-/** Every error: the firmware's `sendJsonResponse("error", …)`. */
+/** Every error body: the firmware's `sendJsonResponse("error", …)`. */
 export interface ErrorBody {
   status: "error";
   message: string;

@@ -2,6 +2,7 @@
 // read-only account): the page, the display picture, the device view as JSON, server-sent events, the button.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
+import { MODE_LABELS } from "../../shared/firmware.js";
 import { sendError, sendJson } from "../http.js";
 import { SimulatedDisplay, type Display, type Screen } from "../hardware.js";
 import { addressKey } from "../throttle.js";
@@ -213,7 +214,7 @@ export function createPanel(ctx: PanelContext): Panel {
         if (!running(res)) return;
         const target = ctx.state.snapshot().mode === "msc" ? "ftp" : "msc";
         ctx.state.setMode(target);
-        sendJson(res, 200, { status: "success", message: `Button clicked: switching to ${target === "ftp" ? "Application (FTP)" : "MSC"} mode.` });
+        sendJson(res, 200, { status: "success", message: `Button clicked: switching to ${MODE_LABELS[target]} mode.` });
       },
     },
     {
