@@ -7,77 +7,25 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { Readable } from "node:stream";
+import type { ActionResult, Brightness, DeviceStatus, DisplayStatus, LedStatus, Mode, ModeStatus, MqttStatus } from "../shared/firmware.js";
 
-export const MODE_MSC = "USB MSC";
-export const MODE_FTP = "Application (FTP Server)";
-export type ModeName = typeof MODE_MSC | typeof MODE_FTP;
-export type Mode = "msc" | "ftp";
-export type OnOff = "on" | "off";
+export {
+  MODE_FTP,
+  MODE_MSC,
+  MQTT_STATES,
+  type ActionResult,
+  type Brightness,
+  type DeviceStatus,
+  type DisplayStatus,
+  type LedStatus,
+  type Mode,
+  type ModeName,
+  type ModeStatus,
+  type MqttStatus,
+  type OnOff,
+} from "../shared/firmware.js";
 export type Toggle = "on" | "off" | "toggle";
 export type MqttAction = "enable" | "disable" | "toggle";
-
-/** GET / */
-export interface DeviceStatus {
-  mode: ModeName;
-  display: { status: OnOff; orientation: number };
-  sd_card: { total_size: number; used_size: number; free_size: number; file_count: number };
-  mqtt: { enabled: boolean; state: number; connected: boolean };
-  led: { color: string; state: OnOff; brightness: number };
-}
-
-/** The answer of every POST: `success`, or `no_change` when a mode switch found the device already there. */
-export interface ActionResult {
-  status: "success" | "no_change";
-  message: string;
-}
-
-/** GET /mode/msc and GET /mode/ftp (both report the current mode). */
-export interface ModeStatus {
-  status: "success";
-  mode: ModeName;
-}
-
-/** GET /display/status */
-export interface DisplayStatus {
-  status: "success";
-  display_status: OnOff;
-}
-
-/** GET /mqtt/status */
-export interface MqttStatus {
-  status: "success";
-  mqtt_enabled: boolean;
-  mqtt_connected: boolean;
-  mqtt_state: number;
-}
-
-/** GET /led/status */
-export interface LedStatus {
-  status: "success";
-  color: string;
-  state: OnOff;
-  brightness: number;
-}
-
-/** GET /led/brightness */
-export interface Brightness {
-  status: "success";
-  brightness: number;
-}
-
-/** The MQTT client state codes (PubSubClient's), by name. */
-export const MQTT_STATES: Readonly<Record<number, string>> = {
-  [-4]: "MQTT_CONNECTION_TIMEOUT",
-  [-3]: "MQTT_CONNECTION_LOST",
-  [-2]: "MQTT_CONNECT_FAILED",
-  [-1]: "MQTT_DISCONNECTED",
-  0: "MQTT_CONNECTED",
-  1: "MQTT_CONNECT_BAD_PROTOCOL",
-  2: "MQTT_CONNECT_BAD_CLIENT_ID",
-  3: "MQTT_CONNECT_UNAVAILABLE",
-  4: "MQTT_CONNECT_BAD_CREDENTIALS",
-  5: "MQTT_CONNECT_UNAUTHORIZED",
-};
 
 export class FrameFiError extends Error {
   override name = "FrameFiError";
@@ -131,15 +79,6 @@ export interface ClientOptions {
   timeoutMs?: number;
   uploadTimeoutMs?: number;
   fetch?: typeof fetch;
-  /** Hears every answer's status and raw body as the device sent it (the CLI's --json prints it unchanged). */
-  onResponse?: (answer: RawAnswer) => void;
-}
-
-/** One answer of the device, before parsing. */
-export interface RawAnswer {
-  request: string;
-  status: number;
-  body: string;
 }
 
 /** What to upload: a local file path, or bytes/a stream with the name to store it under. */
@@ -170,7 +109,8 @@ export class FrameFiClient {
   private readonly timeoutMs: number;
   private readonly uploadTimeoutMs: number | undefined;
   private readonly fetch: typeof fetch;
-  private readonly onResponse: ((answer: RawAnswer) => void) | undefined;
+  /** Each result this client returned, with the body it was parsed from. */
+  private readonly bodies = new WeakMap<object, string>();
   /** X-FrameFi-FTP-Port of the last answer: null when it had none (the firmware), undefined before any answer. */
   private announcedFtp: number | null | undefined;
 
@@ -183,7 +123,6 @@ export class FrameFiClient {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.uploadTimeoutMs = opts.uploadTimeoutMs;
     this.fetch = opts.fetch ?? globalThis.fetch;
-    this.onResponse = opts.onResponse;
   }
 
   status(): Promise<DeviceStatus> {
@@ -302,7 +241,7 @@ export class FrameFiClient {
     }
   }
 
-  private async call<T>(
+  private async call<T extends object>(
     method: "GET" | "POST",
     path: string,
     opts: { body?: string | AsyncIterable<Uint8Array>; contentType?: string; headers?: Record<string, string>; timeoutMs?: number | undefined } = {},
@@ -331,7 +270,6 @@ export class FrameFiClient {
       const reason = err.name === "TimeoutError" ? `no answer within ${timeout} ms` : (err.cause?.code ?? err.cause?.message ?? err.message);
       throw new DeviceUnreachableError(this.url, reason);
     }
-    this.onResponse?.({ request, status: res.status, body: text });
     const announced = Number(res.headers.get("x-framefi-ftp-port") ?? NaN);
     this.announcedFtp = Number.isInteger(announced) && announced > 0 && announced < 65536 ? announced : null;
     let json: unknown;
@@ -355,6 +293,14 @@ export class FrameFiClient {
     if (json.status === "error") {
       throw new DeviceHttpError(res.status, typeof json.message === "string" ? json.message : text, text, request);
     }
+    this.bodies.set(json, text);
     return json as T;
+  }
+
+  /** The device's answer that `result` (a result of this client) was read from, exactly as it was sent. */
+  answerOf(result: object): string {
+    const body = this.bodies.get(result);
+    if (body === undefined) throw new FrameFiError("answerOf() takes a result this client returned.");
+    return body;
   }
 }

@@ -15,7 +15,6 @@ import {
   FrameFiError,
   MODE_FTP,
   ProtocolError,
-  type RawAnswer,
 } from "./api.js";
 import { FIRMWARE_FTP_PORT, hostHint, resolveConnection, type Connection } from "./connection.js";
 import { EnvFileError } from "./env-file.js";
@@ -142,8 +141,6 @@ interface Context {
   args: string[];
   client: FrameFiClient;
   conn: Connection;
-  /** Every answer of this run, in order. */
-  answers: RawAnswer[];
   out: (line: string) => void;
   err: (line: string) => void;
 }
@@ -171,20 +168,17 @@ function oneOf<T extends string>(value: string | undefined, allowed: readonly T[
   throw new UsageError(`"${command} ${value}": expected one of ${allowed.join(", ")}.`);
 }
 
-/** Prints the device's JSON of the first answer to `request` (--json), or `human` otherwise. */
-function show(ctx: Context, request: string, human: string): void {
-  if (ctx.flags.json) {
-    const answer = ctx.answers.find((a) => a.request === request);
-    if (answer) ctx.out(answer.body.trimEnd());
-  } else {
-    ctx.out(human);
-  }
+/** Prints the device's answer of `result` as it was sent (--json), or what `human` makes of it. */
+function show<T extends object>(ctx: Context, result: T, human: (result: T) => string): void {
+  ctx.out(ctx.flags.json ? ctx.client.answerOf(result).trimEnd() : human(result));
 }
+
+const message = (r: { message: string }): string => r.message;
 
 const commands: Record<string, (ctx: Context) => Promise<number>> = {
   async status(ctx) {
     expectArgs(ctx, "status", 0);
-    show(ctx, "GET /", statusSummary(await ctx.client.status()));
+    show(ctx, await ctx.client.status(), statusSummary);
     return EXIT.ok;
   },
 
@@ -192,20 +186,20 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     expectArgs(ctx, "mode", 1);
     const to = oneOf(ctx.args[0], ["msc", "ftp"] as const, "mode");
     if (!to) {
-      show(ctx, "GET /mode/msc", (await ctx.client.mode()).mode);
+      show(ctx, await ctx.client.mode(), (r) => r.mode);
       return EXIT.ok;
     }
     const r = await ctx.client.setMode(to);
     if (r.status === "success") await switchMode(ctx.client, to, 15_000);
-    show(ctx, `POST /mode/${to}`, r.message);
+    show(ctx, r, message);
     return EXIT.ok;
   },
 
   async display(ctx) {
     expectArgs(ctx, "display", 1);
     const action = oneOf(ctx.args[0], ["on", "off", "toggle", "status"] as const, "display") ?? "status";
-    if (action === "status") show(ctx, "GET /display/status", `Display ${(await ctx.client.displayStatus()).display_status}`);
-    else show(ctx, `POST /display/${action}`, (await ctx.client.display(action)).message);
+    if (action === "status") show(ctx, await ctx.client.displayStatus(), (r) => `Display ${r.display_status}`);
+    else show(ctx, await ctx.client.display(action), message);
     return EXIT.ok;
   },
 
@@ -214,31 +208,31 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
       expectArgs(ctx, "led brightness", 2);
       const value = ctx.args[1];
       if (value === undefined) {
-        show(ctx, "GET /led/brightness", `LED brightness ${(await ctx.client.brightness()).brightness}`);
+        show(ctx, await ctx.client.brightness(), (r) => `LED brightness ${r.brightness}`);
         return EXIT.ok;
       }
       if (!/^\d+$/.test(value) || Number(value) > 255) throw new UsageError(`LED brightness must be a whole number from 0 to 255, got "${value}".`);
-      show(ctx, "POST /led/brightness", (await ctx.client.setBrightness(Number(value))).message);
+      show(ctx, await ctx.client.setBrightness(Number(value)), message);
       return EXIT.ok;
     }
     expectArgs(ctx, "led", 1);
     const action = oneOf(ctx.args[0], ["on", "off", "toggle", "status"] as const, "led") ?? "status";
-    if (action === "status") show(ctx, "GET /led/status", ledSummary(await ctx.client.ledStatus()));
-    else show(ctx, `POST /led/${action}`, (await ctx.client.led(action)).message);
+    if (action === "status") show(ctx, await ctx.client.ledStatus(), ledSummary);
+    else show(ctx, await ctx.client.led(action), message);
     return EXIT.ok;
   },
 
   async mqtt(ctx) {
     expectArgs(ctx, "mqtt", 1);
     const action = oneOf(ctx.args[0], ["enable", "disable", "toggle", "status"] as const, "mqtt") ?? "status";
-    if (action === "status") show(ctx, "GET /mqtt/status", mqttSummary(await ctx.client.mqttStatus()));
-    else show(ctx, `POST /mqtt/${action}`, (await ctx.client.mqtt(action)).message);
+    if (action === "status") show(ctx, await ctx.client.mqttStatus(), mqttSummary);
+    else show(ctx, await ctx.client.mqtt(action), message);
     return EXIT.ok;
   },
 
   async restart(ctx) {
     expectArgs(ctx, "restart", 0);
-    show(ctx, "POST /device/restart", (await ctx.client.restart()).message);
+    show(ctx, await ctx.client.restart(), message);
     return EXIT.ok;
   },
 
@@ -255,7 +249,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
         return EXIT.ok;
       }
     }
-    show(ctx, "POST /wifi/reset", (await ctx.client.wifiReset()).message);
+    show(ctx, await ctx.client.wifiReset(), message);
     return EXIT.ok;
   },
 
@@ -272,8 +266,8 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
       const name = folder ? posix.join(folder, basename(file)) : basename(file);
       try {
         const r = await ctx.client.upload(file, name);
-        if (ctx.flags.json) ctx.out(ctx.answers.at(-1)!.body.trimEnd());
-        else ctx.out(`${r.message.replace(/\.$/, "")}: ${file} → /${name} (${bytes((await stat(file)).size)})`);
+        const size = (await stat(file)).size;
+        show(ctx, r, (r) => `${r.message.replace(/\.$/, "")}: ${file} → /${name} (${bytes(size)})`);
       } catch (e) {
         // Unreachable or refused: every other file would fail the same way.
         if (!(e instanceof DeviceHttpError) || e instanceof AuthenticationError || e instanceof ForbiddenError) throw e;
@@ -539,16 +533,14 @@ export async function main(argv: string[]): Promise<number> {
       }
       conn.web.password = await askPassword(`Enter host password for user '${conn.web.user}':`);
     }
-    const answers: RawAnswer[] = [];
     const found = conn;
     const client = new FrameFiClient({
       host: conn.host,
       user: conn.web?.user,
       password: conn.web?.password,
       timeoutMs,
-      onResponse: (a) => answers.push(a),
     });
-    return await run({ flags, args, client, conn: found, answers, out, err });
+    return await run({ flags, args, client, conn: found, out, err });
   } catch (e) {
     if (e instanceof SyncStopped) err(`framefi: ${stoppedMessage(e)}`);
     else if (e instanceof DeviceHttpError) {

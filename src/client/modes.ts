@@ -1,5 +1,6 @@
 // Switching the device's mode and waiting until it is done: the API answers at once and completes just after.
-import { MODE_FTP, MODE_MSC, type FrameFiClient, type Mode } from "./api.js";
+import { MODE_NAMES, type Mode } from "../shared/firmware.js";
+import type { FrameFiClient } from "./api.js";
 
 async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   await new Promise<void>((resolve) => {
@@ -10,7 +11,7 @@ async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /** Switches the device's mode (if needed) and waits until it reports the new one. */
 export async function switchMode(client: FrameFiClient, to: Mode, waitMs: number, signal?: AbortSignal): Promise<void> {
-  const want = to === "ftp" ? MODE_FTP : MODE_MSC;
+  const want = MODE_NAMES[to];
   if ((await client.mode()).mode === want) return;
   await client.setMode(to);
   const deadline = Date.now() + waitMs;

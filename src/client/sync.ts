@@ -4,7 +4,8 @@
 // device back in the mode it was in. Uploaded files carry the local modification time (MFMT), so a rerun skips
 // what already arrived. With a frame profile, photos are converted (photos/) while the first files travel.
 import { createReadStream } from "node:fs";
-import { MODE_FTP, MODE_MSC, type FrameFiClient, type Mode, type ModeName } from "./api.js";
+import { MODE_FTP, MODE_NAMES, modeOf, type Mode, type ModeName } from "../shared/firmware.js";
+import type { FrameFiClient } from "./api.js";
 import { switchMode } from "./modes.js";
 import { SyncStopped } from "./sync-errors.js";
 import { FtpPool, isReply, remoteJoin, waitForFtp, type FtpConnection, type FtpTarget, type RemoteEntry } from "./ftp.js";
@@ -86,8 +87,6 @@ export interface SyncResult {
 class LocalFileError extends Error {
   override name = "LocalFileError";
 }
-
-const modeOf = (name: ModeName): Mode => (name === MODE_FTP ? "ftp" : "msc");
 
 function message(e: unknown): string {
   const err = e as NodeJS.ErrnoException;
@@ -372,7 +371,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
   const target: Mode = opts.stay ? "ftp" : "msc";
   if (target === "msc") events.step("Switching the device back to USB MSC mode…");
   await switchMode(client, target, waitMs);
-  result.finalMode = target === "ftp" ? MODE_FTP : MODE_MSC;
+  result.finalMode = MODE_NAMES[target];
   return result;
 }
 
@@ -380,7 +379,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
 async function restore(client: FrameFiClient, mode: Mode, waitMs: number): Promise<ModeName | undefined> {
   try {
     await switchMode(client, mode, waitMs);
-    return mode === "ftp" ? MODE_FTP : MODE_MSC;
+    return MODE_NAMES[mode];
   } catch {
     return undefined;
   }

@@ -4,10 +4,11 @@ import { sameSecret } from "../shared/secret.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Card } from "./card/card.js";
 import { readSmallBody, sendError, sendErrorAndClose, sendErrorEarly, sendJson } from "./http.js";
-import type { LoginThrottle } from "./login-throttle.js";
+import { bodies, errors, MODE_LABELS, statusBody, type Mode } from "../shared/firmware.js";
 import { refuseForeign, type HostPolicy } from "./request-guard.js";
 import type { Settings } from "./settings.js";
-import { MODE_NAMES, type DeviceState, type Mode } from "./state.js";
+import type { DeviceState } from "./state.js";
+import type { LoginThrottle } from "./throttle.js";
 import { handleMultipartUpload, handleRawUpload } from "./upload.js";
 
 export interface ApiContext {
@@ -20,7 +21,7 @@ export interface ApiContext {
   /** Called after the Wi-Fi reset answer has been sent. */
   wifiReset: () => void;
   log: (message: string) => void;
-  /** Failed logins per client address (kept across restarts by the service). */
+  /** Failed logins per client address: the service's one throttle, shared with FTP and kept across restarts. */
   throttle: LoginThrottle;
   /** Which Host values name the device. */
   hosts: HostPolicy;
@@ -30,10 +31,6 @@ export interface ApiContext {
 
 type Method = "GET" | "POST" | "PUT";
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void | Promise<void>;
-
-const BRIGHTNESS_INVALID = "Invalid brightness value. Body must be a plain text integer between 0 and 255.";
-
-const success = (message: string) => ({ status: "success", message });
 
 /**
  * The brightness the firmware accepts: Arduino's `String.toInt()` (C `atol`: optional sign, then the leading
@@ -63,98 +60,78 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     routes.set(path, { ...routes.get(path), [method]: handler });
   };
 
-  const modeAnswer: Handler = (_req, res) => sendJson(res, 200, { status: "success", mode: MODE_NAMES[state.snapshot().mode] });
-  // The firmware's words. The answer comes once the switch is done, so a switch that fails (FTP port taken, …)
-  // answers an error instead of a success the device cannot keep.
-  const switchMode = (mode: Mode, label: string): Handler => async (_req, res) => {
-    if (!state.setMode(mode)) return sendJson(res, 200, { status: "no_change", message: `Already in ${label} mode.` });
+  const modeAnswer: Handler = (_req, res) => sendJson(res, 200, bodies.mode(state.snapshot().mode));
+  // The answer comes once the switch is done, so a switch that fails (FTP port taken, …) answers an error
+  // instead of a success the device cannot keep.
+  const switchMode = (mode: Mode): Handler => async (_req, res) => {
+    if (!state.setMode(mode)) return sendJson(res, 200, bodies.alreadyIn(mode));
     const failure = await state.switchOutcome(mode);
-    if (failure) sendError(res, 500, `Could not switch to ${label} mode: ${failure} The device stays in USB MSC mode.`);
-    else sendJson(res, 200, success(`Attempting to switch to ${label} mode.`));
+    if (failure) sendError(res, 500, `Could not switch to ${MODE_LABELS[mode]} mode: ${failure} The device stays in USB MSC mode.`);
+    else sendJson(res, 200, bodies.switching(mode));
   };
 
   route("GET", "/", async (_req, res) => {
     const s = state.snapshot();
-    const f = await card.figures();
-    sendJson(res, 200, {
-      mode: MODE_NAMES[s.mode],
-      display: { status: s.display.on ? "on" : "off", orientation: s.display.orientation },
-      sd_card: { total_size: f.totalSize, used_size: f.usedSize, free_size: f.freeSize, file_count: f.fileCount },
-      mqtt: { enabled: s.mqtt.enabled, state: s.mqtt.state, connected: s.mqtt.connected },
-      led: { color: s.led.on ? s.led.color : "off", state: s.led.on ? "on" : "off", brightness: s.led.brightness },
-    });
+    sendJson(res, 200, statusBody({ ...s, card: await card.figures() }));
   });
   route("GET", "/mode/msc", modeAnswer);
   route("GET", "/mode/ftp", modeAnswer);
-  route("POST", "/mode/msc", switchMode("msc", "MSC"));
-  route("POST", "/mode/ftp", switchMode("ftp", "Application (FTP)"));
+  route("POST", "/mode/msc", switchMode("msc"));
+  route("POST", "/mode/ftp", switchMode("ftp"));
 
   route("POST", "/device/restart", (_req, res) => {
     res.once("finish", ctx.restart);
-    sendJson(res, 200, success("Restarting device..."));
+    sendJson(res, 200, bodies.restarting);
   });
   route("POST", "/wifi/reset", (_req, res) => {
     res.once("finish", ctx.wifiReset);
-    sendJson(res, 200, success("Resetting WiFi and restarting..."));
+    sendJson(res, 200, bodies.wifiReset);
   });
 
-  route("GET", "/display/status", (_req, res) =>
-    sendJson(res, 200, { status: "success", display_status: state.snapshot().display.on ? "on" : "off" }),
-  );
+  route("GET", "/display/status", (_req, res) => sendJson(res, 200, bodies.displayStatus(state.snapshot().display.on)));
   route("POST", "/display/on", (_req, res) => {
     state.setDisplay(true);
-    sendJson(res, 200, success("Display turned on."));
+    sendJson(res, 200, bodies.displayTurned(true));
   });
   route("POST", "/display/off", (_req, res) => {
     state.setDisplay(false);
-    sendJson(res, 200, success("Display turned off."));
+    sendJson(res, 200, bodies.displayTurned(false));
   });
-  route("POST", "/display/toggle", (_req, res) => {
-    const on = state.setDisplay("toggle");
-    sendJson(res, 200, success(`Display toggled ${on ? "on" : "off"}.`));
-  });
+  route("POST", "/display/toggle", (_req, res) => sendJson(res, 200, bodies.displayToggled(state.setDisplay("toggle"))));
 
-  route("GET", "/mqtt/status", (_req, res) => {
-    const m = state.snapshot().mqtt;
-    sendJson(res, 200, { status: "success", mqtt_enabled: m.enabled, mqtt_connected: m.connected, mqtt_state: m.state });
-  });
-  // The firmware answers with the action's name: "MQTT enabled.", "MQTT disabled.", "MQTT toggled.".
-  const mqttAction = (how: boolean | "toggle"): Handler => async (_req, res) => {
-    const { saved } = state.setMqttEnabled(how);
-    await saved;
-    sendJson(res, 200, success(how === "toggle" ? "MQTT toggled." : how ? "MQTT enabled." : "MQTT disabled."));
+  route("GET", "/mqtt/status", (_req, res) => sendJson(res, 200, bodies.mqttStatus(state.snapshot().mqtt)));
+  const mqttAction = (action: "enable" | "disable" | "toggle"): Handler => async (_req, res) => {
+    await state.setMqttEnabled(action === "toggle" ? "toggle" : action === "enable").saved;
+    sendJson(res, 200, bodies.mqttDone(action));
   };
-  route("POST", "/mqtt/enable", mqttAction(true));
-  route("POST", "/mqtt/disable", mqttAction(false));
+  route("POST", "/mqtt/enable", mqttAction("enable"));
+  route("POST", "/mqtt/disable", mqttAction("disable"));
   route("POST", "/mqtt/toggle", mqttAction("toggle"));
 
-  route("GET", "/led/status", (_req, res) => {
-    const l = state.snapshot().led;
-    sendJson(res, 200, { status: "success", color: l.on ? l.color : "off", state: l.on ? "on" : "off", brightness: l.brightness });
-  });
+  route("GET", "/led/status", (_req, res) => sendJson(res, 200, bodies.ledStatus(state.snapshot().led)));
   route("POST", "/led/on", (_req, res) => {
     state.setLed(true);
-    sendJson(res, 200, success("LED turned on."));
+    sendJson(res, 200, bodies.ledTurned(true));
   });
   route("POST", "/led/off", (_req, res) => {
     state.setLed(false);
-    sendJson(res, 200, success("LED turned off."));
+    sendJson(res, 200, bodies.ledTurned(false));
   });
   route("POST", "/led/toggle", (_req, res) => {
     state.setLed("toggle");
-    sendJson(res, 200, success("LED toggled."));
+    sendJson(res, 200, bodies.ledToggled);
   });
-  route("GET", "/led/brightness", (_req, res) => sendJson(res, 200, { status: "success", brightness: state.snapshot().led.brightness }));
+  route("GET", "/led/brightness", (_req, res) => sendJson(res, 200, bodies.brightness(state.snapshot().led.brightness)));
   route("POST", "/led/brightness", async (req, res) => {
     const body = await readSmallBody(req, res, 64);
     // A plain integer whatever the Content-Type: clients send text/plain, JSON (`128`) or form encoding.
     const value = firmwareBrightness(body?.toString("utf8").trim() ?? "");
     if (value === undefined) {
-      sendError(res, 400, BRIGHTNESS_INVALID);
+      sendError(res, 400, errors.brightnessInvalid);
       return;
     }
     await state.setBrightness(value);
-    sendJson(res, 200, success(`LED brightness set to ${value}.`));
+    sendJson(res, 200, bodies.brightnessSet(value));
   });
 
   route("POST", "/upload", async (req, res) => {
@@ -181,11 +158,11 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     const roPass = sameSecret(given.password, ro.password);
     const address = req.socket.remoteAddress;
     if (full || (ro.user !== "" && roUser && roPass)) {
-      ctx.throttle.succeed(address);
+      ctx.throttle.succeeded(address);
       return full ? "full" : "read-only";
     }
-    const inARow = ctx.throttle.fail(address);
-    ctx.log(`failed web login from ${address ?? "unknown address"} as user ${JSON.stringify(given.user.slice(0, 64))} (${inARow} in a row)`);
+    const { failures } = ctx.throttle.failed(address);
+    ctx.log(`failed web login from ${address ?? "unknown address"} as user ${JSON.stringify(given.user.slice(0, 64))} (${failures} in a row)`);
     return "none";
   };
   const needsLogin = (): boolean => ctx.settings().webUser !== "" || ctx.settings().webPassword !== "";
@@ -207,7 +184,7 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
       sendErrorAndClose(req, res, 404, `Not found: ${req.method} ${url.pathname}. This device serves the FrameFi firmware's API (GET / for its status) and its web panel at /panel/.`);
       return;
     }
-    const wait = needsLogin() ? ctx.throttle.wait(req.socket.remoteAddress) : 0;
+    const wait = needsLogin() ? ctx.throttle.retryAfter(req.socket.remoteAddress) : 0;
     if (wait > 0) {
       const seconds = Math.ceil(wait / 1000);
       sendErrorEarly(req, res, 429, `Too many failed logins from your address: try again in ${seconds} s.`, { "Retry-After": String(seconds) });

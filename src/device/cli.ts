@@ -65,6 +65,14 @@ async function main(): Promise<void> {
     process.stdout.write(`framefi-device ${version()}\n`);
     return;
   }
+  // After an uncaught exception Node cannot say what state the program is in, so going on is unsafe: say why and
+  // exit non-zero, and a supervisor (systemd, a container runtime) starts a fresh device. A request's own errors
+  // never get here: the API answers them with a 500. A rejection nobody handles arrives here too (Node's default).
+  process.on("uncaughtException", (e: unknown, origin) => {
+    const what = origin === "unhandledRejection" ? "unhandled promise rejection" : "unexpected error";
+    process.stderr.write(`framefi-device: ${what}, exiting: ${(e as Error)?.stack ?? String(e)}\n`);
+    process.exit(1);
+  });
   const config = parsed.config;
   const gadget = config.usbGadget ? await prepareGadget(config) : undefined;
   const device: DeviceService = new DeviceService(gadget ? { ...config, cardSize: undefined } : config, {
@@ -76,9 +84,6 @@ async function main(): Promise<void> {
       process.exit(1);
     },
   });
-  // The service never dies of one bad request: log what escaped and keep serving.
-  process.on("uncaughtException", (e) => console.error(`framefi-device: unexpected error (still running): ${e.stack ?? e}`));
-  process.on("unhandledRejection", (e) => console.error(`framefi-device: unexpected error (still running): ${(e as Error)?.stack ?? e}`));
   let stopping = false;
   const stop = (): void => {
     if (stopping) process.exit(1);

@@ -102,7 +102,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "card-image", kind: "string", help: "with --usb-gadget: the FAT32 card image (created with --card-size if missing) or a block device" },
   { name: "gadget-udc", kind: "string", help: "with --usb-gadget: the USB device controller to bind to (default: the first in /sys/class/udc)" },
   { name: "allowed-host", kind: "string", help: "host names (comma-separated) the web API and setup page answer besides IP addresses, localhost and this machine's name; * = any" },
-  { name: "login-attempts", kind: "int", default: "5", help: "failed web logins from one address before each further attempt must wait (1 s, doubling up to 60 s)" },
+  { name: "login-attempts", kind: "int", default: "5", help: "failed logins (web and FTP together) from one address before each further attempt must wait (1 s, doubling up to 60 s)" },
   { name: "request-timeout", kind: "int", default: "20", help: "seconds a request's head may take to arrive, and its body may go without bringing 4 KiB" },
 ];
 

@@ -1,6 +1,7 @@
 // Home Assistant MQTT discovery: the retained config messages that make a frame appear in Home Assistant
 // as one device (sensors, display switch, mode select, restart button) without any YAML.
 // See https://www.home-assistant.io/integrations/mqtt/#mqtt-discovery.
+import { MODE_FTP } from "../shared/firmware.js";
 
 /** The topics one frame uses, all under its topic prefix. */
 export interface MqttTopics {
@@ -48,8 +49,7 @@ export function nodeIdFor(topicPrefix: string): string {
 }
 
 const GIB = 1024 * 1024 * 1024;
-const MODE_OPTION =
-  "{{ 'ftp' if value_json.mode == 'Application (FTP Server)' else 'msc' }}";
+const MODE_OPTION = `{{ 'ftp' if value_json.mode == '${MODE_FTP}' else 'msc' }}`;
 
 export function discoveryMessages(o: DiscoveryOptions): DiscoveryMessage[] {
   const nodeId = nodeIdFor(o.topicPrefix);

@@ -1,22 +1,21 @@
 // Plugs the MQTT link into the device service: one link per boot (settings re-read, as the firmware does
 // on reboot), enabled and disabled with the state's MQTT flag, its status reported back into the state.
 // The context is typed structurally, so this file depends only on what it uses of the device service.
-import { createMqttLink, type DeviceSide, type MqttLink, type MqttLinkOptions, type StatusView } from "./mqtt.js";
-
-type Mode = "msc" | "ftp";
+import { statusBody, type Mode, type StatusFacts } from "../shared/firmware.js";
+import { createMqttLink, type DeviceSide, type MqttLink, type MqttLinkOptions } from "./mqtt.js";
 
 /** What the plug-in uses of the device service's DeviceContext. */
 export interface MqttPluginContext {
   config: { mqtt: { topicPrefix: string; discoveryPrefix: string; discovery: boolean } };
   state: {
-    snapshot(): { mode: Mode; display: { on: boolean; orientation: number }; mqtt: { enabled: boolean } };
+    snapshot(): Omit<StatusFacts, "card">;
     on(event: "change", listener: (what: string) => void): unknown;
     off(event: "change", listener: (what: string) => void): unknown;
     setDisplay(on: boolean): unknown;
     setMode(mode: Mode): unknown;
     setMqttStatus(state: number, connected: boolean): void;
   };
-  card: { figures(): Promise<{ totalSize: number; usedSize: number; freeSize: number; fileCount: number }> };
+  card: { figures(): Promise<StatusFacts["card"]> };
   settings: () => { mqttHost: string; mqttPort: number; mqttUser: string; mqttPassword: string; mqttClientId: string };
   log: (message: string) => void;
 }
@@ -28,7 +27,6 @@ export interface MqttPlugin {
   readonly link: MqttLink | undefined;
 }
 
-const MODE_NAMES: Record<Mode, string> = { msc: "USB MSC", ftp: "Application (FTP Server)" };
 /** The changes the state topic carries. */
 const PUBLISHED = new Set(["mode", "display", "card"]);
 
@@ -41,15 +39,7 @@ export function mqttPlugin(ctx: MqttPluginContext, restart: () => unknown, extra
   let onFlag: ((what: string) => void) | undefined;
 
   const device: DeviceSide = {
-    status: async (): Promise<StatusView> => {
-      const s = ctx.state.snapshot();
-      const f = await ctx.card.figures();
-      return {
-        mode: MODE_NAMES[s.mode],
-        display: { status: s.display.on ? "on" : "off", orientation: s.display.orientation },
-        sd_card: { total_size: f.totalSize, used_size: f.usedSize, free_size: f.freeSize, file_count: f.fileCount },
-      };
-    },
+    status: async () => statusBody({ ...ctx.state.snapshot(), card: await ctx.card.figures() }),
     onChange(listener) {
       const l = (what: string): void => {
         if (PUBLISHED.has(what)) listener();

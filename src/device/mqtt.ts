@@ -5,32 +5,13 @@
 import { EventEmitter } from "node:events";
 import { readFileSync } from "node:fs";
 import mqtt, { type MqttClient } from "mqtt";
+import { displayTopicPayload, MqttState, stateTopicPayload, type DeviceStatus, type Mode } from "../shared/firmware.js";
 import { discoveryMessages, topicsFor, type MqttTopics } from "./mqtt-discovery.js";
 
 export { topicsFor, type MqttTopics } from "./mqtt-discovery.js";
 
-/** The firmware's PubSubClient state codes, as `GET /` and `GET /mqtt/status` report them. */
-export const MqttState = {
-  CONNECTION_TIMEOUT: -4,
-  CONNECTION_LOST: -3,
-  CONNECT_FAILED: -2,
-  DISCONNECTED: -1,
-  CONNECTED: 0,
-  CONNECT_BAD_PROTOCOL: 1,
-  CONNECT_BAD_CLIENT_ID: 2,
-  CONNECT_UNAVAILABLE: 3,
-  CONNECT_BAD_CREDENTIALS: 4,
-  CONNECT_UNAUTHORIZED: 5,
-} as const;
-
-/** The part of the status object (`GET /`) the MQTT state topic carries. */
-export interface StatusView {
-  mode: string;
-  display: { status: string; orientation: number };
-  sd_card: { total_size: number; used_size: number; free_size: number; file_count: number };
-}
-
-export type DeviceMode = "msc" | "ftp";
+/** The part of the status body (`GET /`) the MQTT state topic carries. */
+export type StatusView = Pick<DeviceStatus, "mode" | "display" | "sd_card">;
 
 /** What the link needs from the device. */
 export interface DeviceSide {
@@ -39,7 +20,7 @@ export interface DeviceSide {
   /** Calls `listener` after any state change; returns the unsubscribe function. */
   onChange(listener: () => void): () => void;
   setDisplay(on: boolean): unknown;
-  setMode(mode: DeviceMode): unknown;
+  setMode(mode: Mode): unknown;
   restart(): unknown;
 }
 
@@ -302,8 +283,8 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
       if (!client || !this.#connected) return;
       try {
         const status = await this.#device.status();
-        const state = statePayload(status);
-        const display = status.display.status === "on" ? "ON" : "OFF";
+        const state = stateTopicPayload(status);
+        const display = displayTopicPayload(status.display.status);
         if (!force && state + display === this.#lastPublished) return;
         this.#lastPublished = state + display;
         await client.publishAsync(this.topics.state, state, { qos: 1, retain: true });
@@ -352,20 +333,6 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
 
 export function createMqttLink(options: MqttLinkOptions, device: DeviceSide): MqttLink {
   return new MqttLink(options, device);
-}
-
-/** The firmware's `frame-fi/state` payload: same fields, same order, compact JSON. */
-export function statePayload(s: StatusView): string {
-  return JSON.stringify({
-    mode: s.mode,
-    display: { status: s.display.status, orientation: s.display.orientation },
-    sd_card: {
-      total_size: s.sd_card.total_size,
-      used_size: s.sd_card.used_size,
-      free_size: s.sd_card.free_size,
-      file_count: s.sd_card.file_count,
-    },
-  });
 }
 
 /** Maps an mqtt.js error to a PubSubClient state code. */

@@ -6,12 +6,11 @@ import { listenEverywhere, listenOn } from "../shared/listen.js";
 import { sameSecret } from "../shared/secret.js";
 import { createApi } from "./api.js";
 import { defaultConnectionLimits, limitConnections, watchBodyProgress } from "./http.js";
-import { LoginThrottle as WebLoginThrottle } from "./login-throttle.js";
 import { hostPolicy, refuseForeign, type HostPolicy } from "./request-guard.js";
 import { Card } from "./card/card.js";
 import type { DeviceConfig } from "./config.js";
 import { simulatedHardware, type Hardware } from "./hardware.js";
-import { panelRoutes, servePanel, type PanelRoute } from "./panel/routes.js";
+import { createPanel, servePanel, type Panel, type PanelRoute } from "./panel/routes.js";
 import { defaultSettings, SettingsStore, type Settings } from "./settings.js";
 import { createSetupHandler, type SetupValues } from "./setup.js";
 import { DeviceState, noFtpShare, type FtpShare } from "./state.js";
@@ -26,7 +25,7 @@ export interface DeviceContext {
   settings: () => Settings;
   /** Reboots in-process, as POST /device/restart does (for MQTT's restart command). */
   restart: () => Promise<void>;
-  /** Failed logins per client address, for every login surface (FTP; the web API's basic auth can share it). */
+  /** Failed logins per client address, for every login surface (FTP and the web API's basic auth). */
   loginThrottle: LoginThrottle;
   log: (message: string) => void;
 }
@@ -101,12 +100,15 @@ export class DeviceService {
   /** Whether a boot has listened once: later boots (restarts) wait for their port to come free. */
   private booted = false;
   private readonly log: (message: string) => void;
-  /** The one owner of failed-login state, kept across restarts (FTP now; the web API's basic auth can share it). */
-  private readonly loginThrottle = createLoginThrottle();
+  /**
+   * The one owner of failed-login state, shared by FTP and web basic auth (a failure on either counts for both)
+   * and kept across restarts, so a restart does not reset an attacker's wait.
+   */
+  private readonly loginThrottle: LoginThrottle;
   private readonly fatal: (error: Error) => void;
-  /** Failed web logins per address: kept across restarts, so a restart does not reset an attacker's wait. */
-  private readonly throttle: WebLoginThrottle;
   private readonly hosts: HostPolicy;
+  /** The web panel of the current boot. */
+  private panel: Panel | undefined;
 
   constructor(
     private readonly config: DeviceConfig,
@@ -115,7 +117,7 @@ export class DeviceService {
     this.log = opts.log ?? ((m) => console.log(`framefi-device: ${m}`));
     this.fatal = opts.fatal ?? ((e) => this.log(`error: the device is down: ${e.message}`));
     this.hosts = hostPolicy(config.host, config.allowedHosts);
-    this.throttle = new WebLoginThrottle({ freeFailures: config.loginAttempts });
+    this.loginThrottle = createLoginThrottle({ freeFailures: config.loginAttempts });
     this.hardware = opts.hardware ?? simulatedHardware(urlOf(config.host, config.port), urlOf(config.setupHost, config.setupPort));
     this.settings = new SettingsStore(config.state, () => defaultSettings(config), (m) => this.log(`warning: ${m}`));
     this.current = defaultSettings(config);
@@ -174,6 +176,9 @@ export class DeviceService {
       const { webUser, webPassword } = this.current;
       const defaults = defaultSettings(this.config);
       const keepWeb = webUser !== defaults.webUser || webPassword !== defaults.webPassword;
+      this.state.beginWifiReset();
+      // Everyone watching the panel sees the reset screen before the device goes down.
+      await this.panel?.shown();
       await this.shutdown();
       try {
         await this.settings.clear({ wifiSsid: "", wifiPassword: "", ...(keepWeb ? { webUser, webPassword } : {}) });
@@ -232,7 +237,7 @@ export class DeviceService {
         restart: () => void this.restart(),
       });
       // The web panel stays reachable in setup mode, on the setup page's server (the API is down).
-      const panel = servePanel(this.panelRoutes());
+      const panel = servePanel(this.openPanel());
       this.setup = this.createHttpServer((req, res) => {
         if (refuseForeign(req, res, this.hosts)) return;
         if (!panel(req, res)) setupPage(req, res);
@@ -295,9 +300,9 @@ export class DeviceService {
       restart: () => void this.restart(),
       wifiReset: () => void this.wifiReset(),
       log: this.log,
-      throttle: this.throttle,
+      throttle: this.loginThrottle,
       hosts: this.hosts,
-      extraRoutes: this.panelRoutes(),
+      extraRoutes: this.openPanel(),
     });
     // Beyond the firmware: every answer names the FTP port, so clients never guess which FTP server is this device's.
     const ftpPort = String(this.config.ftpPort);
@@ -337,14 +342,15 @@ export class DeviceService {
     return server;
   }
 
-  /** The web panel (/panel/): served by the API, and by the setup page's server in setup mode. */
-  private panelRoutes(): PanelRoute[] {
-    return panelRoutes({
+  /** A fresh web panel (/panel/) for this boot: served by the API, and by the setup page's server in setup mode. */
+  private openPanel(): PanelRoute[] {
+    this.panel = createPanel({
       state: this.state,
       display: this.hardware.display,
       wifiReset: () => void this.wifiReset(),
       ports: { api: this.config.port, setup: this.config.setupPort },
     });
+    return this.panel.routes;
   }
 
   /** Figures change in bursts (a folder copied in); tell the state at most every 100 ms. */

@@ -3,15 +3,12 @@
 // construction: each answer describes the state right after its own step. Hardware follows the state
 // asynchronously (a mode switch answers at once and completes just after), one transition at a time.
 import { EventEmitter } from "node:events";
+import { MODE_NAMES, MqttState, type Mode } from "../shared/firmware.js";
 import type { Card } from "./card/card.js";
 import type { Hardware, LedColor, Screen } from "./hardware.js";
 import type { Settings, SettingsStore } from "./settings.js";
 
-export type Mode = "msc" | "ftp";
 export type Phase = "booting" | "running" | "setup" | "stopped";
-
-/** The mode names the firmware reports. */
-export const MODE_NAMES: Record<Mode, string> = { msc: "USB MSC", ftp: "Application (FTP Server)" };
 
 /** The FTP server of FTP mode: started on entering FTP mode, stopped on leaving it. */
 export interface FtpShare {
@@ -22,7 +19,7 @@ export interface FtpShare {
 /** Until the FTP server plugs in, FTP mode shares the card with nobody. */
 export const noFtpShare: FtpShare = { start: async () => undefined, stop: async () => undefined };
 
-export type Change = "phase" | "mode" | "display" | "led" | "brightness" | "mqtt-enabled" | "mqtt-status" | "card" | "transfer";
+export type Change = "phase" | "mode" | "display" | "led" | "brightness" | "mqtt-enabled" | "mqtt-status" | "card" | "transfer" | "wifi-reset";
 
 /** One FTP file transfer, as the FTP server reports it when it starts and ends. */
 export interface FtpTransfer {
@@ -54,10 +51,9 @@ export interface Snapshot {
   /** FTP file transfers running now; the firmware blinks its LED while there are any. */
   transfers: number;
   written: FtpWritten;
+  /** A Wi-Fi reset is under way: the firmware shows "Resetting Wi-Fi..." from then until it boots again. */
+  wifiReset: boolean;
 }
-
-/** PubSubClient's state code for "disconnected". */
-export const MQTT_DISCONNECTED = -1;
 
 export interface DeviceStateEvents {
   change: [what: Change, snapshot: Snapshot];
@@ -75,11 +71,12 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   private brightness = 13;
   private orientation = 1;
   private mqttEnabled = false;
-  private mqttState = MQTT_DISCONNECTED;
+  private mqttState: number = MqttState.DISCONNECTED;
   private mqttConnected = false;
   private network: { address: string; mac: string } = { address: "", mac: "" };
   private transfers = 0;
   private written: FtpWritten = { files: 0, bytes: 0, current: "" };
+  private wifiReset = false;
 
   constructor(
     private readonly hardware: Hardware,
@@ -106,6 +103,7 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
       mqtt: { enabled: this.mqttEnabled, state: this.mqttState, connected: this.mqttConnected },
       transfers: this.transfers,
       written: { ...this.written },
+      wifiReset: this.wifiReset,
     };
   }
 
@@ -114,13 +112,14 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   /** Power-on: yellow LED, boot screen, state from the settings; the mode is MSC until told otherwise. */
   beginBoot(settings: Settings): void {
     this.phase = "booting";
+    this.wifiReset = false;
     this.mode = "msc";
     this.displayOn = true;
     this.ledOn = true;
     this.brightness = settings.ledBrightness;
     this.orientation = settings.orientation;
     this.mqttEnabled = settings.mqttEnabled;
-    this.mqttState = MQTT_DISCONNECTED;
+    this.mqttState = MqttState.DISCONNECTED;
     this.mqttConnected = false;
     this.hardware.display.setBacklight(true);
     this.hardware.display.setOrientation(this.orientation);
@@ -145,6 +144,12 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
     this.showLed();
     this.hardware.display.draw({ kind: "setup", ssid: ap.ssid, address: ap.address });
     this.emitChange("phase");
+  }
+
+  /** A Wi-Fi reset begins (whoever asked: the API, the button): the reset screen stays up until the next boot. */
+  beginWifiReset(): void {
+    this.wifiReset = true;
+    this.emitChange("wifi-reset");
   }
 
   /** Power-off for a restart: stops the FTP server, takes the card back, detaches USB. */
@@ -208,7 +213,7 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
     const changed = next !== this.mqttEnabled;
     this.mqttEnabled = next;
     if (!next) {
-      this.mqttState = MQTT_DISCONNECTED;
+      this.mqttState = MqttState.DISCONNECTED;
       this.mqttConnected = false;
     }
     if (changed) {

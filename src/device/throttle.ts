@@ -1,6 +1,7 @@
 // Login throttling per client address: after a few failures each further attempt waits longer (doubling up to
-// a ceiling), however many connections the address opens. One instance owns the state for every login surface
-// that shares it (FTP, web basic auth); its memory is bounded by `maxAddresses`.
+// a ceiling), however many connections the address opens. The device service owns one instance for every login
+// surface (FTP, web basic auth), so failures on either count together; its memory is bounded by `maxAddresses`.
+import { isIPv6 } from "node:net";
 
 /** The address is so far behind that its attempt is refused without being checked. */
 export class ThrottledError extends Error {
@@ -12,11 +13,11 @@ export class ThrottledError extends Error {
 }
 
 export interface ThrottleOptions {
-  /** Failures that cost nothing (typos). Default 3. */
+  /** Failures that cost nothing (typos). Default 5 (--login-attempts). */
   freeFailures?: number;
   /** Delay after the first failure beyond the free ones; doubles with each further failure. Default 1 s. */
   baseDelayMs?: number;
-  /** Ceiling of the delay; an attempt that would wait longer is refused. Default 30 s. */
+  /** Ceiling of the delay; an attempt that would wait longer is refused. Default 60 s. */
   maxDelayMs?: number;
   /** An address with no failure for this long starts afresh. Default 15 min. */
   forgetAfterMs?: number;
@@ -25,17 +26,22 @@ export interface ThrottleOptions {
   now?: () => number;
 }
 
-/** What a login surface needs: ask before checking credentials, report the outcome after. */
+/**
+ * What a login surface needs. A surface that holds the attempt (FTP) asks admit() before checking the
+ * credentials; one that turns it away (the web API: 429) asks retryAfter(). Both report the outcome after.
+ */
 export interface LoginThrottle {
   /**
    * Reserves this attempt's turn: resolves to the milliseconds to wait before checking the credentials (0 when
    * the address has no recent failures). Throws ThrottledError when the wait would exceed the ceiling.
    */
-  admit(address: string): number;
+  admit(address: string | undefined): number;
+  /** Milliseconds until the address's next attempt may be checked (0: now), reserving nothing. */
+  retryAfter(address: string | undefined): number;
   /** The credentials were wrong: returns the address's failures in a row and the delay its next attempt gets. */
-  failed(address: string): { failures: number; delayMs: number };
+  failed(address: string | undefined): { failures: number; delayMs: number };
   /** The credentials were right: the address starts afresh. */
-  succeeded(address: string): void;
+  succeeded(address: string | undefined): void;
 }
 
 interface Entry {
@@ -46,9 +52,9 @@ interface Entry {
 }
 
 export function createLoginThrottle(options: ThrottleOptions = {}): LoginThrottle {
-  const free = options.freeFailures ?? 3;
+  const free = options.freeFailures ?? 5;
   const base = options.baseDelayMs ?? 1_000;
-  const ceiling = options.maxDelayMs ?? 30_000;
+  const ceiling = options.maxDelayMs ?? 60_000;
   const forgetAfter = options.forgetAfterMs ?? 15 * 60_000;
   const maxAddresses = options.maxAddresses ?? 10_000;
   const now = options.now ?? Date.now;
@@ -68,7 +74,7 @@ export function createLoginThrottle(options: ThrottleOptions = {}): LoginThrottl
   return {
     admit(address) {
       const t = now();
-      const e = current(keyOf(address), t);
+      const e = current(addressKey(address), t);
       if (!e) return 0;
       const wait = Math.max(0, e.next - t);
       if (wait > ceiling) throw new ThrottledError(wait);
@@ -76,9 +82,14 @@ export function createLoginThrottle(options: ThrottleOptions = {}): LoginThrottl
       e.next = Math.max(t, e.next) + delay(e.failures);
       return wait;
     },
+    retryAfter(address) {
+      const t = now();
+      const e = current(addressKey(address), t);
+      return e ? Math.max(0, e.next - t) : 0;
+    },
     failed(address) {
       const t = now();
-      const key = keyOf(address);
+      const key = addressKey(address);
       const e = current(key, t) ?? { failures: 0, next: 0, lastFailure: t };
       e.failures++;
       e.lastFailure = t;
@@ -89,18 +100,24 @@ export function createLoginThrottle(options: ThrottleOptions = {}): LoginThrottl
       return { failures: e.failures, delayMs: delay(e.failures) };
     },
     succeeded(address) {
-      entries.delete(keyOf(address));
+      entries.delete(addressKey(address));
     },
   };
 }
 
-/** IPv4 addresses count one by one; an IPv6 host usually owns a whole /64, so that is one address here. */
-export function keyOf(address: string): string {
-  const plain = address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, "").replace(/%.*$/, "");
-  if (!plain.includes(":")) return plain;
+/**
+ * The key of a client address as `socket.remoteAddress` gives it: IPv4 as is (also when IPv4-mapped,
+ * "::ffff:1.2.3.4"); IPv6 by its /64 prefix, since one host usually holds a whole /64.
+ */
+export function addressKey(address: string | undefined): string {
+  if (!address) return "unknown";
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  const plain = address.split("%")[0]!;
+  if (!isIPv6(plain)) return address;
   const [head = "", tail = ""] = plain.toLowerCase().split("::");
-  const left = head ? head.split(":") : [];
-  const right = plain.includes("::") && tail ? tail.split(":") : [];
-  const groups = plain.includes("::") ? [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right] : left;
-  return groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":") + "::/64";
+  const left = head === "" ? [] : head.split(":");
+  const right = tail === "" ? [] : tail.split(":");
+  const groups = plain.includes("::") ? [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
 }

@@ -5,6 +5,7 @@ import busboy from "busboy";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { bodies, errors } from "../shared/firmware.js";
 import { CardError, type Card, type CardWrite } from "./card/card.js";
 import { acceptBody, sendErrorAndClose, sendJson } from "./http.js";
 
@@ -12,9 +13,8 @@ const CHUNK = 1 << 20;
 
 /** The multipart body could not be parsed. */
 class MalformedUpload extends Error {}
-const MSC_MESSAGE = "Cannot upload in MSC mode.";
-
-export const UPLOAD_SUCCESS = { status: "success", message: "File uploaded successfully." } as const;
+const MSC_MESSAGE = errors.uploadInMsc;
+const UPLOAD_SUCCESS = bodies.uploaded;
 
 /** The body stopped before its end: the client went away or was too slow. */
 class UploadCut extends Error {

@@ -10,6 +10,7 @@ import { bin, eventually, freePort, removeDir, run, start, startDevice, tempDir 
 import { basic, call, openUpload, sleep, tree } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
 import { MODE_FTP } from "./fixtures/contract.js";
+import { ftpConnection } from "../ftp/fixtures/raw.js";
 
 const MiB = 1024 * 1024;
 
@@ -300,6 +301,25 @@ describe("brute force on web basic auth (point 13)", () => {
     assert.match(log, /failed web login from 127\.0\.0\.1 as user "admin" \(1 in a row\)/);
     assert.doesNotMatch(log, /guess-/);
     assert.doesNotMatch(log, /correct-horse/);
+  });
+});
+
+describe("one login throttle for FTP and web basic auth", () => {
+  test("failed web logins slow the address's FTP logins down, and failed FTP logins its web logins", async (t) => {
+    const dev = await startDevice({ args: ["--web-user", "admin", "--web-password", "right", "--login-attempts", "2"] });
+    t.after(() => dev.stop());
+    await api(dev, ["admin", "right"]).setMode("ftp");
+    await eventually(async () => (await api(dev, ["admin", "right"]).status()).mode === MODE_FTP, 5_000);
+    for (let i = 0; i < 2; i++) assert.equal((await call(dev.url, "GET", "/", { auth: ["admin", `guess-${i}`] })).status, 401);
+    assert.equal((await call(dev.url, "GET", "/", { auth: ["admin", "right"] })).status, 429, "two free failures are used up");
+    const ftp = await ftpConnection(dev.ftpPort);
+    t.after(() => ftp.socket.destroy());
+    assert.match(await ftp.command("USER user"), /^331/);
+    assert.match(await ftp.command("PASS wrong", 10_000), /^530/);
+    await dev.program.waitFor(/ftp 127\.0\.0\.1:\d+: login failed \(3 in a row from 127\.0\.0\.1; the next attempt from this address waits 2 s\)/, 5_000);
+    const after = await call(dev.url, "GET", "/", { auth: ["admin", "right"] });
+    assert.equal(after.status, 429, "the FTP failure counts for the web too");
+    assert.ok(Number(after.headers.get("retry-after")) >= 1);
   });
 });
 

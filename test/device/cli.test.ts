@@ -4,7 +4,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { bin, freePort, removeDir, run, startDevice, tempDir } from "../helpers.js";
+import { pathToFileURL } from "node:url";
+import { bin, freePort, removeDir, repoRoot, run, startDevice, tempDir } from "../helpers.js";
 import { call, sleep } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
 
@@ -177,4 +178,20 @@ describe("defaults", () => {
     t.after(() => dev.stop());
     assert.ok((await stat(join(cwd, "sdcard"))).isDirectory());
   });
+});
+
+describe("a fault nobody catches", () => {
+  const preload = pathToFileURL(join(repoRoot, "dist/test/device/fixtures/fault-on-signal.js")).href;
+  for (const [fault, said] of [
+    ["throw", /framefi-device: unexpected error, exiting: Error: an exception nobody catches \(injected by the test\)\n/],
+    ["reject", /framefi-device: unhandled promise rejection, exiting: Error: a rejection nobody handles \(injected by the test\)\n/],
+  ] as const) {
+    test(`${fault}: the device says why and exits 1 (a supervisor restarts it), instead of running on in an unknown state`, async (t) => {
+      const dev = await startDevice({ env: { FAULT: fault, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import=${preload}`.trim() } });
+      t.after(() => dev.stop());
+      dev.program.child.kill("SIGUSR2");
+      await dev.program.waitFor(said);
+      assert.equal(await dev.program.exited, 1);
+    });
+  }
 });

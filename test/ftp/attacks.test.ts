@@ -97,7 +97,8 @@ describe("FTP mode: password guessing", () => {
   before(async () => {
     dir = await tempDir("framefi-ftp-guess-");
     await mkdir(join(dir, "card"));
-    ftp = await startFtp(join(dir, "card"));
+    // Three free failures, so the doubling shows within the test's 3 s (the default is 5).
+    ftp = await startFtp(join(dir, "card"), ["--login-attempts", "3"]);
   });
   after(async () => {
     await ftp?.stop();

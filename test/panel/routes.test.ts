@@ -3,7 +3,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { DeviceView } from "../../src/device/panel/view.js";
-import { startDevice, type RunningDevice } from "../helpers.js";
+import { eventually, startDevice, type RunningDevice } from "../helpers.js";
 
 interface DeviceEvent {
   view: DeviceView;
@@ -187,4 +187,29 @@ describe("panel behind basic auth", () => {
     const status = (await (await fetch(`${dev.url}/`, { headers: auth("viewer", "look") })).json()) as { mode: string };
     assert.equal(status.mode, "USB MSC", "nothing changed");
   });
+});
+
+describe("a Wi-Fi reset shows its screen, whoever asks for it", () => {
+  for (const [who, path] of [["POST /wifi/reset", "/wifi/reset"], ["the button held 3 s", "/panel/button/hold"]] as const) {
+    test(`${who}: every open panel sees "Resetting Wi-Fi...", then the setup screen once the device is back`, async (t) => {
+      const dev = await startDevice();
+      t.after(() => dev.stop());
+      const events = await openEvents(`${dev.url}/panel/events`);
+      t.after(() => events.close());
+      assert.equal((await events.next()).view.display.screen.kind, "mode");
+      assert.equal((await fetch(`${dev.url}${path}`, { method: "POST" })).status, 200);
+      let e: DeviceEvent;
+      do e = await events.next();
+      while (e.view.display.screen.kind !== "info");
+      assert.deepEqual(e.view.display.screen, { kind: "info", title: "FrameFi", message: "Resetting Wi-Fi...", detail: "Restarting...", header: "red" });
+      assert.match(e.svg, /data-text="Resetting Wi-Fi\.\.\."/);
+      const setup = `http://127.0.0.1:${dev.setupPort}`;
+      const view = await eventually(async () => {
+        const r = await fetch(`${setup}/panel/state`).catch(() => undefined);
+        const v = r?.ok ? ((await r.json()) as DeviceView) : undefined;
+        return v?.phase === "setup" ? v : undefined;
+      }, 15_000);
+      assert.equal(view?.display.screen.kind, "setup", "the reset screen goes once the device has restarted");
+    });
+  }
 });

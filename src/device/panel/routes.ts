@@ -2,9 +2,10 @@
 // read-only account): the page, the display picture, the device view as JSON, server-sent events, the button.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
+import { MODE_LABELS } from "../../shared/firmware.js";
 import { sendError, sendJson } from "../http.js";
 import { SimulatedDisplay, type Display, type Screen } from "../hardware.js";
-import { addressKey } from "../login-throttle.js";
+import { addressKey } from "../throttle.js";
 import type { DeviceState } from "../state.js";
 import { panelPage } from "./page.js";
 import { renderDisplayPng, renderDisplaySvg } from "./render.js";
@@ -26,6 +27,18 @@ export interface PanelRoute {
   handler: (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 }
 
+export interface Panel {
+  routes: PanelRoute[];
+  /**
+   * Resolves once every open event stream has been handed the device as it is now, or after 1 s (a panel that
+   * does not read its stream does not hold the device up): what a device about to go down awaits.
+   */
+  shown(): Promise<void>;
+}
+
+/** How long shown() waits for panels that do not read their streams. */
+const SHOWN_MS = 1_000;
+
 /** Milliseconds between keep-alive comments on an idle event stream (proxies drop silent connections). */
 const KEEP_ALIVE_MS = 15_000;
 /** Open event streams at most, in all and from one address (each costs socket buffers in the kernel). */
@@ -36,12 +49,11 @@ const STREAM_BUFFER = 64 * 1024;
 /** A stream whose client has read nothing for this long is closed (its page reconnects if it is alive). */
 const STALLED_MS = 60_000;
 
-export function panelRoutes(ctx: PanelContext): PanelRoute[] {
+export function createPanel(ctx: PanelContext): Panel {
   const observable = ctx.display instanceof SimulatedDisplay ? ctx.display : undefined;
-  let resetting = false;
 
   const drawn = (): Screen | undefined => observable?.screen;
-  const view = (): DeviceView => deviceView(ctx.state.snapshot(), drawn(), resetting);
+  const view = (): DeviceView => deviceView(ctx.state.snapshot(), drawn());
   const current = (): { view: DeviceView; svg: string } => {
     const v = view();
     return { view: v, svg: renderDisplaySvg(v.display) };
@@ -89,7 +101,9 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
     return false;
   };
 
-  return [
+  const shown = (): Promise<void> => Promise.race([sendAll(), sleep(SHOWN_MS, undefined, { ref: false })]);
+
+  const routes: PanelRoute[] = [
     {
       method: "GET",
       path: "/panel",
@@ -200,7 +214,7 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
         if (!running(res)) return;
         const target = ctx.state.snapshot().mode === "msc" ? "ftp" : "msc";
         ctx.state.setMode(target);
-        sendJson(res, 200, { status: "success", message: `Button clicked: switching to ${target === "ftp" ? "Application (FTP)" : "MSC"} mode.` });
+        sendJson(res, 200, { status: "success", message: `Button clicked: switching to ${MODE_LABELS[target]} mode.` });
       },
     },
     {
@@ -208,15 +222,12 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
       path: "/panel/button/hold",
       handler: (_req, res) => {
         if (!running(res)) return;
-        resetting = true;
-        // Everyone watching sees the reset screen before the device goes down.
-        // A panel that does not read its stream holds the reset up for a second at most.
-        const shown = Promise.race([sendAll(), sleep(1_000)]);
-        res.once("finish", () => void shown.then(ctx.wifiReset));
+        res.once("finish", ctx.wifiReset);
         sendJson(res, 200, { status: "success", message: "Button held for 3 seconds: resetting Wi-Fi and restarting..." });
       },
     },
   ];
+  return { routes, shown };
 }
 
 /**

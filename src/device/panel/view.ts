@@ -54,8 +54,8 @@ export const bootScreen = (version: string): InfoScreen => ({ kind: "info", titl
 export const ftpTransitionScreen: InfoScreen = { kind: "info", title: "FrameFi", message: "Entering FTP Mode...", detail: "", header: "peach" };
 export const wifiResetScreen: InfoScreen = { kind: "info", title: "FrameFi", message: "Resetting Wi-Fi...", detail: "Restarting...", header: "red" };
 
-function screenOf(snapshot: Snapshot, drawn: Screen | undefined, resetting: boolean): PanelScreen {
-  if (resetting) return wifiResetScreen;
+function screenOf(snapshot: Snapshot, drawn: Screen | undefined): PanelScreen {
+  if (snapshot.wifiReset) return wifiResetScreen;
   if (snapshot.phase === "stopped") return { kind: "blank" };
   // The firmware draws the transition screen before it hands the card to the FTP server.
   if (snapshot.phase === "running" && snapshot.switching && snapshot.mode === "ftp") return ftpTransitionScreen;
@@ -64,11 +64,11 @@ function screenOf(snapshot: Snapshot, drawn: Screen | undefined, resetting: bool
   return drawn;
 }
 
-export function deviceView(snapshot: Snapshot, drawn: Screen | undefined, resetting: boolean): DeviceView {
+export function deviceView(snapshot: Snapshot, drawn: Screen | undefined): DeviceView {
   return {
     phase: snapshot.phase,
     mode: snapshot.mode,
-    display: { backlight: snapshot.display.on, orientation: snapshot.display.orientation, screen: screenOf(snapshot, drawn, resetting) },
+    display: { backlight: snapshot.display.on, orientation: snapshot.display.orientation, screen: screenOf(snapshot, drawn) },
     led: {
       color: snapshot.led.on && snapshot.led.brightness > 0 ? snapshot.led.color : undefined,
       brightness: snapshot.led.brightness,
