@@ -10,6 +10,7 @@ import type { Argument, Hook, Rule } from "./hook.js";
 import { parseGoDuration } from "./flags.js";
 import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "./goyaml.js";
 import { renderTemplate, TemplateError } from "./template.js";
+import { signatureMatchProblem, signatureSecrets } from "./hooks/signatures.js";
 
 export class ConfigError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -48,7 +49,7 @@ Object.assign((RULE as { fields: Record<string, GoType> }).fields, {
   not: RULE,
   match: {
     kind: "struct",
-    fields: { type: STRING, regex: STRING, secret: STRING, value: STRING, parameter: ARGUMENT, "ip-range": STRING, redact: BOOL },
+    fields: { type: STRING, regex: STRING, secret: STRING, value: STRING, parameter: ARGUMENT, "ip-range": STRING, redact: BOOL, tolerance: STRING },
   },
 });
 const HOOK: GoType = {
@@ -173,8 +174,19 @@ function fit(v: YamlValue, type: GoType, path: string, current: unknown): unknow
   }
 }
 
-/** command-timeout, a field of ours, holds a Go duration. */
+/** The fields of our own match types hold what they must (a secret, a duration…). */
+function checkRule(r: Rule | undefined): void {
+  if (!r) return;
+  r.and?.forEach(checkRule);
+  r.or?.forEach(checkRule);
+  checkRule(r.not);
+  const problem = r.match && signatureMatchProblem(r.match);
+  if (problem) throw new ConfigError(problem);
+}
+
+/** command-timeout, a field of ours, holds a Go duration; our match types are complete. */
 function checkOwnFields(hook: Record<string, unknown>): void {
+  checkRule(hook["trigger-rule"] as Rule | undefined);
   const timeout = hook["command-timeout"];
   if (typeof timeout === "string") {
     try {
@@ -277,7 +289,7 @@ export function secretsOf(hooks: Hook[]): string[] {
     r.and?.forEach(walk);
     r.or?.forEach(walk);
     walk(r.not);
-    if (r.match?.secret) out.push(r.match.secret);
+    if (r.match?.secret) out.push(r.match.secret, ...signatureSecrets(r.match));
     if (r.match?.type === "value" && r.match.value && (r.match.redact ?? tokenCarrier(r.match.parameter))) out.push(r.match.value);
   };
   for (const h of hooks) walk(h["trigger-rule"]);

@@ -1,5 +1,6 @@
 // The shapes shared by the hook server's modules: what a hooks file holds, and what a request
 // looks like once parsed. Field names are the hooks-file keys of adnanh/webhook, unchanged.
+import type { SignatureType } from "./hooks/signatures.js";
 
 /** Where a value is read from (`source` in the hooks file). */
 export type ArgumentSource =
@@ -33,7 +34,8 @@ export type MatchType =
   | "payload-hash-sha256"
   | "payload-hash-sha512"
   | "ip-whitelist"
-  | "scalr-signature";
+  | "scalr-signature"
+  | SignatureType;
 
 export interface MatchRule {
   type: MatchType;
@@ -44,6 +46,8 @@ export interface MatchRule {
   parameter?: Argument;
   /** Ours: whether `value` is a secret, hidden in the log (default: compared with a url parameter or a non-event header). */
   redact?: boolean;
+  /** Ours: how far a signed timestamp may be from now, a Go duration (default "5m"); signature schemes only. */
+  tolerance?: string;
 }
 
 /** Exactly one of the keys is set, as in the reference. */

@@ -5,8 +5,7 @@ import { createHmac, hash, timingSafeEqual } from "node:crypto";
 import type { HookRequest, MatchRule, Rule } from "./hook.js";
 import { getArgument, ParameterNodeError, canonicalHeaderKey } from "./values.js";
 import { matchGoRegex } from "./regex.js";
-
-export class SignatureError extends Error {}
+import { isSignatureType, SignatureError, verifySignature } from "./hooks/signatures.js";
 
 export interface Evaluation {
   ok: boolean;
@@ -47,6 +46,7 @@ function evaluateMatch(m: MatchRule, r: HookRequest, warn: Warn): Evaluation {
   try {
     if (m.type === "ip-whitelist") return { ok: checkIpWhitelist(r.remoteAddr, m["ip-range"] ?? "") };
     if (m.type === "scalr-signature") return { ok: checkScalrSignature(r, m.secret ?? "") };
+    if (isSignatureType(m.type)) return { ok: verifySignature({ ...m, type: m.type }, r) };
     const arg = getArgument(m.parameter ?? { source: "" as never }, r);
     switch (m.type) {
       case "value":
