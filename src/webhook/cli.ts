@@ -16,6 +16,7 @@ import { createPidFile, PidFileError, removePidFile } from "./pidfile.js";
 import { dropPrivileges } from "./privileges.js";
 import { DuplicateHookError, HookRegistry } from "./reload.js";
 import { HookTransport, listenOn } from "./server.js";
+import { validateHooksFiles } from "./cli/validate.js";
 import { listCipherSuites, minVersion, TlsConfigError, tlsOptions } from "./tls.js";
 
 function version(): string {
@@ -91,6 +92,15 @@ function openLogFile(path: string): (s: string) => void {
   return (s) => void writeSync(fd, s);
 }
 
+/** -validate: every problem on stdout, then a summary; the exit code. */
+function validate(opts: Options): number {
+  const { problems, hooks } = validateHooksFiles(opts.hooks, { template: opts.template });
+  for (const p of problems) process.stdout.write(p + "\n");
+  const files = `${opts.hooks.length} file${opts.hooks.length === 1 ? "" : "s"}`;
+  process.stdout.write(problems.length === 0 ? `ok: ${hooks} hook(s) in ${files}\n` : `${problems.length} problem(s) in ${files}\n`);
+  return problems.length === 0 ? 0 : 1;
+}
+
 function loadHooks(registry: HookRegistry, opts: Options, log: Log): void {
   let failed: string[];
   try {
@@ -139,6 +149,7 @@ async function main(): Promise<void> {
   }
   if (opts.debug || opts.logfile !== "") opts.verbose = true;
   if (opts.hooks.length === 0) opts.hooks.push("hooks.json");
+  if (opts.validate) process.exit(validate(opts));
 
   let tls: TlsOptions | undefined;
   if (opts.secure) {

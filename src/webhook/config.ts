@@ -197,7 +197,8 @@ function checkOwnFields(hook: Record<string, unknown>): void {
   }
 }
 
-function toHook(raw: YamlValue, index: number): Hook {
+/** One hook of a decoded hooks file (its index counts from 0), as the server loads it; throws ConfigError. */
+export function toHook(raw: YamlValue, index: number): Hook {
   const label = `hook #${index + 1}`;
   let hook: Record<string, unknown>;
   try {
@@ -217,6 +218,41 @@ function toHook(raw: YamlValue, index: number): Hook {
     throw new ConfigError(`${label} (id ${JSON.stringify(hook["id"])}): ${(e as Error).message}`);
   }
   return hook as unknown as Hook;
+}
+
+/**
+ * Keys of a hook that no field reads, as dot paths ("trigger_rule", "trigger-rule.match.secrte"): the
+ * reference ignores them silently, so a typo loses a rule. For -validate; loading ignores them too.
+ */
+export function unknownFields(raw: YamlValue): string[] {
+  return unknownIn(raw, HOOK, "");
+}
+
+function unknownIn(raw: YamlValue, type: GoType, path: string): string[] {
+  const out: string[] = [];
+  if (type.kind === "slice" && Array.isArray(raw)) raw.forEach((x, i) => out.push(...unknownIn(x, type.elem, `${path}[${i}]`)));
+  if (type.kind !== "struct" || !(raw instanceof Map)) return out;
+  for (const [key, x] of raw) {
+    const name = fieldFor(type.fields, key);
+    const at = path === "" ? key : `${path}.${key}`;
+    if (name === undefined) out.push(at);
+    else out.push(...unknownIn(x, type.fields[name]!, at));
+  }
+  return out;
+}
+
+/** The decoded text of a hooks file (rendered first with -template); throws ConfigError naming the file. */
+export function decodeHooksText(path: string, source: string, options: LoadOptions = {}): { text: string; data: YamlValue } {
+  let text = source;
+  if (options.template) {
+    try {
+      text = renderTemplate(source, path);
+    } catch (e) {
+      if (e instanceof TemplateError) throw new ConfigError(e.message);
+      throw e;
+    }
+  }
+  return { text, data: decode(path, text) };
 }
 
 function decode(path: string, text: string): YamlValue {
@@ -248,16 +284,7 @@ export function readHooksFile(path: string): string {
 
 /** The hooks in a hooks file's text; throws ConfigError naming the file and what is wrong. */
 export function parseHooks(path: string, source: string, options: LoadOptions = {}): Hook[] {
-  let text = source;
-  if (options.template) {
-    try {
-      text = renderTemplate(source, path);
-    } catch (e) {
-      if (e instanceof TemplateError) throw new ConfigError(e.message);
-      throw e;
-    }
-  }
-  const data = decode(path, text);
+  const { data } = decodeHooksText(path, source, options);
   if (data === null) return [];
   if (!Array.isArray(data)) throw new ConfigError(`${path}: the hooks file must hold a list (array) of hooks, not ${describe(data)}`);
   return data.map((raw, i) => {

@@ -2,6 +2,8 @@
 // usage text: -flag value, -flag=value, --flag, booleans as -flag or -flag=false. Parsing stops
 // at the first argument that is not a flag, or after "--".
 
+import { readFlagsFile } from "./cli/flags-file.js";
+
 /** The adnanh/webhook release whose flags, files and answers this server reproduces. */
 export const REFERENCE_VERSION = "2.8.2";
 
@@ -52,6 +54,8 @@ export interface Options {
   maxRequestMemory: number;
   /** Bytes of a command's output kept (the tail); 0 is no limit. */
   maxOutput: number;
+  /** -validate: check the hooks files, print each problem, exit 0 or 1. */
+  validate: boolean;
 }
 
 type Kind = "bool" | "string" | "int" | "duration" | "value";
@@ -145,6 +149,12 @@ const FLAGS: FlagDef[] = [
     set: (o, v) => (o.commandTimeoutMs = parseGoDuration(v)),
   },
   { name: "debug", kind: "bool", usage: "show debug output", set: (o, v) => (o.debug = parseGoBool(v)) },
+  {
+    name: "flags-file",
+    kind: "value",
+    usage: 'read flags from a file, one per line ("-port 9000", "verbose"; # starts a comment); flags after it on the command line win',
+    set: () => undefined,
+  },
   {
     name: "header",
     kind: "value",
@@ -328,6 +338,12 @@ const FLAGS: FlagDef[] = [
     shownDefault: '"hooks"',
     set: (o, v) => (o.urlprefix = v),
   },
+  {
+    name: "validate",
+    kind: "bool",
+    usage: "check the hooks files (rendered with -template if given), print each problem with file, line and hook id, and exit: 0 when there are none, 1 otherwise",
+    set: (o, v) => (o.validate = parseGoBool(v)),
+  },
   { name: "verbose", kind: "bool", usage: "show verbose output", set: (o, v) => (o.verbose = parseGoBool(v)) },
   { name: "version", kind: "bool", usage: "display webhook version and quit", set: (o, v) => (o.version = parseGoBool(v)) },
   {
@@ -395,6 +411,7 @@ export function defaults(): Options {
     bodyTimeoutMs: 15_000,
     maxRequestMemory: 0,
     maxOutput: DEFAULT_MAX_OUTPUT,
+    validate: false,
   };
 }
 
@@ -402,8 +419,9 @@ export function defaults(): Options {
  * Parses argv as Go's flag.Parse. Throws FlagError with the message Go prints (the caller adds
  * the usage text) and exit code 2, or exit code 0 for -help / -h.
  */
-export function parseFlags(args: string[]): Options {
+export function parseFlags(argv: string[]): Options {
   const o = defaults();
+  let args = argv;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a.length < 2 || a[0] !== "-") break;
@@ -435,6 +453,14 @@ export function parseFlags(args: string[]): Options {
     if (value === undefined) {
       if (i + 1 >= args.length) throw new FlagError(`flag needs an argument: -${name}`, 2);
       value = args[++i]!;
+    }
+    if (def.name === "flags-file") {
+      try {
+        args = [...args.slice(0, i + 1), ...readFlagsFile(value), ...args.slice(i + 1)];
+      } catch (e) {
+        throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -flags-file: ${(e as Error).message}`, 2);
+      }
+      continue;
     }
     try {
       def.set(o, value);
