@@ -11,6 +11,7 @@ import { parseGoDuration } from "./flags.js";
 import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "./goyaml.js";
 import { renderTemplate, TemplateError } from "./template.js";
 import { signatureMatchProblem, signatureSecrets } from "./hooks/signatures.js";
+import { runPolicy } from "./hooks/run-fields.js";
 
 export class ConfigError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -66,6 +67,11 @@ const HOOK: GoType = {
     "max-concurrency": COUNT,
     "max-queue": COUNT,
     "command-timeout": STRING,
+    "async-response": BOOL,
+    "status-from-exit-code": BOOL,
+    retry: { kind: "struct", fields: { attempts: COUNT, delay: STRING, "max-delay": STRING, "exit-codes": slice(INT) } },
+    debounce: STRING,
+    "rate-limit": { kind: "struct", fields: { requests: COUNT, period: STRING } },
     "pass-environment-to-command": slice(ARGUMENT),
     "pass-arguments-to-command": slice(ARGUMENT),
     "pass-file-to-command": slice(ARGUMENT),
@@ -187,6 +193,11 @@ function checkRule(r: Rule | undefined): void {
 /** command-timeout, a field of ours, holds a Go duration; our match types are complete. */
 function checkOwnFields(hook: Record<string, unknown>): void {
   checkRule(hook["trigger-rule"] as Rule | undefined);
+  try {
+    runPolicy(hook as unknown as Hook);
+  } catch (e) {
+    throw new ConfigError((e as Error).message);
+  }
   const timeout = hook["command-timeout"];
   if (typeof timeout === "string") {
     try {

@@ -1,6 +1,7 @@
 // The shapes shared by the hook server's modules: what a hooks file holds, and what a request
 // looks like once parsed. Field names are the hooks-file keys of adnanh/webhook, unchanged.
 import type { SignatureType } from "./hooks/signatures.js";
+import type { RetryField } from "./run/retry.js";
 
 /** Where a value is read from (`source` in the hooks file). */
 export type ArgumentSource =
@@ -80,6 +81,16 @@ export interface Hook {
   "max-queue"?: number;
   /** Ours: a Go duration ("30s"); when it expires the command's process group is stopped (default -command-timeout). */
   "command-timeout"?: string;
+  /** Ours: answer 202 Accepted at once, with the job's URL in Location (-jobs). */
+  "async-response"?: boolean;
+  /** Ours: a captured hook's HTTP status follows its command's exit code. */
+  "status-from-exit-code"?: boolean;
+  /** Ours: run a failed command again. */
+  retry?: RetryField;
+  /** Ours: a Go duration; a burst of triggers runs once, after this long without another. */
+  debounce?: string;
+  /** Ours: at most `requests` triggers per `period` (a Go duration); more are answered 429. */
+  "rate-limit"?: { requests?: number; period?: string };
   "pass-environment-to-command"?: Argument[];
   "pass-arguments-to-command"?: Argument[];
   "pass-file-to-command"?: Argument[];
