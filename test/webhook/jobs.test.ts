@@ -44,12 +44,12 @@ async function job(s: Server, id: string, headers: Record<string, string> = {}):
 }
 
 /** The job once it reached `state` (or any final state when none is given). */
-function settled(s: Server, id: string, state?: string): Promise<JobJson> {
-  return eventually(async () => {
+async function settled(s: Server, id: string, state?: string): Promise<JobJson> {
+  return eventually<JobJson | undefined>(async () => {
     const j = await job(s, id);
     const final = ["succeeded", "failed", "timed-out", "dropped"].includes(j.state);
     return (state === undefined ? final : j.state === state) ? j : undefined;
-  }, 15_000);
+  }, 15_000) as Promise<JobJson>;
 }
 
 const mixed = fixture("mixed.sh");

@@ -31,11 +31,11 @@ async function job(id: string): Promise<JobJson> {
   assert.equal(r.status, 200, r.text);
   return JSON.parse(r.text) as JobJson;
 }
-const settled = (id: string) =>
-  eventually(async () => {
+const settled = (id: string): Promise<JobJson> =>
+  eventually<JobJson | undefined>(async () => {
     const j = await job(id);
     return ["succeeded", "failed", "timed-out", "dropped"].includes(j.state) ? j : undefined;
-  }, 15_000);
+  }, 15_000) as Promise<JobJson>;
 
 before(async () => {
   dir = await tempDir("webhook-policies-");
