@@ -17,6 +17,7 @@ import { dropPrivileges } from "./privileges.js";
 import { DuplicateHookError, HookRegistry } from "./reload.js";
 import { HookTransport, listenOn } from "./server.js";
 import { validateHooksFiles } from "./cli/validate.js";
+import { JobStore } from "./jobs/store.js";
 import { listCipherSuites, minVersion, TlsConfigError, tlsOptions } from "./tls.js";
 
 function version(): string {
@@ -165,6 +166,8 @@ async function main(): Promise<void> {
   // the log file as the new user; problems met so far are logged once the log exists.
   const problems: string[] = [];
   const log = new Log(opts.verbose, (s) => void process.stderr.write(s), opts.logFormat);
+  const jobs = opts.jobs ? new JobStore({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, outputBytes: opts.jobsOutput, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m)) : undefined;
+  const jobSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
   const app = new HookServer(
     new Map(),
     {
@@ -181,6 +184,7 @@ async function main(): Promise<void> {
       commandTimeoutMs: opts.commandTimeoutMs,
       maxOutput: opts.maxOutput,
       metrics: opts.metrics,
+      ...(jobs ? { jobs, jobsAccess: { ...(opts.jobsToken ? { token: opts.jobsToken } : {}), ...(opts.jobsAuth ? { basic: opts.jobsAuth } : {}) } } : {}),
     },
     log,
   );
@@ -253,11 +257,13 @@ async function main(): Promise<void> {
   }
 
   log.print(`version ${REFERENCE_VERSION} starting (FrameFi bin/webhook ${version()})`);
+  log.setSecrets(jobSecrets);
+  jobs?.load();
   const registry = new HookRegistry(opts.hooks, { template: opts.template }, log, (hooks) => {
-    log.setSecrets(secretsOf([...hooks.values()]));
+    log.setSecrets([...secretsOf([...hooks.values()]), ...jobSecrets]);
     app.setHooks(hooks);
   });
-  setupSignals(registry, transport, opts, log);
+  setupSignals(registry, transport, app, opts, log);
   loadHooks(registry, opts, log);
   if (opts.hotreload) registry.watch();
 
@@ -266,7 +272,7 @@ async function main(): Promise<void> {
   log.print(`serving hooks on ${scheme}://${address}${base}/{id}`);
 }
 
-function setupSignals(registry: HookRegistry, transport: HookTransport, opts: Options, log: Log): void {
+function setupSignals(registry: HookRegistry, transport: HookTransport, app: HookServer, opts: Options, log: Log): void {
   log.print("setting up os signal watcher");
   for (const [signal, name] of [
     ["SIGUSR1", "USR1"],
@@ -287,14 +293,16 @@ function setupSignals(registry: HookRegistry, transport: HookTransport, opts: Op
       stopping = true;
       log.print(`caught ${name} signal; exiting`);
       registry.close();
-      void shutdown(transport, opts, log);
+      void shutdown(transport, app, opts, log);
     });
   }
   log.print("os signal watcher ready");
 }
 
 /** Stop accepting, let running commands finish within -shutdown-timeout, then kill what is left. */
-async function shutdown(transport: HookTransport, opts: Options, log: Log): Promise<void> {
+async function shutdown(transport: HookTransport, app: HookServer, opts: Options, log: Log): Promise<void> {
+  const debounced = app.executions.dropDebounced();
+  if (debounced > 0) log.print(`dropped ${debounced} debounced trigger(s) still waiting out their quiet period`);
   const dropped = dropQueued();
   if (dropped > 0) log.print(`dropped ${dropped} command(s) still waiting for their turn (max-concurrency)`);
   const running = transport.runningCommands();
@@ -304,6 +312,7 @@ async function shutdown(transport: HookTransport, opts: Options, log: Log): Prom
   }
   const report = await transport.close(opts.shutdownTimeoutMs);
   if (report.killed > 0) log.print(`killed ${report.killed} command(s) still running after -shutdown-timeout`);
+  app.executions.close();
   log.print("shut down");
   process.exit(0);
 }

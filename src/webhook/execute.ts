@@ -29,6 +29,8 @@ export interface CommandResult {
   /** Go's error text: "exit status 1", "signal: killed", or the spawn failure; undefined on success. */
   error?: string;
   exitCode: number | null;
+  /** The signal that ended the command ("SIGTERM"), when one did. */
+  signal?: NodeJS.Signals;
   /** The command-timeout expired and the command was stopped. */
   timedOut?: boolean;
 }
@@ -168,7 +170,7 @@ export async function runCommand(
   const output = tail.result();
   const more = timedOut ? { timedOut } : {};
   if (status.startError !== undefined) return { output, error: status.startError, exitCode: null };
-  if (status.signal) return { output, error: `signal: ${signalName(status.signal)}`, exitCode: null, ...more };
+  if (status.signal) return { output, error: `signal: ${signalName(status.signal)}`, exitCode: null, signal: status.signal, ...more };
   if (status.exitCode !== 0) return { output, error: `exit status ${status.exitCode}`, exitCode: status.exitCode, ...more };
   return { output, exitCode: 0, ...more };
 }

@@ -56,6 +56,18 @@ export interface Options {
   maxOutput: number;
   /** -validate: check the hooks files, print each problem, exit 0 or 1. */
   validate: boolean;
+  /** -jobs: every triggered execution is a job, served at /jobs. */
+  jobs: boolean;
+  jobsKeep: number;
+  /** Finished jobs older than this (ms) are forgotten; 0 never. */
+  jobsMaxAgeMs: number;
+  /** Bytes of a job's output kept. */
+  jobsOutput: number;
+  /** Where the job history is kept across restarts; "" in memory only. */
+  jobsFile: string;
+  /** A bearer token, or "user:password", that /jobs asks for; "" none. */
+  jobsToken: string;
+  jobsAuth: string;
 }
 
 type Kind = "bool" | "string" | "int" | "duration" | "value";
@@ -125,6 +137,12 @@ function parseLogFormat(v: string): "text" | "json" {
 /** -max-background's default: commands of one fire-and-forget hook running at once. */
 export const DEFAULT_MAX_BACKGROUND = 8;
 
+/** -jobs-keep's default: jobs kept. */
+export const DEFAULT_JOBS_KEEP = 1000;
+
+/** -jobs-output's default: bytes of a job's output kept. */
+export const DEFAULT_JOBS_OUTPUT = 64 * 1024;
+
 /** -max-output's default: the tail of a command's output kept for the answer and the log. */
 export const DEFAULT_MAX_OUTPUT = 1024 * 1024;
 
@@ -189,6 +207,51 @@ const FLAGS: FlagDef[] = [
     usage: "ip the webhook should serve hooks on",
     shownDefault: '"0.0.0.0"',
     set: (o, v) => (o.ip = v),
+  },
+  {
+    name: "jobs",
+    kind: "bool",
+    usage: "make every triggered execution a job: its id in the X-Job-Id answer header, its state and output at GET /jobs/<id>, recent ones at GET /jobs?hook=ID (outside the hook URL prefix)",
+    set: (o, v) => (o.jobs = parseGoBool(v)),
+  },
+  {
+    name: "jobs-auth",
+    kind: "string",
+    usage: 'with -jobs: "user:password" that /jobs asks for with basic auth (job output may hold secrets)',
+    set: (o, v) => (o.jobsAuth = v),
+  },
+  {
+    name: "jobs-file",
+    kind: "string",
+    usage: "with -jobs: keep the job history in this file, so a restart keeps it (a file that cannot be read is moved aside)",
+    set: (o, v) => (o.jobsFile = v),
+  },
+  {
+    name: "jobs-keep",
+    kind: "int",
+    usage: "with -jobs: how many jobs are kept; the oldest finished ones go first",
+    shownDefault: String(DEFAULT_JOBS_KEEP),
+    set: (o, v) => (o.jobsKeep = parseCount(v)),
+  },
+  {
+    name: "jobs-max-age",
+    kind: "duration",
+    usage: "with -jobs: finished jobs older than this are forgotten; 0 keeps them until -jobs-keep pushes them out",
+    shownDefault: "24h0m0s",
+    set: (o, v) => (o.jobsMaxAgeMs = parseGoDuration(v)),
+  },
+  {
+    name: "jobs-output",
+    kind: "int",
+    usage: "with -jobs: bytes of a job's output kept, the last ones",
+    shownDefault: String(DEFAULT_JOBS_OUTPUT),
+    set: (o, v) => (o.jobsOutput = parseCount(v)),
+  },
+  {
+    name: "jobs-token",
+    kind: "string",
+    usage: "with -jobs: a token that /jobs asks for as Authorization: Bearer <token> (job output may hold secrets)",
+    set: (o, v) => (o.jobsToken = v),
   },
   {
     name: "key",
@@ -412,6 +475,13 @@ export function defaults(): Options {
     maxRequestMemory: 0,
     maxOutput: DEFAULT_MAX_OUTPUT,
     validate: false,
+    jobs: false,
+    jobsKeep: DEFAULT_JOBS_KEEP,
+    jobsMaxAgeMs: 24 * 3_600_000,
+    jobsOutput: DEFAULT_JOBS_OUTPUT,
+    jobsFile: "",
+    jobsToken: "",
+    jobsAuth: "",
   };
 }
 

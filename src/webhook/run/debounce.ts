@@ -5,8 +5,8 @@
 export interface Pending {
   /** Starts the run (the quiet period has passed). */
   run(): void;
-  /** A later trigger took this one's place, or the server is shutting down. */
-  drop(reason: string): void;
+  /** A later trigger took this one's place (superseded), or the server is shutting down. */
+  drop(reason: string, superseded: boolean): void;
 }
 
 export class Debouncer {
@@ -17,7 +17,7 @@ export class Debouncer {
     const before = this.waiting.get(hook);
     if (before) {
       clearTimeout(before.timer);
-      before.pending.drop(`debounced: superseded by ${supersededBy}`);
+      before.pending.drop(`debounced: superseded by ${supersededBy}`, true);
     }
     const timer = setTimeout(() => {
       this.waiting.delete(hook);
@@ -32,7 +32,7 @@ export class Debouncer {
     const n = this.waiting.size;
     for (const { pending, timer } of this.waiting.values()) {
       clearTimeout(timer);
-      pending.drop(reason);
+      pending.drop(reason, false);
     }
     this.waiting.clear();
     return n;
