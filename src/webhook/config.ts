@@ -69,6 +69,7 @@ const HOOK: GoType = {
     "command-timeout": STRING,
     "async-response": BOOL,
     "status-from-exit-code": BOOL,
+    "exclude-stderr-from-response": BOOL,
     retry: { kind: "struct", fields: { attempts: COUNT, delay: STRING, "max-delay": STRING, "exit-codes": slice(INT) } },
     debounce: STRING,
     "rate-limit": { kind: "struct", fields: { requests: COUNT, period: STRING } },

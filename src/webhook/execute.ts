@@ -17,6 +17,8 @@ export interface CommandSpec {
   captureOutput: boolean;
   /** Keep at most this many bytes of the collected output, the last ones (0 or absent: all). */
   maxOutput?: number;
+  /** exclude-stderr-from-response: stderr is kept apart (CommandResult.stderr), not in `output`. */
+  separateStderr?: boolean;
   /** command-timeout in milliseconds; 0 or absent is none. */
   timeoutMs?: number;
   /** Told when the timeout sends SIGTERM, and SIGKILL 5 s later if the process group is still there. */
@@ -29,6 +31,8 @@ export interface CommandResult {
   /** Go's error text: "exit status 1", "signal: killed", or the spawn failure; undefined on success. */
   error?: string;
   exitCode: number | null;
+  /** With separateStderr: the command's stderr (its tail, as `output`). */
+  stderr?: Buffer;
   /** The signal that ended the command ("SIGTERM"), when one did. */
   signal?: NodeJS.Signals;
   /** The command-timeout expired and the command was stopped. */
@@ -146,7 +150,8 @@ export async function runCommand(
     : keep
       ? (c) => tail.push(c)
       : undefined;
-  const command = startCommand({ path: spec.path, argv: spec.argv, env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }, sink);
+  const errTail = spec.separateStderr ? new Tail(spec.maxOutput ?? 0) : undefined;
+  const command = startCommand({ path: spec.path, argv: spec.argv, env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }, sink, errTail && ((c) => errTail.push(c)));
   onStart?.(command);
   const entry: RunningEntry = { ...owner, command };
   running.add(entry);
@@ -168,7 +173,7 @@ export async function runCommand(
   clearTimeout(timer);
   running.delete(entry);
   const output = tail.result();
-  const more = timedOut ? { timedOut } : {};
+  const more = { ...(timedOut ? { timedOut } : {}), ...(errTail ? { stderr: errTail.result() } : {}) };
   if (status.startError !== undefined) return { output, error: status.startError, exitCode: null };
   if (status.signal) return { output, error: `signal: ${signalName(status.signal)}`, exitCode: null, signal: status.signal, ...more };
   if (status.exitCode !== 0) return { output, error: `exit status ${status.exitCode}`, exitCode: status.exitCode, ...more };

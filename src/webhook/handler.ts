@@ -784,6 +784,7 @@ export class HookServer {
       captureOutput: (hook["include-command-output-in-response"] === true && !hook["stream-command-output"]) || log.enabled || this.opts.jobs !== undefined,
       maxOutput: this.opts.maxOutput ?? 0,
       ...(cwd ? { cwd } : {}),
+      ...(hook["exclude-stderr-from-response"] ? { separateStderr: true } : {}),
       timeoutMs: this.timeoutOf(hook),
       onTimeout: (signal) =>
         log.print(
@@ -797,6 +798,7 @@ export class HookServer {
     const result = await runCommand(spec, { hook: hook.id, rid }, onOutput, onStart);
     metrics.execution(hook.id, outcome(result), Number(process.hrtime.bigint() - began) / 1e9);
     if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`, fields);
+    if (log.enabled && result.stderr) log.print(`[${rid}] command stderr: ${result.stderr.toString("utf8")}`, fields);
     if (result.error !== undefined) log.print(`[${rid}] error occurred: ${result.error}`, fields);
     for (const f of files) {
       log.print(`[${rid}] removing file ${f}`, fields);
@@ -807,7 +809,12 @@ export class HookServer {
       }
     }
     log.print(`[${rid}] finished handling ${hook.id}`, fields);
-    const more = { exitCode: result.exitCode, ...(result.timedOut ? { timedOut: true } : {}), ...(result.signal ? { signal: result.signal } : {}) };
+    const more = {
+      exitCode: result.exitCode,
+      ...(result.timedOut ? { timedOut: true } : {}),
+      ...(result.signal ? { signal: result.signal } : {}),
+      ...(result.stderr ? { stderr: result.stderr } : {}),
+    };
     return result.error === undefined ? { output: result.output, ...more } : { output: result.output, error: result.error, ...more };
   }
 

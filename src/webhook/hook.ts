@@ -83,6 +83,8 @@ export interface Hook {
   "command-timeout"?: string;
   /** Ours: answer 202 Accepted at once, with the job's URL in Location (-jobs). */
   "async-response"?: boolean;
+  /** Ours: the command's stderr goes to the log (and the job), not into the answer. */
+  "exclude-stderr-from-response"?: boolean;
   /** Ours: a captured hook's HTTP status follows its command's exit code. */
   "status-from-exit-code"?: boolean;
   /** Ours: run a failed command again. */

@@ -15,6 +15,7 @@ interface JobJson {
   reason?: string;
   attempts: { number: number; exitCode?: number | null; error?: string }[];
   output?: string;
+  stderr?: string;
 }
 
 let dir = "";
@@ -97,6 +98,9 @@ describe("status-from-exit-code", () => {
     const r = await send(`${s.base}/hooks/no-stderr?code=0`);
     assert.equal(r.status, 200);
     assert.equal(r.text, "out: exiting 0\n");
+    const j = await settled(r.headers["x-job-id"] as string);
+    assert.equal(j.output, "out: exiting 0\n");
+    assert.equal(j.stderr, "err: exiting 0\n", "the job keeps stderr apart");
     const failed = await send(`${s.base}/hooks/no-stderr?code=2`);
     assert.equal(failed.status, 500);
     assert.equal(failed.text, "out: exiting 2\n");

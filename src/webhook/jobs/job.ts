@@ -38,6 +38,8 @@ export interface Job {
   output: string;
   /** Bytes of output the last attempt wrote before the tail was cut, when it was cut. */
   outputCut?: number;
+  /** With exclude-stderr-from-response: the tail of the last attempt's stderr (`output` is its stdout). */
+  stderr?: string;
 }
 
 export const FINAL_STATES: ReadonlySet<JobState> = new Set(["succeeded", "failed", "timed-out", "dropped"]);

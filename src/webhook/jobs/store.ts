@@ -24,6 +24,7 @@ export interface AttemptResult {
   error?: string;
   timedOut?: boolean;
   output: Buffer;
+  stderr?: Buffer;
 }
 
 /** How long after a change the file is written: a burst of changes costs one write. */
@@ -125,6 +126,7 @@ export class JobStore {
       job.output = r.output.toString("utf8");
       delete job.outputCut;
     }
+    if (r.stderr) job.stderr = r.stderr.subarray(Math.max(0, r.stderr.length - keep)).toString("utf8");
     job.exitCode = r.exitCode;
     if (r.signal) job.signal = r.signal;
     else delete job.signal;

@@ -14,6 +14,8 @@ import { backoffMs, shouldRetry } from "./retry.js";
 /** What one run of a command gave. */
 export interface AttemptRun {
   output: Buffer;
+  /** exclude-stderr-from-response: the command's stderr, kept apart. */
+  stderr?: Buffer;
   /** Go's error text; undefined on success. */
   error?: string;
   exitCode: number | null;
