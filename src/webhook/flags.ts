@@ -2,7 +2,7 @@
 // usage text: -flag value, -flag=value, --flag, booleans as -flag or -flag=false. Parsing stops
 // at the first argument that is not a flag, or after "--".
 
-import { readFlagsFile } from "./cli/flags-file.js";
+import { readArgsFile } from "./cli/args-file.js";
 
 /** The adnanh/webhook release whose flags, files and answers this server reproduces. */
 export const REFERENCE_VERSION = "2.8.2";
@@ -168,7 +168,7 @@ const FLAGS: FlagDef[] = [
   },
   { name: "debug", kind: "bool", usage: "show debug output", set: (o, v) => (o.debug = parseGoBool(v)) },
   {
-    name: "flags-file",
+    name: "args-file",
     kind: "value",
     usage: 'read flags from a file, one per line ("-port 9000", "verbose"; # starts a comment); flags after it on the command line win',
     set: () => undefined,
@@ -524,11 +524,11 @@ export function parseFlags(argv: string[]): Options {
       if (i + 1 >= args.length) throw new FlagError(`flag needs an argument: -${name}`, 2);
       value = args[++i]!;
     }
-    if (def.name === "flags-file") {
+    if (def.name === "args-file") {
       try {
-        args = [...args.slice(0, i + 1), ...readFlagsFile(value), ...args.slice(i + 1)];
+        args = [...args.slice(0, i + 1), ...readArgsFile(value), ...args.slice(i + 1)];
       } catch (e) {
-        throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -flags-file: ${(e as Error).message}`, 2);
+        throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -args-file: ${(e as Error).message}`, 2);
       }
       continue;
     }
