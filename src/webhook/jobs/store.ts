@@ -79,7 +79,24 @@ export class JobStore {
   create(id: string, hook: string): Job {
     let unique = id;
     for (let n = 2; this.jobs.has(unique); n++) unique = `${id}-${n}`;
-    const job: Job = { id: unique, hook, state: "queued", created: this.iso(), attempts: [], output: "" };
+    // Every field in the order the JSON shows them (unset ones are left out of it).
+    const job: Job = {
+      id: unique,
+      hook,
+      state: "queued",
+      created: this.iso(),
+      started: undefined,
+      ended: undefined,
+      durationMs: undefined,
+      exitCode: undefined,
+      signal: undefined,
+      error: undefined,
+      reason: undefined,
+      attempts: [],
+      output: "",
+      outputCut: undefined,
+      stderr: undefined,
+    };
     this.jobs.set(unique, job);
     this.prune();
     this.changed();
@@ -124,14 +141,12 @@ export class JobStore {
       job.outputCut = r.output.length;
     } else {
       job.output = r.output.toString("utf8");
-      delete job.outputCut;
+      job.outputCut = undefined;
     }
     if (r.stderr) job.stderr = r.stderr.subarray(Math.max(0, r.stderr.length - keep)).toString("utf8");
     job.exitCode = r.exitCode;
-    if (r.signal) job.signal = r.signal;
-    else delete job.signal;
-    if (r.error !== undefined) job.error = r.error;
-    else delete job.error;
+    job.signal = r.signal;
+    job.error = r.error;
     this.changed();
   }
 
