@@ -28,7 +28,7 @@ export interface AttemptResult {
 }
 
 /** How long after a change the file is written: a burst of changes costs one write. */
-const FLUSH_DELAY_MS = 100;
+const FLUSH_DELAY_MS = 500;
 
 const STATES: ReadonlySet<string> = new Set(["queued", "running", "succeeded", "failed", "timed-out", "dropped"]);
 
@@ -185,7 +185,11 @@ export class JobStore {
     const { keep, maxAgeMs } = this.opts;
     if (maxAgeMs > 0) {
       const oldest = this.now() - maxAgeMs;
-      for (const [id, job] of this.jobs) if (FINAL_STATES.has(job.state) && Date.parse(job.ended ?? job.created) < oldest) this.jobs.delete(id);
+      // Oldest first: past the first job created after the cut-off, none is old enough.
+      for (const [id, job] of this.jobs) {
+        if (Date.parse(job.created) >= oldest) break;
+        if (FINAL_STATES.has(job.state) && Date.parse(job.ended ?? job.created) < oldest) this.jobs.delete(id);
+      }
     }
     let excess = this.jobs.size - keep;
     for (const [id, job] of this.jobs) {
