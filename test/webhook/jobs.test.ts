@@ -252,6 +252,33 @@ describe("retention and the history file", () => {
   });
 });
 
+describe("shutdown", () => {
+  test("SIGTERM: a job still waiting for its turn is dropped, a running one finishes, and the file tells both", async () => {
+    const gate = join(dir, "shutdown-gate");
+    const hooks = await writeHooks(
+      dir,
+      [{ id: "one", "execute-command": slow, "pass-arguments-to-command": [{ source: "string", name: gate }, { source: "string", name: join(dir, "shutdown-done") }], "max-concurrency": 1 }],
+      "shutdown.json",
+    );
+    const file = join(dir, "shutdown-history.json");
+    const s = await startServer(["-hooks", hooks, "-jobs", "-jobs-file", file, "-verbose"]);
+    const first = (await send(`${s.base}/hooks/one`)).headers["x-job-id"] as string;
+    const second = (await send(`${s.base}/hooks/one`)).headers["x-job-id"] as string;
+    await settled(s, first, "running");
+    assert.equal((await job(s, second)).state, "queued");
+    const stopped = s.proc.stop(30_000);
+    // The queued one is dropped as the shutdown begins; only then may the running one finish.
+    await eventually(() => s.logs().includes("dropped 1 command(s) still waiting for their turn"), 10_000);
+    await writeFile(gate, "");
+    assert.equal(await stopped, 0);
+    const saved = (JSON.parse(await readFile(file, "utf8")) as { jobs: JobJson[] }).jobs;
+    const byId = new Map(saved.map((j) => [j.id, j]));
+    assert.equal(byId.get(first)!.state, "succeeded");
+    assert.equal(byId.get(second)!.state, "dropped");
+    assert.match(byId.get(second)!.reason!, /shut down before the command's turn came/);
+  });
+});
+
 describe("access to /jobs", () => {
   test("-jobs-token: a bearer token, compared in constant time, never logged", async () => {
     const hooks = await writeHooks(dir, [{ id: "ok", "execute-command": mixed, "include-command-output-in-response": true }], "auth.json");
