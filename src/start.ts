@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { cp, mkdir, readdir, stat } from "node:fs/promises";
 import { delimiter, join, relative, resolve } from "node:path";
+import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
@@ -80,6 +81,24 @@ function relay(child: ChildProcess, tag: string): void {
   }
 }
 
+/** The ports the launcher gives out, with the variable that sets each and what it is for. */
+function portsOf(config: StartConfig): { port: number; variable: string; what: string }[] {
+  return [
+    { port: config.devicePort, variable: "FRAMEFI_DEVICE_PORT", what: "the device API" },
+    { port: config.hooksPort, variable: "FRAMEFI_HOOKS_PORT", what: "the hook server" },
+    { port: config.ftpPort, variable: "FRAMEFI_FTP_PORT", what: "the device's FTP server" },
+  ];
+}
+
+/** Whether something already listens on host:port (a first `npm start`, say). */
+function taken(host: string, port: number): Promise<boolean> {
+  return new Promise((res) => {
+    const probe = createServer();
+    probe.once("error", () => res(true));
+    probe.listen(port, host, () => probe.close(() => res(false)));
+  });
+}
+
 async function answers(url: string): Promise<boolean> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
@@ -104,11 +123,19 @@ function launch(name: string, args: string[], env: NodeJS.ProcessEnv): Program {
   return { name, child, exited };
 }
 
+/** How long the hook server may let a running command (a sync) finish on Ctrl-C; the launcher waits a little longer. */
+const HOOKS_SHUTDOWN_S = 30;
+
 async function main(): Promise<number> {
   const config = configFrom(process.env);
+  const host = "127.0.0.1";
+  for (const p of portsOf(config)) {
+    if (await taken(host, p.port)) {
+      throw new StartError(`port ${p.port} (${p.what}) is already in use; is FrameFi already running? Stop it, or set ${p.variable} to a free port.`);
+    }
+  }
   const { card, photos, state } = await prepareDemo(config.demoDir);
   const cardFiles = (await readdir(card, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).length;
-  const host = "127.0.0.1";
   const deviceUrl = `http://${host}:${config.devicePort}`;
   const hooksUrl = `http://${host}:${config.hooksPort}`;
 
@@ -122,8 +149,7 @@ async function main(): Promise<number> {
   const hooksEnv: NodeJS.ProcessEnv = {
     ...process.env,
     PATH: `${join(root, "bin")}${delimiter}${process.env.PATH ?? ""}`,
-    FRAMEFI_HOST: `${host}:${config.devicePort}`,
-    FRAMEFI_FTP_PORT: String(config.ftpPort),
+    FRAMEFI_DEVICE: `${host}:${config.devicePort}`,
     FRAMEFI_PHOTOS: photos,
     FRAMEFI_HOOK_SECRET: config.hookSecret,
     FRAMEFI_GITHUB_SECRET: config.githubSecret,
@@ -131,24 +157,35 @@ async function main(): Promise<number> {
   const hooksFile = join(root, "examples", "hooks.json");
   const hooks = launch(
     "hooks",
-    [join(root, "bin", "webhook"), "-hooks", hooksFile, "-template", "-ip", host, "-port", String(config.hooksPort), "-verbose"],
+    [join(root, "bin", "webhook"), "-hooks", hooksFile, "-template", "-ip", host, "-port", String(config.hooksPort), "-verbose", "-shutdown-timeout", `${HOOKS_SHUTDOWN_S}s`],
     hooksEnv,
   );
   const programs = [device, hooks];
 
   let stopping = false;
+  const alive = (p: Program): boolean => p.child.exitCode === null && p.child.signalCode === null;
+  /** Hook server first: its graceful shutdown lets a running sync finish and put the device back in MSC mode. */
   const stopAll = async (): Promise<void> => {
     stopping = true;
     for (const p of [...programs].reverse()) {
-      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGTERM");
-      const timer = setTimeout(() => p.child.kill("SIGKILL"), 5_000);
+      if (alive(p)) p.child.kill("SIGTERM");
+      const timer = setTimeout(() => p.child.kill("SIGKILL"), (HOOKS_SHUTDOWN_S + 5) * 1000);
       await p.exited;
       clearTimeout(timer);
     }
   };
+  let signals = 0;
   const interrupted = new Promise<"interrupted">((res) => {
-    process.once("SIGINT", () => res("interrupted"));
-    process.once("SIGTERM", () => res("interrupted"));
+    const onSignal = (): void => {
+      // A second Ctrl-C stops everything at once.
+      if (++signals > 1) {
+        process.stdout.write("Stopping at once.\n");
+        programs.forEach((p) => alive(p) && p.child.kill("SIGKILL"));
+      }
+      res("interrupted");
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
     // A supervisor that stops `npm start` may signal npm alone; the launcher, orphaned, then stops too.
     const parent = process.ppid;
     setInterval(() => {
@@ -202,7 +239,7 @@ async function main(): Promise<number> {
 
   const end = await Promise.race([interrupted, died]);
   if (end === "interrupted") {
-    process.stdout.write("Stopping...\n");
+    process.stdout.write(`Stopping... (a running sync may take up to ${HOOKS_SHUTDOWN_S} s to finish; Ctrl-C again to stop at once)\n`);
     await stopAll();
     process.stdout.write("Stopped.\n");
     return 0;

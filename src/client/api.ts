@@ -171,6 +171,8 @@ export class FrameFiClient {
   private readonly uploadTimeoutMs: number | undefined;
   private readonly fetch: typeof fetch;
   private readonly onResponse: ((answer: RawAnswer) => void) | undefined;
+  /** X-FrameFi-FTP-Port of the last answer: null when it had none (the firmware), undefined before any answer. */
+  private announcedFtp: number | null | undefined;
 
   constructor(opts: ClientOptions) {
     this.url = baseUrl(opts.host);
@@ -191,6 +193,16 @@ export class FrameFiClient {
   /** The current mode (GET /mode/msc). */
   mode(): Promise<ModeStatus> {
     return this.call<ModeStatus>("GET", "/mode/msc");
+  }
+
+  /**
+   * The FTP port the device announces: our device service sends `X-FrameFi-FTP-Port` with every answer; the
+   * firmware sends nothing (its FTP server is on port 21), which gives undefined. Asks the device if no answer
+   * has been seen yet.
+   */
+  async ftpPort(): Promise<number | undefined> {
+    if (this.announcedFtp === undefined) await this.mode();
+    return this.announcedFtp ?? undefined;
   }
 
   /** Switches mode; answers at once, the switch completes just after. */
@@ -320,6 +332,8 @@ export class FrameFiClient {
       throw new DeviceUnreachableError(this.url, reason);
     }
     this.onResponse?.({ request, status: res.status, body: text });
+    const announced = Number(res.headers.get("x-framefi-ftp-port") ?? NaN);
+    this.announcedFtp = Number.isInteger(announced) && announced > 0 && announced < 65536 ? announced : null;
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -332,7 +346,11 @@ export class FrameFiClient {
       if (res.status === 403) throw new ForbiddenError(res.status, message, text, request);
       throw new DeviceHttpError(res.status, message, text, request);
     }
-    if (!isObject(json)) throw new ProtocolError(`${request}: the device answered ${res.status} with something that is not a JSON object: ${text.slice(0, 200)}`);
+    if (!isObject(json)) {
+      const page = /html/i.test(res.headers.get("content-type") ?? "") || /^\s*</.test(text);
+      const what = page ? "a web page" : `"${text.slice(0, 60).replace(/\s+/g, " ").trim()}"`;
+      throw new ProtocolError(`${request}: ${this.url} answered ${what}, not the device API's JSON. Give the device's address without a path, e.g. ${new URL(this.url).origin}.`);
+    }
     // The firmware answers some errors with status 200 and {"status":"error"}; treat them as errors too.
     if (json.status === "error") {
       throw new DeviceHttpError(res.status, typeof json.message === "string" ? json.message : text, text, request);

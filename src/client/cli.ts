@@ -13,15 +13,18 @@ import {
   ForbiddenError,
   FrameFiClient,
   FrameFiError,
+  MODE_FTP,
+  ProtocolError,
   type RawAnswer,
 } from "./api.js";
-import { DEFAULT_FTP_PORTS, resolveConnection, type Connection } from "./connection.js";
+import { FIRMWARE_FTP_PORT, hostHint, resolveConnection, type Connection } from "./connection.js";
 import { EnvFileError } from "./env-file.js";
 import { bytes, ledSummary, mqttSummary, statusSummary } from "./format.js";
 import { FtpLoginError, FtpUnreachableError, SyncStopped } from "./sync-errors.js";
 import { barEvents, lineEvents, planLine, quietEvents } from "./progress.js";
 import { askPassword, confirm, haveTerminal, PromptInterrupted } from "./prompt.js";
 import { switchMode } from "./modes.js";
+import { lockDevice } from "./sync-lock.js";
 import type { PhotoReport, SyncResult } from "./sync.js";
 import { FRAME_KEYS, photoOptions, type PhotoOptions, type PhotoSettings } from "./photos/profile.js";
 import { EXIT, UsageError } from "./usage.js";
@@ -41,7 +44,7 @@ Commands:
   sync [DIR]                           mirror DIR (default: LOCAL_DIR of ./.env) to the card over FTP
 
 Options:
-  --host HOST            the device: host, host:port or URL (else FRAMEFI_HOST, else FTP_HOST of ./.env)
+  --host HOST            the device: host, host:port or URL (else FRAMEFI_DEVICE, else FTP_HOST of ./.env)
   -u, --user USER[:PW]   web login; without :PW it is asked for on a terminal
                          (else FRAMEFI_USER and FRAMEFI_PASSWORD, else WEB_SERVER_USER/_PASSWORD of ./.env)
   --json                 print the device's JSON answer unchanged
@@ -52,11 +55,14 @@ Options:
 
 Sync options:
   --delete               delete what is on the card but not in DIR
-  --dry-run              print what would be done, change nothing
+  --dry-run              print what would be done, change nothing (compares over FTP only when
+                         the device is in FTP mode already, or after asking on a terminal)
   --stay                 leave the device in FTP mode (default: back to USB MSC mode)
   --to DIR               the folder on the card (else REMOTE_DIR of ./.env, else /)
   --parallel N           FTP connections at once (default 4; the firmware serves 1)
-  --ftp-port PORT        the device's FTP port (else FRAMEFI_FTP_PORT, else 21, then 2121)
+  --follow-links         also upload what links leading outside DIR point to (default: skip them)
+  --ftp-port PORT        the device's FTP port (else FRAMEFI_FTP_PORT, else the port the device
+                         announces, else 21 as the firmware)
   --ftp-user USER[:PW]   FTP login (else FRAMEFI_FTP_USER/_PASSWORD, else FTP_USER/FTP_PASSWORD
                          of ./.env, else user:password as the firmware)
 
@@ -88,6 +94,7 @@ const OPTIONS = {
   to: { type: "string" },
   delete: { type: "boolean" },
   "dry-run": { type: "boolean" },
+  "follow-links": { type: "boolean" },
   stay: { type: "boolean" },
   parallel: { type: "string" },
   "ftp-port": { type: "string" },
@@ -126,7 +133,7 @@ const PHOTO_FLAGS = Object.values(PHOTO_FLAG);
 /** Options that belong to one command only. */
 const COMMAND_OPTIONS: Record<string, readonly (keyof Flags)[]> = {
   upload: ["to"],
-  sync: ["to", "delete", "dry-run", "stay", "parallel", "ftp-port", "ftp-user", ...PHOTO_FLAGS],
+  sync: ["to", "delete", "dry-run", "stay", "parallel", "ftp-port", "ftp-user", "follow-links", ...PHOTO_FLAGS],
   wifi: ["yes"],
 };
 
@@ -293,6 +300,14 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     const remoteDir = posix.join("/", (ctx.flags.to ?? ctx.conn.remoteDir).replace(/\\/g, "/"));
     const photos = syncPhotoOptions(ctx);
     const dryRun = ctx.flags["dry-run"] === true;
+    if (dryRun && (await ctx.client.mode()).mode !== MODE_FTP) {
+      const why = "the device is in USB MSC mode, and comparing with the card needs FTP mode, which takes the card from the frame until the dry run ends";
+      if (!haveTerminal()) throw new UsageError(`Nothing compared: ${why}. Switch first (framefi mode ftp), or run it on a terminal to be asked.`);
+      if (!(await confirm(`A dry run changes nothing, but ${why}. Switch to FTP mode for the comparison and back afterwards?`))) {
+        ctx.err("Nothing done; the device stays in USB MSC mode.");
+        return EXIT.ok;
+      }
+    }
     const quiet = ctx.flags.json || dryRun;
     const bar = !quiet && process.stderr.isTTY ? barEvents(process.stderr) : undefined;
     const events = quiet ? quietEvents(ctx.err) : (bar ?? lineEvents(ctx.out, ctx.err));
@@ -309,21 +324,34 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     let result: SyncResult;
     // Loaded here: the FTP client is only needed by sync.
     const { sync } = await import("./sync.js");
+    let unlock: () => Promise<void>;
+    try {
+      unlock = await lockDevice(ctx.client.url, controller.signal, () => events.step(`Waiting for another framefi sync to ${ctx.client.url} to finish…`));
+    } catch (e) {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      if (!controller.signal.aborted) throw e;
+      ctx.err("framefi: Interrupted while waiting for the other sync; nothing was changed.");
+      return EXIT.interrupted;
+    }
     try {
       result = await sync({
         client: ctx.client,
-        ftp: { host: ctx.conn.ftp.host, ports: ctx.conn.ftp.port ? [ctx.conn.ftp.port] : DEFAULT_FTP_PORTS, user: ctx.conn.ftp.user, password: ctx.conn.ftp.password },
+        // Never a guess: the port given, else the one the device announces, else the firmware's.
+        ftp: { host: ctx.conn.ftp.host, ports: [ctx.conn.ftp.port ?? (await ctx.client.ftpPort()) ?? FIRMWARE_FTP_PORT], user: ctx.conn.ftp.user, password: ctx.conn.ftp.password },
         localDir,
         remoteDir,
         delete: ctx.flags.delete === true,
         dryRun,
         stay: ctx.flags.stay === true,
         parallel,
+        followLinks: ctx.flags["follow-links"] === true,
         signal: controller.signal,
         events,
         photos,
       });
     } finally {
+      await unlock();
       bar?.stop();
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
@@ -473,6 +501,10 @@ export async function main(argv: string[]): Promise<number> {
   const out = (line: string): void => void process.stdout.write(line + "\n");
   const err = (line: string): void => void process.stderr.write(line + "\n");
   let json = false;
+  let conn: Connection | undefined;
+  /** Says where the address came from when the answer was not the device's. */
+  const hint = (e: unknown): string =>
+    conn && (e instanceof DeviceUnreachableError || e instanceof ProtocolError || (e instanceof DeviceHttpError && e.status === 404)) ? hostHint(conn) : "";
   try {
     const { flags, positionals } = parse(argv);
     json = flags.json === true;
@@ -500,7 +532,7 @@ export async function main(argv: string[]): Promise<number> {
       timeoutMs = s * 1000;
     }
 
-    const conn = await resolveConnection({ host: flags.host, user: flags.user, ftpUser: flags["ftp-user"], ftpPort: flags["ftp-port"] }, process.env, process.cwd());
+    conn = await resolveConnection({ host: flags.host, user: flags.user, ftpUser: flags["ftp-user"], ftpPort: flags["ftp-port"] }, process.env, process.cwd());
     if (conn.web && conn.web.password === undefined) {
       if (!haveTerminal()) {
         throw new UsageError(`No password for user "${conn.web.user}" and no terminal to ask on: pass -u ${conn.web.user}:PASSWORD or set FRAMEFI_PASSWORD.`);
@@ -508,6 +540,7 @@ export async function main(argv: string[]): Promise<number> {
       conn.web.password = await askPassword(`Enter host password for user '${conn.web.user}':`);
     }
     const answers: RawAnswer[] = [];
+    const found = conn;
     const client = new FrameFiClient({
       host: conn.host,
       user: conn.web?.user,
@@ -515,14 +548,14 @@ export async function main(argv: string[]): Promise<number> {
       timeoutMs,
       onResponse: (a) => answers.push(a),
     });
-    return await run({ flags, args, client, conn, answers, out, err });
+    return await run({ flags, args, client, conn: found, answers, out, err });
   } catch (e) {
     if (e instanceof SyncStopped) err(`framefi: ${stoppedMessage(e)}`);
     else if (e instanceof DeviceHttpError) {
       if (json && e.body.trim().startsWith("{")) out(e.body.trimEnd());
-      err(`framefi: ${explain(e)}`);
+      err(`framefi: ${explain(e)}${hint(e)}`);
     } else if (e instanceof UsageError || e instanceof FrameFiError || e instanceof EnvFileError || e instanceof FtpLoginError || e instanceof FtpUnreachableError || e instanceof PromptInterrupted) {
-      err(`framefi: ${(e as Error).message}`);
+      err(`framefi: ${(e as Error).message}${hint(e)}`);
     } else err(`framefi: unexpected error: ${(e as Error)?.message ?? String(e)}. Please report it.`);
     return exitCodeOf(e);
   }

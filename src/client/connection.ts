@@ -22,6 +22,8 @@ export interface Credentials {
 
 export interface Connection {
   host: string;
+  /** Where `host` came from, for error messages. */
+  hostFrom: "--host" | "FRAMEFI_DEVICE" | "FTP_HOST";
   /** Web credentials; undefined when none are configured (an open API). */
   web: Credentials | undefined;
   ftp: { user: string; password: string; host: string; port: number | undefined };
@@ -32,8 +34,19 @@ export interface Connection {
   frame: Record<string, string>;
 }
 
-/** The firmware's FTP ports to try when none is configured: its own (21), then our device service's default (2121). */
-export const DEFAULT_FTP_PORTS = [21, 2121] as const;
+/** The firmware's FTP port, used when none is configured and the device announces none (a real dongle). */
+export const FIRMWARE_FTP_PORT = 21;
+
+/**
+ * A hint for an answer that is not the device's: the .env's FTP_HOST names a host without a port, which means
+ * port 80, as on the firmware (our device service listens on 8080 by default).
+ */
+export function hostHint(conn: Connection): string {
+  if (conn.hostFrom === "FTP_HOST" && !/:\d+(\/|$)/.test(conn.host.replace(/^[a-z]+:\/\//i, ""))) {
+    return ` (FTP_HOST="${conn.host}" from the .env has no port, so the web API is taken at port 80, as on the firmware; for framefi-device add its port, e.g. ${conn.host}:8080)`;
+  }
+  return conn.hostFrom === "--host" ? "" : ` (the address came from ${conn.hostFrom})`;
+}
 
 /** Splits "user:password" at the first colon; "user" alone has no password. */
 export function splitUser(text: string): Credentials {
@@ -56,16 +69,19 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
   // The firmware's docs: variables passed in the environment override the .env file.
   const fw = (key: string): string | undefined => pick(env[key], file[key]);
 
-  const host = pick(flags.host, env.FRAMEFI_HOST, fw("FTP_HOST"));
+  // FRAMEFI_HOST is the device service's listen address (framefi-device --host), never the client's.
+  const host = pick(flags.host, env.FRAMEFI_DEVICE, fw("FTP_HOST"));
+  const hostFrom = pick(flags.host) !== undefined ? "--host" : pick(env.FRAMEFI_DEVICE) !== undefined ? "FRAMEFI_DEVICE" : "FTP_HOST";
   if (!host) {
-    throw new UsageError("No device address: pass --host HOST[:PORT], set FRAMEFI_HOST, or run where a .env file sets FTP_HOST.");
+    const old = pick(env.FRAMEFI_HOST) !== undefined ? " (FRAMEFI_HOST is the device service's listen address; the client reads FRAMEFI_DEVICE)" : "";
+    throw new UsageError(`No device address: pass --host HOST[:PORT], set FRAMEFI_DEVICE, or run where a .env file sets FTP_HOST${old}.`);
   }
 
   let ftpHost: string;
   try {
     ftpHost = new URL(baseUrl(host)).hostname.replace(/^\[(.*)\]$/, "$1");
   } catch (e) {
-    throw new UsageError(e instanceof FrameFiError ? e.message : `"${host}" is not a device address; use host, host:port or http://host:port.`);
+    throw new UsageError(`${hostFrom}: ${e instanceof FrameFiError ? e.message : `"${host}" is not a device address; use host, host:port or http://host:port.`}`);
   }
 
   let web: Credentials | undefined;
@@ -85,6 +101,7 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
 
   return {
     host,
+    hostFrom,
     web,
     ftp: { user: ftpUser, password: ftpPassword, host: ftpHost, port: ftpPort },
     localDir: fw("LOCAL_DIR"),

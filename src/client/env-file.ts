@@ -37,27 +37,33 @@ export function parseEnv(text: string, file = ".env"): EnvValues {
     if (!m) throw new EnvFileError(`${file} line ${i + 1} is not KEY=value; fix or remove it.`);
     const value = parseValue(m[2]!);
     if (value === undefined) throw new EnvFileError(`${file} line ${i + 1}: the quote in the value of ${m[1]} is not closed.`);
-    values[prefix + m[1]!] = value;
+    if (value.rest.trim() !== "" && !/^\s+#/.test(value.rest)) {
+      throw new EnvFileError(`${file} line ${i + 1} is not KEY=value: text follows the value of ${m[1]}; put the whole value in quotes or remove the rest.`);
+    }
+    values[prefix + m[1]!] = value.value;
   });
   return values;
 }
 
-function parseValue(text: string): string | undefined {
+/** The value, and what follows a quoted value on its line (only a comment may). */
+function parseValue(text: string): { value: string; rest: string } | undefined {
   if (text.startsWith('"')) {
     let out = "";
     for (let i = 1; i < text.length; i++) {
       const c = text[i]!;
       if (c === "\\" && i + 1 < text.length && '"\\$`'.includes(text[i + 1]!)) out += text[++i];
-      else if (c === '"') return out;
+      else if (c === '"') return { value: out, rest: text.slice(i + 1) };
       else out += c;
     }
     return undefined;
   }
   if (text.startsWith("'")) {
     const end = text.indexOf("'", 1);
-    return end < 0 ? undefined : text.slice(1, end);
+    return end < 0 ? undefined : { value: text.slice(1, end), rest: text.slice(end + 1) };
   }
-  return text.replace(/\s+#.*$/, "").trim();
+  // Unquoted, the shell ends the value at the first blank: what follows is not part of it.
+  const [value = "", ...rest] = text.replace(/\s+#.*$/, "").trim().split(/\s+/);
+  return { value, rest: rest.join(" ") };
 }
 
 /** Reads `path` if it exists; a missing file is an empty set of values. */

@@ -1,6 +1,6 @@
 // The local side of a sync: every file and folder under the folder to mirror, by relative posix path.
-import { readdir, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { lstat, readdir, realpath, stat } from "node:fs/promises";
+import { join, sep } from "node:path";
 
 export interface LocalEntry {
   type: "file" | "dir";
@@ -16,12 +16,24 @@ export interface LocalTree {
   unreadable: Map<string, string>;
   /** Entries that are neither files nor folders (sockets, devices, broken links), skipped. */
   skipped: string[];
+  /** Symbolic links that lead outside the folder, skipped unless `followLinksOutside`. */
+  outside: string[];
 }
 
-/** Walks `root`, following symbolic links to files and folders (a link loop is read once). */
-export async function scanLocal(root: string): Promise<LocalTree> {
-  const tree: LocalTree = { entries: new Map(), unreadable: new Map(), skipped: [] };
+export interface ScanOptions {
+  /** Also follow links that lead outside `root` (a key or a password file linked in would be uploaded). */
+  followLinksOutside?: boolean;
+}
+
+/**
+ * Walks `root`, following symbolic links to files and folders inside it (a link loop is read once); links that
+ * lead outside it are skipped and listed unless `followLinksOutside`.
+ */
+export async function scanLocal(root: string, opts: ScanOptions = {}): Promise<LocalTree> {
+  const tree: LocalTree = { entries: new Map(), unreadable: new Map(), skipped: [], outside: [] };
   const seen = new Set<string>();
+  const realRoot = await realpath(root);
+  const inside = (p: string): boolean => p === realRoot || p.startsWith(realRoot + sep);
   const walk = async (abs: string, rel: string): Promise<void> => {
     const st = await stat(abs);
     const id = `${st.dev}:${st.ino}`;
@@ -39,6 +51,10 @@ export async function scanLocal(root: string): Promise<LocalTree> {
       const childRel = rel === "" ? name : `${rel}/${name}`;
       let st2;
       try {
+        if ((await lstat(childAbs)).isSymbolicLink() && !opts.followLinksOutside && !inside(await realpath(childAbs))) {
+          tree.outside.push(childRel);
+          continue;
+        }
         st2 = await stat(childAbs);
       } catch {
         tree.skipped.push(childRel);

@@ -68,6 +68,7 @@ export function makePlan(local: PlanInput, remote: Map<string, RemoteEntry>, opt
   const blocked: string[] = [...local.unreadable.keys()];
   for (const [rel, reason] of local.unreadable) plan.problems.push({ rel, reason: `cannot read this local folder (${reason})` });
   for (const rel of local.skipped) plan.problems.push({ rel, reason: "not a regular file or folder; skipped" });
+  for (const rel of local.outside) plan.problems.push({ rel, reason: "a link that leads outside the folder; skipped (--follow-links uploads what it points to)" });
 
   for (const [rel, l] of local.entries) {
     if (blocked.some((b) => isUnder(rel, b))) continue;

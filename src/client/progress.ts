@@ -52,7 +52,10 @@ export function barEvents(tty: WriteStream): SyncEvents & { stop(): void } {
   let doneFiles = 0;
   let doneBytes = 0;
   const inFlight = new Map<Upload, number>();
+  /** A failed file counts as dealt with (never subtracted): the bar only moves forward. */
   let failedFiles = 0;
+  let failedBytes = 0;
+  const pending = new Map<string, Upload>();
   let started = 0;
   let shown = false;
   let finished = false;
@@ -65,12 +68,14 @@ export function barEvents(tty: WriteStream): SyncEvents & { stop(): void } {
     if (totalFiles === 0 || finished) return;
     let sent = doneBytes;
     for (const n of inFlight.values()) sent += n;
-    const fraction = totalBytes > 0 ? Math.min(1, sent / totalBytes) : doneFiles / totalFiles;
+    const dealt = sent + failedBytes;
+    const fraction = totalBytes > 0 ? Math.min(1, dealt / totalBytes) : (doneFiles + failedFiles) / totalFiles;
     const filled = Math.round(fraction * BAR_WIDTH);
     const elapsed = started ? (Date.now() - started) / 1000 : 0;
     const rate = elapsed > 0.5 ? sent / elapsed : 0;
-    const left = rate > 0 ? duration((totalBytes - sent) / rate) : "–";
-    const line = `[${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}] ${doneFiles}/${totalFiles} files  ${bytes(sent)}/${bytes(totalBytes)}  ${rate > 0 ? bytes(rate) + "/s" : "–"}  ${left} left`;
+    const left = rate > 0 ? duration((totalBytes - dealt) / rate) : "–";
+    const failed = failedFiles > 0 ? `, ${failedFiles} failed` : "";
+    const line = `[${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}] ${doneFiles}/${totalFiles} files${failed}  ${bytes(sent)}/${bytes(totalBytes)}  ${rate > 0 ? bytes(rate) + "/s" : "–"}  ${left} left`;
     tty.write(`\r\x1b[K${line.slice(0, Math.max(20, (tty.columns || 80) - 1))}`);
     shown = true;
   };
@@ -99,6 +104,7 @@ export function barEvents(tty: WriteStream): SyncEvents & { stop(): void } {
       above(planLine(plan));
       totalFiles = plan.uploads.length + plan.pending.length;
       totalBytes = plan.uploads.reduce((n, u) => n + u.size, 0);
+      for (const u of plan.uploads) pending.set(u.rel, u);
     },
     photoDone: (_rel, _source, _size, upload) => {
       if (upload) totalBytes += upload.size;
@@ -114,6 +120,7 @@ export function barEvents(tty: WriteStream): SyncEvents & { stop(): void } {
     uploadProgress: (u, sent) => inFlight.set(u, sent),
     uploaded: (u) => {
       inFlight.delete(u);
+      pending.delete(u.rel);
       doneFiles++;
       doneBytes += u.size;
       checkDone();
@@ -122,12 +129,14 @@ export function barEvents(tty: WriteStream): SyncEvents & { stop(): void } {
     created: () => undefined,
     failed: (rel, reason) => {
       above(`failed ${rel}: ${reason}`);
-      for (const u of inFlight.keys()) {
-        if (u.rel !== rel) continue;
-        inFlight.delete(u);
-        failedFiles++;
-        checkDone();
-      }
+      // An upload that failed, started or not (its folder could not be created); other failures are no upload.
+      const u = pending.get(rel);
+      if (!u) return;
+      pending.delete(rel);
+      inFlight.delete(u);
+      failedFiles++;
+      failedBytes += u.size;
+      checkDone();
     },
     stop: () => {
       if (!finished) finish();

@@ -29,6 +29,8 @@ export interface SyncOptions {
   stay: boolean;
   /** FTP connections to use at once. */
   parallel: number;
+  /** Follow symbolic links that lead outside the local folder. */
+  followLinks?: boolean;
   /** Aborted on Ctrl-C. */
   signal: AbortSignal;
   events: SyncEvents;
@@ -331,7 +333,8 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
       await switchMode(client, "ftp", waitMs, signal);
       switched = true;
     }
-    events.step("Waiting for the FTP server…");
+    const ftpHost = opts.ftp.host.includes(":") ? `[${opts.ftp.host}]` : opts.ftp.host;
+    events.step(`Waiting for the FTP server at ${opts.ftp.ports.map((p) => `${ftpHost}:${p}`).join(" or ")}…`);
     const { client: first, port } = await waitForFtp(opts.ftp, waitMs, signal);
     pool = await FtpPool.open(first, opts.ftp, port, opts.parallel);
     const openPool = pool;
@@ -339,7 +342,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     if (signal.aborted) throw signal.reason;
 
     events.step("Comparing the folder with the card…");
-    const [local, remote] = await Promise.all([scanLocal(opts.localDir), listRemote(pool, opts.remoteDir, signal)]);
+    const [local, remote] = await Promise.all([scanLocal(opts.localDir, { followLinksOutside: opts.followLinks }), listRemote(pool, opts.remoteDir, signal)]);
     const input = opts.photos ? await preparedInput(local, remote.tree, opts.photos) : local;
     const plan = makePlan(input, remote.tree, { delete: opts.delete, canSetTimes: pool.canSetTimes });
     result.plan = plan;

@@ -3,7 +3,9 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Card } from "./card.js";
-import { readSmallBody, sendError, sendErrorAndClose, sendJson } from "./http.js";
+import { readSmallBody, sendError, sendErrorAndClose, sendErrorEarly, sendJson } from "./http.js";
+import type { LoginThrottle } from "./login-throttle.js";
+import { refuseForeign, type HostPolicy } from "./request-guard.js";
 import type { Settings } from "./settings.js";
 import { MODE_NAMES, type DeviceState, type Mode } from "./state.js";
 import { handleMultipartUpload, handleRawUpload } from "./upload.js";
@@ -18,6 +20,10 @@ export interface ApiContext {
   /** Called after the Wi-Fi reset answer has been sent. */
   wifiReset: () => void;
   log: (message: string) => void;
+  /** Failed logins per client address (kept across restarts by the service). */
+  throttle: LoginThrottle;
+  /** Which Host values name the device. */
+  hosts: HostPolicy;
   /** More routes behind the same auth and error handling (the web panel under /panel/). */
   extraRoutes?: ReadonlyArray<{ method: "GET" | "POST"; path: string; handler: Handler }>;
 }
@@ -46,9 +52,10 @@ function digest(s: string): Buffer {
 }
 
 /** Constant-time comparison of two secrets of any length. */
-function same(a: string, b: string): boolean {
+export function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));
 }
+const same = sameSecret;
 
 function parseBasic(header: string | undefined): { user: string; password: string } | undefined {
   const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? "");
@@ -182,10 +189,16 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     const ro = ctx.readonlyAccount;
     const roUser = same(given.user, ro.user);
     const roPass = same(given.password, ro.password);
-    if (full) return "full";
-    if (ro.user !== "" && roUser && roPass) return "read-only";
+    const address = req.socket.remoteAddress;
+    if (full || (ro.user !== "" && roUser && roPass)) {
+      ctx.throttle.succeed(address);
+      return full ? "full" : "read-only";
+    }
+    const inARow = ctx.throttle.fail(address);
+    ctx.log(`failed web login from ${address ?? "unknown address"} as user ${JSON.stringify(given.user.slice(0, 64))} (${inARow} in a row)`);
     return "none";
   };
+  const needsLogin = (): boolean => ctx.settings().webUser !== "" || ctx.settings().webPassword !== "";
 
   return (req, res) => {
     let url: URL;
@@ -198,14 +211,21 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
       sendErrorAndClose(req, res, 400, "Malformed request URL.");
       return;
     }
+    if (refuseForeign(req, res, ctx.hosts)) return;
     const methods = routes.get(url.pathname);
     if (!methods) {
-      sendErrorAndClose(req, res, 404, `Not found: ${req.method} ${url.pathname}. See docs/api.md for the endpoints.`);
+      sendErrorAndClose(req, res, 404, `Not found: ${req.method} ${url.pathname}. This device serves the FrameFi firmware's API (GET / for its status) and its web panel at /panel/.`);
+      return;
+    }
+    const wait = needsLogin() ? ctx.throttle.wait(req.socket.remoteAddress) : 0;
+    if (wait > 0) {
+      const seconds = Math.ceil(wait / 1000);
+      sendErrorEarly(req, res, 429, `Too many failed logins from your address: try again in ${seconds} s.`, { "Retry-After": String(seconds) });
       return;
     }
     const access = authenticate(req);
     if (access === "none") {
-      sendErrorAndClose(req, res, 401, "Authentication required: send the web user and password with HTTP basic auth (curl -u USER:PASSWORD).", {
+      sendErrorEarly(req, res, 401, "Authentication required: send the web user and password with HTTP basic auth (curl -u USER:PASSWORD).", {
         "WWW-Authenticate": 'Basic realm="FrameFi"',
       });
       return;
@@ -218,7 +238,7 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
       return;
     }
     if (access === "read-only" && method !== "GET") {
-      sendErrorAndClose(req, res, 403, "Forbidden: this account is read-only; it may read (GET) but not change anything.");
+      sendErrorEarly(req, res, 403, "Forbidden: this account is read-only; it may read (GET) but not change anything.");
       return;
     }
     const fail = (e: unknown): void => {

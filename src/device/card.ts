@@ -106,6 +106,8 @@ export class Card {
   private readonly partials = new Set<string>();
   /** Re-reads of paths the FTP server changed; figures() waits for them. */
   private ftpRefresh: Promise<void> = Promise.resolve();
+  /** Groups of writes being committed: taking the card back waits for them, so a group lands whole or not at all. */
+  private readonly committing = new Set<Promise<void>>();
 
   constructor(
     root: string,
@@ -158,6 +160,7 @@ export class Card {
   /** Gives the card to the network or takes it back; taking it back aborts every write in progress. */
   async setWritable(writable: boolean): Promise<void> {
     this.writable = writable;
+    if (!writable) await Promise.all(this.committing);
     if (!writable) await Promise.all([...this.active].map((w) => w.abort()));
     else {
       if (this.opts.mounted) await this.remounted();
@@ -300,13 +303,17 @@ export class Card {
     const controller = new AbortController();
     const entry: ActiveWrite = { tempPath, claimed: 0, controller, abort: async () => undefined };
     let finished = false;
+    let removed: Promise<void> | undefined;
     const card = this;
+    // Every caller waits for the removal, also one that comes while another abort (a mode switch) removes it.
     const abort = async (): Promise<void> => {
+      if (removed) return removed;
       if (finished) return;
       finished = true;
       card.active.delete(entry);
       controller.abort();
-      await rm(tempPath, { force: true });
+      removed = rm(tempPath, { force: true });
+      await removed;
     };
     entry.abort = abort;
     const grow = (bytes: number): void => {
@@ -330,9 +337,10 @@ export class Card {
       abort,
       commit: async () => {
         if (finished) throw new CardError("not-writable", "The write was aborted.");
-        await mkdir(dirname(target.absolute), { recursive: true });
-        await this.addFolders(dirname(target.absolute));
-        await rename(tempPath, target.absolute);
+        // A folder on the way may have been replaced by a link since resolve(): check again, just before writing.
+        const folder = await this.realFolder(name, dirname(target.absolute));
+        await this.addFolders(folder);
+        await rename(tempPath, join(folder, basename(target.absolute)));
         finished = true;
         this.active.delete(entry);
         await this.refresh(target.absolute);
@@ -349,6 +357,24 @@ export class Card {
         throw new CardError("unsafe-path", `Invalid file name "${printable(target.relative)}": the card has "${printable(twin)}", and FAT cards ignore case in names; use that spelling.`);
       }
       folder = join(folder, segment);
+    }
+  }
+
+  /**
+   * Commits several writes as one (a multi-file upload): all land, or — when the card was taken back first —
+   * none does. A switch to MSC mode that comes while they land waits for them.
+   */
+  async commitAll(writes: readonly CardWrite[]): Promise<void> {
+    if (!this.writable || writes.some((w) => w.signal.aborted)) throw new CardError("not-writable", "Cannot upload in MSC mode.");
+    const landing = (async () => {
+      for (const w of writes) await w.commit();
+    })();
+    const settled = landing.catch(() => undefined);
+    this.committing.add(settled);
+    try {
+      await landing;
+    } finally {
+      this.committing.delete(settled);
     }
   }
 
@@ -372,6 +398,23 @@ export class Card {
    */
   private inProgress(name: string): boolean {
     return this.writable && isTemp(name);
+  }
+
+  /**
+   * Creates `dir` (inside the card) if needed and returns its real path, refusing when a link on the way now
+   * leads out of the card. Checked before creating anything and again after.
+   */
+  private async realFolder(name: string, dir: string): Promise<string> {
+    const refuse = (): never => {
+      throw new CardError("unsafe-path", `Invalid file name "${printable(name)}": a folder on its path became a link that leads outside the card while the file was being sent.`);
+    };
+    let existing = dir;
+    while (this.inside(existing) && existing !== this.root && !(await lstat(existing).then(() => true, () => false))) existing = dirname(existing);
+    if (!this.inside(await realpath(existing))) refuse();
+    await mkdir(dir, { recursive: true });
+    const real = await realpath(dir);
+    if (!this.inside(real)) refuse();
+    return real;
   }
 
   private inside(real: string): boolean {

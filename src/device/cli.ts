@@ -1,4 +1,5 @@
 // bin/framefi-device: parses flags, FRAMEFI_* variables and --config, then runs the device until SIGINT/SIGTERM.
+import { readFileSync } from "node:fs";
 import { ConfigError, helpText, parseCli, type DeviceConfig } from "./config.js";
 import { GadgetError } from "./gadget/system.js";
 import { GadgetUsb } from "./gadget/usb.js";
@@ -21,6 +22,30 @@ async function prepareGadget(config: DeviceConfig): Promise<GadgetUsb> {
   return gadget;
 }
 
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}
+
+/** Why the device could not start, in one line that says what to do. */
+function startFailure(e: unknown, config: DeviceConfig): string {
+  const err = e as NodeJS.ErrnoException & { address?: string; port?: number };
+  const hostFlag = process.argv.includes("--host") || process.env.FRAMEFI_HOST === undefined ? "--host" : "FRAMEFI_HOST";
+  if (err.code === "EADDRINUSE") {
+    const flag = err.port === config.setupPort && err.port !== config.port ? "--setup-port" : "--port";
+    return `port ${err.port} is already in use (is another framefi-device running?): stop that program or pick another port with ${flag}`;
+  }
+  if (err.code === "EACCES" && err.syscall === "listen") return `no permission to listen on port ${err.port}: use a port above 1023`;
+  if (err.code === "EADDRNOTAVAIL" || err.code === "ENOTFOUND" || err.code === "EAI_AGAIN") {
+    return `cannot listen on "${config.host}" (${hostFlag}): it is not an address of this machine; use one of its addresses, or :: for all`;
+  }
+  if ((err.code === "EEXIST" || err.code === "ENOTDIR") && err.path?.startsWith(config.card)) {
+    return `the card ${config.card} is not a folder (--card): give a folder; it is created if missing`;
+  }
+  if (err.code === "EACCES" || err.code === "EPERM") return `no permission to use ${err.path ?? "a file"}: check the folders given with --card and --state`;
+  return `${err.message}`;
+}
+
 async function main(): Promise<void> {
   let parsed;
   try {
@@ -32,8 +57,12 @@ async function main(): Promise<void> {
     }
     throw e;
   }
-  if (parsed.help) {
+  if (parsed.action === "help") {
     process.stdout.write(helpText());
+    return;
+  }
+  if (parsed.action === "version") {
+    process.stdout.write(`framefi-device ${version()}\n`);
     return;
   }
   const config = parsed.config;
@@ -42,6 +71,10 @@ async function main(): Promise<void> {
     ...(gadget ? { hardware: { ...simulatedHardware(urlOf(config.host, config.port), urlOf(config.setupHost, config.setupPort)), usb: gadget } } : {}),
     ftp: ftpMode,
     plugins: [(ctx) => mqttPlugin(ctx, () => device.restart())],
+    fatal: (e) => {
+      process.stderr.write(`framefi-device: ${e.message}; exiting\n`);
+      process.exit(1);
+    },
   });
   // The service never dies of one bad request: log what escaped and keep serving.
   process.on("uncaughtException", (e) => console.error(`framefi-device: unexpected error (still running): ${e.stack ?? e}`));
@@ -66,9 +99,7 @@ async function main(): Promise<void> {
   try {
     await device.start();
   } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    const hint = err.code === "EADDRINUSE" ? " (the port is in use: pick another with --port)" : err.code === "EACCES" ? " (permission denied: check the folder or use a port above 1023)" : "";
-    process.stderr.write(`framefi-device: cannot start: ${err.message}${hint}\n`);
+    process.stderr.write(`framefi-device: cannot start: ${startFailure(e, config)}.\n`);
     process.exit(1);
   }
 }

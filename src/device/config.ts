@@ -51,6 +51,12 @@ export interface DeviceConfig {
   fatNames: boolean;
   /** The real USB mass-storage gadget: the card is this FAT32 image (or block device); undefined = simulated USB. */
   usbGadget: { image: string; udc: string | undefined } | undefined;
+  /** Host names the web API and setup page answer besides IP literals and localhost names ("*" = any). */
+  allowedHosts: string[];
+  /** Seconds a request head may take to arrive, and a body may go without bringing 4 KiB. */
+  requestTimeout: number;
+  /** Failed web logins from one address before each further attempt must wait. */
+  loginAttempts: number;
 }
 
 type Kind = "string" | "int" | "size" | "bool";
@@ -95,6 +101,9 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "usb-gadget", kind: "bool", help: "be a real USB drive (Linux configfs gadget): the card is --card-image, mounted at --card in FTP mode" },
   { name: "card-image", kind: "string", help: "with --usb-gadget: the FAT32 card image (created with --card-size if missing) or a block device" },
   { name: "gadget-udc", kind: "string", help: "with --usb-gadget: the USB device controller to bind to (default: the first in /sys/class/udc)" },
+  { name: "allowed-host", kind: "string", help: "host names (comma-separated) the web API and setup page answer besides IP addresses, localhost and this machine's name; * = any" },
+  { name: "login-attempts", kind: "int", default: "5", help: "failed web logins from one address before each further attempt must wait (1 s, doubling up to 60 s)" },
+  { name: "request-timeout", kind: "int", default: "20", help: "seconds a request's head may take to arrive, and its body may go without bringing 4 KiB" },
 ];
 
 /** The real dongle's ports (its WebServer, WiFiManager portal and SimpleFTPServer), for --firmware-ports on. */
@@ -130,6 +139,8 @@ export function helpText(): string {
     "      JSON file whose keys are the option names above, e.g. {\"port\": 8080, \"card-size\": \"8GiB\"}  [FRAMEFI_CONFIG]",
     "  -h, --help",
     "      print this help and exit",
+    "  --version",
+    "      print the version and exit",
   );
   return lines.join("\n") + "\n";
 }
@@ -189,13 +200,14 @@ function parseIpv4(text: string): string {
   throw new ConfigError(`--ftp-public-address must be an IPv4 address such as 203.0.113.5 (PASV replies carry only IPv4); got "${text}"`);
 }
 
-export type ParsedCli = { help: true } | { help: false; config: DeviceConfig };
+export type ParsedCli = { action: "help" } | { action: "version" } | { action: "run"; config: DeviceConfig };
 
 /** Parses argv (without node and script) and env into a configuration. Throws ConfigError on bad input. */
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.cwd()): ParsedCli {
   const options: Record<string, { type: "string" | "boolean"; short?: string }> = {
     config: { type: "string" },
     help: { type: "boolean", short: "h" },
+    version: { type: "boolean" },
   };
   for (const f of FLAGS) options[f.name] = { type: f.kind === "bool" ? "boolean" : "string" };
   let values: Record<string, string | boolean | undefined>;
@@ -204,7 +216,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   } catch (e) {
     throw new ConfigError(`${(e as Error).message}. Run framefi-device --help for the options.`);
   }
-  if (values.help) return { help: true };
+  if (values.help) return { action: "help" };
+  if (values.version) return { action: "version" };
 
   const fileValues: Record<string, unknown> = {};
   const configPath = (values.config as string | undefined) ?? env.FRAMEFI_CONFIG;
@@ -250,6 +263,12 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   const int = (name: string): number => parseIntValue(name, str(name));
 
   const host = str("host");
+  if (/^[a-z]+:\/\/|^[^:]*:\d+$/i.test(host)) {
+    const from = typeof values.host === "string" ? "--host" : env.FRAMEFI_HOST !== undefined ? "FRAMEFI_HOST" : "host (config file)";
+    throw new ConfigError(
+      `${from} is "${host}", but it is the address the device listens on (an IP address or host name, no port or http://); the client's device address is FRAMEFI_DEVICE`,
+    );
+  }
   const mqttUrl = raw("mqtt-url");
   let mqttHost = "";
   let mqttPort = 1883;
@@ -310,6 +329,9 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     bootDelay: inRange("boot-delay", int("boot-delay"), 0, 60_000),
     fatNames: usbGadget || bool("fat-names", raw("fat-names")),
     usbGadget: usbGadget ? { image: resolve(cwd, cardImage!), udc: raw("gadget-udc") } : undefined,
+    allowedHosts: (raw("allowed-host") ?? "").split(",").map((h) => h.trim()).filter((h) => h !== ""),
+    loginAttempts: inRange("login-attempts", int("login-attempts"), 1, 1_000_000),
+    requestTimeout: inRange("request-timeout", int("request-timeout"), 1, 3_600),
   };
-  return { help: false, config };
+  return { action: "run", config };
 }

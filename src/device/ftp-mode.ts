@@ -31,7 +31,7 @@ export function ftpMode(ctx: DeviceContext): FtpShare {
         throttle: ctx.loginThrottle,
         reserved: isTempName,
         onChange: (change) => card.ftpChanged(pathsOf(change)),
-        onTransfer: (phase) => ctx.state.ftpTransfer(phase),
+        onTransfer: (phase, transfer) => ctx.state.ftpTransfer(phase, transfer),
         log: ctx.log,
       };
       let next = createFtpServer(options);

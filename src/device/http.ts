@@ -1,5 +1,8 @@
-// Small HTTP helpers shared by the API and the uploads: JSON answers, body reading, 100-continue.
-import type { IncomingMessage, ServerResponse } from "node:http";
+// Small HTTP helpers shared by the API and the uploads: JSON answers, body reading, 100-continue, slow bodies.
+import { readFileSync } from "node:fs";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { addressKey } from "./login-throttle.js";
 
 export interface ErrorBody {
   status: "error";
@@ -27,19 +30,23 @@ export function sendError(res: ServerResponse, status: number, message: string, 
 
 const continued = new WeakSet<ServerResponse>();
 
-function waitsForContinue(req: IncomingMessage, res: ServerResponse): boolean {
-  return /100-continue/i.test(req.headers.expect ?? "") && !continued.has(res);
+/** Bytes of an unwanted body read (and dropped) after an early answer before the connection is cut. */
+const DRAIN_BYTES = 1 << 20;
+/** How long an unwanted body is read after an early answer before the connection is cut. */
+const DRAIN_MS = 2_000;
+
+function hasBody(req: IncomingMessage): boolean {
+  return req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
 }
 
 /**
- * Answers with an error while the client may still be sending a body. A client that waits for "100 Continue"
- * gets the answer at once and sends nothing. Any other client gets it once its body has arrived (discarded):
- * most clients, fetch among them, stop reading the answer when the server stops reading the body.
- * The connection closes after the answer.
+ * Answers with an error while the client may still be sending a body, and closes the connection after. A client
+ * that waits for "100 Continue" gets the answer at once and sends nothing. Any other client gets it once its body
+ * has arrived (read and dropped; a body that trickles is cut by watchBodyProgress): most clients, fetch among
+ * them, fail with EPIPE rather than read an answer when the connection closes while they send.
  */
 export function sendErrorAndClose(req: IncomingMessage, res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
-  const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
-  if (!hasBody) {
+  if (!hasBody(req)) {
     sendError(res, status, message, headers);
     req.resume();
     return;
@@ -50,8 +57,84 @@ export function sendErrorAndClose(req: IncomingMessage, res: ServerResponse, sta
     req.resume();
     return;
   }
+  if (req.destroyed) {
+    req.socket.destroy();
+    return;
+  }
   req.once("end", () => sendError(res, status, message, headers));
+  req.once("close", () => {
+    if (!req.complete) req.socket.destroy();
+  });
   req.resume();
+}
+
+/**
+ * Answers a request that is refused before anything is read (wrong credentials, a foreign Host, a cross-site
+ * request) at once, whatever body is on its way. Up to 1 MiB of that body is read and dropped, for 2 s at most,
+ * so that a client which sends it anyway can read the answer; beyond, the connection is cut.
+ */
+export function sendErrorEarly(req: IncomingMessage, res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  sendError(res, status, message, headers);
+  if (!hasBody(req) || req.complete) {
+    req.resume();
+    return;
+  }
+  let dropped = 0;
+  const cut = (): void => {
+    clearTimeout(timer);
+    req.destroy();
+  };
+  const timer = setTimeout(cut, DRAIN_MS);
+  timer.unref();
+  req.on("data", (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > DRAIN_BYTES) cut();
+  });
+  req.once("end", () => clearTimeout(timer));
+  req.once("close", () => clearTimeout(timer));
+  req.resume();
+}
+
+export interface BodyWatch {
+  /** Milliseconds a body may go without bringing `minBytes`. */
+  windowMs: number;
+  minBytes: number;
+  /** Told once when a body is cut for being too slow. */
+  onSlow: (req: IncomingMessage) => void;
+}
+
+/**
+ * Cuts a request whose body trickles in (fewer than `minBytes` per `windowMs`): answers 408 if nothing was
+ * answered yet, then closes. Time spent waiting on us (the body buffered, unread) does not count.
+ */
+export function watchBodyProgress(req: IncomingMessage, res: ServerResponse, watch: BodyWatch): void {
+  if (!hasBody(req)) return;
+  let seen = req.socket.bytesRead;
+  const timer = setInterval(() => {
+    if (req.complete || req.destroyed) return stop();
+    const now = req.socket.bytesRead;
+    const ours = req.readableLength > 0 && !req.readableFlowing;
+    if (now - seen < watch.minBytes && !ours && !waitsForContinue(req, res)) {
+      stop();
+      watch.onSlow(req);
+      // Destroying the request (not only its socket) tells whoever reads the body, answered or not.
+      if (res.headersSent) req.destroy();
+      else {
+        sendError(res, 408, `The request body arrived too slowly (under ${watch.minBytes} bytes in ${watch.windowMs / 1000} s); the connection is closed.`, { Connection: "close" });
+        res.once("finish", () => req.destroy());
+      }
+      return;
+    }
+    seen = now;
+  }, watch.windowMs);
+  timer.unref();
+  const stop = (): void => clearInterval(timer);
+  req.once("end", stop);
+  req.once("close", stop);
+}
+
+function waitsForContinue(req: IncomingMessage, res: ServerResponse): boolean {
+  return /100-continue/i.test(req.headers.expect ?? "") && !continued.has(res);
 }
 
 /** Tells a client that waits for "100 Continue" to send its body. */
@@ -77,4 +160,59 @@ export function readSmallBody(req: IncomingMessage, res: ServerResponse, limit: 
     req.on("end", () => resolve(tooLong ? undefined : Buffer.concat(chunks)));
     req.on("error", reject);
   });
+}
+
+/** The process's limit of open files (Linux), or a conservative guess elsewhere. */
+function openFileLimit(): number {
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"));
+    if (m) return Number(m[1]);
+  } catch {
+    // not Linux
+  }
+  return 1024;
+}
+
+export interface ConnectionLimits {
+  total: number;
+  perAddress: number;
+}
+
+/**
+ * Limits that leave two thirds of the process's file descriptors to the card, the settings and FTP: at most
+ * 2 048 connections, half of them from one address (so one client cannot lock out the others).
+ */
+export function defaultConnectionLimits(): ConnectionLimits {
+  const total = Math.max(16, Math.min(2048, Math.floor((openFileLimit() - 64) / 3)));
+  return { total, perAddress: Math.max(8, Math.floor(total / 2)) };
+}
+
+/**
+ * Answers connections beyond the limits with 503 and closes them before they cost more than a descriptor.
+ * Returns whether a request arrived on such a connection (the caller ignores it: its answer is already sent).
+ */
+export function limitConnections(server: Server, limits: ConnectionLimits): (req: IncomingMessage) => boolean {
+  let open = 0;
+  const perAddress = new Map<string, number>();
+  const refused = new WeakSet<Socket>();
+  server.prependListener("connection", (socket: Socket) => {
+    const key = addressKey(socket.remoteAddress);
+    const fromAddress = perAddress.get(key) ?? 0;
+    if (open >= limits.total || fromAddress >= limits.perAddress) {
+      const body = JSON.stringify({ status: "error", message: "Too many open connections: try again in a moment." });
+      refused.add(socket);
+      socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n${body}`);
+      socket.destroySoon();
+      return;
+    }
+    open++;
+    perAddress.set(key, fromAddress + 1);
+    socket.once("close", () => {
+      open--;
+      const left = (perAddress.get(key) ?? 1) - 1;
+      if (left > 0) perAddress.set(key, left);
+      else perAddress.delete(key);
+    });
+  });
+  return (req) => refused.has(req.socket);
 }

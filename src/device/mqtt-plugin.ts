@@ -98,7 +98,7 @@ export function mqttPlugin(ctx: MqttPluginContext, restart: () => unknown, extra
       onFlag = undefined;
       const current = link;
       link = undefined;
-      await current?.disable();
+      await current?.disable("MQTT: disconnected from the broker while the device stops or restarts.");
     },
   };
 }

@@ -161,8 +161,8 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
     });
   }
 
-  /** Publishes `offline`, closes the connection and stops retrying. */
-  disable(): Promise<void> {
+  /** Publishes `offline`, closes the connection and stops retrying; `why` is logged when a connection closes. */
+  disable(why = "MQTT disabled: disconnected from the broker."): Promise<void> {
     if (!this.#enabled) return this.#closing;
     this.#enabled = false;
     clearTimeout(this.#retryTimer);
@@ -174,7 +174,7 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
     this.#client = undefined;
     this.#setState(MqttState.DISCONNECTED, false);
     this.#closing = client ? closeClient(client, wasConnected ? this.topics.availability : undefined) : Promise.resolve();
-    if (client) this.#o.log.info("MQTT disabled: disconnected from the broker.");
+    if (client) this.#o.log.info(why);
     return this.#closing;
   }
 
@@ -185,7 +185,7 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
     } catch (err) {
       // A URL mqtt.js cannot use (no host, unknown protocol): report it like an unreachable broker.
       if (this.#state !== MqttState.CONNECT_FAILED) {
-        this.#o.log.warn(`MQTT broker ${redact(this.#url)} is not usable (${(err as Error).message}); set its address, e.g. mqtt://host:1883.`);
+        this.#o.log.warn(`The MQTT broker address is not usable (${(err as Error).message}); set it with --mqtt-url, e.g. mqtt://host:1883.`);
       }
       this.#setState(MqttState.CONNECT_FAILED, false);
       this.#scheduleRetry();

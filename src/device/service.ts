@@ -2,7 +2,10 @@
 // and after a Wi-Fi reset serves the setup page instead of the API until new settings are saved.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
-import { createApi } from "./api.js";
+import { createApi, sameSecret } from "./api.js";
+import { defaultConnectionLimits, limitConnections, watchBodyProgress } from "./http.js";
+import { LoginThrottle as WebLoginThrottle } from "./login-throttle.js";
+import { hostPolicy, refuseForeign, type HostPolicy } from "./request-guard.js";
 import { Card } from "./card.js";
 import type { DeviceConfig } from "./config.js";
 import { simulatedHardware, type Hardware } from "./hardware.js";
@@ -38,7 +41,14 @@ export interface DeviceServiceOptions {
   ftp?: (ctx: DeviceContext) => FtpShare;
   plugins?: Array<(ctx: DeviceContext) => DevicePlugin>;
   log?: (message: string) => void;
+  /** Called when the device cannot come back up after a failed restart or Wi-Fi reset (the CLI exits 1). */
+  fatal?: (error: Error) => void;
 }
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** Bytes a request body must bring per --request-timeout window. */
+const MIN_BODY_BYTES = 4096;
 
 export function urlOf(host: string, port: number): string {
   return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
@@ -48,12 +58,17 @@ export function urlOf(host: string, port: number): string {
 async function listen(server: Server, host: string, port: number): Promise<string> {
   const attempt = (h: string): Promise<void> =>
     new Promise((resolve, reject) => {
-      const onError = (e: Error): void => reject(e);
-      server.once("error", onError);
-      server.listen(port, h, () => {
+      const onError = (e: Error): void => {
+        server.off("listening", onListening);
+        reject(e);
+      };
+      const onListening = (): void => {
         server.off("error", onError);
         resolve();
-      });
+      };
+      server.once("error", onError);
+      server.once("listening", onListening);
+      server.listen(port, h);
     });
   try {
     await attempt(host);
@@ -68,13 +83,16 @@ async function listen(server: Server, host: string, port: number): Promise<strin
   }
 }
 
-/** After a restart the port may still be held for a moment (by a lingering socket, say): retry for ~5 s. */
-async function listenPatiently(server: Server, host: string, port: number): Promise<string> {
+/**
+ * After a restart the port may still be held for a moment (by a lingering socket, say): retry for ~5 s. At the
+ * first start a taken port is someone else's, so `patient` is false there and the start fails at once.
+ */
+async function listenPatiently(server: Server, host: string, port: number, patient: boolean): Promise<string> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await listen(server, host, port);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= 25) throw e;
+      if ((e as NodeJS.ErrnoException).code !== "EADDRINUSE" || !patient || attempt >= 25) throw e;
       await sleep(200);
     }
   }
@@ -100,15 +118,24 @@ export class DeviceService {
   private current: Settings;
   private lifecycle: Promise<void> = Promise.resolve();
   private cardTimer: NodeJS.Timeout | undefined;
+  /** Whether a boot has listened once: later boots (restarts) wait for their port to come free. */
+  private booted = false;
   private readonly log: (message: string) => void;
   /** The one owner of failed-login state, kept across restarts (FTP now; the web API's basic auth can share it). */
   private readonly loginThrottle = createLoginThrottle();
+  private readonly fatal: (error: Error) => void;
+  /** Failed web logins per address: kept across restarts, so a restart does not reset an attacker's wait. */
+  private readonly throttle: WebLoginThrottle;
+  private readonly hosts: HostPolicy;
 
   constructor(
     private readonly config: DeviceConfig,
     opts: DeviceServiceOptions = {},
   ) {
     this.log = opts.log ?? ((m) => console.log(`framefi-device: ${m}`));
+    this.fatal = opts.fatal ?? ((e) => this.log(`error: the device is down: ${e.message}`));
+    this.hosts = hostPolicy(config.host, config.allowedHosts);
+    this.throttle = new WebLoginThrottle({ freeFailures: config.loginAttempts });
     this.hardware = opts.hardware ?? simulatedHardware(urlOf(config.host, config.port), urlOf(config.setupHost, config.setupPort));
     this.settings = new SettingsStore(config.state, () => defaultSettings(config), (m) => this.log(`warning: ${m}`));
     this.current = defaultSettings(config);
@@ -137,26 +164,43 @@ export class DeviceService {
   /** Powers on. Resolves once the API (or the setup page) answers. */
   async start(): Promise<void> {
     await this.card.open();
+    await this.settings.removeStaleTempFiles();
     const figures = await this.card.figures();
     this.log(`card ${this.card.root}: ${figures.fileCount} files, ${figures.usedSize} of ${figures.totalSize} bytes used${this.card.emulated ? " (emulated size)" : ""}`);
-    await this.serialised(() => this.boot());
+    // Not through serialised(): the caller reports a failed start, once.
+    const first = this.lifecycle.then(() => this.boot());
+    this.lifecycle = first.catch(() => undefined);
+    await first;
   }
 
   /** Reboots in-process: settings re-read, back to MSC mode. */
   restart(): Promise<void> {
-    return this.serialised(async () => {
+    return this.transition("restart", async () => {
       this.log("restarting");
       await this.shutdown();
       await this.boot();
     });
   }
 
-  /** Clears the stored network and credentials, as the firmware's Wi-Fi reset does, and restarts into setup mode. */
+  /**
+   * Clears the stored network and credentials, as the firmware's Wi-Fi reset does, and restarts into setup mode.
+   * The web user and password stay (a difference from the firmware): the setup page is open to anyone nearby,
+   * and changing them there needs the current password. When the settings cannot be written, the device
+   * restarts on its current network and says why.
+   */
   wifiReset(): Promise<void> {
-    return this.serialised(async () => {
+    return this.transition("Wi-Fi reset", async () => {
       this.log("Wi-Fi reset: clearing the stored network and credentials");
+      const { webUser, webPassword } = this.current;
+      const defaults = defaultSettings(this.config);
+      const keepWeb = webUser !== defaults.webUser || webPassword !== defaults.webPassword;
       await this.shutdown();
-      await this.settings.clear({ wifiSsid: "", wifiPassword: "" });
+      try {
+        await this.settings.clear({ wifiSsid: "", wifiPassword: "", ...(keepWeb ? { webUser, webPassword } : {}) });
+      } catch (e) {
+        this.log(`error: Wi-Fi reset failed: cannot write the settings (${(e as Error).message}); restarting on the current network. Check the state folder ${this.config.state}.`);
+        await this.settings.load();
+      }
       await this.boot();
     });
   }
@@ -166,6 +210,26 @@ export class DeviceService {
     await this.serialised(() => this.shutdown());
     clearTimeout(this.cardTimer);
     this.card.close();
+  }
+
+  /**
+   * A restart or reset that fails midway must not leave a device that answers nothing: it boots again; if even
+   * that fails, `fatal` says why (the CLI exits non-zero, so a supervisor restarts it).
+   */
+  private transition(name: string, step: () => Promise<void>): Promise<void> {
+    return this.serialised(async () => {
+      try {
+        await step();
+      } catch (e) {
+        this.log(`error: ${name} failed: ${(e as Error).message}; starting again`);
+        try {
+          await this.shutdown();
+          await this.boot();
+        } catch (again) {
+          this.fatal(new Error(`${name} failed (${(e as Error).message}) and the device could not start again: ${(again as Error).message}`, { cause: again }));
+        }
+      }
+    });
   }
 
   private serialised(step: () => Promise<void>): Promise<void> {
@@ -184,19 +248,26 @@ export class DeviceService {
         apSsid: ap.ssid,
         settings: () => this.current,
         store: (values) => this.storeSetup(values),
+        isWebPassword: (password) => sameSecret(password, this.current.webPassword),
         restart: () => void this.restart(),
       });
       // The web panel stays reachable in setup mode, on the setup page's server (the API is down).
       const panel = servePanel(this.panelRoutes());
-      this.setup = createServer((req, res) => panel(req, res) || setupPage(req, res));
-      const host = await listenPatiently(this.setup, this.config.setupHost, this.config.setupPort);
+      this.setup = this.createHttpServer((req, res) => {
+        if (refuseForeign(req, res, this.hosts)) return;
+        if (!panel(req, res)) setupPage(req, res);
+      });
+      const host = await listenPatiently(this.setup, this.config.setupHost, this.config.setupPort, this.booted);
+      this.booted = true;
       this.state.enterSetup(ap);
       this.log(`setup mode: no Wi-Fi network stored; setup page on ${urlOf(host, this.config.setupPort)} (access point ${ap.ssid})`);
       return;
     }
     const network = await this.hardware.wifi.connect(this.current.wifiSsid);
     this.api = this.createApiServer();
-    const host = await listenPatiently(this.api, this.config.host, this.config.port);
+    const host = await listenPatiently(this.api, this.config.host, this.config.port, this.booted);
+    this.booted = true;
+    this.api.on("error", (e) => this.log(`error: web API server: ${e.message}`));
     await this.state.finishBoot(network);
     // As the firmware: the web user switches authentication on; a password alone does not.
     const authOn = this.current.webUser !== "";
@@ -231,7 +302,8 @@ export class DeviceService {
 
   private async storeSetup(values: SetupValues): Promise<void> {
     await this.settings.update(values);
-    this.log(`setup saved: joining ${values.wifiSsid}`);
+    this.current = this.settings.current();
+    this.log(values.wifiSsid === undefined ? "setup saved: settings stored" : `setup saved: joining ${values.wifiSsid}`);
   }
 
   private createApiServer(): Server {
@@ -243,22 +315,45 @@ export class DeviceService {
       restart: () => void this.restart(),
       wifiReset: () => void this.wifiReset(),
       log: this.log,
+      throttle: this.throttle,
+      hosts: this.hosts,
       extraRoutes: this.panelRoutes(),
     });
-    const server = createServer({ requestTimeout: 0, headersTimeout: 30_000 }, handler);
+    // Beyond the firmware: every answer names the FTP port, so clients never guess which FTP server is this device's.
+    const ftpPort = String(this.config.ftpPort);
+    return this.createHttpServer((req, res) => {
+      res.setHeader("X-FrameFi-FTP-Port", ftpPort);
+      handler(req, res);
+    });
+  }
+
+  /**
+   * An HTTP server that bounds what a client can hold: the request head within --request-timeout, a body that
+   * keeps bringing 4 KiB per --request-timeout, a limited number of connections.
+   */
+  private createHttpServer(handler: Handler): Server {
+    const windowMs = this.config.requestTimeout * 1000;
+    const server = createServer({ requestTimeout: 0, headersTimeout: windowMs, connectionsCheckingInterval: Math.min(1000, windowMs) });
+    const refused = limitConnections(server, defaultConnectionLimits());
+    const slow = (req: IncomingMessage): void => this.log(`closed a request from ${req.socket.remoteAddress} whose body arrived too slowly: ${req.method} ${(req.url ?? "").split("?")[0]}`);
+    const serve = (req: IncomingMessage, res: ServerResponse): void => {
+      if (refused(req)) return;
+      watchBodyProgress(req, res, { windowMs, minBytes: MIN_BODY_BYTES, onSlow: slow });
+      handler(req, res);
+    };
+    server.on("request", serve);
     // Clients that wait for "100 Continue" get the same checks (auth, mode, space) before they send a body.
-    server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => handler(req, res));
+    server.on("checkContinue", serve);
     server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
       if (!socket.writable || err.code === "ECONNRESET") {
         socket.destroy();
         return;
       }
-      const body = JSON.stringify({ status: "error", message: `Malformed HTTP request: ${err.message}.` });
-      socket.end(
-        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
+      const status = err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : "400 Bad Request";
+      const message = err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "The request head did not arrive in time." : `Malformed HTTP request: ${err.message}.`;
+      const body = JSON.stringify({ status: "error", message });
+      socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     });
-    server.on("error", (e) => this.log(`error: web API server: ${e.message}`));
     return server;
   }
 

@@ -1,7 +1,7 @@
 // Persisted settings, as the firmware keeps them in its Preferences store: what the API or the setup page
 // changed overrides the start-up configuration. Written atomically: temp file, fsync, rename, fsync of the folder.
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { DeviceConfig } from "./config.js";
 
@@ -69,6 +69,9 @@ const CHECKS: Record<keyof Settings, Checker> = {
 
 export type Warn = (message: string) => void;
 
+/** The temp files of writeFile: `.settings.json.<12 hex>.tmp`. */
+const TEMP_FILE = /^\.settings\.json\.[0-9a-f]{12}\.tmp$/;
+
 /** The settings file: loads overrides on top of the defaults and saves changes, one write at a time. */
 export class SettingsStore {
   readonly file: string;
@@ -113,6 +116,13 @@ export class SettingsStore {
       else this.warn(`settings file ${this.file}: ignoring invalid or unknown entry "${key}"`);
     }
     return this.current();
+  }
+
+  /** Removes temp files a killed process left behind; call once at start-up, before any write. */
+  async removeStaleTempFiles(): Promise<void> {
+    const names = await readdir(this.dir).catch(() => [] as string[]);
+    const stale = names.filter((n) => TEMP_FILE.test(n));
+    await Promise.all(stale.map((n) => rm(join(this.dir, n), { force: true }).catch((e: Error) => this.warn(`cannot remove the stale temp file ${n}: ${e.message}`))));
   }
 
   current(): Settings {

@@ -3,25 +3,16 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Settings } from "./settings.js";
 
-export interface SetupValues {
-  wifiSsid: string;
-  wifiPassword: string;
-  ftpUser: string;
-  ftpPassword: string;
-  webUser: string;
-  webPassword: string;
-  mqttClientId: string;
-  mqttHost: string;
-  mqttPort: number;
-  mqttUser: string;
-  mqttPassword: string;
-}
+/** What a saved form changes: only the fields it sent (a blank password field keeps the stored password). */
+export type SetupValues = Partial<Settings>;
 
 export interface SetupContext {
   apSsid: string;
   settings: () => Settings;
   /** Stores the values (rejects when they cannot be written). */
   store: (values: SetupValues) => Promise<void>;
+  /** Whether `password` is the web password in effect (compared in constant time). */
+  isWebPassword: (password: string) => boolean;
   /** Restarts into normal mode; called once the answer has been sent. */
   restart: () => void;
 }
@@ -53,6 +44,7 @@ export function setupForm(ctx: SetupContext, error = ""): string {
     "FrameFi Setup",
     `<h1>FrameFi Setup</h1><p>Access point <b>${escape(ctx.apSsid)}</b>. Choose the Wi-Fi network FrameFi joins.</p>
 ${error ? `<p class="err">${escape(error)}</p>` : ""}
+<p>Blank password fields keep the stored passwords.</p>
 <form method="POST" action="/wifisave">
 ${field("s", "SSID", "", { maxlength: 32 })}
 ${field("p", "Password", "", { password: true, maxlength: 64 })}
@@ -62,6 +54,7 @@ ${field("ftp_pass", "FTP Password", "", { password: true, maxlength: 32 })}
 <br/><hr><br/>
 ${field("web_user", "Web User", s.webUser, { maxlength: 32 })}
 ${field("web_pass", "Web Password", "", { password: true, maxlength: 32 })}
+${webLoginSet(s) ? field(CURRENT_WEB_PASS, "Current Web Password (needed to change the web user or password)", "", { password: true, maxlength: 64 }) : ""}
 <br/><hr><br/>
 ${field("mqtt_client_id", "MQTT Client ID", s.mqttClientId, { maxlength: 32 })}
 ${field("mqtt_host", "MQTT Host", s.mqttHost, { maxlength: 64 })}
@@ -78,8 +71,12 @@ function sendHtml(res: ServerResponse, status: number, html: string, headers: Re
   res.end(html);
 }
 
-function readForm(req: IncomingMessage, url: URL): Promise<URLSearchParams> {
-  if (req.method !== "POST") return Promise.resolve(url.searchParams);
+const CURRENT_WEB_PASS = "web_pass_current";
+
+const webLoginSet = (s: Settings): boolean => s.webUser !== "" || s.webPassword !== "";
+
+/** Reads an application/x-www-form-urlencoded body of at most 16 KiB. */
+function readForm(req: IncomingMessage): Promise<URLSearchParams> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -95,35 +92,96 @@ function readForm(req: IncomingMessage, url: URL): Promise<URLSearchParams> {
   });
 }
 
-/** Validates the form; returns the values or an error message for the user. */
-export function parseSetupForm(form: URLSearchParams, current: Settings): SetupValues | string {
-  const get = (k: string): string => (form.get(k) ?? "").trim();
-  const ssid = get("s");
-  if (!ssid) return "Enter the name (SSID) of the Wi-Fi network.";
-  if (ssid.length > 32) return "The network name is longer than 32 characters.";
-  const portText = get("mqtt_port");
-  const port = portText === "" ? current.mqttPort : Number(portText);
-  if (!/^\d*$/.test(portText) || !Number.isInteger(port) || port < 1 || port > 65535) return "The MQTT port must be a number between 1 and 65535.";
-  for (const k of ["ftp_user", "ftp_pass", "web_user", "web_pass", "mqtt_client_id", "mqtt_user", "mqtt_pass"]) {
-    if (get(k).length > 32) return `The field ${k} is longer than 32 characters.`;
+export type FormCheck = { values: SetupValues } | { error: string; status: 400 | 403 };
+
+/**
+ * Validates a form of WiFiManager's fields. What the form does not send is kept, and so is what a blank password
+ * field would clear. `wifi`: the network name is required (/wifisave) or ignored (/paramsave). Changing web
+ * credentials that were set needs the current web password.
+ */
+export function parseSetupForm(form: URLSearchParams, current: Settings, ctx: Pick<SetupContext, "isWebPassword">, wifi: boolean): FormCheck {
+  const bad = (error: string): FormCheck => ({ error, status: 400 });
+  const text = (k: string): string | undefined => (form.has(k) ? form.get(k)!.trim() : undefined);
+  const secret = (k: string): string | undefined => (form.get(k) ? form.get(k)! : undefined);
+  const values: SetupValues = {};
+  if (wifi) {
+    const ssid = text("s") ?? "";
+    if (!ssid) return bad("Enter the name (SSID) of the Wi-Fi network.");
+    if (ssid.length > 32) return bad("The network name is longer than 32 characters.");
+    values.wifiSsid = ssid;
+    values.wifiPassword = form.get("p") ?? "";
   }
-  return {
-    wifiSsid: ssid,
-    wifiPassword: form.get("p") ?? "",
-    ftpUser: get("ftp_user") || current.ftpUser,
-    ftpPassword: form.get("ftp_pass") || current.ftpPassword,
-    webUser: get("web_user"),
-    webPassword: form.get("web_pass") ?? "",
-    mqttClientId: get("mqtt_client_id") || current.mqttClientId,
-    mqttHost: get("mqtt_host"),
-    mqttPort: port,
-    mqttUser: get("mqtt_user"),
-    mqttPassword: form.get("mqtt_pass") ?? "",
+  const portText = text("mqtt_port");
+  if (portText !== undefined && portText !== "") {
+    const port = Number(portText);
+    if (!/^\d+$/.test(portText) || port < 1 || port > 65535) return bad("The MQTT port must be a number between 1 and 65535.");
+    values.mqttPort = port;
+  }
+  for (const k of ["ftp_user", "ftp_pass", "web_user", "web_pass", "mqtt_client_id", "mqtt_user", "mqtt_pass"]) {
+    if ((form.get(k) ?? "").trim().length > 32) return bad(`The field ${k} is longer than 32 characters.`);
+  }
+  if ((text("mqtt_host") ?? "").length > 64) return bad("The field mqtt_host is longer than 64 characters.");
+  const set = <K extends keyof Settings>(key: K, value: Settings[K] | undefined): void => {
+    if (value !== undefined) values[key] = value;
   };
+  set("ftpUser", text("ftp_user") || undefined);
+  set("ftpPassword", secret("ftp_pass"));
+  set("mqttClientId", text("mqtt_client_id") || undefined);
+  set("mqttHost", text("mqtt_host"));
+  set("mqttUser", text("mqtt_user"));
+  set("mqttPassword", secret("mqtt_pass"));
+  const webUser = text("web_user");
+  const webPassword = secret("web_pass");
+  const changesWeb = (webUser !== undefined && webUser !== current.webUser) || (webPassword !== undefined && !ctx.isWebPassword(webPassword));
+  if (changesWeb && webLoginSet(current) && !ctx.isWebPassword(form.get(CURRENT_WEB_PASS) ?? "")) {
+    return { error: "The web user and password were set before the reset: enter the current web password to change them, or leave them as they are.", status: 403 };
+  }
+  if (changesWeb) {
+    set("webUser", webUser);
+    // A blank user with the password field left blank means no login at all, as blank flags do.
+    set("webPassword", webUser === "" && webPassword === undefined ? "" : webPassword);
+  }
+  return { values };
 }
 
 export function createSetupHandler(ctx: SetupContext): (req: IncomingMessage, res: ServerResponse) => void {
   let saving = false;
+  const save = async (req: IncomingMessage, res: ServerResponse, wifi: boolean): Promise<void> => {
+    let form: URLSearchParams;
+    try {
+      form = await readForm(req);
+    } catch (e) {
+      sendHtml(res, 400, setupForm(ctx, (e as Error).message), { Connection: "close" });
+      return;
+    }
+    const checked = parseSetupForm(form, ctx.settings(), ctx, wifi);
+    if ("error" in checked) {
+      sendHtml(res, checked.status, setupForm(ctx, checked.error));
+      return;
+    }
+    if (saving) {
+      sendHtml(res, 409, page("FrameFi Setup", "<p>Settings are already being saved; FrameFi is restarting.</p>"));
+      return;
+    }
+    saving = wifi;
+    try {
+      await ctx.store(checked.values);
+    } catch (e) {
+      saving = false;
+      sendHtml(res, 500, setupForm(ctx, `The settings could not be saved (${(e as Error).message}). Try again.`));
+      return;
+    }
+    if (!wifi) {
+      sendHtml(res, 200, page("FrameFi Setup", `<h1>Saved</h1><p>The settings are stored. <a href="/">Back to the Wi-Fi setup</a>.</p>`));
+      return;
+    }
+    res.once("finish", ctx.restart);
+    sendHtml(
+      res,
+      200,
+      page("FrameFi Setup", `<h1>Credentials saved</h1><p>FrameFi is joining <b>${escape(checked.values.wifiSsid ?? "")}</b> and restarting; its web API answers on its usual address in a moment.</p>`),
+    );
+  };
   return (req, res) => {
     const url = new URL(req.url ?? "/", "http://setup");
     const path = url.pathname;
@@ -131,35 +189,14 @@ export function createSetupHandler(ctx: SetupContext): (req: IncomingMessage, re
       sendHtml(res, 200, setupForm(ctx));
       return;
     }
-    if (path === "/wifisave" && (req.method === "POST" || req.method === "GET")) {
-      readForm(req, url).then(
-        async (form) => {
-          const parsed = parseSetupForm(form, ctx.settings());
-          if (typeof parsed === "string") {
-            sendHtml(res, 400, setupForm(ctx, parsed));
-            return;
-          }
-          if (saving) {
-            sendHtml(res, 409, page("FrameFi Setup", "<p>Settings are already being saved; FrameFi is restarting.</p>"));
-            return;
-          }
-          saving = true;
-          try {
-            await ctx.store(parsed);
-          } catch (e) {
-            saving = false;
-            sendHtml(res, 500, setupForm(ctx, `The settings could not be saved (${(e as Error).message}). Try again.`));
-            return;
-          }
-          res.once("finish", ctx.restart);
-          sendHtml(
-            res,
-            200,
-            page("FrameFi Setup", `<h1>Credentials saved</h1><p>FrameFi is joining <b>${escape(parsed.wifiSsid)}</b> and restarting; its web API answers on its usual address in a moment.</p>`),
-          );
-        },
-        (e: Error) => sendHtml(res, 400, setupForm(ctx, e.message)),
-      );
+    if (path === "/wifisave" || path === "/paramsave") {
+      if (req.method !== "POST") {
+        // A GET could come from any <img> on any page: saving takes a POST of the form.
+        sendHtml(res, 405, setupForm(ctx, "Settings are saved with the form's Save button (a POST), not by opening an address."), { Allow: "POST", Connection: "close" });
+        req.resume();
+        return;
+      }
+      void save(req, res, path === "/wifisave");
       return;
     }
     // A captive portal sends every other address to the form.

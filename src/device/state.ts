@@ -24,6 +24,25 @@ export const noFtpShare: FtpShare = { start: async () => undefined, stop: async 
 
 export type Change = "phase" | "mode" | "display" | "led" | "brightness" | "mqtt-enabled" | "mqtt-status" | "card" | "transfer";
 
+/** One FTP file transfer, as the FTP server reports it when it starts and ends. */
+export interface FtpTransfer {
+  direction: "upload" | "download";
+  /** Card path ("/2024/a.jpg"). */
+  path: string;
+  /** Bytes moved (known at the end). */
+  bytes: number;
+  /** Whether it completed (known at the end). */
+  ok: boolean;
+}
+
+/** What FTP mode has written since it began: the panel's progress line. */
+export interface FtpWritten {
+  files: number;
+  bytes: number;
+  /** The upload in progress (the latest to start), or "" when none runs. */
+  current: string;
+}
+
 export interface Snapshot {
   phase: Phase;
   mode: Mode;
@@ -31,9 +50,10 @@ export interface Snapshot {
   switching: boolean;
   display: { on: boolean; orientation: number };
   led: { on: boolean; color: LedColor; brightness: number };
-  /** FTP transfers under way (the firmware blinks the LED while one runs). */
-  transfers: number;
   mqtt: { enabled: boolean; state: number; connected: boolean };
+  /** FTP file transfers running now; the firmware blinks its LED while there are any. */
+  transfers: number;
+  written: FtpWritten;
 }
 
 /** PubSubClient's state code for "disconnected". */
@@ -57,8 +77,9 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   private mqttEnabled = false;
   private mqttState = MQTT_DISCONNECTED;
   private mqttConnected = false;
-  private transfers = 0;
   private network: { address: string; mac: string } = { address: "", mac: "" };
+  private transfers = 0;
+  private written: FtpWritten = { files: 0, bytes: 0, current: "" };
 
   constructor(
     private readonly hardware: Hardware,
@@ -82,8 +103,9 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
       switching: this.applied !== this.mode,
       display: { on: this.displayOn, orientation: this.orientation },
       led: { on: this.ledOn, color: this.ledColor(), brightness: this.brightness },
-      transfers: this.transfers,
       mqtt: { enabled: this.mqttEnabled, state: this.mqttState, connected: this.mqttConnected },
+      transfers: this.transfers,
+      written: { ...this.written },
     };
   }
 
@@ -216,20 +238,6 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
     this.redraw();
   }
 
-  /**
-   * For the FTP server: a transfer began or ended. The firmware blinks the LED while data flows and leaves it
-   * on afterwards, even if it was switched off.
-   */
-  ftpTransfer(phase: "start" | "end"): void {
-    this.transfers = Math.max(0, this.transfers + (phase === "start" ? 1 : -1));
-    if (phase === "end" && !this.ledOn) {
-      this.ledOn = true;
-      this.showLed();
-      this.emitChange("led");
-    }
-    this.emitChange("transfer");
-  }
-
   /** For the card: its figures changed (uploads, FTP writes, other programs). */
   cardChanged(): void {
     this.emitChange("card");
@@ -243,6 +251,30 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   async switchOutcome(mode: Mode): Promise<string | undefined> {
     await this.settled();
     return this.mode === mode ? undefined : this.switchFailures.get(mode);
+  }
+
+  /**
+   * For the FTP server: a file transfer started or ended. The firmware blinks the LED while data flows and
+   * leaves it on afterwards, even if it was switched off.
+   */
+  ftpTransfer(phase: "start" | "end", t: FtpTransfer): void {
+    if (phase === "start") {
+      this.transfers++;
+      if (t.direction === "upload") this.written.current = t.path;
+    } else {
+      this.transfers = Math.max(0, this.transfers - 1);
+      if (t.direction === "upload" && t.ok) {
+        this.written.files++;
+        this.written.bytes += t.bytes;
+      }
+      if (this.written.current === t.path) this.written.current = "";
+      if (!this.ledOn) {
+        this.ledOn = true;
+        this.showLed();
+        this.emitChange("led");
+      }
+    }
+    this.emitChange("transfer");
   }
 
   /** Resolves once the hardware has caught up with the mode. */
@@ -285,6 +317,8 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   }
 
   private async enterFtp(): Promise<void> {
+    this.written = { files: 0, bytes: 0, current: "" };
+    this.transfers = 0;
     await this.hardware.usb.detach();
     await this.card.setWritable(true);
     await this.ftp.start();

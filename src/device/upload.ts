@@ -17,15 +17,23 @@ const MSC_MESSAGE = "Cannot upload in MSC mode.";
 
 export const UPLOAD_SUCCESS = { status: "success", message: "File uploaded successfully." } as const;
 
+/** The body stopped before its end: the client went away or was too slow. */
+class UploadCut extends Error {
+  override name = "UploadCut";
+  readonly code = "upload-cut";
+}
+
 function statusFor(e: unknown): { status: number; message: string } {
   if (e instanceof CardError) {
     if (e.code === "no-space") return { status: 507, message: e.message };
-    if (e.code === "not-writable") return { status: 400, message: MSC_MESSAGE };
     return { status: 400, message: e.message };
   }
+  if (e instanceof UploadCut) return { status: 400, message: `The upload was cut off: ${e.message}; nothing was stored.` };
   const code = (e as NodeJS.ErrnoException).code;
-  if (code === "ENOSPC") return { status: 507, message: "Not enough free space on the card." };
+  if (code === "ENOSPC") return { status: 507, message: "Not enough free space on the card's filesystem: the upload was stopped and nothing was stored." };
+  if (code === "EDQUOT") return { status: 507, message: "The disk quota is used up: the upload was stopped and nothing was stored." };
   if (code === "ENAMETOOLONG") return { status: 400, message: "Invalid file name: it is too long." };
+  if (code === "EACCES" || code === "EPERM" || code === "EROFS") return { status: 500, message: `The card folder cannot be written (${code}): check its permissions; nothing was stored.` };
   return { status: 500, message: `Failed to write the file: ${(e as Error).message}.` };
 }
 
@@ -48,12 +56,30 @@ function spaceMeter(write: CardWrite, prepaid: number): Transform {
   });
 }
 
+/**
+ * Streams `source` into the write's temp file. The source is piped, not part of the pipeline: a failure (card
+ * full, say) stops reading it but leaves the request whole, so it can still be answered.
+ */
 async function store(source: Readable, write: CardWrite, prepaid: number): Promise<void> {
-  await pipeline(source, spaceMeter(write, prepaid), createWriteStream(write.tempPath, { highWaterMark: CHUNK }), { signal: write.signal });
+  const meter = spaceMeter(write, prepaid);
+  const cut = (): void => {
+    if (!source.readableEnded) meter.destroy(new UploadCut("the connection closed before the whole file arrived"));
+  };
+  source.once("close", cut);
+  source.once("error", cut);
+  source.pipe(meter);
+  try {
+    await pipeline(meter, createWriteStream(write.tempPath, { highWaterMark: CHUNK }), { signal: write.signal });
+  } finally {
+    source.unpipe(meter);
+    source.off("close", cut);
+    source.off("error", cut);
+  }
 }
 
-function abortedReason(write: CardWrite): Error {
-  return write.signal.aborted ? new CardError("not-writable", MSC_MESSAGE) : new Error("upload failed");
+/** Why a write failed: the card was taken back (a switch to MSC mode, a restart) or `e`. */
+function failureOf(cutByCard: boolean, e: unknown): unknown {
+  return cutByCard ? new CardError("not-writable", MSC_MESSAGE) : e;
 }
 
 /** PUT /upload?filename=NAME with the raw file as the body. */
@@ -74,13 +100,15 @@ export async function handleRawUpload(req: IncomingMessage, res: ServerResponse,
   acceptBody(req, res);
   try {
     await store(req, write, Number.isFinite(length) ? length : 0);
-    if (!req.complete) throw new Error("the connection closed before the whole file arrived");
-    await write.commit();
+    if (!req.complete) throw new UploadCut("the connection closed before the whole file arrived");
+    await card.commitAll([write]);
     sendJson(res, 200, UPLOAD_SUCCESS);
   } catch (e) {
+    const cutByCard = write.signal.aborted;
     await write.abort();
-    const { status, message } = statusFor(write.signal.aborted ? abortedReason(write) : e);
-    if (!res.destroyed) sendErrorAndClose(req, res, status, message);
+    const { status, message } = statusFor(failureOf(cutByCard, e));
+    if (!res.destroyed && !req.socket.destroyed) sendErrorAndClose(req, res, status, message);
+    else req.socket.destroy();
   }
 }
 
@@ -152,7 +180,7 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
         await store(stream, write, 0);
       } catch (e) {
         stream.resume();
-        fail(write.signal.aborted ? abortedReason(write) : e);
+        fail(failureOf(write.signal.aborted, e));
       }
     });
     chain = done;
@@ -174,19 +202,24 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
 
   try {
     const outcome = await Promise.race([parsed.then(() => "parsed" as const), closedEarly.then(() => "closed" as const), failed]);
-    if (outcome === "closed") throw new Error("the connection closed before the whole upload arrived");
+    if (outcome === "closed") throw new UploadCut("the connection closed before the whole upload arrived");
     if (outcome === "parsed") await Promise.all(stored);
     if (failure !== undefined) throw failure;
     if (writes.length === 0) {
       sendErrorAndClose(req, res, 400, "No file in the upload: send a multipart/form-data part with a filename (curl -F 'file=@photo.jpg').");
       return;
     }
-    for (const w of writes) await w.commit();
+    await card.commitAll(writes);
     sendJson(res, 200, UPLOAD_SUCCESS);
   } catch (e) {
     finished = true;
+    const cutByCard = writes.some((w) => w.signal.aborted);
     await Promise.all(writes.map((w) => w.abort()));
-    if (res.destroyed || req.destroyed && !res.writable) return;
+    if (res.destroyed || req.socket.destroyed) {
+      req.socket.destroy();
+      return;
+    }
+    if (cutByCard && failure === undefined) failure = new CardError("not-writable", MSC_MESSAGE);
     const err = failure ?? e;
     if (err instanceof MalformedUpload) sendErrorAndClose(req, res, 400, `Malformed multipart request: ${(err as Error).message}.`);
     else {

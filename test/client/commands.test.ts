@@ -1,6 +1,6 @@
 // Issue 6 points 1–3: every command against a running bin/framefi-device, human output and --json (the device's
 // JSON unchanged), exit codes for usage errors (2), an unreachable device (3) and a device error (1), and where
-// the CLI finds the device (--host, FRAMEFI_HOST, the firmware scripts' .env).
+// the CLI finds the device (--host, FRAMEFI_DEVICE, the firmware scripts' .env).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
@@ -199,11 +199,11 @@ describe("framefi commands", () => {
     }
   });
 
-  test("the device is found through --host (host:port or URL), FRAMEFI_HOST, and the .env's FTP_HOST", async () => {
+  test("the device is found through --host (host:port or URL), FRAMEFI_DEVICE, and the .env's FTP_HOST", async () => {
     const dead = `127.0.0.1:${await freePort()}`;
     assert.equal((await framefi(["--host", `http://127.0.0.1:${dev.port}/`, "mode"])).stdout, "USB MSC\n");
-    assert.equal((await framefi(["mode"], { env: { FRAMEFI_HOST: host } })).stdout, "USB MSC\n");
-    assert.equal((await framefi(["--host", host, "mode"], { env: { FRAMEFI_HOST: dead } })).code, 0, "--host wins over FRAMEFI_HOST");
+    assert.equal((await framefi(["mode"], { env: { FRAMEFI_DEVICE: host } })).stdout, "USB MSC\n");
+    assert.equal((await framefi(["--host", host, "mode"], { env: { FRAMEFI_DEVICE: dead } })).code, 0, "--host wins over FRAMEFI_DEVICE");
 
     const cwd = await tempDir();
     try {
@@ -211,7 +211,7 @@ describe("framefi commands", () => {
       assert.equal((await framefi(["mode"], { cwd })).stdout, "USB MSC\n");
       const r = await framefi(["mode"], { cwd, env: { FTP_HOST: dead } });
       assert.equal(r.code, 3, "a variable in the environment overrides the .env, as the firmware's docs say");
-      assert.equal((await framefi(["mode"], { cwd, env: { FRAMEFI_HOST: host, FTP_HOST: dead } })).code, 0);
+      assert.equal((await framefi(["mode"], { cwd, env: { FRAMEFI_DEVICE: host, FTP_HOST: dead } })).code, 0);
 
       await writeFile(join(cwd, ".env"), `FTP_HOST="${host}\nthis is not a variable\n`);
       const bad = await framefi(["mode"], { cwd });
@@ -223,6 +223,6 @@ describe("framefi commands", () => {
     }
     const none = await framefi(["status"]);
     assert.equal(none.code, 2);
-    assert.match(none.stderr, /--host.*FRAMEFI_HOST.*FTP_HOST/);
+    assert.match(none.stderr, /--host.*FRAMEFI_DEVICE.*FTP_HOST/);
   });
 });

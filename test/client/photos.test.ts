@@ -265,7 +265,10 @@ describe("framefi sync with the .env's [frame] section", () => {
         `FTP_HOST="127.0.0.1:${dev.port}"\nLOCAL_DIR="pictures"\nREMOTE_DIR="/frame"\n\n[frame]\nFIT=640x480\nQUALITY=80\n${extra}`;
       await writeFile(join(cwd, ".env"), env(""));
       const vars = { FRAMEFI_FTP_PORT: String(dev.ftpPort), XDG_CACHE_HOME: join(cwd, "cache") };
+      // A dry run compares with the card only where the card is already on the network.
+      await fetch(`http://127.0.0.1:${dev.port}/mode/ftp`, { method: "POST" });
       const dry = await framefi(["sync", "--dry-run"], { cwd, env: vars });
+      await fetch(`http://127.0.0.1:${dev.port}/mode/msc`, { method: "POST" });
       assert.equal(dry.code, 0, dry.stderr);
       assert.match(dry.stdout, /^would upload one\.jpg \([\d.]+ kB, new\)$/m);
       assert.ok(!(await readdir(dev.card)).includes("frame"), "a dry run changes nothing on the card");

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdir, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { FrameFiClient, MODE_FTP, MODE_MSC } from "../../src/client/api.js";
 import { framefi, framefiOnTerminal, startFramefi, tree } from "./fixtures/cli.js";
 
@@ -108,17 +108,26 @@ describe("framefi sync", () => {
     assert.deepEqual(await tree(dev.card), await tree(local));
   });
 
-  test("--dry-run prints the plan and changes nothing", async () => {
+  test("--dry-run never changes the mode: in MSC mode it says so; in FTP mode it prints the plan and changes nothing", async () => {
     await put(local, "planned.jpg", 1_000);
     await writeFile(join(dev.card, "stray2.txt"), "x");
     const before = await tree(dev.card);
+    const refused = await sync(local, "--delete", "--dry-run");
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(refused.stderr, /^framefi: Nothing compared: the device is in USB MSC mode, and comparing with the card needs FTP mode, .* Switch first \(framefi mode ftp\), or run it on a terminal to be asked\.\n$/);
+    assert.equal(await mode(), MODE_MSC, "the card stayed with the frame");
+
+    await api.setMode("ftp");
+    await eventually(async () => (await mode()) === MODE_FTP);
     const r = await sync(local, "--delete", "--dry-run");
     assert.equal(r.code, 0, r.stderr);
     assert.ok(r.stdout.includes("would upload planned.jpg (1.0 kB, new)"), r.stdout);
     assert.ok(r.stdout.includes("would delete stray2.txt"), r.stdout);
-    assert.match(r.stdout, /Nothing was changed; the device is in USB MSC mode\./);
+    assert.match(r.stdout, /Nothing was changed; the device is in Application \(FTP Server\) mode\./);
     assert.deepEqual(await tree(dev.card), before);
-    assert.equal(await mode(), MODE_MSC, "back in the mode it was in");
+    assert.equal(await mode(), MODE_FTP, "still in the mode it was in");
+    await api.setMode("msc");
+    await eventually(async () => (await mode()) === MODE_MSC);
   });
 
   test("--stay keeps FTP mode; --json prints a summary; from FTP mode a plain sync ends in MSC mode", async () => {
@@ -228,5 +237,22 @@ describe("framefi sync on a card that fills up", () => {
     assert.match(r.stdout, /^uploaded c\.jpg /m);
     assert.match(r.stdout, /2 uploaded .*, 1 failed\. The device is in USB MSC mode\./);
     assert.deepEqual((await readdir(dev.card)).sort(), ["a.jpg", "c.jpg"], "no partial file left");
+  });
+
+  test("on a terminal, a failed file is counted, and the bar never runs backwards", async () => {
+    const dir = await tempDir("framefi-tty-full-");
+    try {
+      await put(dir, "d.jpg", 100_000);
+      await put(dir, "huge.jpg", 3_000_000);
+      await put(dir, "e.jpg", 100_000);
+      const r = await framefiOnTerminal(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), "--parallel", "1", dir, "--to", "/more"], []);
+      assert.equal(r.code, 1, r.transcript);
+      const frames = [...r.transcript.matchAll(/\[(#*)-*\] (\d+)\/3 files(, (\d+) failed)?/g)].map((m) => ({ filled: m[1]!.length, done: Number(m[2]), failed: Number(m[4] ?? 0) }));
+      assert.ok(frames.length > 0, r.transcript);
+      for (let i = 1; i < frames.length; i++) assert.ok(frames[i]!.filled >= frames[i - 1]!.filled, `the bar went back: ${JSON.stringify(frames)}`);
+      assert.deepEqual(frames.at(-1), { filled: 24, done: 2, failed: 1 });
+    } finally {
+      await removeDir(dir);
+    }
   });
 });

@@ -42,7 +42,8 @@ describe("a web user and password are set", () => {
   before(async () => {
     roFlags = await readOnlyFlags().catch(() => undefined);
     const ro = roFlags ? [roFlags[0], RO_USER, roFlags[1], RO_PASS] : [];
-    dev = await startDevice({ args: ["--web-user", USER, "--web-password", PASS, ...ro] });
+    // These tests try many wrong logins on purpose: the throttle has its own tests (login-throttle.test.ts).
+    dev = await startDevice({ args: ["--web-user", USER, "--web-password", PASS, "--login-attempts", "1000", ...ro] });
   });
   after(async () => {
     await dev?.stop();

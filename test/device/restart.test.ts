@@ -195,15 +195,18 @@ describe("POST /wifi/reset → setup page → saved (point 10)", () => {
     assert.equal((await call(dev.url, "GET", "/", { auth: ["alice", "wonderland"] })).status, 200);
   });
 
-  test("a second reset clears the stored credentials; saving blank ones leaves the API open", async () => {
+  test("a second reset keeps the web login: the setup page changes it only with the current password", async () => {
     const r = await post(dev.url, "/wifi/reset", { auth: ["alice", "wonderland"] });
     assert.equal(r.text, BODY.wifiReset);
     assert.ok(await gone(dev.url + "/"));
     const form = await eventually(() => setupForm(setupUrl()), 5_000, 100);
-    assert.equal(form.fields.get("web_user") ?? "", "", "stored web user cleared by the reset");
-    assert.notEqual(form.fields.get("web_pass"), "wonderland", "stored web password cleared (and never echoed)");
-    const st = await submit(setupUrl(), form, { s: "OtherNet", p: "x", web_user: "", web_pass: "" });
-    assert.ok(st >= 200 && st < 400);
+    assert.equal(form.fields.get("web_user"), "alice", "the web user survives the reset (a difference from the firmware)");
+    assert.equal(form.fields.get("web_pass"), "", "the web password is never echoed");
+    assert.ok(form.fields.has("web_pass_current"), "the form asks for the current web password");
+    assert.equal(await submit(setupUrl(), form, { s: "OtherNet", p: "x", web_user: "", web_pass: "" }), 403, "blanking the login without the current password is refused");
+    assert.ok(await gone(dev.url + "/", 1_000), "still in setup mode");
+    const st = await submit(setupUrl(), form, { s: "OtherNet", p: "x", web_user: "", web_pass: "", web_pass_current: "wonderland" });
+    assert.ok(st >= 200 && st < 400, `saving with the current password → ${st}`);
     await eventually(async () => (await call(dev.url, "GET", "/", { timeoutMs: 1_000 })).status === 200, 5_000, 50);
   });
 });

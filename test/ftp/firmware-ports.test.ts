@@ -24,16 +24,16 @@ after(async () => {
 
 it("gives the dongle's ports as defaults, and a given port wins", () => {
   const parsed = parseCli(["--firmware-ports"], {});
-  assert.ok(!parsed.help);
+  assert.ok(parsed.action === "run");
   assert.deepEqual(
     { port: parsed.config.port, setup: parsed.config.setupPort, ftp: parsed.config.ftpPort, passive: parsed.config.ftpPassivePorts },
     { port: 80, setup: 80, ftp: 21, passive: [50009, 50009] },
   );
   const mixed = parseCli(["--firmware-ports", "--port", "8080"], { FRAMEFI_FTP_PORT: "2121" });
-  assert.ok(!mixed.help);
+  assert.ok(mixed.action === "run");
   assert.deepEqual([mixed.config.port, mixed.config.ftpPort, mixed.config.setupPort], [8080, 2121, 80]);
   const fromEnv = parseCli([], { FRAMEFI_FIRMWARE_PORTS: "on" });
-  assert.ok(!fromEnv.help);
+  assert.ok(fromEnv.action === "run");
   assert.equal(fromEnv.config.ftpPort, 21);
   assert.throws(() => parseCli([], { FRAMEFI_FIRMWARE_PORTS: "maybe" }), /--firmware-ports is on or off/);
 });

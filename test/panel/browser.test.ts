@@ -27,7 +27,7 @@ function shown(page: Page): Promise<Shown> {
     return {
       screen: svg?.dataset.screen ?? "",
       backlight: svg?.dataset.backlight ?? "",
-      text: [...(svg?.querySelectorAll("text") ?? [])].map((t) => t.textContent).join(" "),
+      text: [...(svg?.querySelectorAll("[data-text]") ?? [])].map((t) => t.getAttribute("data-text")).join(" "),
       dots: [...(svg?.querySelectorAll("circle") ?? [])].map((c) => c.getAttribute("fill") ?? ""),
       led: document.getElementById("led")?.dataset.color ?? "",
       status: document.getElementById("status")?.textContent ?? "",
@@ -157,5 +157,9 @@ describe("web panel in Chromium", { skip }, () => {
     assert.match(s2.text, /^FrameFi Setup Mode: AP AP IP: 127\.0\.0\.1 SSID: FrameFi-[0-9A-F]{6}$/);
     assert.equal(s2.led, "blue");
     assert.match(s2.status, /^in Wi-Fi setup mode/);
+    assert.equal(
+      await page.textContent("#help"),
+      "In Wi-Fi setup mode the button does nothing: save the setup page to join a network, and the device restarts into USB MSC mode.",
+    );
   });
 });

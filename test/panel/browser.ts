@@ -16,7 +16,8 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-export async function launchChromium(): Promise<Browser> {
+/** `extraArgs`: more Chromium switches, e.g. --host-resolver-rules to point a name at 127.0.0.1. */
+export async function launchChromium(extraArgs: string[] = []): Promise<Browser> {
   const profile = await tempDir("framefi-chromium-");
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
@@ -32,6 +33,7 @@ export async function launchChromium(): Promise<Browser> {
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
+      ...extraArgs,
     ],
   });
   return {

@@ -6,7 +6,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { parse as parseYaml } from "yaml";
-import { renderTemplate, TemplateError, type RenderOptions } from "../../src/webhook/template.js";
+import { renderTemplate, TemplateError, type RenderOptions } from "../../src/webhook/template/template.js";
 import { removeDir, tempDir } from "../helpers.js";
 
 const render = (text: string, options: RenderOptions = {}): string => renderTemplate(text, "t", { env: {}, ...options });

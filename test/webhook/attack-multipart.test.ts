@@ -5,6 +5,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { removeDir, tempDir } from "../helpers.js";
 import { fuzzCases, fuzzSeed, seeded } from "../fuzz/random.js";
 import { fixture, multipart, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
@@ -137,5 +138,39 @@ describe("multipart bodies from anyone", () => {
       assert.equal(r.status, 200, `${where}: ${r.text}`);
       assert.match(r.text, new RegExp(`^arg1=${a.toString("hex")}\\narg2=${b.toString("hex")}\\n$`), where);
     }
+  });
+});
+
+describe("multipart bodies that cost time or memory", () => {
+  const echo = (body: Buffer | string) =>
+    send(`${s.base}/hooks/echo`, { body, headers: { "Content-Type": "multipart/form-data; boundary=X" }, timeoutMs: 10_000 });
+
+  // Each of these blocked every request for minutes (backtracking trims, a quoted value built a
+  // character at a time) or took hundreds of MB.
+  for (const [what, header] of [
+    ["a header value with a long run of spaces inside", `Content-Disposition: form-data; name="a"\r\nA: a${" ".repeat(300_000)}b`],
+    ["a file name of 300 000 slashes", `Content-Disposition: form-data; name="a"; filename="${"/".repeat(300_000)}a"`],
+    ["an unterminated quoted parameter", `Content-Disposition: form-data; name="a"; x="${" ".repeat(300_000)}`],
+    ["300 000 folded header lines", `Content-Disposition: form-data; name="a"\r\nA: b${"\r\n x".repeat(300_000)}`],
+  ]) {
+    test(`${what}: answered at once`, async () => {
+      const r = await echo(`--X\r\n${header}\r\n\r\nv\r\n--X--\r\n`);
+      assert.equal(r.status, 200, r.text);
+      assert.equal((await send(`${s.base}/`, { method: "GET" })).status, 200);
+    });
+  }
+
+  test("a 9 MiB quoted-printable part raises the server's peak memory by far less than 10x its size", async () => {
+    const peakRss = async (): Promise<number> => Number((await readFile(`/proc/${s.proc.child.pid}/status`, "utf8")).match(/VmHWM:\s+(\d+) kB/)![1]) * 1024;
+    const before = await peakRss();
+    const size = 9 * 1024 * 1024;
+    const body = Buffer.concat([
+      Buffer.from('--X\r\nContent-Disposition: form-data; name="q"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n'),
+      Buffer.alloc(size, "a"),
+      Buffer.from("\r\n--X--\r\n"),
+    ]);
+    assert.equal((await echo(body)).status, 200);
+    const grew = (await peakRss()) - before;
+    assert.ok(grew < 10 * size, `peak RSS grew by ${(grew / 1024 / 1024).toFixed(0)} MiB for a ${size / 1024 / 1024} MiB part`);
   });
 });

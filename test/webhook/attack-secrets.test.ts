@@ -120,5 +120,5 @@ test('"redact" other than true or false stops the start with a clear message', a
   ], "bad.json");
   const r = await run(bin("webhook"), ["-hooks", bad, "-port", "1"]);
   assert.equal(r.code, 1);
-  assert.match(r.stderr, /bad\.json: hook #1 \(id "a"\): trigger-rule\.match\.redact must be true or false/);
+  assert.match(r.stderr, /bad\.json: hook #1 \(id "a"\): "trigger-rule\.match\.redact" must be true or false/);
 });

@@ -6,6 +6,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { eventually, removeDir, tempDir } from "../helpers.js";
 import { fixture, rawExchange, send, startServer, statusOf, writeHooks, type Server } from "./fixtures/harness.js";
 
@@ -54,6 +55,7 @@ before(async () => {
     { id: "mpct", ...cmd, "incoming-payload-content-type": "multipart/form-data; boundary=X", "pass-arguments-to-command": [{ source: "payload", name: "a" }] },
     { id: "xml", ...cmd, "pass-arguments-to-command": [{ source: "entire-payload" }] },
     { id: "re", ...cmd, "trigger-rule": { match: { type: "regex", regex: "^(a+)+$", parameter: { source: "url", name: "q" } } } },
+    { id: "re-form", ...cmd, "trigger-rule": { match: { type: "regex", regex: "^(a+)+$", parameter: { source: "payload", name: "a" } } } },
     { id: "bad-re", ...cmd, "trigger-rule": { match: { type: "regex", regex: "(a)\\1", parameter: { source: "url", name: "q" } } } },
     {
       id: "sig",
@@ -163,6 +165,16 @@ describe("bytes are bytes", { concurrency: true }, () => {
     const body = '{"a":"x\xff\xe2\x82y","b":"\\ud83d\\ude00\\ud800","c":"\xe2\x80\xa8<&>"}';
     const out = printed(bodyOf(await exchange("POST /hooks/args HTTP/1.1\r\nContent-Type: application/json\r\n", body)));
     assert.equal(out["arg6"], utf8hex('{"a":"x\ufffd\ufffd\ufffdy","b":"😀\ufffd","c":"\\u2028\\u003c\\u0026\\u003e"}'));
+  });
+
+  test("3 MB of bytes that are not UTF-8 against a regex rule: answered at once, memory bounded", async () => {
+    const peakRss = async (): Promise<number> => Number((await readFile(`/proc/${s.proc.child.pid}/status`, "utf8")).match(/VmHWM:\s+(\d+) kB/)![1]) * 1024;
+    const before = await peakRss();
+    const body = Buffer.concat([Buffer.from("a="), Buffer.alloc(3 * 1024 * 1024, 0xff)]);
+    const r = await send(`${s.base}/hooks/re-form`, { body, headers: { "Content-Type": "application/x-www-form-urlencoded" }, timeoutMs: 10_000 });
+    assert.equal(r.text, "Hook rules were not satisfied.");
+    const grew = (await peakRss()) - before;
+    assert.ok(grew < 200 * 1024 * 1024, `peak RSS grew by ${(grew / 1024 / 1024).toFixed(0)} MiB`);
   });
 
   test("a form body keeps its bytes", async () => {
@@ -290,6 +302,13 @@ describe("HTTP details as Go's net/http answers them", { concurrency: true }, ()
   test("obsolete line folding is joined with single spaces", async () => {
     const raw = await rawExchange(s.port, "GET /hooks/args HTTP/1.1\r\nHost: x\r\nX-A: a\r\n  b\r\n\tc\r\nConnection: close\r\n\r\n");
     assert.equal(printed(bodyOf(raw))["arg3"], utf8hex("a b c"));
+  });
+
+  test("a head of half a million folded lines is answered at once (linear unfolding)", async () => {
+    const folds = " \n".repeat(500_000);
+    const raw = await rawExchange(s.port, `GET /hooks/args HTTP/1.1\r\nHost: x\r\nX-A: a\r\n${folds}Connection: close\r\n\r\n`);
+    assert.equal(statusOf(raw), 200, raw.slice(0, 200));
+    assert.equal((await send(`${s.base}/`, { method: "GET" })).status, 200);
   });
 
   test("a folded first header line: 400", async () => {

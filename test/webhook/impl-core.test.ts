@@ -28,7 +28,7 @@ describe("impl: flags", () => {
   test("-help prints Go's usage layout on stderr and exits 0", async () => {
     const r = await run(bin("webhook"), ["-help"]);
     assert.equal(r.code, 0);
-    assert.ok(r.stderr.startsWith('Usage of webhook:\n  -cert string\n    \tpath to the HTTPS certificate pem file (default "cert.pem")\n'), r.stderr);
+    assert.ok(r.stderr.startsWith(`Usage of ${bin("webhook")}:\n  -cert string\n    \tpath to the HTTPS certificate pem file (default "cert.pem")\n`), r.stderr);
     assert.ok(r.stderr.includes("  -debug\n    \tshow debug output\n  -header value\n"), r.stderr);
     assert.ok(r.stderr.includes('  -ip string\n    \tip the webhook should serve hooks on (default "0.0.0.0")\n'));
     assert.ok(r.stderr.includes("  -port int\n    \tport the webhook should serve hooks on (default 9000)\n"));
@@ -37,7 +37,7 @@ describe("impl: flags", () => {
   test("a bad -header value is refused as Go's flag package does", async () => {
     const r = await run(bin("webhook"), ["-header", "novalue"]);
     assert.equal(r.code, 2);
-    assert.ok(r.stderr.startsWith('invalid value "novalue" for flag -header: header flag must be in name=value format\nUsage of webhook:'), r.stderr);
+    assert.ok(r.stderr.startsWith(`invalid value "novalue" for flag -header: header flag must be in name=value format\nUsage of ${bin("webhook")}:`), r.stderr);
   });
 
   test("a hooks file holding an empty list, without -verbose or -nopanic, stops with the reference's message", async () => {

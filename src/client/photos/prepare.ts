@@ -60,7 +60,7 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
   const { profile } = opts;
   const pid = profile ? profileId(profile) : "";
   const out: Prepared = {
-    input: { entries: new Map(), unreadable: local.unreadable, skipped: local.skipped },
+    input: { entries: new Map(), unreadable: local.unreadable, skipped: local.skipped, outside: local.outside },
     jobs: new Map(),
     dates: new Map(),
     duplicates: [],

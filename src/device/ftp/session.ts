@@ -489,7 +489,7 @@ export class Session {
     const st = await stat(real);
     if (!st.isFile()) throw new Reply(550, "Not a regular file.");
     if (offset > st.size) throw new Reply(554, "Restart offset is beyond the end of the file.");
-    await this.runTransfer((socket, signal) => sendFile(real, offset, socket, signal));
+    await this.runTransfer((socket, signal) => sendFile(real, offset, socket, signal), { direction: "download", path });
     this.ctx.log(`ftp ${this.label}: sent ${path}`);
   }
 
@@ -517,7 +517,8 @@ export class Session {
     try {
       await this.runTransfer(async (socket, signal) => {
         received = await receiveFile({ source, target, keep, announced, replaces: existing !== undefined, maxBytes: this.ctx.options.names?.maxFileBytes ?? Infinity }, socket, claim, signal);
-      });
+        return received;
+      }, { direction: "upload", path });
       this.changed({ type: "write", path });
     } finally {
       this.ctx.uploads.delete(source);
@@ -586,8 +587,14 @@ export class Session {
     this.data = undefined;
   }
 
-  /** Opens the prepared data connection, runs `work` on it, and replies 226 or the failure. */
-  private async runTransfer(work: (socket: Socket, signal: AbortSignal) => Promise<void>): Promise<void> {
+  /**
+   * Opens the prepared data connection, runs `work` on it, and replies 226 or the failure. A file transfer (`file`)
+   * is reported to onTransfer when it starts and ends; `work` returns its bytes.
+   */
+  private async runTransfer(
+    work: (socket: Socket, signal: AbortSignal) => Promise<number | void>,
+    file?: { direction: "upload" | "download"; path: string },
+  ): Promise<void> {
     const channel = this.data;
     this.data = undefined;
     if (!channel) throw new Reply(425, "Use PASV, EPSV or PORT first.");
@@ -602,9 +609,11 @@ export class Session {
         throw new Reply(425, "Cannot open the data connection.");
       }
       this.write(150, "Opening data connection.");
-      this.ctx.options.onTransfer?.("start");
+      const report = file && { ...file, bytes: 0, ok: false };
+      if (report) this.transferred("start", report);
       try {
-        await work(socket, controller.signal);
+        const bytes = await work(socket, controller.signal);
+        if (report) Object.assign(report, { bytes: bytes ?? 0, ok: true });
       } catch (e) {
         if (e instanceof SpaceError) throw new Reply(552, `Upload aborted: ${e.message}`);
         if (e instanceof ShortUploadError) throw new Reply(426, `${e.message}`);
@@ -615,7 +624,7 @@ export class Session {
         return fsReply(e);
       } finally {
         channel.close();
-        this.ctx.options.onTransfer?.("end");
+        if (report) this.transferred("end", report);
       }
       this.write(226, "Transfer complete.");
     })();
@@ -625,6 +634,14 @@ export class Session {
     } finally {
       this.transfer = undefined;
       this.socket.setTimeout(IDLE_TIMEOUT_MS);
+    }
+  }
+
+  private transferred(phase: "start" | "end", transfer: { direction: "upload" | "download"; path: string; bytes: number; ok: boolean }): void {
+    try {
+      this.ctx.options.onTransfer?.(phase, transfer);
+    } catch (e) {
+      this.ctx.log(`ftp: onTransfer failed: ${(e as Error).message}`);
     }
   }
 

@@ -50,10 +50,10 @@ export interface FtpServerOptions {
   throttle: LoginThrottle;
   /** Names the device keeps for itself (its own temp files): never created, listed or reached over FTP. */
   reserved?: (name: string) => boolean;
+  /** Called when a file transfer (STOR, APPE, RETR) starts, after the 150 reply, and when it ends, done or not. */
+  onTransfer?: (phase: "start" | "end", transfer: { direction: "upload" | "download"; path: string; bytes: number; ok: boolean }) => void;
   /** Called after every completed write, delete, rename, mkdir and rmdir. */
   onChange?: (change: FtpChange) => void;
-  /** Called when a data transfer (upload, download or listing) begins and when it ends, however it ends. */
-  onTransfer?: (phase: "start" | "end") => void;
   /** One line per notable event (connections, logins, transfers, errors). Never contains a password. */
   log?: (line: string) => void;
 }

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isTempName } from "../card.js";
 import { isPartialUpload } from "../ftp/server.js";
-import { GadgetError, isMountPoint, mustRun, runCommand } from "./system.js";
+import { failure, GadgetError, isMountPoint, mustRun, runCommand } from "./system.js";
 
 export class CardImage {
   constructor(
@@ -44,6 +44,9 @@ export class CardImage {
   /** Checks the filesystem and repairs what a crash or an unplugged host left (fsck.vfat -a). */
   async check(): Promise<void> {
     const result = await runCommand("fsck.vfat", ["-a", "-w", this.path]);
+    if (result.stopped) {
+      throw new GadgetError("command-failed", `fsck.vfat did not finish checking the card image ${this.path} (${failure(result)}); check it by hand: fsck.vfat -a ${this.path}`);
+    }
     if (result.exitCode === 1) this.log(`warning: fsck.vfat repaired the card image: ${result.output.split("\n").slice(1).join(" ").slice(0, 500)}`);
     else if (result.exitCode !== 0) {
       throw new GadgetError("command-failed", `the card image ${this.path} is not a FAT filesystem fsck.vfat can repair (exit ${result.exitCode}): ${result.output.split("\n").at(-1)}`);

@@ -17,26 +17,40 @@ export class GadgetError extends Error {
 }
 
 export interface CommandResult {
+  /** The exit code; -1 when the program did not exit by itself (see `stopped`). */
   exitCode: number;
   output: string;
+  /** How the program ended when it did not exit by itself ("killed by SIGKILL", "stopped after 120 s"). */
+  stopped?: string;
 }
+
+const COMMAND_TIMEOUT_MS = 120_000;
 
 /** Runs a program to its end; a program that cannot be started is a GadgetError, a non-zero exit is returned. */
 export function runCommand(program: string, args: string[]): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    execFile(program, args, { timeout: 120_000, maxBuffer: 4 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(program, args, { timeout: COMMAND_TIMEOUT_MS, maxBuffer: 4 * 1024 * 1024 }, (error, stdout, stderr) => {
       const output = `${stdout}${stderr}`.trim();
-      const code = (error as NodeJS.ErrnoException | null)?.code;
+      const code = error?.code;
       if (code === "ENOENT") reject(new GadgetError("unsupported", `${program} is not installed; install it (apt-get install dosfstools mount)`, { cause: error }));
-      else resolve({ exitCode: error ? (typeof code === "number" ? code : 1) : 0, output });
+      else if (!error) resolve({ exitCode: 0, output });
+      else if (typeof code === "number") resolve({ exitCode: code, output });
+      // Killed, timed out or its output too large: never mistaken for an exit code (fsck.vfat's 1 means "repaired").
+      else resolve({ exitCode: -1, output, stopped: error.killed ? `stopped after ${COMMAND_TIMEOUT_MS / 1000} s` : `killed by ${error.signal ?? error.message}` });
     });
   });
+}
+
+/** How a run that failed ended, for an error message. */
+export function failure(result: CommandResult): string {
+  const last = result.output.split("\n").at(-1);
+  return `${result.stopped ?? `exited ${result.exitCode}`}${last ? `: ${last}` : ""}`;
 }
 
 /** Runs a program that must succeed. */
 export async function mustRun(program: string, args: string[], what: string): Promise<void> {
   const result = await runCommand(program, args);
-  if (result.exitCode !== 0) throw new GadgetError("command-failed", `cannot ${what}: ${program} ${args.join(" ")} exited ${result.exitCode}: ${result.output.split("\n").at(-1)}`);
+  if (result.exitCode !== 0) throw new GadgetError("command-failed", `cannot ${what}: ${program} ${args.join(" ")} ${failure(result)}`);
 }
 
 /** Whether a filesystem is mounted at `path` (an absolute path without symlinks), from /proc/self/mountinfo. */

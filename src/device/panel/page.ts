@@ -25,6 +25,8 @@ h1 small { color: var(--muted); font-weight: 400; font-size: 14px; margin-left: 
 .side { display: flex; flex-direction: column; align-items: center; gap: 30px; }
 .led-window { width: 30px; height: 30px; border-radius: 50%; background: #16171b; display: grid; place-items: center; box-shadow: inset 0 1px 3px #000; }
 #led { width: 16px; height: 16px; border-radius: 50%; background: #2c2d33; transition: background .15s, box-shadow .15s, opacity .15s; }
+#led.blink { animation: blink .3s steps(1, end) infinite; }
+@keyframes blink { 50% { background: #2c2d33; box-shadow: none; } }
 #button { width: 62px; height: 62px; border-radius: 50%; border: 0; cursor: pointer; position: relative; touch-action: none; user-select: none;
   -webkit-user-select: none; -webkit-touch-callout: none; background: radial-gradient(circle at 40% 35%, #5b5e66, #2e3036 70%);
   box-shadow: 0 4px 0 #15161a, 0 0 0 4px #1b1c20; color: #9aa0ab; font: 600 10px/1 system-ui, sans-serif; letter-spacing: .12em; }
@@ -35,6 +37,8 @@ h1 small { color: var(--muted); font-weight: 400; font-size: 14px; margin-left: 
   mask: radial-gradient(circle, transparent 38px, #000 39px); }
 .info { width: min(720px, 100%); display: grid; gap: 10px; text-align: center; }
 #status { font-size: 16px; }
+#progress { font: 13px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; color: var(--muted); min-height: 1.4em;
+  white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .help, .links { color: var(--muted); font-size: 13px; }
 .links a, #status a { color: #89b4fa; }
 #link { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; background: #313244; color: #a6e3a1; margin-left: 6px; }
@@ -47,6 +51,8 @@ const SCRIPT = `
 const display = document.getElementById("display");
 const led = document.getElementById("led");
 const statusLine = document.getElementById("status");
+const progress = document.getElementById("progress");
+const help = document.getElementById("help");
 const link = document.getElementById("link");
 const button = document.getElementById("button");
 const hold = document.getElementById("hold");
@@ -54,6 +60,20 @@ const LED_COLORS = { yellow: "#ffd43b", blue: "#4dabf7", green: "#51cf66", purpl
 const MODE_NAMES = { msc: "USB MSC", ftp: "FTP" };
 const PHASES = { booting: "booting", setup: "in Wi-Fi setup mode", stopped: "restarting" };
 const HOLD_MS = 3000;
+const HELP = {
+  running: "Click the button to switch between USB MSC and FTP mode; hold it for 3 seconds to reset Wi-Fi, as on the device.",
+  setup: "In Wi-Fi setup mode the button does nothing: save the setup page to join a network, and the device restarts into USB MSC mode.",
+  other: "The button works once the device has booted.",
+};
+
+/** Sizes as the firmware's screen counts them: powers of 1024, labelled KB, MB, GB. */
+function size(n) {
+  if (n < 1024) return n + " B";
+  const units = ["KB", "MB", "GB"];
+  let i = -1;
+  do { n /= 1024; i++; } while (n >= 1024 && i < units.length - 1);
+  return n.toFixed(2) + " " + units[i];
+}
 
 function show(device) {
   display.innerHTML = device.svg;
@@ -72,6 +92,11 @@ function show(device) {
   led.title = "LED: " + (v.led.color ? v.led.color + ", brightness " + v.led.brightness + " of 255" : "off");
   led.setAttribute("aria-label", led.title);
   led.dataset.color = v.led.color || "off";
+  led.classList.toggle("blink", v.led.blinking);
+  led.dataset.blinking = String(v.led.blinking);
+  const p = v.progress;
+  progress.textContent = p ? "FTP: " + p.files + " file" + (p.files === 1 ? "" : "s") + " written (" + size(p.bytes) + ")" + (p.current ? " · writing " + p.current : "") : "";
+  help.textContent = HELP[v.phase] || HELP.other;
   const where = v.phase === "running" ? MODE_NAMES[v.mode] + " mode" : PHASES[v.phase];
   statusLine.textContent = where + " · display " + (v.display.backlight ? "on" : "off") + " · LED " + (v.led.color ? v.led.color + " " + v.led.brightness + "/255" : "off");
 }
@@ -177,8 +202,9 @@ export function panelPage(first: { view: DeviceView; svg: string }, ports: { api
 </div>
 <div class="info">
   <div id="status" aria-live="polite"></div>
-  <div class="help">Click the button to switch between USB MSC and FTP mode; hold it for 3 seconds to reset Wi-Fi, as on the device.</div>
-  <div class="links"><a href="display.svg">display picture (SVG)</a> · <a href="state">state (JSON)</a> · <a href="../">device status (API)</a></div>
+  <div id="progress" aria-live="off"></div>
+  <div class="help" id="help"></div>
+  <div class="links"><a href="display.svg">display picture (SVG)</a> · <a href="display.png">(PNG)</a> · <a href="state">state (JSON)</a> · <a href="../">device status (API)</a></div>
 </div>
 <script type="module">${SCRIPT}
 const PORTS = ${JSON.stringify(ports)};

@@ -1,8 +1,11 @@
 // The 160x80 ST7735 display as an SVG picture, drawn the way the firmware draws it with TFT_eSPI: the same
-// coordinates, colours (Catppuccin Mocha), 6x8 text cells of the built-in font 1, text that wraps at the edge,
-// and the same layouts for landscape (rotations 1, 3) and portrait (0, 2). The picture is always the physical
-// 160x80 panel: portrait and inverted screens appear turned, as on the dongle.
+// coordinates, colours (Catppuccin Mocha), the glyphs of the built-in font 1 in 6x8 cells, text that wraps at the
+// edge, and the same layouts for landscape (rotations 1, 3) and portrait (0, 2). The picture is always the physical
+// 160x80 panel: portrait and inverted screens appear turned, as on the dongle. The same drawing gives an SVG (text
+// as paths of glyph pixels) and a PNG.
 import type { Screen } from "../hardware.js";
+import { encodePng } from "./png.js";
+import { glyphPixels } from "./font.js";
 import type { DisplayView, HeaderColor, InfoScreen, PanelScreen } from "./view.js";
 
 export const PANEL_WIDTH = 160;
@@ -21,6 +24,9 @@ export const MOCHA = {
   red: "#f38ba8",
 } as const;
 
+/** A panel with its backlight off. */
+const DARK = "#050507";
+
 const HEADER: Record<HeaderColor, string> = {
   blue: MOCHA.blue,
   peach: MOCHA.peach,
@@ -33,17 +39,23 @@ const HEADER: Record<HeaderColor, string> = {
 /** Font 1 of TFT_eSPI: 5x7 glyphs in 6x8 cells. */
 const CELL_W = 6;
 const CELL_H = 8;
-/** Monospace at this size has 5x7-pixel capitals; each text's textLength pins its glyphs to 6-pixel cells. */
-const FONT1 = `font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="9.5"`;
-const FONT2 = "DejaVu Sans, Verdana, sans-serif";
 
 function escapeXml(text: string): string {
   return text.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-/** A little TFT_eSPI: a cursor, a text colour, print(), rectangles, circles and centred strings, recorded as SVG. */
+/**
+ * What was drawn, in order. Text is font 1's glyphs; `tall` text stands in for font 2 (TFT_eSPI's 16-pixel font,
+ * whose data is not part of the GFX font): the same glyphs at twice the height.
+ */
+type Op =
+  | { kind: "rect"; x: number; y: number; w: number; h: number; color: string }
+  | { kind: "circle"; cx: number; cy: number; r: number; color: string }
+  | { kind: "text"; x: number; y: number; text: string; color: string; tall: boolean };
+
+/** A little TFT_eSPI: a cursor, a text colour, print(), rectangles, circles and centred strings, recorded as drawing steps. */
 class Tft {
-  private readonly parts: string[] = [];
+  readonly ops: Op[] = [];
   private x = 0;
   private y = 0;
   private color: string = MOCHA.text;
@@ -59,11 +71,11 @@ class Tft {
 
   fillRect(x: number, y: number, w: number, h: number, color: string): void {
     if (w <= 0 || h <= 0) return;
-    this.parts.push(`<rect x="${x}" y="${y}" width="${w}" height="${h}" fill="${color}"/>`);
+    this.ops.push({ kind: "rect", x, y, w, h, color });
   }
 
   fillCircle(cx: number, cy: number, r: number, color: string): void {
-    this.parts.push(`<circle cx="${cx}" cy="${cy}" r="${r + 0.5}" fill="${color}"/>`);
+    this.ops.push({ kind: "circle", cx, cy, r, color });
   }
 
   setCursor(x: number, y: number): void {
@@ -82,35 +94,17 @@ class Tft {
   /** Prints at the cursor in font 1 and moves it on; wraps to the next line at the right edge, as TFT_eSPI does. */
   print(text: string): void {
     for (const piece of this.wrap(text)) {
-      const visible = piece.text.trim();
-      if (visible !== "") {
-        const lead = piece.text.length - piece.text.trimStart().length;
-        this.glyphs(visible, piece.x + lead * CELL_W, piece.y, "start");
-      }
+      const visible = piece.text.trimEnd();
+      const lead = visible.length - visible.trimStart().length;
+      if (visible.trim() !== "") this.ops.push({ kind: "text", x: piece.x + lead * CELL_W, y: piece.y, text: visible.trimStart(), color: this.color, tall: false });
     }
   }
 
-  /** drawCentreString(text, x, y, font): font 1 is the 6x8 font, font 2 the 16-pixel proportional one. */
+  /** drawCentreString(text, x, y, font): font 1 is the 6x8 font, font 2 the 16-pixel one. */
   drawCentreString(text: string, x: number, y: number, font: 1 | 2): void {
     if (text === "") return;
-    if (font === 1) {
-      this.glyphs(text, x, y, "middle");
-      return;
-    }
-    this.parts.push(
-      `<text x="${x}" y="${y + 12}" text-anchor="middle" font-family="${FONT2}" font-size="12" fill="${this.color}">${escapeXml(text)}</text>`,
-    );
-  }
-
-  svgBody(): string {
-    return this.parts.join("");
-  }
-
-  private glyphs(text: string, x: number, y: number, anchor: "start" | "middle"): void {
-    const length = text.length * CELL_W - 1;
-    this.parts.push(
-      `<text x="${x}" y="${y + 7}"${anchor === "middle" ? ' text-anchor="middle"' : ""} textLength="${length}" lengthAdjust="spacingAndGlyphs" fill="${this.color}">${escapeXml(text)}</text>`,
-    );
+    const left = x - Math.floor((text.length * CELL_W) / 2);
+    this.ops.push({ kind: "text", x: left, y, text, color: this.color, tall: font === 2 });
   }
 
   private wrap(text: string): Array<{ text: string; x: number; y: number }> {
@@ -129,6 +123,73 @@ class Tft {
     if (current.text !== "") pieces.push(current);
     return pieces;
   }
+}
+
+/** Calls `lit(x, y, height)` for each lit pixel of `text`'s glyphs (height 2 for tall text). */
+function eachGlyphPixel(op: Extract<Op, { kind: "text" }>, lit: (x: number, y: number, h: number) => void): void {
+  const h = op.tall ? 2 : 1;
+  [...op.text].forEach((ch, i) => {
+    for (const [gx, gy] of glyphPixels(ch)) lit(op.x + i * CELL_W + gx, op.y + gy * h, h);
+  });
+}
+
+/** A text's glyphs as one SVG path: a rectangle for each run of lit pixels in a row. */
+function textPath(op: Extract<Op, { kind: "text" }>): string {
+  const rows = new Map<number, number[]>();
+  const h = op.tall ? 2 : 1;
+  eachGlyphPixel(op, (x, y) => {
+    const row = rows.get(y);
+    if (row) row.push(x);
+    else rows.set(y, [x]);
+  });
+  let d = "";
+  for (const [y, xs] of rows) {
+    xs.sort((a, b) => a - b);
+    for (let i = 0; i < xs.length; ) {
+      let j = i;
+      while (j + 1 < xs.length && xs[j + 1] === xs[j]! + 1) j++;
+      d += `M${xs[i]} ${y}h${j - i + 1}v${h}h${-(j - i + 1)}z`;
+      i = j + 1;
+    }
+  }
+  return `<path data-text="${escapeXml(op.text)}" fill="${op.color}" d="${d}"/>`;
+}
+
+function svgOf(ops: Op[]): string {
+  return ops
+    .map((op) => {
+      if (op.kind === "rect") return `<rect x="${op.x}" y="${op.y}" width="${op.w}" height="${op.h}" fill="${op.color}"/>`;
+      if (op.kind === "circle") return `<circle cx="${op.cx}" cy="${op.cy}" r="${op.r + 0.5}" fill="${op.color}"/>`;
+      return textPath(op);
+    })
+    .join("");
+}
+
+/** Draws the steps into an RGB framebuffer of width x height. */
+function rasterize(ops: Op[], width: number, height: number): Uint8Array {
+  const rgb = new Uint8Array(width * height * 3);
+  let [r, g, b] = [0, 0, 0];
+  const set = (x: number, y: number): void => {
+    if (x < 0 || y < 0 || x >= width || y >= height) return;
+    const at = (y * width + x) * 3;
+    rgb[at] = r;
+    rgb[at + 1] = g;
+    rgb[at + 2] = b;
+  };
+  for (const op of ops) {
+    const n = parseInt(op.color.slice(1), 16);
+    [r, g, b] = [n >> 16, (n >> 8) & 0xff, n & 0xff];
+    if (op.kind === "rect") {
+      for (let y = op.y; y < op.y + op.h; y++) for (let x = op.x; x < op.x + op.w; x++) set(x, y);
+    } else if (op.kind === "circle") {
+      for (let dy = -op.r; dy <= op.r; dy++) for (let dx = -op.r; dx <= op.r; dx++) if (dx * dx + dy * dy <= op.r * (op.r + 1)) set(op.cx + dx, op.cy + dy);
+    } else {
+      eachGlyphPixel(op, (x, y, h) => {
+        for (let k = 0; k < h; k++) set(x, y + k);
+      });
+    }
+  }
+  return rgb;
 }
 
 /** Arduino's print(float, 2). */
@@ -297,17 +358,61 @@ export function describeScreen(view: DisplayView): string {
 /** The display as an SVG document of 160x80 pixels (scaled by `scale` for its width and height attributes). */
 export function renderDisplaySvg(view: DisplayView, scale = 1): string {
   const orientation = view.orientation in ROTATION ? view.orientation : 1;
-  const landscape = orientation === 1 || orientation === 3;
   const title = escapeXml(describeScreen(view));
   const open =
     `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${PANEL_WIDTH} ${PANEL_HEIGHT}" width="${PANEL_WIDTH * scale}" height="${PANEL_HEIGHT * scale}"` +
     ` role="img" aria-label="${title}" data-backlight="${view.backlight ? "on" : "off"}" data-orientation="${orientation}" data-screen="${view.screen.kind === "mode" ? view.screen.mode : view.screen.kind}">` +
     `<title>${title}</title>`;
   // Backlight off: the panel is dark; nothing of the picture shows.
-  if (!view.backlight) return `${open}<rect width="${PANEL_WIDTH}" height="${PANEL_HEIGHT}" fill="#050507"/></svg>`;
+  if (!view.backlight) return `${open}<rect width="${PANEL_WIDTH}" height="${PANEL_HEIGHT}" fill="${DARK}"/></svg>`;
+  const body = svgOf(draw(view).ops);
+  const transform = ROTATION[orientation]!;
+  return `${open}<g shape-rendering="crispEdges">${transform ? `<g transform="${transform}">${body}</g>` : body}</g></svg>`;
+}
+
+/** The display as a PNG of 160x80 pixels, each `scale` x `scale` screen pixels. */
+export function renderDisplayPng(view: DisplayView, scale = 1): Buffer {
+  const orientation = view.orientation in ROTATION ? view.orientation : 1;
+  const tft = draw(view);
+  const logical = view.backlight ? rasterize(tft.ops, tft.width, tft.height) : undefined;
+  const dark = parseInt(DARK.slice(1), 16);
+  // The physical panel, each pixel taken from its logical source as the SVG's rotation transforms place it.
+  const panel = new Uint8Array(PANEL_WIDTH * PANEL_HEIGHT * 3);
+  for (let py = 0; py < PANEL_HEIGHT; py++) {
+    for (let px = 0; px < PANEL_WIDTH; px++) {
+      const at = (py * PANEL_WIDTH + px) * 3;
+      if (!logical) {
+        panel[at] = dark >> 16;
+        panel[at + 1] = (dark >> 8) & 0xff;
+        panel[at + 2] = dark & 0xff;
+        continue;
+      }
+      let x = px;
+      let y = py;
+      if (orientation === 0) [x, y] = [PANEL_HEIGHT - 1 - py, px];
+      else if (orientation === 2) [x, y] = [py, PANEL_WIDTH - 1 - px];
+      else if (orientation === 3) [x, y] = [PANEL_WIDTH - 1 - px, PANEL_HEIGHT - 1 - py];
+      panel.set(logical.subarray((y * tft.width + x) * 3, (y * tft.width + x) * 3 + 3), at);
+    }
+  }
+  if (scale === 1) return encodePng(PANEL_WIDTH, PANEL_HEIGHT, panel);
+  const width = PANEL_WIDTH * scale;
+  const out = new Uint8Array(width * PANEL_HEIGHT * scale * 3);
+  for (let py = 0; py < PANEL_HEIGHT; py++) {
+    const row = new Uint8Array(width * 3);
+    for (let px = 0; px < PANEL_WIDTH; px++) {
+      for (let k = 0; k < scale; k++) row.set(panel.subarray((py * PANEL_WIDTH + px) * 3, (py * PANEL_WIDTH + px) * 3 + 3), (px * scale + k) * 3);
+    }
+    for (let k = 0; k < scale; k++) out.set(row, (py * scale + k) * width * 3);
+  }
+  return encodePng(width, PANEL_HEIGHT * scale, out);
+}
+
+/** The screen drawn on a landscape (160x80) or portrait (80x160) canvas. */
+function draw(view: DisplayView): Tft {
+  const orientation = view.orientation in ROTATION ? view.orientation : 1;
+  const landscape = orientation === 1 || orientation === 3;
   const tft = landscape ? new Tft(PANEL_WIDTH, PANEL_HEIGHT) : new Tft(PANEL_HEIGHT, PANEL_WIDTH);
   drawScreen(tft, landscape, view.screen);
-  const transform = ROTATION[orientation]!;
-  const body = transform ? `<g transform="${transform}">${tft.svgBody()}</g>` : tft.svgBody();
-  return `${open}<g shape-rendering="crispEdges" ${FONT1}>${body}</g></svg>`;
+  return tft;
 }

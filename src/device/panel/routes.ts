@@ -4,9 +4,10 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { sendError, sendJson } from "../http.js";
 import { SimulatedDisplay, type Display, type Screen } from "../hardware.js";
+import { addressKey } from "../login-throttle.js";
 import type { DeviceState } from "../state.js";
 import { panelPage } from "./page.js";
-import { renderDisplaySvg } from "./render.js";
+import { renderDisplayPng, renderDisplaySvg } from "./render.js";
 import { deviceView, type DeviceView } from "./view.js";
 
 export interface PanelContext {
@@ -27,6 +28,13 @@ export interface PanelRoute {
 
 /** Milliseconds between keep-alive comments on an idle event stream (proxies drop silent connections). */
 const KEEP_ALIVE_MS = 15_000;
+/** Open event streams at most, in all and from one address (each costs socket buffers in the kernel). */
+const MAX_STREAMS = 128;
+const MAX_STREAMS_PER_ADDRESS = 64;
+/** Bytes an event stream may have waiting to be sent; beyond, only the latest state is sent once it drains. */
+const STREAM_BUFFER = 64 * 1024;
+/** A stream whose client has read nothing for this long is closed (its page reconnects if it is alive). */
+const STALLED_MS = 60_000;
 
 export function panelRoutes(ctx: PanelContext): PanelRoute[] {
   const observable = ctx.display instanceof SimulatedDisplay ? ctx.display : undefined;
@@ -41,9 +49,13 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
 
   // One subscription to the state and the display, shared by every open event stream: each change is drawn once
   // (at most once per turn of the event loop) and sent to all of them.
-  /** Sends `data` unless it is what this client last got; resolves once it has been handed to the network. */
+  /**
+   * Sends `data` unless it is what this client last got; resolves once it has been handed to the network, or at
+   * once when the client lags (it then gets the latest state when it catches up).
+   */
   type Client = (data: string) => Promise<void>;
   const clients = new Set<Client>();
+  const perAddress = new Map<string, number>();
   let scheduled: NodeJS.Immediate | undefined;
   const sendAll = async (): Promise<void> => {
     const data = JSON.stringify(current());
@@ -111,6 +123,20 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
     },
     {
       method: "GET",
+      path: "/panel/display.png",
+      handler: (_req, res, url) => {
+        const scaleText = url.searchParams.get("scale") ?? "1";
+        if (!/^[1-8]$/.test(scaleText)) {
+          sendError(res, 400, `Invalid scale "${scaleText}": use a whole number from 1 to 8 (pixels per display pixel).`);
+          return;
+        }
+        const png = renderDisplayPng(view().display, Number(scaleText));
+        res.writeHead(200, { "Content-Type": "image/png", "Content-Length": png.length, "Cache-Control": "no-store" });
+        res.end(png);
+      },
+    },
+    {
+      method: "GET",
       path: "/panel/state",
       handler: (_req, res) => sendJson(res, 200, view(), { "Cache-Control": "no-store" }),
     },
@@ -118,23 +144,52 @@ export function panelRoutes(ctx: PanelContext): PanelRoute[] {
       method: "GET",
       path: "/panel/events",
       handler: (req, res) => {
+        const address = addressKey(req.socket.remoteAddress);
+        const fromAddress = perAddress.get(address) ?? 0;
+        if (clients.size >= MAX_STREAMS || fromAddress >= MAX_STREAMS_PER_ADDRESS) {
+          const limit = clients.size >= MAX_STREAMS ? `${MAX_STREAMS} in all` : `${MAX_STREAMS_PER_ADDRESS} from one address`;
+          sendError(res, 503, `Too many open panels (${limit}): close one and reload; GET /panel/state answers without a stream.`, { "Retry-After": "5" });
+          return;
+        }
+        perAddress.set(address, fromAddress + 1);
         res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", "X-Accel-Buffering": "no" });
         let last = "";
+        let latest = "";
+        let stalled: NodeJS.Timeout | undefined;
+        const lagging = (): boolean => res.writableLength > STREAM_BUFFER;
+        const write = (data: string, done: () => void): void => {
+          last = data;
+          res.write(`event: device\ndata: ${data}\n\n`, () => done());
+        };
         const send: Client = (data) =>
           new Promise((resolve) => {
+            latest = data;
             if (data === last || res.writableEnded) return resolve();
-            last = data;
-            res.write(`event: device\ndata: ${data}\n\n`, () => resolve());
+            if (!lagging()) return write(data, resolve);
+            // The client reads slower than the state changes: keep only the latest state for when it catches up.
+            stalled ??= setTimeout(() => res.destroy(), STALLED_MS);
+            resolve();
           });
+        res.on("drain", () => {
+          clearTimeout(stalled);
+          stalled = undefined;
+          if (latest !== last && !res.writableEnded) write(latest, () => undefined);
+        });
         res.write("retry: 1000\n\n");
         void send(JSON.stringify(current()));
         join(send);
-        const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), KEEP_ALIVE_MS);
+        const keepAlive = setInterval(() => {
+          if (res.writableLength === 0) res.write(": keep-alive\n\n");
+        }, KEEP_ALIVE_MS);
         keepAlive.unref();
         req.socket.setTimeout(0);
         res.on("close", () => {
           clearInterval(keepAlive);
+          clearTimeout(stalled);
           leave(send);
+          const left = (perAddress.get(address) ?? 1) - 1;
+          if (left > 0) perAddress.set(address, left);
+          else perAddress.delete(address);
         });
       },
     },

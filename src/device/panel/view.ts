@@ -30,6 +30,15 @@ export interface LedView {
   /** undefined = dark. */
   color: LedColor | undefined;
   brightness: number;
+  /** Blinking, as the firmware's LED does while FTP transfers run. */
+  blinking: boolean;
+}
+
+/** Beyond the firmware: what FTP mode has written so far (files, bytes) and the file being written now. */
+export interface ProgressView {
+  files: number;
+  bytes: number;
+  current: string;
 }
 
 export interface DeviceView {
@@ -37,6 +46,8 @@ export interface DeviceView {
   mode: Snapshot["mode"];
   display: DisplayView;
   led: LedView;
+  /** Present while the device runs in FTP mode. */
+  progress: ProgressView | undefined;
 }
 
 export const bootScreen = (version: string): InfoScreen => ({ kind: "info", title: "FrameFi", message: "Booting...", detail: version, header: "blue" });
@@ -58,6 +69,11 @@ export function deviceView(snapshot: Snapshot, drawn: Screen | undefined, resett
     phase: snapshot.phase,
     mode: snapshot.mode,
     display: { backlight: snapshot.display.on, orientation: snapshot.display.orientation, screen: screenOf(snapshot, drawn, resetting) },
-    led: { color: snapshot.led.on && snapshot.led.brightness > 0 ? snapshot.led.color : undefined, brightness: snapshot.led.brightness },
+    led: {
+      color: snapshot.led.on && snapshot.led.brightness > 0 ? snapshot.led.color : undefined,
+      brightness: snapshot.led.brightness,
+      blinking: snapshot.transfers > 0 && snapshot.led.on && snapshot.led.brightness > 0,
+    },
+    progress: snapshot.phase === "running" && snapshot.mode === "ftp" ? { ...snapshot.written } : undefined,
   };
 }

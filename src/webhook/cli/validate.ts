@@ -4,8 +4,8 @@
 // a mistake: keys no field reads (a typo such as "trigger_rule" drops the rule), match types that
 // do not exist (never true), a hook without id or command, an id defined twice.
 import { Composer, isSeq, Parser, type Document } from "yaml";
-import type { Hook, Rule } from "../hook.js";
-import { ConfigError, decodeHooksText, readHooksFile, toHook, unknownFields, type LoadOptions } from "../config.js";
+import type { Hook, Rule } from "../hooks/hook.js";
+import { ConfigError, decodeHooksText, readHooksFile, toHook, unknownFields, type LoadOptions } from "../hooks/config.js";
 import { isSignatureType } from "../hooks/signatures.js";
 
 const MATCH_TYPES = new Set([

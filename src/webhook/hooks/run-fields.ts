@@ -1,8 +1,8 @@
 // The hook fields of ours that shape how a triggered command runs and answers: async-response,
 // status-from-exit-code, retry, debounce and rate-limit. Checked when the hooks file loads (a
 // problem stops the start, or -validate reports it) and resolved once per hook into a RunPolicy.
-import type { Hook } from "../hook.js";
-import { parseGoDuration } from "../flags.js";
+import type { Hook } from "./hook.js";
+import { parseGoDuration } from "../go/duration.js";
 import { DEFAULT_RETRY_DELAY, DEFAULT_RETRY_MAX_DELAY, type RetryPolicy } from "../run/retry.js";
 
 export interface RunPolicy {

@@ -9,9 +9,9 @@
 //   slack-signature        X-Slack-Request-Timestamp, X-Slack-Signature: "v0=<hex>"; HMAC-SHA256 over "v0:ts:body"
 //   payload-hmac-<alg>-base64  the header named by `parameter` holds base64 HMAC-<alg> of the body (Shopify)
 import { createHmac, timingSafeEqual } from "node:crypto";
-import type { HookRequest, MatchRule } from "../hook.js";
-import { parseGoDuration } from "../flags.js";
-import { getArgument } from "../values.js";
+import type { HookRequest, MatchRule } from "./hook.js";
+import { parseGoDuration } from "../go/duration.js";
+import { getArgument } from "./values.js";
 
 /** A signature that does not match, or a timestamp outside the tolerance. */
 export class SignatureError extends Error {

@@ -1,8 +1,8 @@
 // What happens to a triggered request on its way to its command, past the trigger rules: the
 // hook's rate-limit, its job (-jobs), its debounce, and the attempts of its retry policy. The
 // server holds one Executions; it owns the rate windows, the debounced triggers and the counters.
-import type { Hook } from "../hook.js";
-import type { Log, LogFields } from "../log.js";
+import type { Hook } from "../hooks/hook.js";
+import type { Log, LogFields } from "../server/log.js";
 import { runPolicy, type RunPolicy } from "../hooks/run-fields.js";
 import type { Job } from "../jobs/job.js";
 import { RunCounters } from "../jobs/metrics.js";

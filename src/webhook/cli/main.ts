@@ -1,0 +1,275 @@
+// `webhook`: parse the flags, open the listening socket, drop privileges, load the hooks, serve.
+// Start-up order, messages and exit codes follow the reference's webhook.go; a hooks file that
+// cannot be loaded stops the start unless -nopanic. SIGUSR1/SIGHUP reload the hooks; SIGTERM and
+// SIGINT shut down gracefully (running commands get -shutdown-timeout to finish).
+import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import type { Server } from "node:net";
+import type { TlsOptions } from "node:tls";
+import { ActivationError, describeListener, listenError, listenOn, listenOnFd, takeSystemdSocket, unbracket } from "../http/listen.js";
+import { errorText } from "../go/errno.js";
+import { secretsOf } from "../hooks/config.js";
+import { Runner } from "../run/runner.js";
+import { FlagError, parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
+import { HookServer } from "../server/hook-server.js";
+import { Log, prefix } from "../server/log.js";
+import { createPidFile, PidFileError, removePidFile } from "./pidfile.js";
+import { dropPrivileges } from "./privileges.js";
+import { DuplicateHookError, HookRegistry } from "../hooks/registry.js";
+import { HttpTransport } from "../http/transport.js";
+import { shutdown } from "../server/shutdown.js";
+import { JobStore } from "../jobs/store.js";
+import { validateHooksFiles } from "./validate.js";
+import { listCipherSuites, minVersion, TlsConfigError, tlsOptions } from "./tls.js";
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}
+
+/**
+ * The program name as typed ("./bin/webhook", "webhook"), which Go prints as os.Args[0]. Node
+ * resolves the script path, so it is read back from the command line the kernel kept.
+ */
+function argv0(): string {
+  try {
+    const cmdline = readFileSync("/proc/self/cmdline", "utf8").split("\0").slice(0, -1);
+    const script = cmdline[cmdline.length - (process.argv.length - 1)];
+    if (script) return script;
+  } catch {
+    // No /proc: the resolved path is close enough.
+  }
+  return process.argv[1] ?? "webhook";
+}
+
+function parseArgs(): Options {
+  try {
+    return parseFlags(process.argv.slice(2));
+  } catch (e) {
+    if (!(e instanceof FlagError)) throw e;
+    process.stderr.write((e.message ? e.message + "\n" : "") + usage(argv0()));
+    process.exit(e.exitCode);
+  }
+}
+
+/** Go's log.Fatal before the log is set up: a timestamped line on stderr, exit 1. */
+function fatal(message: string): never {
+  process.stderr.write(prefix().replace("[webhook] ", "") + message + "\n");
+  process.exit(1);
+}
+
+/** -logfile: lines are appended to the file, written before the call returns. */
+function openLogFile(path: string): (s: string) => void {
+  const fd = openSync(path, "a", 0o666);
+  process.once("exit", () => closeSync(fd));
+  return (s) => void writeSync(fd, s);
+}
+
+/** -validate: every problem on stdout, then a summary; the exit code. */
+function validate(opts: Options): number {
+  const { problems, hooks } = validateHooksFiles(opts.hooks, { template: opts.template });
+  for (const p of problems) process.stdout.write(p + "\n");
+  const files = `${opts.hooks.length} file${opts.hooks.length === 1 ? "" : "s"}`;
+  process.stdout.write(problems.length === 0 ? `ok: ${hooks} hook(s) in ${files}\n` : `${problems.length} problem(s) in ${files}\n`);
+  return problems.length === 0 ? 0 : 1;
+}
+
+function loadHooks(registry: HookRegistry, opts: Options, log: Log): void {
+  let failed: string[];
+  try {
+    failed = registry.loadAll();
+  } catch (e) {
+    if (!(e instanceof DuplicateHookError)) throw e;
+    log.always(e.message);
+    process.exit(1);
+  }
+  if (!opts.verbose && !opts.nopanic && registry.size === 0) {
+    // Where the reference stops, its fatal line, on stdout even with a -logfile.
+    new Log(true, (s) => void process.stdout.write(s), opts.logFormat).always(
+      "couldn't load any hooks from file!\naborting webhook execution since the -verbose flag is set to false.\nIf, for some reason, you want webhook to start without the hooks, either use -verbose flag, or -nopanic",
+    );
+    process.exit(1);
+  }
+  if (failed.length > 0 && !opts.nopanic) {
+    log.always("aborting: fix the hooks file named above, or start with -nopanic to serve without it");
+    process.exit(1);
+  }
+}
+
+async function main(): Promise<void> {
+  // A closed log pipe must not take the server down.
+  process.stderr.on("error", () => undefined);
+  process.stdout.on("error", () => undefined);
+  const opts = parseArgs();
+  if (opts.version) {
+    // Exactly the reference's line (scripts compare it); which implementation this is goes to stderr.
+    process.stdout.write(`webhook version ${REFERENCE_VERSION}\n`);
+    process.stderr.write(`(FrameFi bin/webhook ${version()}, a drop-in for adnanh/webhook ${REFERENCE_VERSION})\n`);
+    process.exit(0);
+  }
+  if (opts.listCipherSuites) {
+    try {
+      process.stdout.write(listCipherSuites(minVersion(opts.tlsMinVersion)));
+    } catch (e) {
+      if (!(e instanceof TlsConfigError)) throw e;
+      fatal(e.message);
+    }
+    process.exit(0);
+  }
+  if ((opts.setuid !== 0 || opts.setgid !== 0) && (opts.setuid === 0 || opts.setgid === 0)) {
+    process.stdout.write("error: setuid and setgid options must be used together\n");
+    process.exit(1);
+  }
+  if (opts.debug || opts.logfile !== "") opts.verbose = true;
+  if (opts.hooks.length === 0) opts.hooks.push("hooks.json");
+  if (opts.validate) process.exit(validate(opts));
+
+  let tls: TlsOptions | undefined;
+  if (opts.secure) {
+    try {
+      tls = tlsOptions(opts);
+    } catch (e) {
+      if (!(e instanceof TlsConfigError)) throw e;
+      fatal(e.message);
+    }
+  }
+
+  // As the reference: open the socket first (it may need root), then drop privileges, then open
+  // the log file as the new user; problems met so far are logged once the log exists.
+  const problems: string[] = [];
+  const log = new Log(opts.verbose, (s) => void process.stderr.write(s), opts.logFormat);
+  const runner = new Runner();
+  const jobs = opts.jobs ? new JobStore({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, outputBytes: opts.jobsOutput, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m)) : undefined;
+  const jobSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
+  const app = new HookServer(
+    new Map(),
+    {
+      urlprefix: opts.urlprefix,
+      httpMethods: opts.httpMethods.replace(/ /g, "").toUpperCase(),
+      headers: opts.headers,
+      maxMultipartMem: opts.maxMultipartMem,
+      debug: opts.debug,
+      xRequestId: opts.xRequestId,
+      xRequestIdLimit: opts.xRequestIdLimit,
+      maxConcurrency: opts.maxConcurrency,
+      maxQueue: opts.maxQueue,
+      maxBackground: opts.maxBackground,
+      commandTimeoutMs: opts.commandTimeoutMs,
+      maxOutput: opts.maxOutput,
+      metrics: opts.metrics,
+      ...(jobs ? { jobs, jobsAccess: { ...(opts.jobsToken ? { token: opts.jobsToken } : {}), ...(opts.jobsAuth ? { basic: opts.jobsAuth } : {}) } } : {}),
+    },
+    log,
+    runner,
+  );
+  const transport = new HttpTransport(app, {
+    maxBody: opts.maxBody,
+    bodyTimeoutMs: opts.bodyTimeoutMs || Infinity,
+    ...(opts.maxRequestMemory > 0 ? { maxRequestMemory: opts.maxRequestMemory } : {}),
+  });
+  let server: Server | undefined;
+  try {
+    server = transport.createServer(tls);
+  } catch (e) {
+    fatal(`error loading the HTTPS certificate and key: ${(e as Error).message}`);
+  }
+  // As the reference: a socket handed over by systemd wins over -ip/-port and -socket.
+  const ip = unbracket(opts.ip);
+  let address = opts.socket !== "" ? `{unix:${opts.socket}}` : `${ip.includes(":") ? `[${ip}]` : ip}:${opts.port}`;
+  try {
+    const fd = takeSystemdSocket();
+    if (fd !== undefined) {
+      await listenOnFd(server, fd);
+      address = describeListener(server, fd);
+    } else {
+      if (opts.socket !== "" && (opts.setuid !== 0 || opts.setgid !== 0)) {
+        throw new ActivationError(
+          "-setuid and -setgid options are not compatible with -socket.  If you need to bind a socket as root but run webhook as a different user, consider using systemd activation",
+        );
+      }
+      try {
+        await listenOn(server, opts.socket !== "" ? { socket: opts.socket } : { ip, port: opts.port });
+        // A start that fails from here on must not leave the socket file behind (close() removes it
+        // on a normal shutdown).
+        if (opts.socket !== "") process.once("exit", () => rmSync(opts.socket, { force: true }));
+      } catch (e) {
+        problems.push(listenError(opts.socket !== "" ? { socket: opts.socket } : { ip: opts.ip, port: opts.port }, e as NodeJS.ErrnoException));
+      }
+    }
+  } catch (e) {
+    if (!(e instanceof ActivationError)) throw e;
+    problems.push(`error listening on socket: ${e.message}`);
+  }
+  if (opts.setuid !== 0 && problems.length === 0) {
+    try {
+      dropPrivileges(opts.setuid, opts.setgid);
+    } catch (e) {
+      problems.push(`error dropping privileges: ${errorText(e as NodeJS.ErrnoException)}`);
+    }
+  }
+  if (opts.logfile !== "") {
+    try {
+      log.redirect(openLogFile(opts.logfile));
+    } catch (e) {
+      problems.push(`error opening log file ${JSON.stringify(opts.logfile)}: open ${opts.logfile}: ${errorText(e as NodeJS.ErrnoException)}`);
+    }
+  }
+  if (problems.length > 0) {
+    for (const p of problems) log.always(p);
+    process.exit(1);
+  }
+
+  if (opts.pidfile !== "") {
+    try {
+      createPidFile(opts.pidfile);
+    } catch (e) {
+      if (!(e instanceof PidFileError)) throw e;
+      log.always(`Error creating pidfile: ${e.message}`);
+      process.exit(1);
+    }
+    process.once("exit", () => removePidFile(opts.pidfile));
+  }
+
+  log.print(`version ${REFERENCE_VERSION} starting (FrameFi bin/webhook ${version()})`);
+  log.setSecrets(jobSecrets);
+  jobs?.load();
+  const registry = new HookRegistry(opts.hooks, { template: opts.template }, log, (hooks) => {
+    log.setSecrets([...secretsOf([...hooks.values()]), ...jobSecrets]);
+    app.setHooks(hooks);
+  });
+  setupSignals(registry, () => shutdown(app, transport, runner, opts.shutdownTimeoutMs, log), log);
+  loadHooks(registry, opts, log);
+  if (opts.hotreload) registry.watch();
+
+  const scheme = opts.secure ? "https" : "http";
+  const base = opts.urlprefix === "" ? "" : `/${opts.urlprefix}`;
+  log.print(`serving hooks on ${scheme}://${address}${base}/{id}`);
+}
+
+function setupSignals(registry: HookRegistry, stop: () => Promise<void>, log: Log): void {
+  log.print("setting up os signal watcher");
+  for (const [signal, name] of [
+    ["SIGUSR1", "USR1"],
+    ["SIGHUP", "HUP"],
+  ] as const) {
+    process.on(signal, () => {
+      log.print(`caught ${name} signal`);
+      registry.reloadAll();
+    });
+  }
+  let stopping = false;
+  for (const [signal, name] of [
+    ["SIGINT", "interrupt"],
+    ["SIGTERM", "terminated"],
+  ] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      log.print(`caught ${name} signal; exiting`);
+      registry.close();
+      void stop().then(() => process.exit(0));
+    });
+  }
+  log.print("os signal watcher ready");
+}
+
+void main();

@@ -1,0 +1,559 @@
+// The hook server's request logic, independent of the HTTP transport. A request goes through
+// two steps: `route` (method and URL only: "/", 404, 405, or a matched hook) and, for a matched
+// hook, `handle` with the body. The transport reads the body only between the two, so a 404
+// costs nothing. Status codes, bodies and log lines are the reference's.
+import { randomUUID } from "node:crypto";
+import { DEFAULT_MAX_QUEUE } from "../cli/flags.js";
+import { decodeLatin1 } from "../go/bytes.js";
+import { msText, parseGoDuration } from "../go/duration.js";
+import { canonicalHeaderKey } from "../go/header.js";
+import { goQuote, isObject, parseJson } from "../go/json.js";
+import { cleanPath, pathUnescape } from "../go/path.js";
+import type { Hook, HookRequest } from "../hooks/hook.js";
+import { parseMultipart, parseQuery, rawHeader, type MultipartResult } from "../hooks/request.js";
+import { evaluate } from "../hooks/rules.js";
+import { describeArgument, ParameterNodeError, replaceParameter } from "../hooks/values.js";
+import type { Accepted, HttpApp, HttpResponse, RequestHead, Routed } from "../http/contract.js";
+import { STATUS_TEXT } from "../http/status.js";
+import { assembleCommand, commandLookupPath, lookPath, readArgument, removeTempFiles, type CommandSpec } from "../run/command.js";
+import { OutputStream } from "../run/output.js";
+import { KILL_AFTER_MS, type Runner, type Turn } from "../run/runner.js";
+import type { OutputSink, RunningCommand } from "../run/spawn.js";
+import { LazyRequest, type BodyKind } from "./lazy-request.js";
+import { logExchange, type Log, type LogFields } from "./log.js";
+import { CONTENT_TYPE as METRICS_TYPE } from "./metrics.js";
+import { Headers, respond } from "./response.js";
+import { Executions, type AttemptRun } from "../run/executions.js";
+import type { RunPolicy } from "../hooks/run-fields.js";
+import type { Job } from "../jobs/job.js";
+import { answerJobs, isJobsPath, type JobsAccess } from "../jobs/routes.js";
+import type { JobStore } from "../jobs/store.js";
+
+export interface ServerOptions {
+  urlprefix: string;
+  /** Global -http-methods, already upper-cased without spaces; "" allows all. */
+  httpMethods: string;
+  headers: { name: string; value: string }[];
+  maxMultipartMem: number;
+  debug: boolean;
+  /** -x-request-id: a request's X-Request-Id header becomes its log id (cut to -x-request-id-limit when > 0). */
+  xRequestId?: boolean;
+  xRequestIdLimit?: number;
+  /** Defaults of the hook fields max-concurrency (0: no limit), max-queue and command-timeout (ms, 0: none). */
+  maxConcurrency?: number;
+  /** -max-background: max-concurrency of hooks that answer before their command runs, when neither the hook nor -max-concurrency sets one (0: no limit). */
+  maxBackground?: number;
+  maxQueue?: number;
+  commandTimeoutMs?: number;
+  /** -max-output: bytes of a command's captured output kept, the last ones (0 or absent: all). */
+  maxOutput?: number;
+  /** -metrics: GET /metrics answers the Prometheus text (outside the hook URL prefix). */
+  metrics?: boolean;
+  /** -jobs: every triggered execution is a job, served at /jobs (outside the hook URL prefix). */
+  jobs?: JobStore;
+  jobsAccess?: JobsAccess;
+}
+
+/** A request routed to a hook, waiting for its body. */
+export interface Matched extends Accepted {
+  hook: Hook;
+  head: RequestHead;
+  rid: string;
+  start: bigint;
+  query: string;
+  /** The request id and hook id for every log line after the match. */
+  fields: LogFields;
+}
+
+
+export const MSG = {
+  notFound: "Hook not found.",
+  rulesNotSatisfied: "Hook rules were not satisfied.",
+  ruleError: "Error occurred while evaluating hook rules.",
+  commandError: "Error occurred while executing the hook's command. Please check your logs for more details.",
+  multipartError: "Error occurred while parsing multipart form.",
+  tooLarge: "Request body too large.",
+  busy: "Too many requests for this hook: it runs as many commands as its max-concurrency allows and its queue (max-queue) is full. Try again after the seconds in the Retry-After header.",
+  rateLimited: "Too many requests for this hook: its rate-limit is reached. Try again after the seconds in the Retry-After header.",
+} as const;
+
+const NO_FIELDS: LogFields = {};
+
+export class HookServer implements HttpApp<Matched> {
+  private readonly prefix: string;
+  private readonly allowedMethods: string[];
+  /** False once graceful shutdown has begun: /healthz then answers 503. */
+  accepting = true;
+  /** Rate limits, jobs, debounce and retries of triggered commands. */
+  readonly executions: Executions;
+
+  constructor(
+    private hooks: Map<string, Hook>,
+    private readonly opts: ServerOptions,
+    private readonly log: Log,
+    private readonly runner: Runner,
+  ) {
+    this.prefix = opts.urlprefix === "" ? "/" : `/${opts.urlprefix}/`;
+    this.allowedMethods = opts.httpMethods === "" ? [] : opts.httpMethods.split(",");
+    this.executions = new Executions(opts.jobs, log);
+  }
+
+  /** Replaces the whole hook set at once; a request uses the set that was current when it was routed. */
+  setHooks(hooks: Map<string, Hook>): void {
+    this.hooks = hooks;
+  }
+
+  /** Step one: decide from the method and URL alone. */
+  route(head: RequestHead): Routed<Matched> {
+    const q = head.url.indexOf("?");
+    const rawPath = q === -1 ? head.url : head.url.slice(0, q);
+    const query = q === -1 ? "" : head.url.slice(q + 1);
+    const path = rawPath.includes("%") ? pathUnescape(rawPath) : decodeLatin1(rawPath);
+    if (path === undefined) {
+      return { kind: "response", response: { status: 400, headers: [["Content-Type", "text/plain; charset=utf-8"], ["Connection", "close"]], body: "400 Bad Request" } };
+    }
+    const logging = this.log.enabled;
+    const rid = logging || this.opts.jobs ? this.requestId(head) : "";
+    const start = logging ? process.hrtime.bigint() : 0n;
+    if (path.includes("//") || path.includes("/.")) {
+      const clean = cleanPath(path);
+      if (clean !== path) {
+        const h = new Headers();
+        h.set("Location", clean + (q === -1 ? "" : "?" + query));
+        return { kind: "response", response: { status: 301, headers: h.list(), body: "" } };
+      }
+    }
+    if (path === "/") {
+      const h = new Headers();
+      for (const { name, value } of this.opts.headers) h.set(name, value);
+      return this.done(head, rid, start, respond(200, h, "OK"));
+    }
+    if (!path.startsWith(this.prefix)) {
+      // Outside the hook URL prefix, so these never shadow a hook.
+      if (path === "/healthz") return { kind: "response", response: this.health() };
+      if (path === "/metrics" && this.opts.metrics) {
+        return { kind: "response", response: { status: 200, headers: [["Content-Type", METRICS_TYPE]], body: this.runner.metrics.render() + this.executions.counters.render() } };
+      }
+      if (this.opts.jobs && isJobsPath(path)) {
+        const authorization = rawHeader(head.rawHeaders, "authorization");
+        return { kind: "response", response: answerJobs({ method: head.method, path, query, authorization }, this.opts.jobs, this.opts.jobsAccess ?? {}) };
+      }
+      const h = new Headers();
+      h.set("Content-Type", "text/plain; charset=utf-8");
+      h.set("X-Content-Type-Options", "nosniff");
+      return { kind: "response", response: respond(404, h, "404 page not found\n") };
+    }
+    const id = path.slice(this.prefix.length);
+    if (logging) this.log.print(`[${rid}] incoming HTTP ${head.method} request from ${head.remoteAddr}`);
+    const hook = this.hooks.get(id);
+    if (!hook) {
+      this.runner.metrics.request("", 404);
+      return this.done(head, rid, start, respond(404, new Headers(), MSG.notFound));
+    }
+    const fields = logging ? { rid, hook: id } : NO_FIELDS;
+    if (!this.methodAllowed(hook, head.method)) {
+      this.runner.metrics.request(id, 405);
+      this.log.print(`[${rid}] HTTP ${head.method} method not allowed for hook ${goQuote(id)}`, fields);
+      return this.done(head, rid, start, { status: 405, headers: [], body: "" }, fields);
+    }
+    if (logging) this.log.print(`[${rid}] ${id} got matched`, fields);
+    return { kind: "accepted", hook, head, rid, start, query, fields };
+  }
+
+  /** GET /healthz: 200 while the server takes work, 503 once it is shutting down. */
+  private health(): HttpResponse {
+    const headers: [string, string][] = [["Content-Type", "text/plain; charset=utf-8"]];
+    return this.accepting ? { status: 200, headers, body: "OK" } : { status: 503, headers, body: "shutting down" };
+  }
+
+  /** The id that ties a request's log lines together. */
+  private requestId(head: RequestHead): string {
+    if (this.opts.xRequestId) {
+      const given = rawHeader(head.rawHeaders, "x-request-id");
+      if (given) {
+        const limit = this.opts.xRequestIdLimit ?? 0;
+        return limit > 0 ? given.slice(0, limit) : given;
+      }
+    }
+    // A job id (-jobs) must stay unique among the jobs kept: longer.
+    return this.opts.jobs ? randomUUID().replace(/-/g, "").slice(0, 12) : randomUUID().slice(0, 6);
+  }
+
+  private methodAllowed(hook: Hook, method: string): boolean {
+    const own = hook["http-methods"];
+    if (own && own.length > 0) return own.some((m) => m.trim().toUpperCase() === method);
+    if (this.allowedMethods.length > 0) return this.allowedMethods.includes(method);
+    return true;
+  }
+
+  /** The answer when the body is larger than -max-body. */
+  tooLarge(m: Matched, limit: number): HttpResponse {
+    this.log.print(`[${m.rid}] request body is larger than the -max-body limit of ${limit} bytes`, m.fields);
+    this.runner.metrics.request(m.hook.id, 413);
+    return this.finish(m, respond(413, new Headers(), MSG.tooLarge));
+  }
+
+  /**
+   * Step two: parse the body, evaluate the rules, run the command, build the response. Answers
+   * synchronously unless a multipart body must be parsed or the response waits for a command.
+   */
+  handle(m: Matched, body: Buffer): HttpResponse | Promise<HttpResponse> {
+    const response = this.process(m, body);
+    if (response instanceof Promise) {
+      return response.then((r) => {
+        this.runner.metrics.request(m.hook.id, r.status);
+        return this.finish(m, r, body);
+      });
+    }
+    this.runner.metrics.request(m.hook.id, response.status);
+    return this.finish(m, response, body);
+  }
+
+  private process(m: Matched, body: Buffer): HttpResponse | Promise<HttpResponse> {
+    const { hook, rid } = m;
+    const log = this.log;
+    const out = new Headers();
+    for (const { name, value } of this.opts.headers) out.set(name, value);
+
+    let contentType = rawHeader(m.head.rawHeaders, "content-type") ?? "";
+    if (hook["incoming-payload-content-type"]) contentType = hook["incoming-payload-content-type"];
+    const kind: BodyKind = contentType.includes("json")
+      ? "json"
+      : contentType.includes("x-www-form-urlencoded")
+        ? "form"
+        : contentType.includes("xml")
+          ? "xml"
+          : contentType.startsWith("multipart/form-data;")
+            ? "multipart"
+            : "other";
+
+    const req = new LazyRequest(m, contentType, kind, body, hook["trigger-signature-soft-failures"] === true, log);
+
+    if (kind === "multipart") {
+      const jsonFields = new Set(
+        (hook["parse-parameters-as-json"] ?? []).filter((a) => a.source === "payload" && a.name).map((a) => a.name!),
+      );
+      // Go's ParseMultipartForm: the URL query first, then the body by the request's own header.
+      const queryError = parseQuery(m.query).error;
+      let mp: MultipartResult;
+      try {
+        if (queryError !== undefined) throw new Error(queryError);
+        mp = parseMultipart(rawHeader(m.head.rawHeaders, "content-type") ?? "", body, this.opts.maxMultipartMem, jsonFields);
+      } catch (e) {
+        log.print(`[${rid}] error parsing multipart form: ${(e as Error).message}\n`, m.fields);
+        return respond(500, out, MSG.multipartError);
+      }
+      for (const l of mp.logs) log.print(`[${rid}] ${l}`, m.fields);
+      req.payload = mp.payload;
+    }
+    // With logging on, parse now so the log lines come in the reference's order.
+    if (log.enabled) void req.payload;
+    return this.trigger(m, req, out);
+  }
+
+  /** Evaluates the rules and, when they hold, runs the command. */
+  private trigger(m: Matched, req: HookRequest, out: Headers): HttpResponse | Promise<HttpResponse> {
+    const { hook, rid } = m;
+    const log = this.log;
+    this.parseJsonParameters(hook, req, m.fields);
+
+    let ok = true;
+    if (hook["trigger-rule"]) {
+      const result = evaluate(hook["trigger-rule"], req, (w) => log.print(w, m.fields));
+      ok = result.ok;
+      if (result.error) {
+        if (!(result.error instanceof ParameterNodeError)) {
+          log.print(`[${rid}] error evaluating hook: ${result.error.message}`, m.fields);
+          return respond(500, out, MSG.ruleError);
+        }
+        log.print(`[${rid}] ${result.error.message}`, m.fields);
+      }
+    }
+
+    if (!ok) {
+      const response = this.respondWith(m, hook["trigger-rule-mismatch-http-response-code"], out, MSG.rulesNotSatisfied);
+      log.print(`[${rid}] ${hook.id} got matched, but didn't get triggered because the trigger rules were not satisfied`, m.fields);
+      return response;
+    }
+
+    const policy = this.executions.policy(hook);
+    const wait = this.executions.limited(hook, policy);
+    if (wait !== undefined) {
+      log.print(`[${rid}] ${hook.id} got matched, but its rate-limit of ${policy.rate!.requests} per ${msText(policy.rate!.periodMs)} is reached - answering 429`, m.fields);
+      out.set("Retry-After", String(wait));
+      out.set("Content-Type", "text/plain; charset=utf-8");
+      return respond(429, out, MSG.rateLimited);
+    }
+    if (policy.debounceMs > 0) return this.debounced(m, req, out, policy);
+    const turn = this.takeTurn(m);
+    if (!turn) {
+      out.set("Retry-After", RETRY_AFTER_S);
+      out.set("Content-Type", "text/plain; charset=utf-8");
+      return respond(429, out, MSG.busy);
+    }
+    log.print(`[${rid}] ${hook.id} hook triggered successfully`, m.fields);
+    for (const h of hook["response-headers"] ?? []) out.set(h.name, h.value);
+    const job = this.executions.newJob(rid, hook);
+    if (job) out.set("X-Job-Id", job.id);
+
+    if (hook["stream-command-output"]) return this.stream(m, req, out, turn, job, policy);
+    if (hook["include-command-output-in-response"]) {
+      return this.executeInTurn(hook, req, turn, job, policy).then((result) => {
+        if (result.timedOut) {
+          out.set("Content-Type", "text/plain; charset=utf-8");
+          return respond(504, out, timeoutMessage(this.timeoutOf(hook)));
+        }
+        if (result.error !== undefined) {
+          const status = policy.statusFromExit ? statusForExit(result) : 500;
+          if (hook["include-command-output-in-response-on-error"]) return respond(status, out, result.output);
+          out.set("Content-Type", "text/plain; charset=utf-8");
+          return respond(status, out, MSG.commandError);
+        }
+        return this.respondWith(m, hook["success-http-response-code"], out, result.output);
+      });
+    }
+    const running = this.executeInTurn(hook, req, turn, job, policy).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
+    return { ...this.answerNow(m, out, policy, job), bodyInUse: running };
+  }
+
+  /** The answer of a hook whose command runs after it: async-response's 202 with the job's URL, or the reference's. */
+  private answerNow(m: Matched, out: Headers, policy: RunPolicy, job: Job | undefined): HttpResponse {
+    if (!policy.async) return this.respondWith(m, m.hook["success-http-response-code"], out, m.hook["response-message"] ?? "");
+    if (job) out.set("Location", `/jobs/${job.id}`);
+    return respond(202, out, m.hook["response-message"] ?? "");
+  }
+
+  /** debounce: answered at once; the command runs (in its turn) when no later trigger came for the quiet period. */
+  private debounced(m: Matched, req: HookRequest, out: Headers, policy: RunPolicy): HttpResponse {
+    const { hook, rid } = m;
+    this.log.print(`[${rid}] ${hook.id} hook triggered successfully`, m.fields);
+    for (const h of hook["response-headers"] ?? []) out.set(h.name, h.value);
+    const job = this.executions.newJob(rid, hook);
+    if (job) out.set("X-Job-Id", job.id);
+    const run = async (): Promise<unknown> => {
+      const turn = this.takeTurn(m);
+      if (!turn) return this.executions.drop(job, "the hook's queue (max-queue) was full when the quiet period ended");
+      return this.executeInTurn(hook, req, turn, job, policy).catch((e: Error) => this.log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
+    };
+    const done = this.executions.debounce(hook, policy, rid, job, run, m.fields);
+    return { ...this.answerNow(m, out, policy, job), bodyInUse: done };
+  }
+
+  /**
+   * stream-command-output: the answer starts with the command's first output (status 200) and
+   * carries the rest as it is produced; a failure is told in a last line. A command that fails
+   * before any output is answered like a captured one (500).
+   */
+  private stream(m: Matched, req: HookRequest, out: Headers, turn: Turn, job: Job | undefined, policy: RunPolicy): Promise<HttpResponse> {
+    const hook = m.hook;
+    const body = new OutputStream();
+    return new Promise<HttpResponse>((resolve) => {
+      let started = false;
+      let lastByte = 0x0a;
+      const start = (): void => {
+        if (started) return;
+        started = true;
+        if (!out.has("Content-Type")) out.set("Content-Type", "text/plain; charset=utf-8");
+        const status = this.statusFor(m, hook["success-http-response-code"]);
+        const informational = status < 200 ? { informational: { status, headers: out.list() } } : {};
+        resolve({ status: status < 200 ? 200 : status, headers: out.list(), body, ...informational });
+      };
+      const onOutput = (chunk: Buffer): void => {
+        lastByte = chunk[chunk.length - 1]!;
+        body.push(chunk);
+        start();
+      };
+      this.executeInTurn(hook, req, turn, job, policy, onOutput, (command) => body.attach(command)).then((result) => {
+        if (!started && result.timedOut) {
+          out.set("Content-Type", "text/plain; charset=utf-8");
+          resolve(respond(504, out, timeoutMessage(this.timeoutOf(hook))));
+          return;
+        }
+        if (!started && result.error !== undefined) {
+          out.set("Content-Type", "text/plain; charset=utf-8");
+          resolve(respond(500, out, MSG.commandError));
+          return;
+        }
+        const newline = lastByte === 0x0a ? "" : "\n";
+        if (result.timedOut) body.push(Buffer.from(`${newline}${timeoutMessage(this.timeoutOf(hook))}\n`));
+        else if (result.error !== undefined) body.push(Buffer.from(`${newline}the command failed: ${result.error}\n`));
+        start();
+        body.end();
+      });
+    });
+  }
+
+  /**
+   * An answer with a configured status code. A 1xx code goes out as Go's WriteHeader sends it:
+   * an informational answer with the headers set so far, then the final 200 with the body.
+   */
+  private respondWith(m: Matched, code: number | undefined, out: Headers, body: string | Buffer): HttpResponse {
+    const status = this.statusFor(m, code);
+    if (status >= 200) return respond(status, out, body);
+    const informational = { status, headers: out.list() };
+    return { ...respond(200, out, body), informational };
+  }
+
+  /** A configured status code, or 200 (logged) when Go's net/http would not know it. */
+  private statusFor(m: Matched, code: number | undefined): number {
+    if (!code) return 200;
+    if (STATUS_TEXT[code] !== undefined) return code;
+    this.log.print(`[${m.rid}] ${m.hook.id} got matched, but the configured return code ${code} is unknown - defaulting to 200`, m.fields);
+    return 200;
+  }
+
+  private parseJsonParameters(hook: Hook, req: HookRequest, fields: LogFields): void {
+    for (const arg of hook["parse-parameters-as-json"] ?? []) {
+      const text = readArgument(arg, req, "error parsing JSON parameters", this.log, fields);
+      if (text === undefined) continue;
+      let value: unknown;
+      try {
+        value = parseJson(text);
+        if (value !== null && !isObject(value)) throw new Error("json: cannot unmarshal value into Go value of type map[string]interface {}");
+      } catch (e) {
+        this.log.print(`[${req.id}] error parsing JSON parameters: ${(e as Error).message}`, fields);
+        continue;
+      }
+      const name = arg.name ?? "";
+      if (arg.source === "header") replaceParameter(canonicalHeaderKey(name), req.headers, value);
+      else if (arg.source === "url" || arg.source === "query") replaceParameter(name, req.query, value);
+      else if (arg.source === "payload") replaceParameter(name, req.payload, value);
+      else this.log.print(`[${req.id}] error parsing JSON parameters: invalid source for argument ${describeArgument(arg)}`, fields);
+    }
+  }
+
+  /** A turn to run the hook's command (max-concurrency, max-queue), or null (logged) when its queue is full. */
+  private takeTurn(m: Matched): Turn | null {
+    const background = !m.hook["stream-command-output"] && !m.hook["include-command-output-in-response"];
+    const max = m.hook["max-concurrency"] ?? (this.opts.maxConcurrency || (background ? (this.opts.maxBackground ?? 0) : 0));
+    const maxQueue = m.hook["max-queue"] ?? this.opts.maxQueue ?? DEFAULT_MAX_QUEUE;
+    const turn = this.runner.takeTurn(m.hook.id, max, maxQueue);
+    if (!turn) {
+      this.log.print(`[${m.rid}] ${m.hook.id} got matched, but ${max} commands are running (max-concurrency) and ${maxQueue} are waiting (max-queue) - answering 429`, m.fields);
+    } else if (turn.wait) {
+      this.log.print(`[${m.rid}] ${m.hook.id} runs ${max} commands already (max-concurrency): this one waits for its turn`, m.fields);
+    }
+    return turn;
+  }
+
+  /** The hook's command-timeout (or -command-timeout) in milliseconds; 0 is none. */
+  private timeoutOf(hook: Hook): number {
+    const own = hook["command-timeout"];
+    return own !== undefined ? parseGoDuration(own) : (this.opts.commandTimeoutMs ?? 0);
+  }
+
+  /** Runs the command once the hook's turn has come, and gives the turn back when it is done. */
+  private async executeInTurn(
+    hook: Hook,
+    req: HookRequest,
+    turn: Turn,
+    job: Job | undefined,
+    policy: RunPolicy,
+    onOutput?: OutputSink,
+    onStart?: (command: RunningCommand) => void,
+  ): Promise<ExecuteResult> {
+    const fields = { rid: req.id, hook: hook.id };
+    try {
+      if (turn.wait && !(await turn.wait)) {
+        this.log.print(`[${req.id}] the server is shutting down: ${hook.id}'s command was still waiting for its turn and does not run`, fields);
+        this.executions.drop(job, "the server shut down before the command's turn came");
+        return { output: Buffer.alloc(0), error: "the server shut down before the command's turn came", exitCode: null };
+      }
+      return await this.executions.run(hook, policy, job, () => this.execute(hook, req, onOutput, onStart), fields);
+    } finally {
+      turn.release();
+    }
+  }
+
+  /** Runs the hook's command (the reference's handleHook); resolves with its output and error. */
+  private async execute(hook: Hook, req: HookRequest, onOutput?: OutputSink, onStart?: (command: RunningCommand) => void): Promise<ExecuteResult> {
+    const log = this.log;
+    const rid = req.id;
+    const fields: LogFields = { rid, hook: hook.id };
+    const command = hook["execute-command"];
+    const cwd = hook["command-working-directory"] || undefined;
+    let path: string;
+    try {
+      path = lookPath(commandLookupPath(command, cwd));
+    } catch (e) {
+      log.print(`[${rid}] error in ${(e as Error).message}`, fields);
+      this.runner.startFailed(hook.id);
+      if (command.includes(" ")) {
+        log.print(`[${rid}] use 'pass-arguments-to-command' to specify args for '${command.trim().split(/\s+/)[0]}'`, fields);
+      }
+      return { output: Buffer.alloc(0), error: (e as Error).message, exitCode: null };
+    }
+
+    const { argv, env, files } = assembleCommand(hook, req, cwd, log, fields);
+
+    const envNames = Object.keys(env);
+    log.print(
+      `[${rid}] executing ${command} (${path}) with arguments [${argv.map(goQuote).join(" ")}] and environment [${envNames.join(" ")}] using ${cwd ?? ""} as cwd`,
+      fields,
+    );
+    const spec: CommandSpec = {
+      path,
+      argv,
+      env,
+      // The streamed output is not kept unless the log shows it.
+      captureOutput: (hook["include-command-output-in-response"] === true && !hook["stream-command-output"]) || log.enabled || this.opts.jobs !== undefined,
+      maxOutput: this.opts.maxOutput ?? 0,
+      ...(cwd ? { cwd } : {}),
+      ...(hook["exclude-stderr-from-response"] ? { separateStderr: true } : {}),
+      timeoutMs: this.timeoutOf(hook),
+      onTimeout: (signal) =>
+        log.print(
+          signal === "SIGTERM"
+            ? `[${rid}] command-timeout of ${msText(this.timeoutOf(hook))} expired: sending SIGTERM to the process group of ${command}`
+            : `[${rid}] the process group of ${command} was still running ${msText(KILL_AFTER_MS)} after SIGTERM: sent SIGKILL`,
+          fields,
+        ),
+    };
+    const result = await this.runner.run(spec, { hook: hook.id, rid }, onOutput, onStart);
+    if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`, fields);
+    if (log.enabled && result.stderr) log.print(`[${rid}] command stderr: ${result.stderr.toString("utf8")}`, fields);
+    if (result.error !== undefined) log.print(`[${rid}] error occurred: ${result.error}`, fields);
+    removeTempFiles(files, rid, log, fields);
+    log.print(`[${rid}] finished handling ${hook.id}`, fields);
+    const more = {
+      exitCode: result.exitCode,
+      ...(result.timedOut ? { timedOut: true } : {}),
+      ...(result.signal ? { signal: result.signal } : {}),
+      ...(result.stderr ? { stderr: result.stderr } : {}),
+    };
+    return result.error === undefined ? { output: result.output, ...more } : { output: result.output, error: result.error, ...more };
+  }
+
+  /** The reference's request log line (and, with -debug, the request and response dump). */
+  private finish(m: Matched, res: HttpResponse, body?: Buffer): HttpResponse {
+    logExchange(this.log, this.opts.debug, m.head, m.rid, m.start, res, body, m.fields);
+    return res;
+  }
+
+  private done(head: RequestHead, rid: string, start: bigint, res: HttpResponse, fields?: LogFields): Routed<Matched> {
+    logExchange(this.log, this.opts.debug, head, rid, start, res, undefined, fields);
+    return { kind: "response", response: res };
+  }
+
+}
+
+/** What running a hook's command gave: its output, Go's error text, its exit, and whether command-timeout stopped it. */
+type ExecuteResult = AttemptRun;
+
+/**
+ * status-from-exit-code, for a command that failed: exit codes 100–255 are the HTTP status plus
+ * 300 (exit 104 → 404, 109 → 409, 203 → 503), when Go knows that status; any other failure is 500.
+ */
+function statusForExit(result: ExecuteResult): number {
+  const code = result.exitCode;
+  if (result.timedOut) return 504;
+  if (code === null || code < 100 || code > 255) return 500;
+  return STATUS_TEXT[code + 300] !== undefined ? code + 300 : 500;
+}
+
+/** Seconds a client told 429 (queue full) is asked to wait. */
+const RETRY_AFTER_S = "1";
+
+function timeoutMessage(ms: number): string {
+  return `The hook's command did not finish within its command-timeout of ${msText(ms)} and was stopped.`;
+}

@@ -1,0 +1,49 @@
+// Graceful shutdown, in one place: stop accepting, drop the queued commands, wait for the running
+// ones up to the grace period, kill their process groups, close.
+import type { HttpTransport } from "../http/transport.js";
+import type { Runner } from "../run/runner.js";
+import type { HookServer } from "./hook-server.js";
+import type { Log } from "./log.js";
+
+/** How long killed commands' process groups have between SIGTERM and SIGKILL. */
+const KILL_GRACE_MS = 5000;
+/** How long the answers of killed commands have to go out. */
+const ANSWER_GRACE_MS = 1000;
+
+/** Resolves true when `p` settles within `ms`, false otherwise. */
+function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, ms))));
+  return Promise.race([p.then(() => true), late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Stops the server: no new requests (/healthz answers 503), queued commands never start,
+ * requests in flight finish within `graceMs`; then the commands still running get SIGTERM,
+ * 5 s later SIGKILL, and whatever connections remain are closed.
+ */
+export async function shutdown(server: HookServer, transport: HttpTransport, runner: Runner, graceMs: number, log: Log): Promise<void> {
+  const debounced = server.executions.dropDebounced();
+  if (debounced > 0) log.print(`dropped ${debounced} debounced trigger(s) still waiting out their quiet period`);
+  const dropped = runner.dropQueued();
+  if (dropped > 0) log.print(`dropped ${dropped} command(s) still waiting for their turn (max-concurrency)`);
+  const running = runner.running();
+  if (running.length > 0) {
+    log.print(`waiting up to ${graceMs / 1000}s for ${running.length} running command(s) to finish: ${running.map((r) => `${r.hook} [${r.rid}]`).join(", ")}`);
+  }
+  server.accepting = false;
+  transport.stopAccepting();
+  // Requests finish when their commands do; fire-and-forget commands have no connection to wait on.
+  await within(Promise.all([runner.idle(), transport.idle()]), graceMs);
+  const killed = runner.running().length;
+  if (killed > 0) {
+    runner.killAll("SIGTERM");
+    if (!(await within(runner.idle(), KILL_GRACE_MS))) runner.killAll("SIGKILL");
+    await within(transport.idle(), ANSWER_GRACE_MS);
+    log.print(`killed ${killed} command(s) still running after -shutdown-timeout`);
+  }
+  await transport.close();
+  // Jobs not finished (a retry still waiting) are dropped, and the job history written.
+  server.executions.close();
+  log.print("shut down");
+}
