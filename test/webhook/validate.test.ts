@@ -1,5 +1,5 @@
 // Issue 15, point 7: `webhook -validate` checks hooks files for CI and pre-commit (every problem with
-// file, line and hook id; exit 0 or 1), and -config-file reads flags from a file (adnanh #326).
+// file, line and hook id; exit 0 or 1), and -options-file reads flags from a file (adnanh #326).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
@@ -88,12 +88,12 @@ describe("-validate", () => {
   });
 });
 
-describe("-config-file", () => {
+describe("-options-file", () => {
   test("flags from a file, one per line; a flag after it on the command line wins", async () => {
     const hooks = await writeHooks(dir, [{ id: "hi", "execute-command": "/bin/echo", "include-command-output-in-response": true, "pass-arguments-to-command": [{ source: "string", name: "hello" }] }], "ff.json");
     const flags = join(dir, "webhook.flags");
     await writeFile(flags, `# the frame's hook server\n-hooks ${hooks}\n\nheader X-Served-By=frame hooks\n-http-methods=PUT\nverbose\n`);
-    const s = await startServer(["-config-file", flags, "-http-methods", "POST"]);
+    const s = await startServer(["-options-file", flags, "-http-methods", "POST"]);
     try {
       const r = await send(`${s.base}/hooks/hi`);
       assert.equal(r.status, 200);
@@ -107,14 +107,14 @@ describe("-config-file", () => {
 
   test("a line that is not a flag, an unknown flag or a missing file: Go's exit 2 with the file and line", async () => {
     await writeFile(join(dir, "bad.flags"), "-port 9000\n'-verbose'\n");
-    const r = await run(bin("webhook"), ["-config-file", "bad.flags"], { cwd: dir });
+    const r = await run(bin("webhook"), ["-options-file", "bad.flags"], { cwd: dir });
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /^invalid value "bad.flags" for flag -config-file: bad\.flags:2: a line holds one flag/);
+    assert.match(r.stderr, /^invalid value "bad.flags" for flag -options-file: bad\.flags:2: a line holds one flag/);
     await writeFile(join(dir, "unknown.flags"), "-no-such-flag 1\n");
-    const u = await run(bin("webhook"), ["-config-file", "unknown.flags"], { cwd: dir });
+    const u = await run(bin("webhook"), ["-options-file", "unknown.flags"], { cwd: dir });
     assert.equal(u.code, 2);
     assert.match(u.stderr, /^flag provided but not defined: -no-such-flag/);
-    const m = await run(bin("webhook"), ["-config-file", "none.flags"], { cwd: dir });
+    const m = await run(bin("webhook"), ["-options-file", "none.flags"], { cwd: dir });
     assert.equal(m.code, 2);
     assert.match(m.stderr, /cannot read none\.flags \(no such file or directory\)/);
   });

@@ -2,7 +2,7 @@
 // usage text: -flag value, -flag=value, --flag, booleans as -flag or -flag=false. Parsing stops
 // at the first argument that is not a flag, or after "--".
 import { msText, parseGoDuration } from "../go/duration.js";
-import { readConfigFile } from "./config-file.js";
+import { readOptionsFile } from "./options-file.js";
 
 /** The adnanh/webhook release whose flags, files and answers this server reproduces. */
 export const REFERENCE_VERSION = "2.8.2";
@@ -154,12 +154,6 @@ const FLAGS: FlagDef[] = [
     usage: "default for the hook field command-timeout: a command still running after this long gets SIGTERM on its process group, SIGKILL 5s later; 0 is none",
     option: "commandTimeoutMs",
     set: (o, v) => (o.commandTimeoutMs = parseGoDuration(v)),
-  },
-  {
-    name: "config-file",
-    kind: "value",
-    usage: 'read flags from a file, one per line ("-port 9000", "verbose"; # starts a comment); flags after it on the command line win',
-    set: () => undefined,
   },
   { name: "debug", kind: "bool", usage: "show debug output", option: "debug", set: (o, v) => (o.debug = parseGoBool(v)) },
   {
@@ -342,6 +336,12 @@ const FLAGS: FlagDef[] = [
     usage: "start even when a hooks file cannot be loaded (the file is skipped)",
     option: "nopanic",
     set: (o, v) => (o.nopanic = parseGoBool(v)),
+  },
+  {
+    name: "options-file",
+    kind: "value",
+    usage: 'read flags from a file, one per line ("-port 9000", "verbose"; # starts a comment); flags after it on the command line win',
+    set: () => undefined,
   },
   {
     name: "pidfile",
@@ -537,11 +537,11 @@ export function parseFlags(argv: string[]): Options {
       if (i + 1 >= args.length) throw new FlagError(`flag needs an argument: -${name}`, 2);
       value = args[++i]!;
     }
-    if (def.name === "config-file") {
+    if (def.name === "options-file") {
       try {
-        args = [...args.slice(0, i + 1), ...readConfigFile(value), ...args.slice(i + 1)];
+        args = [...args.slice(0, i + 1), ...readOptionsFile(value), ...args.slice(i + 1)];
       } catch (e) {
-        throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -config-file: ${(e as Error).message}`, 2);
+        throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -options-file: ${(e as Error).message}`, 2);
       }
       continue;
     }

@@ -1,12 +1,12 @@
-// -config-file: flags kept in a file (adnanh/webhook #326), one per line, as on the command line
+// -options-file: flags kept in a file (adnanh/webhook #326), one per line, as on the command line
 // but without shell quoting: "-name value", "-name=value" or "name value" (the value is the rest of
 // the line, spaces and all), "-name" alone for a boolean. Blank lines and lines starting with "#"
-// are skipped. The flags take effect where -config-file stands among the arguments, so a flag after
+// are skipped. The flags take effect where -options-file stands among the arguments, so a flag after
 // it on the command line wins, and repeatable flags (-hooks, -header) add up.
 import { readFileSync } from "node:fs";
 
 /** The lines of a flags file as "-name=value" / "-name" arguments; throws Error naming the file and line. */
-export function readConfigFile(path: string): string[] {
+export function readOptionsFile(path: string): string[] {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -20,7 +20,7 @@ export function readConfigFile(path: string): string[] {
     if (line === "" || line.startsWith("#")) return;
     const m = /^--?([A-Za-z][\w-]*)(?:[ \t=]\s*(.*))?$/.exec(line) ?? /^([A-Za-z][\w-]*)(?:[ \t=]\s*(.*))?$/.exec(line);
     if (!m) throw new Error(`${path}:${i + 1}: a line holds one flag, such as "-port 9000" or "verbose"`);
-    if (m[1] === "config-file") throw new Error(`${path}:${i + 1}: a config file cannot name another config file`);
+    if (m[1] === "options-file") throw new Error(`${path}:${i + 1}: an options file cannot name another options file`);
     args.push(m[2] === undefined ? `-${m[1]}` : `-${m[1]}=${m[2]}`);
   });
   return args;
