@@ -57,8 +57,23 @@ const fail = fixture("fail.sh");
 const slow = fixture("slow.sh");
 
 describe("without -jobs", () => {
-  test("no job header and no /jobs route: the answers are the reference's", async () => {
-    const hooks = await writeHooks(dir, [{ id: "plain", "execute-command": mixed, "include-command-output-in-response": true }], "plain.json");
+  test("no job header and no /jobs route: the answers are the reference's; retry and async-response still work", async () => {
+    const count = join(dir, "plain-retry.count");
+    const hooks = await writeHooks(
+      dir,
+      [
+        { id: "plain", "execute-command": mixed, "include-command-output-in-response": true },
+        {
+          id: "retried",
+          "execute-command": fixture("flaky.sh"),
+          "pass-arguments-to-command": [{ source: "string", name: count }, { source: "string", name: "1" }, { source: "string", name: "3" }],
+          "include-command-output-in-response": true,
+          retry: { attempts: 2, delay: "10ms" },
+        },
+        { id: "later", "execute-command": mixed, "async-response": true },
+      ],
+      "plain.json",
+    );
     const s = await startServer(["-hooks", hooks]);
     try {
       const r = await send(`${s.base}/hooks/plain`);
@@ -67,6 +82,13 @@ describe("without -jobs", () => {
       const jobs = await send(`${s.base}/jobs`, { method: "GET" });
       assert.equal(jobs.status, 404);
       assert.equal(jobs.text, "404 page not found\n");
+      const retried = await send(`${s.base}/hooks/retried`);
+      assert.equal(retried.status, 200);
+      assert.equal(retried.text, "attempt 2\n");
+      assert.equal(retried.headers["x-job-id"], undefined);
+      const later = await send(`${s.base}/hooks/later`);
+      assert.equal(later.status, 202);
+      assert.equal(later.headers.location, undefined);
     } finally {
       await s.stop();
     }

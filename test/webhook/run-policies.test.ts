@@ -57,7 +57,7 @@ before(async () => {
       "execute-command": append,
       "pass-arguments-to-command": [{ source: "payload", name: "n" }, { source: "string", name: join(dir, "sync.log") }],
       "response-message": "sync scheduled",
-      debounce: "2s",
+      debounce: "3s",
     },
     {
       id: "limited",
