@@ -61,8 +61,8 @@ const cases: Case[] = [
   },
 ];
 
-function startServer(command: string[]): { child: ChildProcess; stderr: () => string } {
-  const child = spawn(command[0], command.slice(1), { cwd: repoRoot, stdio: ["ignore", "ignore", "pipe"] });
+function startServer([program, ...args]: [string, ...string[]]): { child: ChildProcess; stderr: () => string } {
+  const child = spawn(program, args, { cwd: repoRoot, stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   child.stderr!.on("data", (c: Buffer) => (err = (err + c.toString()).slice(-4000)));
   return { child, stderr: () => err };
@@ -113,7 +113,7 @@ async function ceiling(seconds: number): Promise<void> {
 }
 
 /** Starts one server, measures every case against it, prints a row per case; the rates by case name (NaN when it failed). */
-async function measureServer(label: string, command: string[], port: number, seconds: number, only: Case[] = cases): Promise<Map<string, number>> {
+async function measureServer(label: string, command: [string, ...string[]], port: number, seconds: number, only: Case[] = cases): Promise<Map<string, number>> {
   const rates = new Map<string, number>();
   console.log(`${label}: ${command.join(" ")}`);
   const server = startServer(command);
@@ -155,9 +155,10 @@ export async function run(): Promise<void> {
   await writeFile(hooksFile, JSON.stringify(hooks, null, 2));
   const port = await freePort();
   const custom = process.env.WEBHOOK_BENCH_CMD;
-  const command = custom
+  const [program = bin("webhook"), ...args] = custom
     ? custom.split(/\s+/).filter(Boolean).map((a) => a.replace("{port}", String(port)).replace("{hooks}", hooksFile))
     : [bin("webhook"), "-hooks", hooksFile, "-ip", "127.0.0.1", "-port", String(port)];
+  const command: [string, ...string[]] = [program, ...args];
   const reference = process.env.WEBHOOK_REFERENCE;
   console.log(`load: wrk -t2 (unpinned, same machine), POST ${body.length}-byte JSON body, ${seconds} s after a 3 s warm-up`);
   let failed = false;
@@ -167,7 +168,7 @@ export async function run(): Promise<void> {
     for (const c of cases) if (!((ours.get(c.name) ?? NaN) >= c.target)) failed = true;
     if (process.env.WEBHOOK_BENCH_JOBS !== "0" && !custom) {
       const jobsPort = await freePort();
-      const jobsCommand = [bin("webhook"), "-hooks", hooksFile, "-ip", "127.0.0.1", "-port", String(jobsPort), "-jobs"];
+      const jobsCommand: [string, ...string[]] = [bin("webhook"), "-hooks", hooksFile, "-ip", "127.0.0.1", "-port", String(jobsPort), "-jobs"];
       const withJobs = await measureServer("ours -jobs", jobsCommand, jobsPort, seconds, cases.slice(0, 2));
       console.log("-jobs / without:");
       for (const c of cases.slice(0, 2)) console.log(`  ${c.name.padEnd(26)} ${((withJobs.get(c.name) ?? NaN) / (ours.get(c.name) ?? NaN)).toFixed(2)}x`);

@@ -96,7 +96,7 @@ export function treeCpuUs(root: number): { own: number; children: number } {
   let children = 0;
   for (const pid of processTree(root)) {
     try {
-      const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+      const f = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
       own += (Number(f[11]) + Number(f[12])) * 10_000;
       children += (Number(f[13]) + Number(f[14])) * 10_000;
     } catch {

@@ -1,5 +1,6 @@
 // Shared test plumbing: start the real programs, find free ports, make temp folders.
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -226,4 +227,13 @@ export async function startDevice(opts: DeviceOptions = {}): Promise<RunningDevi
     throw e;
   }
   return { program, url, port, setupPort, ftpPort, card, state, stop };
+}
+
+/** Whether a process with this pid exists; a zombie waiting to be reaped counts as gone. */
+export function processAlive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0] !== "Z";
+  } catch {
+    return false;
+  }
 }

@@ -14,7 +14,7 @@ import { PhotoCache } from "./photos/cache.js";
 import { selectNewest, type Candidate } from "./photos/capacity.js";
 import { PhotoDecodeError } from "./photos/convert.js";
 import { HeicDecoder } from "./photos/heic.js";
-import { forEachLimited, HEIC_WORKERS, preparePhotos, runJob, WORKERS, type ConvertJob, type Prepared } from "./photos/prepare.js";
+import { forEachLimited, preparePhotos, runJob, WORKERS, type ConvertJob, type Prepared } from "./photos/prepare.js";
 import type { PhotoOptions } from "./photos/profile.js";
 import { AsyncQueue } from "./photos/queue.js";
 
@@ -197,7 +197,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
 
   let cache: PhotoCache | undefined;
   let prepared: Prepared | undefined;
-  const heic = new HeicDecoder(HEIC_WORKERS);
+  const heic = new HeicDecoder();
   let firstStart = 0;
   let lastEnd = 0;
   /** Converts a photo into the cache; its size on the card, or undefined when it failed (reported). */

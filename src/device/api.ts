@@ -1,8 +1,8 @@
-// The web API: routes → state, with the firmware's JSON (docs/api.md wins where it and main.cpp disagree).
+// The web API: routes → state, with the firmware's JSON (its src/main.cpp's answers, byte for byte).
 // Errors are always {"status":"error","message":"…"}: 400, 401, 403, 404, 405 (with Allow), 500, 507.
-import { createHash, timingSafeEqual } from "node:crypto";
+import { sameSecret } from "../shared/secret.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Card } from "./card.js";
+import type { Card } from "./card/card.js";
 import { readSmallBody, sendError, sendErrorAndClose, sendErrorEarly, sendJson } from "./http.js";
 import type { LoginThrottle } from "./login-throttle.js";
 import { refuseForeign, type HostPolicy } from "./request-guard.js";
@@ -46,16 +46,6 @@ export function firmwareBrightness(text: string): number | undefined {
   if ((value === 0 && text !== "0") || value < 0 || value > 255) return undefined;
   return value;
 }
-
-function digest(s: string): Buffer {
-  return createHash("sha256").update(s, "utf8").digest();
-}
-
-/** Constant-time comparison of two secrets of any length. */
-export function sameSecret(a: string, b: string): boolean {
-  return timingSafeEqual(digest(a), digest(b));
-}
-const same = sameSecret;
 
 function parseBasic(header: string | undefined): { user: string; password: string } | undefined {
   const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? "");
@@ -185,10 +175,10 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     const given = parseBasic(req.headers.authorization);
     if (!given) return "none";
     // Compare everything every time, so the time taken says nothing about which part matched.
-    const full = same(given.user, s.webUser) && same(given.password, s.webPassword);
+    const full = sameSecret(given.user, s.webUser) && sameSecret(given.password, s.webPassword);
     const ro = ctx.readonlyAccount;
-    const roUser = same(given.user, ro.user);
-    const roPass = same(given.password, ro.password);
+    const roUser = sameSecret(given.user, ro.user);
+    const roPass = sameSecret(given.password, ro.password);
     const address = req.socket.remoteAddress;
     if (full || (ro.user !== "" && roUser && roPass)) {
       ctx.throttle.succeed(address);

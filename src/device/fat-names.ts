@@ -34,14 +34,3 @@ export async function fatCaseTwin(folder: string, name: string): Promise<string 
   const entries = await readdir(folder).catch(() => [] as string[]);
   return entries.find((e) => e !== name && e.toLowerCase() === lower);
 }
-
-/** The FAT rules as the FTP server takes them (FtpServerOptions.names). */
-export const fatNamePolicy = {
-  async refuse(folder: string, name: string): Promise<string | undefined> {
-    const problem = fatNameProblem(name);
-    if (problem) return problem;
-    const twin = await fatCaseTwin(folder, name);
-    return twin === undefined ? undefined : `the card has "${twin}", and FAT cards ignore case in names; use that spelling`;
-  },
-  maxFileBytes: FAT_MAX_FILE_BYTES,
-};

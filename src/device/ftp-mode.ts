@@ -1,15 +1,8 @@
 // FTP mode's server: a fresh FTP server on the card each time the device enters FTP mode (credentials as the
 // settings are now), stopped when it leaves. Its writes go straight into the card's figures.
-import { fatNamePolicy } from "./fat-names.js";
-import { createFtpServer, type FtpChange, type FtpServer, type FtpServerOptions } from "./ftp/server.js";
+import { createFtpServer, type FtpServer, type FtpServerOptions } from "./ftp/server.js";
 import type { DeviceContext } from "./service.js";
 import type { FtpShare } from "./state.js";
-import { isTempName } from "./card.js";
-
-/** Card paths an FTP change touched. */
-function pathsOf(change: FtpChange): string[] {
-  return change.type === "rename" ? [change.from, change.path] : [change.path];
-}
 
 export function ftpMode(ctx: DeviceContext): FtpShare {
   let server: FtpServer | undefined;
@@ -25,12 +18,9 @@ export function ftpMode(ctx: DeviceContext): FtpShare {
         password: settings.ftpPassword,
         ...(config.ftpPassivePorts ? { passivePortRange: config.ftpPassivePorts } : {}),
         ...(config.ftpPublicAddress ? { publicAddress: config.ftpPublicAddress } : {}),
-        ...(config.fatNames ? { names: fatNamePolicy } : {}),
-        space: { claim: () => card.claim() },
+        card,
         // The device's one throttle: leaving and re-entering FTP mode does not forgive failed logins.
         throttle: ctx.loginThrottle,
-        reserved: isTempName,
-        onChange: (change) => card.ftpChanged(pathsOf(change)),
         onTransfer: (phase, transfer) => ctx.state.ftpTransfer(phase, transfer),
         log: ctx.log,
       };

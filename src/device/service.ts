@@ -2,11 +2,13 @@
 // and after a Wi-Fi reset serves the setup page instead of the API until new settings are saved.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
-import { createApi, sameSecret } from "./api.js";
+import { listenEverywhere, listenOn } from "../shared/listen.js";
+import { sameSecret } from "../shared/secret.js";
+import { createApi } from "./api.js";
 import { defaultConnectionLimits, limitConnections, watchBodyProgress } from "./http.js";
 import { LoginThrottle as WebLoginThrottle } from "./login-throttle.js";
 import { hostPolicy, refuseForeign, type HostPolicy } from "./request-guard.js";
-import { Card } from "./card.js";
+import { Card } from "./card/card.js";
 import type { DeviceConfig } from "./config.js";
 import { simulatedHardware, type Hardware } from "./hardware.js";
 import { panelRoutes, servePanel, type PanelRoute } from "./panel/routes.js";
@@ -56,31 +58,9 @@ export function urlOf(host: string, port: number): string {
 
 /** Listens on host:port; "::" falls back to 0.0.0.0 where IPv6 is unavailable. */
 async function listen(server: Server, host: string, port: number): Promise<string> {
-  const attempt = (h: string): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const onError = (e: Error): void => {
-        server.off("listening", onListening);
-        reject(e);
-      };
-      const onListening = (): void => {
-        server.off("error", onError);
-        resolve();
-      };
-      server.once("error", onError);
-      server.once("listening", onListening);
-      server.listen(port, h);
-    });
-  try {
-    await attempt(host);
-    return host;
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (host === "::" && (code === "EAFNOSUPPORT" || code === "EADDRNOTAVAIL")) {
-      await attempt("0.0.0.0");
-      return "0.0.0.0";
-    }
-    throw e;
-  }
+  if (host === "::") return listenEverywhere(server, port);
+  await listenOn(server, { host, port });
+  return host;
 }
 
 /**

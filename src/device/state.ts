@@ -3,7 +3,7 @@
 // construction: each answer describes the state right after its own step. Hardware follows the state
 // asynchronously (a mode switch answers at once and completes just after), one transition at a time.
 import { EventEmitter } from "node:events";
-import type { Card } from "./card.js";
+import type { Card } from "./card/card.js";
 import type { Hardware, LedColor, Screen } from "./hardware.js";
 import type { Settings, SettingsStore } from "./settings.js";
 

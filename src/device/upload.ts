@@ -2,11 +2,10 @@
 // Streamed to a temp file on the card and renamed into place only when the whole request arrived.
 // Any failure, a dropped connection or a switch to MSC mode removes what was written.
 import busboy from "busboy";
-import { createWriteStream } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { CardError, type Card, type CardWrite } from "./card.js";
+import { CardError, type Card, type CardWrite } from "./card/card.js";
 import { acceptBody, sendErrorAndClose, sendJson } from "./http.js";
 
 const CHUNK = 1 << 20;
@@ -25,7 +24,7 @@ class UploadCut extends Error {
 
 function statusFor(e: unknown): { status: number; message: string } {
   if (e instanceof CardError) {
-    if (e.code === "no-space") return { status: 507, message: e.message };
+    if (e.code === "no-space" || e.code === "too-big") return { status: 507, message: e.message };
     return { status: 400, message: e.message };
   }
   if (e instanceof UploadCut) return { status: 400, message: `The upload was cut off: ${e.message}; nothing was stored.` };
@@ -69,7 +68,7 @@ async function store(source: Readable, write: CardWrite, prepaid: number): Promi
   source.once("error", cut);
   source.pipe(meter);
   try {
-    await pipeline(meter, createWriteStream(write.tempPath, { highWaterMark: CHUNK }), { signal: write.signal });
+    await pipeline(meter, write.sink(CHUNK), { signal: write.signal });
   } finally {
     source.unpipe(meter);
     source.off("close", cut);
@@ -91,7 +90,7 @@ export async function handleRawUpload(req: IncomingMessage, res: ServerResponse,
   const length = Number(req.headers["content-length"] ?? NaN);
   let write: CardWrite;
   try {
-    write = await card.beginWrite(filename, Number.isFinite(length) ? length : 0);
+    write = await card.beginWrite(await card.uploadTarget(filename), { expectedBytes: Number.isFinite(length) ? length : 0 });
   } catch (e) {
     const { status, message } = statusFor(e);
     sendErrorAndClose(req, res, status, message);
@@ -163,7 +162,7 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
       }
       let write: CardWrite;
       try {
-        write = await card.beginWrite(info.filename ?? "");
+        write = await card.beginWrite(await card.uploadTarget(info.filename ?? ""));
       } catch (e) {
         stream.resume();
         fail(e);

@@ -265,8 +265,8 @@ describe("framefi sync with the .env's [frame] section", () => {
         `FTP_HOST="127.0.0.1:${dev.port}"\nLOCAL_DIR="pictures"\nREMOTE_DIR="/frame"\n\n[frame]\nFIT=640x480\nQUALITY=80\n${extra}`;
       await writeFile(join(cwd, ".env"), env(""));
       const vars = { FRAMEFI_FTP_PORT: String(dev.ftpPort), XDG_CACHE_HOME: join(cwd, "cache") };
-      // A dry run compares with the card only where the card is already on the network.
-      await fetch(`http://127.0.0.1:${dev.port}/mode/ftp`, { method: "POST" });
+      // A dry run compares with the card in FTP mode, which it does not switch to by itself.
+      assert.equal((await framefi(["mode", "ftp"], { cwd, env: vars })).code, 0);
       const dry = await framefi(["sync", "--dry-run"], { cwd, env: vars });
       await fetch(`http://127.0.0.1:${dev.port}/mode/msc`, { method: "POST" });
       assert.equal(dry.code, 0, dry.stderr);
@@ -276,7 +276,9 @@ describe("framefi sync with the .env's [frame] section", () => {
       assert.match(r.stdout, /^Photos: 0 converted, 1 from the cache\.$/m, "the dry run's conversion is kept");
       assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(await frameJpeg(join(dev.card, "frame", "one.jpg")), { width: 640, height: 480 });
-      assert.equal((await readdir(join(cwd, "cache", "framefi"))).length, 2, "a profile folder and sources.json");
+      const profiles = (await readdir(join(cwd, "cache", "framefi"))).filter((n) => /^[0-9a-f]{16}$/.test(n));
+      assert.equal(profiles.length, 1, "a profile folder");
+      assert.equal((await readdir(join(cwd, "cache", "framefi", profiles[0]!))).length, 1, "holding the converted photo");
 
       await writeFile(join(cwd, ".env"), env("SHARPEN=yes\n"));
       const bad = await framefi(["sync"], { cwd, env: vars });

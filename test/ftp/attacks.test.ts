@@ -8,12 +8,12 @@ import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { eventually, removeDir, start, startDevice, tempDir } from "../helpers.js";
-import { curl, hasPartial, lftp, listTree, PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
+import { curl, hasPartial, isPartial, lftp, listTree, PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
 import { ftpConnection, rssMb } from "./fixtures/raw.js";
 
 /** Bytes of the upload in progress on the card (0 when there is none). */
 async function partialSize(card: string): Promise<number> {
-  const partial = (await listTree(card)).find((f) => /\.ftp-partial-/.test(f));
+  const partial = (await listTree(card)).find(isPartial);
   return partial ? ((await stat(join(card, partial)).catch(() => undefined))?.size ?? 0) : 0;
 }
 

@@ -97,7 +97,7 @@ describe("systemd socket activation", { concurrency: true }, () => {
   });
 
   test("an fd from systemd that is not a listening socket: a clear error and exit 1 (the reference crashes)", async () => {
-    const r = await runToEnd("sh", ["-c", 'export LISTEN_PID=$$ LISTEN_FDS=1; exec "$0" -hooks /dev/null 3</dev/null', bin("webhook")], { timeoutMs: 15_000 });
+    const r = await runToEnd("sh", ["-c", 'export LISTEN_PID=$$ LISTEN_FDS=1; exec "$0" -hooks /dev/null 3</dev/null', bin("webhook")], { timeoutMs: 60_000 });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /error listening on socket: fd 3 from systemd is not a listening stream socket: /);
   });

@@ -1,4 +1,4 @@
-// Issue 11, item 18: fire-and-forget hooks have a default limit. A flood of pipelined requests to
+// Fire-and-forget hooks have a default limit. A flood of pipelined requests to
 // a hook that answers at once runs at most -max-background (8) of its commands at once, queues
 // -max-queue (100) more, answers the rest 429, stays under 200 MB, and has no command left
 // running long after the flood.

@@ -1,4 +1,4 @@
-// Issue 11, item 8: unfinished request bodies. 60 connections each send 10 MB minus one byte of a
+// Unfinished request bodies. 60 connections each send 10 MB minus one byte of a
 // 10 MB body and stop: the server holds at most -max-request-memory of them (the others are answered
 // 503), stays under 200 MB, answers a normal request meanwhile, and drops each stalled body with
 // 408 once it has sent nothing for -max-body-idle.

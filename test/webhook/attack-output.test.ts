@@ -1,4 +1,4 @@
-// Issue 11, item 17: a command's output is never held whole. Captured output keeps only its last
+// A command's output is never held whole. Captured output keeps only its last
 // -max-output bytes after a line saying what was cut (four commands printing 300 MB at once stay
 // under 200 MB); a streamed answer to a client that does not read pauses the command instead of
 // queueing its output.

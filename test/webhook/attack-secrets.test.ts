@@ -1,4 +1,4 @@
-// Issue 11, item 4: secrets reach the log in no form — raw, percent-encoded (either case of hex, "+"
+// Secrets reach the log in no form — raw, percent-encoded (either case of hex, "+"
 // for a space, partly encoded), JSON-escaped (argv, JSON bodies), in the text and the JSON log
 // format — and nothing but secrets is hidden: the value "push" compared with X-GitHub-Event leaves
 // every "frame-push" in the log alone.

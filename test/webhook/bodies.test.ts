@@ -1,4 +1,4 @@
-// Issue 2, point 3: request bodies — JSON (top-level arrays too), url-encoded forms, multipart
+// Request bodies — JSON (top-level arrays too), url-encoded forms, multipart
 // (values, JSON file parts, -max-multipart-mem), XML, incoming-payload-content-type,
 // parse-parameters-as-json, and unsupported content types.
 import { after, before, describe, test } from "node:test";

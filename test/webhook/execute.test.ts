@@ -1,4 +1,4 @@
-// Issue 2, point 6: how the command runs — argv without a shell, the environment (HOOK_<name>,
+// How the command runs — argv without a shell, the environment (HOOK_<name>,
 // envname, the server's own environment), pass-file-to-command (temp file, base64decode, env var,
 // removal), command-working-directory, and the hint for arguments written into execute-command.
 import { after, before, describe, test } from "node:test";

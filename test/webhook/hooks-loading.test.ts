@@ -22,7 +22,7 @@ async function serveFile(name: string, text: string, args: string[] = []): Promi
 async function startFails(name: string, text: string, args: string[] = []) {
   const file = join(dir, name);
   await writeFile(file, text);
-  return runToEnd(bin("webhook"), ["-hooks", file, "-ip", "127.0.0.1", "-port", String(await freePort()), ...args], { timeoutMs: 15_000 });
+  return runToEnd(bin("webhook"), ["-hooks", file, "-ip", "127.0.0.1", "-port", String(await freePort()), ...args], { timeoutMs: 60_000 });
 }
 
 /** A YAML hook running /bin/echo with one `source: string` argument per scalar, written as given. */

@@ -1,4 +1,4 @@
-// Issue 3, points 8 and 9: max-concurrency / max-queue (FIFO queue, 429 with Retry-After beyond
+// max-concurrency / max-queue (FIFO queue, 429 with Retry-After beyond
 // it, every accepted request run exactly once) and command-timeout (SIGTERM to the command's
 // process group, SIGKILL 5 s later; 504 for captured output, a last line for a streamed answer).
 import { after, before, describe, test } from "node:test";
@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { bin, eventually, freePort, removeDir, run, tempDir } from "../helpers.js";
+import { bin, eventually, freePort, processAlive, removeDir, run, tempDir } from "../helpers.js";
 import { send } from "./fixtures/harness.js";
-import { startWebhook, type Webhook } from "./fixtures/prod.js";
+import { startWebhook, type Webhook } from "./fixtures/flags.js";
 
 let dir = "";
 before(async () => {
@@ -33,14 +33,6 @@ async function serve(name: string, hooks: unknown[], flags: string[] = []): Prom
   return { w, base: `http://127.0.0.1:${port}/hooks` };
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function pidIn(file: string): Promise<number> {
   const text = await eventually(async () => (existsSync(file) ? (await readFile(file, "utf8")).trim() : ""), 10_000);
@@ -211,7 +203,7 @@ describe("command-timeout", () => {
       assert.equal(r.text, "The hook's command did not finish within its command-timeout of 1s and was stopped.");
       const child = await pidIn(join(pids, "child"));
       const grandchild = await pidIn(join(pids, "grandchild"));
-      await eventually(() => !alive(child) && !alive(grandchild), Math.max(1, 7_000 - (Date.now() - began)), 50);
+      await eventually(() => !processAlive(child) && !processAlive(grandchild), Math.max(1, 7_000 - (Date.now() - began)), 50);
       await w.proc.waitFor(/command-timeout of 1s expired: sending SIGTERM to the process group of \/bin\/sh/, 10_000);
     } finally {
       await w.stop();
@@ -228,7 +220,7 @@ describe("command-timeout", () => {
       assert.match(r.text, /command-timeout of 500ms/);
       const child = await pidIn(join(pids, "child"));
       const grandchild = await pidIn(join(pids, "grandchild"));
-      await eventually(() => !alive(child) && !alive(grandchild), 5_000, 50);
+      await eventually(() => !processAlive(child) && !processAlive(grandchild), 5_000, 50);
       await w.proc.waitFor(/the process group of \/bin\/sh was still running 5s after SIGTERM: sent SIGKILL/, 10_000);
     } finally {
       await w.stop();
@@ -246,7 +238,7 @@ describe("command-timeout", () => {
       const r = await send(`${base}/stream`);
       assert.equal(r.status, 200);
       assert.equal(r.text, "working\nThe hook's command did not finish within its command-timeout of 1s and was stopped.\n");
-      assert.ok(!alive(await pidIn(join(pids, "child"))));
+      assert.ok(!processAlive(await pidIn(join(pids, "child"))));
     } finally {
       await w.stop();
     }
@@ -263,7 +255,7 @@ describe("command-timeout", () => {
       assert.equal(r.status, 200);
       const child = await pidIn(join(pids, "child"));
       const grandchild = await pidIn(join(pids, "grandchild"));
-      await eventually(() => !alive(child) && !alive(grandchild), 7_000, 50);
+      await eventually(() => !processAlive(child) && !processAlive(grandchild), 7_000, 50);
       await w.proc.waitFor(/command-timeout of 1s expired: sending SIGTERM/);
     } finally {
       await w.stop();

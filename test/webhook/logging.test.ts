@@ -1,4 +1,4 @@
-// Issue 2, point 9: -verbose logs each request under a request id (hook matched, rules, command,
+// -verbose logs each request under a request id (hook matched, rules, command,
 // argv, env names, cwd, exit status, output, one summary line); -debug adds request dumps; secrets
 // from the hooks file never appear in the log.
 import { after, before, describe, test } from "node:test";

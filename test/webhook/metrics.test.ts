@@ -1,7 +1,8 @@
-// Issue 3, point 10: -metrics (Prometheus text at GET /metrics) and GET /healthz, with the real
+// -metrics (Prometheus text at GET /metrics) and GET /healthz, with the real
 // bin/webhook over real HTTP.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
@@ -159,9 +160,9 @@ describe("/healthz during shutdown", () => {
     socket.on("data", (d: Buffer) => (reply += d.toString()));
     // Half a request: the server must wait for the rest before it can shut down.
     socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n");
-    // Give the server time to read those bytes: a connection it has read nothing from is idle, and
-    // idle connections are closed at once on shutdown (as Go's Shutdown does).
-    await new Promise((r) => setTimeout(r, 500));
+    // Wait until the server has read those bytes: a connection it has read nothing from is idle,
+    // and idle connections are closed at once on shutdown (as Go's Shutdown does).
+    await eventually(() => delivered(s.port, socket.localPort!), 10_000);
     s.proc.child.kill("SIGTERM");
     await s.proc.waitFor(/caught \w+ signal; exiting/, 10_000);
     socket.write("\r\n");
@@ -170,3 +171,19 @@ describe("/healthz during shutdown", () => {
     assert.match(reply, /Connection: close\r\n/);
   });
 });
+
+/**
+ * Whether everything the client on `clientPort` sent to `serverPort` was read by the server: the
+ * client's send queue and the server's receive queue are both empty (Linux's /proc/net/tcp).
+ */
+function delivered(serverPort: number, clientPort: number): boolean {
+  const hex = (port: number): string => port.toString(16).toUpperCase().padStart(4, "0");
+  let client: string | undefined;
+  let server: string | undefined;
+  for (const line of readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1)) {
+    const [, local, remote, , queues] = line.trim().split(/\s+/);
+    if (local?.endsWith(`:${hex(clientPort)}`) && remote?.endsWith(`:${hex(serverPort)}`)) client = queues;
+    if (local?.endsWith(`:${hex(serverPort)}`) && remote?.endsWith(`:${hex(clientPort)}`)) server = queues;
+  }
+  return client?.startsWith("00000000:") === true && server?.endsWith(":00000000") === true;
+}

@@ -1,4 +1,4 @@
-// Issue 2, point 7: response-message, response-headers, status codes and their fallback, captured
+// Response-message, response-headers, status codes and their fallback, captured
 // output and its error variants, and background execution.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Issue 2, point 5: trigger rules — and/or/not nesting, value, regex, payload-hmac-sha1/256/512
+// Trigger rules — and/or/not nesting, value, regex, payload-hmac-sha1/256/512
 // (prefix, several signatures), ip-whitelist (IPv4 and IPv6), scalr-signature (with freshness),
 // trigger-signature-soft-failures, and missing parameters.
 import { after, before, describe, test } from "node:test";

@@ -8,19 +8,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { chmod, readFile, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { eventually, removeDir, repoRoot, tempDir } from "../helpers.js";
+import { eventually, processAlive, removeDir, repoRoot, tempDir } from "../helpers.js";
 import { send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
 
 const helperBuilt = existsSync(join(repoRoot, "dist", "native", "spawn-helper"));
-
-function alive(pid: number): boolean {
-  try {
-    // A zombie waiting for init to reap it counts as gone.
-    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]![0] !== "Z";
-  } catch {
-    return false;
-  }
-}
 
 /** The pids of a process's children, from /proc. */
 function childrenOf(pid: number): number[] {
@@ -123,7 +114,7 @@ for (const mode of ["helper", "child_process"] as const) {
         const helpers = childrenOf(serverPid).filter((pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "spawn-helper");
         assert.ok(helpers.length > 0, "no spawn helper runs");
         for (const pid of helpers) process.kill(pid, "SIGKILL");
-        await eventually(() => helpers.every((pid) => !alive(pid)), 10_000);
+        await eventually(() => helpers.every((pid) => !processAlive(pid)), 10_000);
         const r = await send(`${s.base}/hooks/big`);
         assert.equal(r.status, 200);
         assert.equal(r.text.length, 300_006);
@@ -174,10 +165,10 @@ for (const mode of ["helper", "child_process"] as const) {
       const file = join(dir, "grandchild");
       await eventually(async () => (await readFile(file, "utf8").catch(() => "")).trim() !== "", 10_000);
       const grandchild = Number((await readFile(file, "utf8")).trim());
-      assert.ok(alive(grandchild));
+      assert.ok(processAlive(grandchild));
       s.proc.child.kill("SIGTERM");
       assert.equal(await s.proc.exited, 0);
-      await eventually(() => !alive(grandchild), 10_000);
+      await eventually(() => !processAlive(grandchild), 10_000);
       await answer;
     });
   });

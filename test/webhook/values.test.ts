@@ -1,4 +1,4 @@
-// Issue 2, point 4: where request values come from — header, url/query, payload (dot paths, array
+// Where request values come from — header, url/query, payload (dot paths, array
 // indexes, literal dotted keys), request (method, remote-addr), string, raw-request-body,
 // entire-payload, entire-headers, entire-query — and what a missing value becomes.
 import { after, before, describe, test } from "node:test";

@@ -3,11 +3,10 @@
 // transparent, and encoded as baseline JPEG with no metadata but the date taken (so the orientation tag is gone).
 // sharp's prebuilt libvips reads HEIF only with AV1 inside (AVIF); iPhone HEIC holds HEVC, decoded here by
 // heic-decode (libheif compiled to WebAssembly, in a worker thread: heic.ts) and handed to sharp as pixels.
-import { readFile } from "node:fs/promises";
 import { extname } from "node:path";
 import sharp, { type Metadata, type Sharp } from "sharp";
 import exifReader from "exif-reader";
-import type { HeicDecoder } from "./heic.js";
+import { MAX_HEIC_PIXELS, type HeicDecoder } from "./heic.js";
 import type { FrameProfile } from "./profile.js";
 
 /** The file names a profile converts: everything else is not a photo. */
@@ -20,11 +19,32 @@ export function isPhotoName(name: string): boolean {
 /** A photo that cannot be decoded: reported and skipped. */
 export class PhotoDecodeError extends Error {
   override name = "PhotoDecodeError";
-  readonly code = "PHOTO_UNDECODABLE";
+  readonly code: string = "PHOTO_UNDECODABLE";
 }
 
-/** Pixels larger than this are refused (a decompression bomb), as sharp does by default. */
+/** A photo whose header declares more pixels than are decoded (a decompression bomb, or a huge panorama). */
+export class PhotoTooLargeError extends PhotoDecodeError {
+  override name = "PhotoTooLargeError";
+  override readonly code = "PHOTO_TOO_LARGE";
+}
+
+/** Pixels larger than this are refused, as sharp does by default; HEIC has its own, lower limit (heic.ts). */
 const MAX_PIXELS = 268_402_689;
+
+function megapixels(n: number): string {
+  return `${Math.round(n / 1e6)} MP`;
+}
+
+/** Refuses a photo by its header's size, before anything is decoded. */
+function checkSize(meta: Metadata): void {
+  const width = meta.width ?? 0;
+  const height = meta.pageHeight ?? meta.height ?? 0;
+  const limit = isHevcHeif(meta) ? MAX_HEIC_PIXELS : MAX_PIXELS;
+  if (width * height > limit) {
+    const kind = isHevcHeif(meta) ? "HEIC photos" : "photos";
+    throw new PhotoTooLargeError(`too large to decode (${width}×${height}, ${megapixels(width * height)}; ${kind} up to ${megapixels(limit)} are converted); skipped`);
+  }
+}
 
 /** The EXIF date taken as its clock time read as UTC (EXIF has no zone), as exif-reader gives it. */
 function exifDate(exif: Buffer | undefined): number | undefined {
@@ -47,13 +67,6 @@ function isHevcHeif(meta: Metadata): boolean {
   return meta.format === "heif" && meta.compression === "hevc";
 }
 
-async function decodeHeic(data: Buffer, heic: HeicDecoder): Promise<Sharp> {
-  const image = await heic.decode(data);
-  return sharp(Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength), {
-    raw: { width: image.width, height: image.height, channels: 4 },
-  });
-}
-
 /** Reads the date a photo was taken (EXIF DateTimeOriginal), or undefined; never throws. */
 export async function dateTaken(path: string): Promise<number | undefined> {
   try {
@@ -63,24 +76,29 @@ export async function dateTaken(path: string): Promise<number | undefined> {
   }
 }
 
-/** The photo at `path` as a JPEG for the profile; `mtimeMs` gives the date taken when asked and the photo has none. */
-export async function convertPhoto(path: string, profile: FrameProfile, mtimeMs: number, heic: HeicDecoder): Promise<Buffer> {
+/** The photo (a file's content) as a JPEG for the profile; `mtimeMs` gives the date taken when asked and the photo has none. */
+export async function convertPhoto(data: Buffer, profile: FrameProfile, mtimeMs: number, heic: HeicDecoder): Promise<Buffer> {
   try {
-    const data = await readFile(path);
-    const meta = await sharp(data, { limitInputPixels: MAX_PIXELS }).metadata();
+    const meta = await sharp(data, { limitInputPixels: false }).metadata();
+    checkSize(meta);
     const takenMs = exifDate(meta.exif);
-    // HEIC pixels come out of libheif already turned as the file says (its irot/imir boxes).
-    let image = isHevcHeif(meta) ? await decodeHeic(data, heic) : sharp(data, { limitInputPixels: MAX_PIXELS }).autoOrient();
-    image = image.resize(profile.width, profile.height, {
-      fit: profile.resize === "fill" ? "cover" : "inside",
-      withoutEnlargement: profile.resize === "fit",
-    });
     const stamp = takenMs ?? (profile.dateFromMtime ? mtimeMs : undefined);
-    image = image.flatten({ background: "#000000" }).jpeg({ quality: profile.quality, progressive: false, mozjpeg: false });
-    if (stamp !== undefined) image = image.withExif({ IFD2: { DateTimeOriginal: exifText(stamp) } });
-    return await image.toBuffer();
+    const encode = (image: Sharp): Promise<Buffer> => {
+      image = image.resize(profile.width, profile.height, {
+        fit: profile.resize === "fill" ? "cover" : "inside",
+        withoutEnlargement: profile.resize === "fit",
+      });
+      image = image.flatten({ background: "#000000" }).jpeg({ quality: profile.quality, progressive: false, mozjpeg: false });
+      if (stamp !== undefined) image = image.withExif({ IFD2: { DateTimeOriginal: exifText(stamp) } });
+      return image.toBuffer();
+    };
+    // HEIC pixels come out of libheif already turned as the file says (its irot/imir boxes).
+    if (!isHevcHeif(meta)) return await encode(sharp(data, { limitInputPixels: MAX_PIXELS }).autoOrient());
+    return await heic.decode(data, meta.width! * meta.height!, (image) =>
+      encode(sharp(Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength), { raw: { width: image.width, height: image.height, channels: 4 } })),
+    );
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "EACCES") throw e;
+    if (e instanceof PhotoDecodeError) throw e;
     const why = ((e as Error).message ?? String(e)).split("\n")[0]!.replace(/^.*?: /, "");
     throw new PhotoDecodeError(`cannot decode this photo (${why}); skipped`, { cause: e });
   }

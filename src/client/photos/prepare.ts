@@ -1,10 +1,11 @@
 // From the local tree to what the card should hold, when a frame profile, --dedupe or a capacity limit is given:
 // every file identified by its content (hash, date taken), duplicates set aside, photos renamed to `.jpg` and
 // found in the conversion cache or queued for conversion, files that are not photos copied or skipped.
+import { readFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import type { LocalTree } from "../local-tree.js";
 import type { PlanInput } from "../plan.js";
-import type { PhotoCache } from "./cache.js";
+import { hashOf, type PhotoCache } from "./cache.js";
 import type { HeicDecoder } from "./heic.js";
 import { convertPhoto, dateTaken, isPhotoName } from "./convert.js";
 import { profileId, type FrameProfile, type PhotoOptions } from "./profile.js";
@@ -39,8 +40,6 @@ export interface Prepared {
 
 /** How many conversions (and file reads) run at once: one per core. */
 export const WORKERS = availableParallelism();
-/** HEIC decodes at once (each holds some 300 MB for a 12 MP photo). */
-export const HEIC_WORKERS = Math.min(WORKERS, 4);
 
 /** Runs `fn` on every item, at most `limit` at once. */
 export async function forEachLimited<T>(items: Iterable<T>, limit: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -72,7 +71,7 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
   const ids = new Map<string, { hash: string; takenMs: number | undefined }>();
   await forEachLimited(files, WORKERS, async ([rel, e]) => {
     try {
-      ids.set(rel, await cache.identify(e.abs, e.size, e.mtimeMs, (abs) => (isPhotoName(rel) ? dateTaken(abs) : Promise.resolve(undefined))));
+      ids.set(rel, await cache.identify(e.abs, (abs) => (isPhotoName(rel) ? dateTaken(abs) : Promise.resolve(undefined))));
     } catch (err) {
       out.problems.push({ rel, reason: `cannot read the local file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` });
     }
@@ -123,9 +122,17 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
   return out;
 }
 
+/** The photo changed between the sync's first read of it and its conversion: converting it would file it under the wrong hash. */
+export class SourceChangedError extends Error {
+  override name = "SourceChangedError";
+  readonly code = "SOURCE_CHANGED";
+}
+
 /** Converts one photo into the cache; its size on the card. */
 export async function runJob(job: ConvertJob, profile: FrameProfile, cache: PhotoCache, heic: HeicDecoder): Promise<number> {
-  const jpeg = await convertPhoto(job.abs, profile, job.mtimeMs, heic);
+  const data = await readFile(job.abs);
+  if (hashOf(data) !== job.hash) throw new SourceChangedError("it changed while the sync read it: run the sync again");
+  const jpeg = await convertPhoto(data, profile, job.mtimeMs, heic);
   await cache.store(profileId(profile), job.hash, jpeg);
   return jpeg.length;
 }

@@ -1,7 +1,7 @@
 // Folder listings in the formats clients parse: `ls -l` lines for LIST, RFC 3659 facts for MLSD/MLST.
 import { readdir, realpath, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type { Card } from "./paths.js";
+import type { CardFileSystem } from "../card/card.js";
 
 export interface Entry {
   name: string;
@@ -20,16 +20,16 @@ export async function entryOf(real: string, name: string): Promise<Entry> {
 }
 
 /** The visible entries of a folder: no uploads in progress, no symlinks leading outside the card, nothing unreadable. */
-export async function readFolder(card: Card, real: string): Promise<Entry[]> {
+export async function readFolder(card: CardFileSystem, real: string): Promise<Entry[]> {
   const dirents = await readdir(real, { withFileTypes: true });
   const entries = await Promise.all(
     dirents.map(async (d): Promise<Entry | undefined> => {
-      if (card.reserved(d.name)) return undefined;
+      if (card.isInternal(d.name)) return undefined;
       let target = join(real, d.name);
       try {
         if (d.isSymbolicLink()) {
           target = await realpath(target);
-          if (!card.contains(target)) return undefined;
+          if (!card.inside(target)) return undefined;
         }
         return await entryOf(target, d.name);
       } catch {

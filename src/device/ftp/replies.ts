@@ -1,5 +1,5 @@
 // FTP replies: the error a handler throws to answer with a code, and how file-system errors map to codes.
-import { PathError } from "./paths.js";
+import { CardError } from "../card/card.js";
 
 /** A reply to send; thrown by handlers to stop with an error. */
 export class Reply extends Error {
@@ -16,15 +16,18 @@ export function quote(path: string): string {
   return `"${path.replaceAll('"', '""')}"`;
 }
 
-/** A path outside the card or missing → 550. */
+/** The card's refusal → 550 (a path missing, outside the card, not allowed), 552 (no room) or 450 (busy). */
 export function pathReply(e: unknown): never {
-  if (e instanceof PathError) throw new Reply(550, e.message);
-  throw e;
+  if (!(e instanceof CardError)) throw e;
+  if (e.code === "no-space" || e.code === "too-big") throw new Reply(552, e.message);
+  if (e.code === "busy") throw new Reply(450, e.message);
+  throw new Reply(550, e.message);
 }
 
 /** A file-system error → the FTP reply a client understands; anything unexpected is rethrown (→ 451). */
 export function fsReply(e: unknown): never {
   if (e instanceof Reply) throw e;
+  if (e instanceof CardError) pathReply(e);
   switch ((e as NodeJS.ErrnoException).code) {
     case "ENOENT":
       throw new Reply(550, "No such file or folder.");

@@ -2,12 +2,10 @@
 import { stat } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { plainAddress } from "./data.js";
-import { Card } from "./paths.js";
 import { Session } from "./session.js";
 import type { FtpServer, FtpServerOptions } from "./types.js";
 
-export type { CardSpace, FtpChange, FtpServer, FtpServerOptions, NamePolicy, SpaceClaim } from "./types.js";
-export { isPartialUpload } from "./paths.js";
+export type { FtpServer, FtpServerOptions } from "./types.js";
 
 /** Connections in all; of those, at most so many waiting for their login, and at most so many from one address. */
 const MAX_SESSIONS = 32;
@@ -24,8 +22,7 @@ export function createFtpServer(options: FtpServerOptions): FtpServer {
     if (server) throw new Error("The FTP server is already running.");
     const st = await stat(options.root).catch(() => undefined);
     if (!st?.isDirectory()) throw new Error(`The card folder ${options.root} does not exist or is not a folder.`);
-    const card = await Card.open(options.root, options.reserved);
-    const ctx = { options, card, uploads: new Set<string>(), log };
+    const ctx = { options, card: options.card, log };
     const srv = createServer((socket) => {
       const refusal = admission([...sessions], plainAddress(socket.remoteAddress));
       if (refusal) {

@@ -1,16 +1,17 @@
 // One control connection: reads commands, checks the login, and runs them one at a time.
-import { createHash, timingSafeEqual } from "node:crypto";
+import { sameSecret } from "../../shared/secret.js";
 import { setTimeout as sleep } from "node:timers/promises";
-import { lstat, mkdir, rename, rmdir, stat, unlink, utimes } from "node:fs/promises";
+import { lstatSync, utimesSync, type Stats } from "node:fs";
+import { mkdir, rename, rmdir, stat, unlink } from "node:fs/promises";
 import type { Socket } from "node:net";
 import { isIP } from "node:net";
-import { basename, dirname } from "node:path";
 import { activeChannel, listenPassive, parseEprt, parsePort, pasvAddress, plainAddress, type DataChannel } from "./data.js";
 import { ALL_FACTS, entryOf, factsLine, listLine, parseTimeVal, readFolder, timeVal, type Fact } from "./listing.js";
-import { Card, cardPath } from "./paths.js";
+import { CardError, type CardFileSystem, type CardPath } from "../card/card.js";
+import { cardPath } from "./paths.js";
 import { fsReply, pathReply, quote, Reply } from "./replies.js";
-import { receiveFile, sendFile, ShortUploadError, SpaceError } from "./transfer.js";
-import type { FtpChange, FtpServerOptions } from "./types.js";
+import { receiveFile, sendFile, ShortUploadError } from "./transfer.js";
+import type { FtpServerOptions } from "./types.js";
 import { ThrottledError } from "../throttle.js";
 
 const MAX_LINE = 8192;
@@ -23,7 +24,6 @@ const LOGIN_TIMEOUT_MS = 30_000;
 const MAX_COMMANDS_BEFORE_LOGIN = 20;
 const MAX_LOGIN_FAILURES = 3;
 
-const digest = (s: string): Buffer => createHash("sha256").update(s).digest();
 
 /** Commands allowed before login. */
 const OPEN = new Set(["USER", "PASS", "QUIT", "FEAT", "SYST", "NOOP", "OPTS", "AUTH", "HELP"]);
@@ -42,9 +42,7 @@ interface Transfer {
 
 export interface SessionContext {
   options: FtpServerOptions;
-  card: Card;
-  /** Real paths of the uploads in progress on this server: a second one to the same file is refused. */
-  uploads: Set<string>;
+  card: CardFileSystem;
   log: (line: string) => void;
 }
 
@@ -300,8 +298,8 @@ export class Session {
       return;
     }
     const { user, password } = this.ctx.options;
-    const userOk = timingSafeEqual(digest(this.user), digest(user));
-    const passOk = timingSafeEqual(digest(arg), digest(password));
+    const userOk = sameSecret(this.user, user);
+    const passOk = sameSecret(arg, password);
     if (userOk && passOk) {
       this.loggedIn = true;
       clearTimeout(this.loginTimer);
@@ -360,7 +358,7 @@ export class Session {
   }
 
   /** The directory entry itself (a symlink stays a link): removing or renaming acts on it, not on its target. */
-  private async entry(path: string): Promise<string> {
+  private async entry(path: string): Promise<CardPath> {
     return this.ctx.card.creatable(path).catch(pathReply);
   }
 
@@ -382,10 +380,10 @@ export class Session {
   private async mkdCmd(arg: string): Promise<void> {
     if (!arg) throw new Reply(501, "MKD needs a folder name.");
     const path = this.path(arg);
-    const real = await this.ctx.card.creatable(path).catch(pathReply);
-    await this.checkNewName(real);
-    await mkdir(real).catch(fsReply);
-    this.changed({ type: "mkdir", path });
+    const target = await this.entry(path);
+    await this.checkNewName(target);
+    await mkdir(target.absolute).catch(fsReply);
+    this.ctx.card.changed([target.absolute]);
     this.write(257, `${quote(path)} created.`);
   }
 
@@ -394,8 +392,9 @@ export class Session {
     const { path, real } = await this.resolveExisting(arg);
     if (path === "/") throw new Reply(550, "The card's root cannot be removed.");
     if (!(await stat(real)).isDirectory()) throw new Reply(550, "Not a folder; use DELE for files.");
-    await rmdir(await this.entry(path)).catch(fsReply);
-    this.changed({ type: "rmdir", path });
+    const entry = await this.entry(path);
+    await rmdir(entry.absolute).catch(fsReply);
+    this.ctx.card.changed([entry.absolute]);
     this.write(250, "Folder removed.");
   }
 
@@ -403,8 +402,9 @@ export class Session {
     if (!arg) throw new Reply(501, "DELE needs a file name.");
     const { path, real } = await this.resolveExisting(arg);
     if ((await stat(real)).isDirectory()) throw new Reply(550, "That is a folder; use RMD.");
-    await unlink(await this.entry(path)).catch(fsReply);
-    this.changed({ type: "delete", path });
+    const entry = await this.entry(path);
+    await unlink(entry.absolute).catch(fsReply);
+    this.ctx.card.changed([entry.absolute]);
     this.write(250, "File deleted.");
   }
 
@@ -424,8 +424,9 @@ export class Session {
     const path = this.path(arg);
     const target = await this.entry(path);
     await this.checkNewName(target);
-    await rename(await this.entry(from), target).catch(fsReply);
-    this.changed({ type: "rename", from, path });
+    const source = await this.entry(from);
+    await rename(source.absolute, target.absolute).catch(fsReply);
+    this.ctx.card.changed([source.absolute, target.absolute]);
     this.write(250, "Rename successful.");
   }
 
@@ -449,7 +450,11 @@ export class Session {
     const when = parseTimeVal(space < 0 ? arg : arg.slice(0, space));
     if (!when || space < 0) throw new Reply(501, "Usage: MFMT YYYYMMDDHHMMSS path.");
     const { path, real } = await this.resolveExisting(arg.slice(space + 1));
-    await utimes(real, when, when).catch(fsReply);
+    try {
+      utimesSync(real, when, when);
+    } catch (e) {
+      fsReply(e);
+    }
     this.write(213, `Modify=${timeVal(when)}; ${path}`);
   }
 
@@ -502,35 +507,39 @@ export class Session {
     const target = await this.entry(path);
     await this.checkNewName(target);
     // Existing content is kept for APPE and REST; through a symlink only when it stays inside the card.
-    const isLink = (await lstat(target).catch(() => undefined))?.isSymbolicLink() ?? false;
-    const source = isLink ? await this.ctx.card.existing(path).catch(pathReply) : target;
-    const existing = await stat(source).catch(() => undefined);
+    let here: Stats | undefined;
+    try {
+      here = lstatSync(target.absolute);
+    } catch {
+      // nothing there (or a name too long: refused when the file lands)
+    }
+    const source = here?.isSymbolicLink() ? await this.ctx.card.existing(path).catch(pathReply) : target.absolute;
+    const existing = here?.isSymbolicLink() ? await stat(source).catch(() => undefined) : here;
     if (existing?.isDirectory()) throw new Reply(550, "That name is a folder.");
     const size = existing?.size ?? 0;
     if (offset > size) throw new Reply(554, "Restart offset is beyond the end of the file.");
     const keep = verb === "APPE" ? size : offset;
-    // Two uploads to one file would each start from its old content, and the later rename would drop the other's.
-    if (this.ctx.uploads.has(source)) throw new Reply(450, "Another upload to this file is in progress; try again when it is done.");
-    this.ctx.uploads.add(source);
-    const claim = this.ctx.options.space.claim();
+    if (!this.data) throw new Reply(425, "Use PASV, EPSV or PORT first.");
+    // Exclusive: two uploads to one file would each start from its old content, and the later would drop the other's.
+    const write = await this.ctx.card.beginWrite(target, { exclusive: source, ...(keep > 0 ? { keep: { from: source, bytes: keep } } : {}) }).catch(fsReply);
     let received = 0;
     try {
       await this.runTransfer(async (socket, signal) => {
-        received = await receiveFile({ source, target, keep, announced, replaces: existing !== undefined, maxBytes: this.ctx.options.names?.maxFileBytes ?? Infinity }, socket, claim, signal);
+        received = await receiveFile(write, socket, signal, { announced, replaces: existing !== undefined });
         return received;
       }, { direction: "upload", path });
-      this.changed({ type: "write", path });
     } finally {
-      this.ctx.uploads.delete(source);
-      claim.release();
+      await write.abort();
     }
     this.ctx.log(`ftp ${this.label}: stored ${path} (${received} bytes)`);
   }
 
-  /** A name the card cannot hold (see FtpServerOptions.names) → 553, before any byte is sent. */
-  private async checkNewName(real: string): Promise<void> {
-    const why = await this.ctx.options.names?.refuse(dirname(real), basename(real));
-    if (why) throw new Reply(553, `File name not allowed: ${why}.`);
+  /** A name the card cannot hold (the FAT rules) → 553, before any byte is sent. */
+  private async checkNewName(target: CardPath): Promise<void> {
+    await this.ctx.card.allowNew(target).catch((e: unknown) => {
+      if (e instanceof CardError) throw new Reply(553, `File name not allowed: ${e.message}.`);
+      throw e;
+    });
   }
 
   private takeRest(): number {
@@ -615,7 +624,7 @@ export class Session {
         const bytes = await work(socket, controller.signal);
         if (report) Object.assign(report, { bytes: bytes ?? 0, ok: true });
       } catch (e) {
-        if (e instanceof SpaceError) throw new Reply(552, `Upload aborted: ${e.message}`);
+        if (e instanceof CardError && (e.code === "no-space" || e.code === "too-big")) throw new Reply(552, `Upload aborted: ${e.message}`);
         if (e instanceof ShortUploadError) throw new Reply(426, `${e.message}`);
         if (controller.signal.aborted) throw new Reply(426, "Transfer aborted; the connection was closed.");
         if (e instanceof Reply) throw e;
@@ -642,14 +651,6 @@ export class Session {
       this.ctx.options.onTransfer?.(phase, transfer);
     } catch (e) {
       this.ctx.log(`ftp: onTransfer failed: ${(e as Error).message}`);
-    }
-  }
-
-  private changed(change: FtpChange): void {
-    try {
-      this.ctx.options.onChange?.(change);
-    } catch (e) {
-      this.ctx.log(`ftp: onChange failed: ${(e as Error).message}`);
     }
   }
 }

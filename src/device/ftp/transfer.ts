@@ -1,13 +1,11 @@
-// File transfers: downloads stream from disk; uploads land under a hidden temp name, are synced, then renamed.
-import { constants, createReadStream } from "node:fs";
-import { copyFile, open, rename, rm } from "node:fs/promises";
+// File transfers: downloads stream from disk; uploads go into a card write (a temp file under an internal name)
+// that lands by an atomic rename once complete.
+import { createReadStream } from "node:fs";
 import type { Socket } from "node:net";
-import { basename, dirname, join } from "node:path";
-import { Transform, Writable } from "node:stream";
+import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
-import { partialName } from "./paths.js";
-import type { SpaceClaim } from "./types.js";
+import { CardError, type CardWrite } from "../card/card.js";
 
 const DRAIN_LIMIT = 16 * 1024 * 1024;
 /**
@@ -17,12 +15,6 @@ const DRAIN_LIMIT = 16 * 1024 * 1024;
  */
 const REPLACE_GRACE_MS = 25;
 
-/** The card has no room for the upload (reply 552). */
-export class SpaceError extends Error {
-  override readonly name = "SpaceError";
-  readonly code = "no-space";
-}
-
 /** The data connection closed before the size the client announced with ALLO had arrived (reply 426). */
 export class ShortUploadError extends Error {
   override readonly name = "ShortUploadError";
@@ -30,25 +22,32 @@ export class ShortUploadError extends Error {
 }
 
 /**
- * A pass-through that claims each chunk's bytes on the card and fails with SpaceError once the upload does not
- * fit, on the card or in the largest file it holds (`maxBytes`). It first discards up to DRAIN_LIMIT more bytes so
- * that a client still sending (curl does not read replies while it sends) finishes and sees the 552 reply rather
- * than a reset connection.
+ * A pass-through that claims each chunk's bytes on the card and fails with CardError once the upload does not fit
+ * (on the card, or in the largest file it holds). It first discards up to DRAIN_LIMIT more bytes so that a client
+ * still sending (curl does not read replies while it sends) finishes and sees the 552 reply rather than a reset
+ * connection. `count` hears of every byte kept.
  */
-function meter(claim: SpaceClaim, maxBytes: number): Transform {
-  let total = 0;
-  let discarded = -1;
-  const full = (): SpaceError =>
-    new SpaceError(total > maxBytes ? "The card cannot hold a file this big (FAT32: under 4 GiB)." : "Not enough space on the card.");
+function meter(write: CardWrite, count: (bytes: number) => void): Transform {
+  let refused: CardError | undefined;
+  let discarded = 0;
+  const full = (): CardError =>
+    new CardError(refused!.code, refused!.code === "too-big" ? "The card cannot hold a file this big (FAT32: under 4 GiB)." : "Not enough space on the card.", { cause: refused });
   return new Transform({
     transform: (chunk: Buffer, _enc, done) => {
-      total += chunk.length;
-      if (discarded < 0 && (total > maxBytes || !claim.grow(chunk.length))) discarded = 0;
-      if (discarded < 0) return done(null, chunk);
+      if (!refused) {
+        try {
+          write.grow(chunk.length);
+          count(chunk.length);
+          return done(null, chunk);
+        } catch (e) {
+          if (!(e instanceof CardError)) return done(e as Error);
+          refused = e;
+        }
+      }
       discarded += chunk.length;
       done(discarded > DRAIN_LIMIT ? full() : null);
     },
-    flush: (done) => done(discarded >= 0 ? full() : null),
+    flush: (done) => done(refused ? full() : null),
   });
 }
 
@@ -56,15 +55,7 @@ export async function sendFile(real: string, offset: number, socket: Socket, sig
   await pipeline(createReadStream(real, { start: offset, highWaterMark: 256 * 1024 }), socket, { signal });
 }
 
-export interface Upload {
-  /** Where the finished file goes (its parent folder is inside the card). */
-  target: string;
-  /** The existing file whose first `keep` bytes are kept (the target, or where its symlink leads). */
-  source: string;
-  /** Existing bytes to keep at the start: the REST offset for STOR, the current size for APPE; 0 for a new file. */
-  keep: number;
-  /** The largest file the card holds (Infinity when unlimited). */
-  maxBytes: number;
+export interface Receive {
   /** Whether a file is already there: then the upload waits REPLACE_GRACE_MS before replacing it. */
   replaces: boolean;
   /** Bytes the client announced it would send (ALLO); fewer arriving means it died mid-upload. */
@@ -72,53 +63,23 @@ export interface Upload {
 }
 
 /**
- * Receives an upload into a hidden temp file next to the target and renames it into place when complete.
- * On any failure or abort the temp file is removed and the target is untouched. No fsync before the rename:
- * it cost 3–4× on many small files (see bench/ftp.bench.ts), and vsftpd does not sync either.
+ * Receives an upload into `write` and commits it when complete; the caller aborts the write on failure, so the
+ * target is untouched. No fsync before the rename: it cost 3–4× on many small files (see bench/ftp.bench.ts),
+ * and vsftpd does not sync either.
  */
-export async function receiveFile(up: Upload, socket: Socket, claim: SpaceClaim, signal: AbortSignal): Promise<number> {
-  const temp = join(dirname(up.target), partialName(basename(up.target)));
-  try {
-    if (up.keep > 0) await copyFile(up.source, temp, constants.COPYFILE_EXCL);
-    const fh = await open(temp, up.keep > 0 ? "r+" : "wx");
-    let received = 0;
-    try {
-      if (up.keep > 0) await fh.truncate(up.keep);
-      let position = up.keep;
-      const onError = (e: NodeJS.ErrnoException): Error => (e.code === "ENOSPC" ? new SpaceError("The card's filesystem is full.") : e);
-      // writev: chunks that arrive while a write is on disk go out together in one system call.
-      const sink = new Writable({
-        highWaterMark: 1024 * 1024,
-        writev: (chunks, done) => {
-          const buffers = chunks.map((c) => c.chunk as Buffer);
-          const length = buffers.reduce((n, b) => n + b.length, 0);
-          fh.writev(buffers, position).then(
-            () => {
-              position += length;
-              received += length;
-              done();
-            },
-            (e: NodeJS.ErrnoException) => done(onError(e)),
-          );
-        },
-      });
-      await pipeline(socket, meter(claim, up.maxBytes - up.keep), sink, { signal });
-      // In stream mode the end of data means "complete", but a client that died also closes its data
-      // connection; its control connection closes just after, which aborts us. A new file only waits for one
-      // more poll of the sockets (a mirror of many files must not pay the grace); a replacement waits longer.
-      if (up.replaces) await sleep(REPLACE_GRACE_MS, undefined, { signal });
-      else await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
-      signal.throwIfAborted();
-      if (up.announced !== undefined && received !== up.announced) {
-        throw new ShortUploadError(`Upload incomplete: ${received} of the ${up.announced} bytes announced with ALLO arrived; the file was not changed.`);
-      }
-    } finally {
-      await fh.close();
-    }
-    await rename(temp, up.target);
-    return received;
-  } catch (e) {
-    await rm(temp, { force: true });
-    throw e;
+export async function receiveFile(write: CardWrite, socket: Socket, signal: AbortSignal, opts: Receive): Promise<number> {
+  let received = 0;
+  const both = AbortSignal.any([signal, write.signal]);
+  await pipeline(socket, meter(write, (n) => (received += n)), write.sink(1024 * 1024), { signal: both });
+  // In stream mode the end of data means "complete", but a client that died also closes its data connection; its
+  // control connection closes just after, which aborts us. A new file only waits for one more poll of the sockets
+  // (a mirror of many files must not pay the grace); a replacement waits longer.
+  if (opts.replaces) await sleep(REPLACE_GRACE_MS, undefined, { signal: both });
+  else await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+  both.throwIfAborted();
+  if (opts.announced !== undefined && received !== opts.announced) {
+    throw new ShortUploadError(`Upload incomplete: ${received} of the ${opts.announced} bytes announced with ALLO arrived; the file was not changed.`);
   }
+  await write.commit();
+  return received;
 }

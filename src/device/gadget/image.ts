@@ -3,8 +3,7 @@
 import { open, readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { isTempName } from "../card.js";
-import { isPartialUpload } from "../ftp/server.js";
+import { isInternalName } from "../card/card.js";
 import { failure, GadgetError, isMountPoint, mustRun, runCommand } from "./system.js";
 
 export class CardImage {
@@ -75,7 +74,7 @@ export class CardImage {
     for (const entry of await readdir(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) removed += await this.removeLeftovers(path);
-      else if (isTempName(entry.name) || isPartialUpload(entry.name)) {
+      else if (isInternalName(entry.name)) {
         await rm(path, { force: true });
         removed++;
       }

@@ -82,6 +82,8 @@ interface FlagDef {
 }
 
 export class FlagError extends Error {
+  override readonly name = "FlagError";
+  readonly code = "EFLAG";
   constructor(message: string, readonly exitCode: number) {
     super(message);
   }
@@ -122,7 +124,7 @@ function parseLogFormat(v: string): "text" | "json" {
 }
 
 /** -max-background's default: commands of one fire-and-forget hook running at once. */
-export const DEFAULT_MAX_BACKGROUND = 8;
+const DEFAULT_MAX_BACKGROUND = 8;
 
 /** -jobs-keep's default: jobs kept. */
 export const DEFAULT_JOBS_KEEP = 1000;
@@ -131,7 +133,7 @@ export const DEFAULT_JOBS_KEEP = 1000;
 export const DEFAULT_JOBS_OUTPUT = 64 * 1024;
 
 /** -max-output's default: the tail of a command's output kept for the answer and the log. */
-export const DEFAULT_MAX_OUTPUT = 1024 * 1024;
+const DEFAULT_MAX_OUTPUT = 1024 * 1024;
 
 const FLAGS: FlagDef[] = [
   {

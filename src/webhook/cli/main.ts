@@ -5,7 +5,7 @@
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import type { Server } from "node:net";
 import type { TlsOptions } from "node:tls";
-import { ActivationError, describeListener, listenError, listenOn, listenOnFd, takeSystemdSocket, unbracket } from "../http/listen.js";
+import { ActivationError, describeListener, listenAt, listenError, listenOnFd, takeSystemdSocket, unbracket } from "../http/listen.js";
 import { errorText } from "../go/errno.js";
 import { secretsOf } from "../hooks/config.js";
 import { Runner } from "../run/runner.js";
@@ -187,7 +187,7 @@ async function main(): Promise<void> {
         );
       }
       try {
-        await listenOn(server, opts.socket !== "" ? { socket: opts.socket } : { ip, port: opts.port });
+        await listenAt(server, opts.socket !== "" ? { socket: opts.socket } : { ip, port: opts.port });
         // A start that fails from here on must not leave the socket file behind (close() removes it
         // on a normal shutdown).
         if (opts.socket !== "") process.once("exit", () => rmSync(opts.socket, { force: true }));

@@ -3,7 +3,10 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 
-export class PidFileError extends Error {}
+export class PidFileError extends Error {
+  override readonly name = "PidFileError";
+  readonly code = "EPIDFILE";
+}
 
 function processExists(pid: number): boolean {
   try {

@@ -65,7 +65,10 @@ const PREFERENCE: string[] = [
 const VERSIONS: Record<string, SecureVersion> = { "1.0": "TLSv1", "1.1": "TLSv1.1", "1.2": "TLSv1.2", "": "TLSv1.2", "1.3": "TLSv1.3" };
 const ORDER: SecureVersion[] = ["TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"];
 
-export class TlsConfigError extends Error {}
+export class TlsConfigError extends Error {
+  override readonly name = "TlsConfigError";
+  readonly code = "ETLSCONFIG";
+}
 
 /** -tls-min-version's value as Node's name; throws the reference's message for anything else. */
 export function minVersion(v: string): SecureVersion {
@@ -83,7 +86,7 @@ export function listCipherSuites(min: SecureVersion): string {
 }
 
 /** -cipher-suites (comma-separated Go names; "" for all) as an OpenSSL cipher string, in Go's preference order. */
-export function cipherString(list: string, min: SecureVersion): string {
+function cipherString(list: string, min: SecureVersion): string {
   const chosen =
     list === ""
       ? SUITES

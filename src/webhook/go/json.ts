@@ -14,7 +14,10 @@ export class JsonNumber {
 
 export type JsonValue = null | boolean | string | JsonNumber | JsonValue[] | { [key: string]: JsonValue };
 
-export class JsonSyntaxError extends Error {}
+class JsonSyntaxError extends Error {
+  override readonly name = "JsonSyntaxError";
+  readonly code = "EJSONSYNTAX";
+}
 
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
 

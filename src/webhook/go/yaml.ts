@@ -9,6 +9,8 @@ export type YamlValue = null | boolean | bigint | number | string | YamlValue[] 
 export type YamlMap = Map<string, YamlValue>;
 
 export class YamlError extends Error {
+  override readonly name = "YamlError";
+  readonly code = "EYAML";
   constructor(
     message: string,
     /** 1-based line and column, when known. */
@@ -16,12 +18,11 @@ export class YamlError extends Error {
     readonly col?: number,
   ) {
     super(message);
-    this.name = "YamlError";
   }
 }
 
-/** yaml.v2 caps alias expansion too: a small file must not expand into gigabytes. */
-const MAX_DECODED_NODES = 1_000_000;
+/** yaml.v2 caps alias expansion too: a small file must not expand into gigabytes (a real hooks file holds thousands of values). */
+const MAX_DECODED_NODES = 250_000;
 
 const BOOLS = new Map<string, boolean>([
   ...["y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"].map((s) => [s, true] as const),
@@ -56,7 +57,7 @@ function parseFiniteFloat(s: string): number | undefined {
 }
 
 /** yaml.v2's resolve() for an untagged plain scalar. */
-export function resolvePlain(text: string): YamlValue {
+function resolvePlain(text: string): YamlValue {
   if (NULLS.has(text)) return null;
   const b = BOOLS.get(text);
   if (b !== undefined) return b;

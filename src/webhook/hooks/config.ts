@@ -14,9 +14,10 @@ import { signatureMatchProblem, signatureSecrets } from "./signatures.js";
 import { runPolicy } from "./run-fields.js";
 
 export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  readonly code = "ECONFIG";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = "ConfigError";
   }
 }
 
@@ -304,13 +305,6 @@ export function parseHooks(path: string, source: string, options: LoadOptions = 
       throw new ConfigError(`${path}: ${e.message}`);
     }
   });
-}
-
-/** Reads one hooks file; throws ConfigError naming the file and what is wrong. */
-export function loadHooksFile(path: string, options: LoadOptions = {}): Hook[] {
-  // The reference treats an empty path as a file without hooks.
-  if (path === "") return [];
-  return parseHooks(path, readHooksFile(path), options);
 }
 
 /**

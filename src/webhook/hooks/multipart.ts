@@ -94,7 +94,7 @@ function decode2231(v: string): string | undefined {
  * Go's mime.ParseMediaType over a string of bytes (one char per byte): the lower-cased type and
  * its parameters, RFC 2231 continuations joined; throws Go's error text.
  */
-export function parseMediaType(v: string): { type: string; params: Map<string, string> } {
+function parseMediaType(v: string): { type: string; params: Map<string, string> } {
   const semi = v.indexOf(";");
   const base = semi === -1 ? v : v.slice(0, semi);
   const type = base.toLowerCase().trim();

@@ -6,7 +6,7 @@ import { encodeBytes, hasRawBytes } from "../go/bytes.js";
 
 const cache = new Map<string, RE2JS>();
 
-export function compileGoRegex(pattern: string): RE2JS {
+function compileGoRegex(pattern: string): RE2JS {
   let re = cache.get(pattern);
   if (re) return re;
   re = RE2JS.compile(pattern);

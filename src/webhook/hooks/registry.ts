@@ -243,7 +243,10 @@ export class HookRegistry {
   }
 }
 
-export class DuplicateHookError extends Error {}
+export class DuplicateHookError extends Error {
+  override readonly name = "DuplicateHookError";
+  readonly code = "EDUPLICATEHOOK";
+}
 
 function inode(path: string): number | undefined {
   try {

@@ -60,7 +60,7 @@ export function parseHeaders(rawHeaders: string[]): Record<string, string> {
 }
 
 /** The transport reads header bytes as latin1; Go keeps the bytes. */
-export function headerText(v: string): string {
+function headerText(v: string): string {
   return decodeLatin1(v);
 }
 

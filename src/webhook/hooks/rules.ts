@@ -1,7 +1,8 @@
 // Trigger rules: and / or / not / match, evaluated with the reference's error semantics.
 // An evaluation yields a result and maybe an error; a missing parameter (ParameterNodeError) only
 // makes a match false, a signature error may be "soft" inside an `or`, anything else is a 500.
-import { createHmac, hash, timingSafeEqual } from "node:crypto";
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { sameSecret } from "../../shared/secret.js";
 import type { HookRequest, MatchRule, Rule } from "./hook.js";
 import { getArgument, ParameterNodeError } from "./values.js";
 import { canonicalHeaderKey } from "../go/header.js";
@@ -51,7 +52,7 @@ function evaluateMatch(m: MatchRule, r: HookRequest, warn: Warn): Evaluation {
     const arg = getArgument(m.parameter ?? { source: "" as never }, r);
     switch (m.type) {
       case "value":
-        return { ok: constantTimeEqual(arg, m.value ?? "") };
+        return { ok: sameSecret(arg, m.value ?? "") };
       case "regex":
         return { ok: matchGoRegex(m.regex ?? "", arg) };
       case "payload-hash-sha1":
@@ -75,21 +76,6 @@ function evaluateMatch(m: MatchRule, r: HookRequest, warn: Warn): Evaluation {
   } catch (e) {
     return { ok: false, error: e instanceof Error ? e : new Error(String(e)) };
   }
-}
-
-// Digests of the values in hooks files, computed once: only the request's side varies.
-const configuredDigests = new Map<string, Buffer>();
-
-/** Constant-time string equality: compares SHA-256 digests, which always have equal length. */
-export function constantTimeEqual(actual: string, configured: string): boolean {
-  let expected = configuredDigests.get(configured);
-  if (expected === undefined) {
-    expected = Buffer.from(hash("sha256", configured, "base64"), "base64");
-    if (configuredDigests.size < 10_000) configuredDigests.set(configured, expected);
-  }
-  // Through a base64 string: a small Buffer.from comes from Node's pool, a "buffer" digest
-  // would be a fresh external allocation per request, and those drive full GCs.
-  return timingSafeEqual(Buffer.from(hash("sha256", actual, "base64"), "base64"), expected);
 }
 
 function signaturesFrom(source: string, prefix: string): string[] {
@@ -144,7 +130,7 @@ function checkScalrSignature(r: HookRequest, signingKey: string): boolean {
 }
 
 /** An address as 4 or 16 bytes, or undefined when it does not parse. */
-export function parseIp(s: string): number[] | undefined {
+function parseIp(s: string): number[] | undefined {
   if (/^\d{1,3}(\.\d{1,3}){3}$/.test(s)) {
     const parts = s.split(".").map(Number);
     if (parts.some((p, i) => p > 255 || (s.split(".")[i]!.length > 1 && s.split(".")[i]!.startsWith("0")))) return undefined;
@@ -194,7 +180,7 @@ function toV4(ip: number[]): number[] | undefined {
 }
 
 /** Whether "ip:port" (IPv6 in brackets) falls in one of the space-separated CIDR ranges. */
-export function checkIpWhitelist(remoteAddr: string, ipRange: string): boolean {
+function checkIpWhitelist(remoteAddr: string, ipRange: string): boolean {
   let ip = remoteAddr.replace(/^[ [\]]+|[ [\]]+$/g, "");
   const colon = ip.lastIndexOf(":");
   if (colon !== -1) ip = ip.slice(0, colon).replace(/^[ [\]]+|[ [\]]+$/g, "");

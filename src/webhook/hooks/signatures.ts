@@ -15,10 +15,8 @@ import { getArgument } from "./values.js";
 
 /** A signature that does not match, or a timestamp outside the tolerance. */
 export class SignatureError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "SignatureError";
-  }
+  override readonly name = "SignatureError";
+  readonly code = "ESIGNATURE";
 }
 
 export const SIGNATURE_TYPES = [

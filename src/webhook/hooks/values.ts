@@ -8,6 +8,8 @@ import { canonicalHeaderKey } from "../go/header.js";
 
 /** A referenced node does not exist: rules treat it as "no match", never as a failure. */
 export class ParameterNodeError extends Error {
+  override readonly name = "ParameterNodeError";
+  readonly code = "EPARAMETERNODE";
   constructor(readonly key: string) {
     super(`parameter node not found: ${key}`);
   }
@@ -22,7 +24,7 @@ function isMap(v: unknown): v is Record<string, unknown> {
 const INDEX = /^\d+$/;
 
 /** Walks `params` along the dot path `s` (GetParameter in the reference). */
-export function getParameter(s: string, params: unknown): unknown {
+function getParameter(s: string, params: unknown): unknown {
   if (Array.isArray(params)) {
     if (params.length === 0) throw new ParameterNodeError(s);
     const dot = s.indexOf(".");
@@ -63,7 +65,10 @@ export function replaceParameter(s: string, params: unknown, value: unknown): bo
 }
 
 /** Thrown for a source or request key the reference does not know; rules turn it into a 500. */
-export class SourceError extends Error {}
+class SourceError extends Error {
+  override readonly name = "SourceError";
+  readonly code = "ESOURCE";
+}
 
 /** Returns the argument's value as a string, or throws ParameterNodeError / SourceError. */
 export function getArgument(arg: Argument, r: HookRequest): string {

@@ -4,6 +4,7 @@
 // hooks run never inherit them.
 import { existsSync, readFileSync, readlinkSync } from "node:fs";
 import { dirname } from "node:path";
+import { listenEverywhere, listenOn } from "../../shared/listen.js";
 import { errnoText } from "../go/errno.js";
 import type { AddressInfo, Server } from "node:net";
 
@@ -11,9 +12,10 @@ import type { AddressInfo, Server } from "node:net";
 const LISTEN_FDS_START = 3;
 
 export class ActivationError extends Error {
+  override readonly name = "ActivationError";
+  readonly code = "EACTIVATION";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = "ActivationError";
   }
 }
 
@@ -77,25 +79,11 @@ export function describeListener(server: Server, fd: number): string {
 export type ListenAddress = { ip: string; port: number } | { socket: string };
 
 /** Listens as Go does for the address: 0.0.0.0 (or "") also accepts IPv6 when the host has it. */
-export function listenOn(server: Server, address: ListenAddress): Promise<void> {
-  const attempt = (opts: { host: string; port: number; ipv6Only?: boolean } | { path: string }): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const onError = (e: Error): void => reject(e);
-      server.once("error", onError);
-      server.listen(opts, () => {
-        server.off("error", onError);
-        resolve();
-      });
-    });
-  if ("socket" in address) return attempt({ path: address.socket });
+export async function listenAt(server: Server, address: ListenAddress): Promise<void> {
+  if ("socket" in address) return listenOn(server, { path: address.socket });
   const { ip, port } = address;
-  if (ip === "0.0.0.0" || ip === "") {
-    return attempt({ host: "::", port, ipv6Only: false }).catch((e: NodeJS.ErrnoException) => {
-      if (e.code === "EADDRINUSE" || e.code === "EACCES") throw e;
-      return attempt({ host: "0.0.0.0", port });
-    });
-  }
-  return attempt({ host: ip, port });
+  if (ip === "0.0.0.0" || ip === "") await listenEverywhere(server, port);
+  else await listenOn(server, { host: ip, port });
 }
 
 /** The reference's message for a failed listen: "error listening on port: listen tcp 1.2.3.4:80: bind: …". */

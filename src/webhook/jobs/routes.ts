@@ -1,7 +1,7 @@
 // GET /jobs/<id> and GET /jobs?hook=ID (-jobs), outside the hook URL prefix like /metrics. Job
 // output may hold secrets, so access can be limited to a bearer token (-jobs-token) or a user and
 // password (-jobs-auth user:password), compared in constant time.
-import { createHash, timingSafeEqual } from "node:crypto";
+import { sameSecret } from "../../shared/secret.js";
 import { summary } from "./job.js";
 import type { JobStore } from "./store.js";
 
@@ -62,10 +62,4 @@ function checkAccess(authorization: string | undefined, access: JobsAccess): Job
   if (access.basic !== undefined && scheme === "basic" && sameSecret(Buffer.from(credentials, "base64").toString("utf8"), access.basic)) return undefined;
   const challenge = access.token !== undefined ? 'Bearer realm="jobs"' : 'Basic realm="jobs", charset="UTF-8"';
   return json(401, { error: "the jobs routes need the credentials given to -jobs-token or -jobs-auth" }, [["WWW-Authenticate", challenge]]);
-}
-
-/** Constant-time equality of two strings of any length (their SHA-256 digests are compared). */
-function sameSecret(given: string, expected: string): boolean {
-  const digest = (s: string): Buffer => createHash("sha256").update(s).digest();
-  return timingSafeEqual(digest(given), digest(expected));
 }

@@ -66,7 +66,7 @@ export interface Matched extends Accepted {
 }
 
 
-export const MSG = {
+const MSG = {
   notFound: "Hook not found.",
   rulesNotSatisfied: "Hook rules were not satisfied.",
   ruleError: "Error occurred while evaluating hook rules.",

@@ -17,7 +17,10 @@ export interface TemplateFunction {
 }
 
 /** An error a function returns; execution reports it as "error calling NAME: message". */
-export class FuncError extends Error {}
+export class FuncError extends Error {
+  override readonly name = "FuncError";
+  readonly code = "EFUNC";
+}
 
 const builtin = (params: ParamKind[], variadic: ParamKind | null, call: (args: GoValue[]) => GoValue): TemplateFunction => ({
   params,
@@ -161,7 +164,7 @@ function evalArgs(args: GoValue[]): string {
 }
 
 /** template.JSEscapeString. */
-export function jsEscape(s: string): string {
+function jsEscape(s: string): string {
   let out = "";
   for (const c of s) {
     const cp = c.codePointAt(0)!;
@@ -196,13 +199,13 @@ export function jsEscape(s: string): string {
 }
 
 /** template.HTMLEscapeString. */
-export function htmlEscape(s: string): string {
+function htmlEscape(s: string): string {
   const map: Record<string, string> = { '"': "&#34;", "'": "&#39;", "&": "&amp;", "<": "&lt;", ">": "&gt;", "\0": "\uFFFD" };
   return s.replace(/["'&<>\0]/g, (c) => map[c]!);
 }
 
 /** url.QueryEscape. */
-export function queryEscape(s: string): string {
+function queryEscape(s: string): string {
   let out = "";
   for (const byte of Buffer.from(s, "utf8")) {
     const c = String.fromCharCode(byte);

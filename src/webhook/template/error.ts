@@ -4,6 +4,8 @@
  * `template: NAME:LINE:COL: executing "NAME" at <node>: message` for execution errors.
  */
 export class TemplateError extends Error {
+  override readonly name = "TemplateError";
+  readonly code = "ETEMPLATE";
   constructor(
     message: string,
     /** The template's name (the hooks file, as the caller named it). */
@@ -12,6 +14,5 @@ export class TemplateError extends Error {
     readonly line: number,
   ) {
     super(message);
-    this.name = "TemplateError";
   }
 }

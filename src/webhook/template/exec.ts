@@ -12,7 +12,7 @@ const MISSING = Symbol("missing");
 type Final = GoValue | typeof MISSING;
 
 /** Go allows 100000 nested {{template}} calls; JavaScript's stack allows fewer. */
-export const MAX_TEMPLATE_DEPTH = 1000;
+const MAX_TEMPLATE_DEPTH = 1000;
 
 const BREAK = Symbol("break");
 const CONTINUE = Symbol("continue");

@@ -136,7 +136,7 @@ function fmtF(a: Decimal, prec: number): string {
 }
 
 /** strconv.FormatFloat(x, verb, prec, 64) for verbs e E f F g G; prec -1 means shortest. */
-export function formatFloat(x: number, verb: string, prec: number): string {
+function formatFloat(x: number, verb: string, prec: number): string {
   if (Number.isNaN(x)) return "NaN";
   if (!Number.isFinite(x)) return x > 0 ? "+Inf" : "-Inf";
   const neg = x < 0 || Object.is(x, -0);

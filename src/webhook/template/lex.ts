@@ -48,7 +48,7 @@ function charAt(input: string, pos: number): string | undefined {
 }
 
 /** Go's %#U: U+0041 'A' (the quoted form only for printable characters). */
-export function describeRune(c: string): string {
+function describeRune(c: string): string {
   const cp = c.codePointAt(0) ?? 0;
   const hex = cp.toString(16).toUpperCase().padStart(4, "0");
   return /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u.test(c) ? `U+${hex} '${c}'` : `U+${hex}`;

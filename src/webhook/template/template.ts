@@ -34,7 +34,7 @@ function readText(path: string): string | undefined {
 }
 
 /** getenv, cat and credential, as adnanh/webhook defines them. */
-export function hookFuncs(env: NodeJS.ProcessEnv = process.env): Record<string, TemplateFunc> {
+function hookFuncs(env: NodeJS.ProcessEnv = process.env): Record<string, TemplateFunc> {
   const getenv = (name: string): string => env[name] ?? "";
   return {
     getenv,

@@ -1,4 +1,4 @@
-// Issue 3, point 1: -secure, -cert, -key, -tls-min-version, -cipher-suites, -list-cipher-suites.
+// HTTPS: -secure, -cert, -key, -tls-min-version, -cipher-suites, -list-cipher-suites.
 // A certificate is generated here with the openssl CLI; requests are real TLS handshakes.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { bin, freePort, removeDir, run, tempDir } from "../helpers.js";
 import { fixture, writeHooks } from "./fixtures/harness.js";
-import { httpsSend, startWebhook, type Webhook } from "./fixtures/prod.js";
+import { httpsSend, startWebhook, type Webhook } from "./fixtures/flags.js";
 
 let dir = "";
 let cert = "";

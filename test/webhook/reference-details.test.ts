@@ -1,4 +1,4 @@
-// Implementer's focused checks of details the reference fixes exactly: Go's usage layout,
+// Details the reference fixes exactly: Go's usage layout,
 // gorilla/mux routing answers, Go's JSON encoding of entire-payload, response content types,
 // XML decoding and the working-directory error. Real bin/webhook, real HTTP, real commands.
 import { after, before, describe, test } from "node:test";
@@ -24,7 +24,7 @@ function run(command: string, args: string[]): Promise<{ code: number | null; st
   });
 }
 
-describe("impl: flags", () => {
+describe("flags", () => {
   test("-help prints Go's usage layout on stderr and exits 0", async () => {
     const r = await run(bin("webhook"), ["-help"]);
     assert.equal(r.code, 0);
@@ -53,7 +53,7 @@ describe("impl: flags", () => {
   });
 });
 
-describe("impl: requests", () => {
+describe("requests", () => {
   let dir: string;
   let server: RunningProgram;
   let base: string;

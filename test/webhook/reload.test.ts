@@ -1,4 +1,4 @@
-// Issue 3, point 3: -hotreload and SIGUSR1/SIGHUP. A hooks file edited in place, replaced by a
+// Reloading hooks: -hotreload and SIGUSR1/SIGHUP. A hooks file edited in place, replaced by a
 // rename, swapped through a symlink (as kubectl does for ConfigMaps), removed and re-created;
 // an invalid file keeps the old hooks; requests during 100 rewrites only ever see a valid set.
 import { after, before, describe, test } from "node:test";
@@ -7,7 +7,7 @@ import { mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eventually, freePort, removeDir, tempDir } from "../helpers.js";
 import { send } from "./fixtures/harness.js";
-import { startWebhook, type Webhook } from "./fixtures/prod.js";
+import { startWebhook, type Webhook } from "./fixtures/flags.js";
 
 /** A hook whose response message names the set it belongs to. */
 const hook = (id: string, label: string): unknown => ({ id, "execute-command": "/bin/true", "response-message": label });

@@ -1,0 +1,159 @@
+// The SD card: a folder, and the one owner of its paths, its writes and its space. The web upload and the FTP
+// server both work through its file-system interface (CardFileSystem); the API, MQTT and the panel read its figures.
+import { mkdir, realpath } from "node:fs/promises";
+import { Inventory, type CardFigures } from "./figures.js";
+import { CardPaths, isInternalName, type CardPath } from "./paths.js";
+import { Writes, type CardWrite, type WriteOptions } from "./writes.js";
+
+export { CardError, type CardErrorCode } from "./errors.js";
+export type { CardFigures } from "./figures.js";
+export { isInternalName, type CardPath } from "./paths.js";
+export type { CardWrite, WriteOptions } from "./writes.js";
+
+/**
+ * What a file server needs from the card (as ftp-srv's FileSystem): every path it touches is resolved here, every
+ * new file is written here. Paths are card paths ("/album/a.jpg"); errors are CardError.
+ */
+export interface CardFileSystem {
+  /** The real path of an existing entry, following symlinks only while they stay inside the card. */
+  existing(path: string): Promise<string>;
+  /** Where a new entry goes, or the entry itself to remove or rename it (a symlink stays a link): its folder must exist. */
+  creatable(path: string): Promise<CardPath>;
+  /** Refuses a new entry's name the card cannot hold (the FAT rules when the card has them). */
+  allowNew(target: CardPath): Promise<void>;
+  /** Starts writing a file: claims its space, and lands it atomically on commit. */
+  beginWrite(target: CardPath, opts?: WriteOptions): Promise<CardWrite>;
+  /** Real paths whose entries the server changed itself (deleted, renamed, folders made or removed). */
+  changed(paths: string[]): void;
+  /** Whether a name is the card's own (a write in progress): never listed, reached or created. */
+  isInternal(name: string): boolean;
+  /** Whether a real path lies inside the card. */
+  inside(real: string): boolean;
+}
+
+export interface CardOptions {
+  /** Emulated capacity in bytes, enforced; undefined = the folder's filesystem. */
+  capacity: number | undefined;
+  rescanIntervalMs: number;
+  warn: (message: string) => void;
+  /** Called after the figures change (debounced by the caller if needed). */
+  onChange?: () => void;
+  /** Refuse names and sizes a FAT32 card cannot hold (see fat-names.ts). */
+  fatNames?: boolean;
+  /**
+   * For a card whose filesystem comes and goes (a USB gadget image, unmounted while the USB host holds it):
+   * whether it is mounted now. While it is not, the figures are the last known; on setWritable(true) it is re-read.
+   */
+  mounted?: () => boolean;
+}
+
+export class Card implements CardFileSystem {
+  private readonly paths: CardPaths;
+  private readonly inventory: Inventory;
+  private readonly writes: Writes;
+  private rescanTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    root: string,
+    private readonly opts: CardOptions,
+  ) {
+    const fatNames = opts.fatNames ?? false;
+    this.paths = new CardPaths(root, fatNames);
+    this.inventory = new Inventory(() => this.paths.root, {
+      capacity: opts.capacity,
+      warn: opts.warn,
+      onChange: opts.onChange,
+      mounted: opts.mounted,
+      writing: () => this.writes.isWritable,
+    });
+    this.writes = new Writes(this.paths, this.inventory, fatNames);
+  }
+
+  /** The card folder's real path (once open). */
+  get root(): string {
+    return this.paths.root;
+  }
+
+  get emulated(): boolean {
+    return this.opts.capacity !== undefined;
+  }
+
+  /** Creates the folder if missing, takes the first inventory and starts watching. */
+  async open(): Promise<void> {
+    await mkdir(this.paths.root, { recursive: true });
+    this.paths.root = await realpath(this.paths.root);
+    await this.inventory.refreshStatfs();
+    await this.inventory.rescan(true);
+    this.rescanTimer = setInterval(
+      () => void this.inventory.rescan().catch((e) => this.opts.warn(`card rescan failed: ${(e as Error).message}`)),
+      this.opts.rescanIntervalMs,
+    );
+    this.rescanTimer.unref();
+  }
+
+  close(): void {
+    clearInterval(this.rescanTimer);
+    this.inventory.close();
+  }
+
+  /** The figures GET / reports: no tree walk, one statfs call at most. */
+  figures(): Promise<CardFigures> {
+    return this.inventory.figures();
+  }
+
+  /** Whether the card belongs to the network (FTP mode). In MSC mode it belongs to the USB host and we write nothing. */
+  get isWritable(): boolean {
+    return this.writes.isWritable;
+  }
+
+  /** Gives the card to the network or takes it back; taking it back aborts every write in progress. */
+  async setWritable(writable: boolean): Promise<void> {
+    await this.writes.setWritable(writable);
+    if (!writable) return;
+    if (this.opts.mounted) await this.inventory.remounted();
+    await this.writes.removeStale(this.opts.warn);
+  }
+
+  /** Bytes a new write may still claim. */
+  available(): number {
+    return this.writes.available();
+  }
+
+  existing(path: string): Promise<string> {
+    return this.paths.existing(path);
+  }
+
+  creatable(path: string): Promise<CardPath> {
+    return this.paths.creatable(path);
+  }
+
+  allowNew(target: CardPath): Promise<void> {
+    return this.paths.allowNew(target);
+  }
+
+  /** A web upload's file name → where it goes (see CardPaths.uploadTarget); CardError "unsafe-path" if refused. */
+  uploadTarget(name: string): Promise<CardPath> {
+    return this.paths.uploadTarget(name);
+  }
+
+  beginWrite(target: CardPath, opts?: WriteOptions): Promise<CardWrite> {
+    return this.writes.begin(target, opts);
+  }
+
+  /** Commits several writes as one (a multi-file upload): all land, or none does. */
+  commitAll(writes: readonly CardWrite[]): Promise<void> {
+    return this.writes.commitAll(writes);
+  }
+
+  changed(paths: string[]): void {
+    this.inventory.changed(paths);
+  }
+
+  isInternal(name: string): boolean {
+    return isInternalName(name);
+  }
+
+  inside(real: string): boolean {
+    return this.paths.inside(real);
+  }
+}

@@ -1,0 +1,35 @@
+// The one way the card refuses an operation; `code` tells each caller (web upload, FTP) which answer fits.
+
+export type CardErrorCode =
+  /** A client name the web upload refuses (NUL, "..", a link leading out, a file where a folder must be). */
+  | "unsafe-path"
+  /** Nothing reachable there: missing, or one of the card's own internal names. */
+  | "not-found"
+  /** The path exists but resolves outside the card (a symlink leading out). */
+  | "outside"
+  /** A new entry may not take that name (the card root, an internal name, the FAT rules). */
+  | "name-not-allowed"
+  /** The card cannot hold the bytes. */
+  | "no-space"
+  /** The card cannot hold a file this big (FAT32: under 4 GiB). */
+  | "too-big"
+  /** Another write to the same file is in progress. */
+  | "busy"
+  /** The card belongs to the USB host (MSC mode), or the write was aborted. */
+  | "not-writable";
+
+export class CardError extends Error {
+  override readonly name = "CardError";
+  constructor(
+    readonly code: CardErrorCode,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A client-supplied name, safe to put in a message (control characters replaced, length capped). */
+export function printable(name: string): string {
+  return name.replace(/[\0-\x1f\x7f]/g, "?").slice(0, 200);
+}

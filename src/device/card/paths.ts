@@ -1,0 +1,166 @@
+// Card paths: a client's name → a path inside the card, never outside it; the card's own internal names (writes
+// in progress); the rules for new names (FAT's, when the card has them).
+import { randomBytes } from "node:crypto";
+import { realpathSync } from "node:fs";
+import { lstat, mkdir, realpath } from "node:fs/promises";
+import { basename, dirname, join, sep } from "node:path";
+import { fatCaseTwin, fatNameProblem } from "../fat-names.js";
+import { CardError, printable } from "./errors.js";
+
+export interface CardPath {
+  /** Card-relative path with "/" separators and no "." or ".." segments, e.g. "photos/2024/a.jpg". */
+  relative: string;
+  /** Absolute path on this machine of the entry itself (a symlink there stays a link). */
+  absolute: string;
+  /** The real folder that holds the entry, when it exists already (a web upload may create its folders). */
+  folder?: string;
+}
+
+const TEMP_NAME = /^\.framefi-upload-[0-9a-f]+\.part$/;
+/** The FTP server's temp names before the card owned every write: still found on cards, still internal. */
+const LEGACY_FTP_TEMP = /^\..*\.ftp-partial-[0-9a-f]{8}$/s;
+
+/** Whether a file name is the card's own (a write in progress): never listed, reached or created by clients. */
+export function isInternalName(name: string): boolean {
+  return TEMP_NAME.test(name) || LEGACY_FTP_TEMP.test(name);
+}
+
+/** A fresh temp name for a write in progress. */
+export function tempName(): string {
+  return `.framefi-upload-${randomBytes(8).toString("hex")}.part`;
+}
+
+export class CardPaths {
+  /** The card folder's real path (set by Card.open). */
+  root: string;
+
+  constructor(
+    root: string,
+    private readonly fatNames: boolean,
+  ) {
+    this.root = root;
+  }
+
+  /** Whether a real path lies inside the card. */
+  inside(real: string): boolean {
+    return real === this.root || real.startsWith(this.root + sep);
+  }
+
+  /**
+   * The real path of something that exists at the card path `path` ("/a/b" or "a/b"), following symlinks only
+   * while they stay inside the card. Internal names are not there for clients.
+   */
+  async existing(path: string): Promise<string> {
+    if (path.split("/").some(isInternalName)) throw new CardError("not-found", "No such file or folder.");
+    let real: string;
+    try {
+      real = realpathSync.native(join(this.root, path));
+    } catch (e) {
+      throw new CardError("not-found", "No such file or folder.", { cause: e });
+    }
+    if (!this.inside(real)) throw new CardError("outside", "Permission denied: the path leads outside the card.");
+    return real;
+  }
+
+  /** Where a new entry at the card path `path` goes (or the entry itself, to remove or rename it): its folder must exist. */
+  async creatable(path: string): Promise<CardPath> {
+    const name = basename(path);
+    if (path === "/" || path === "" || name === "") throw new CardError("name-not-allowed", "The card's root cannot be replaced.");
+    if (isInternalName(name)) throw new CardError("name-not-allowed", "That name is reserved for uploads in progress; choose another.");
+    const folder = await this.existing(dirname(path));
+    const relative = path.split("/").filter((s) => s !== "" && s !== ".").join("/");
+    return { relative, absolute: join(folder, name), folder };
+  }
+
+  /** Refuses a new entry's name the card cannot hold (FAT: forbidden characters, a case-insensitive twin). */
+  async allowNew(target: CardPath): Promise<void> {
+    if (!this.fatNames) return;
+    const name = basename(target.absolute);
+    const why = fatNameProblem(name) ?? (await this.caseTwin(dirname(target.absolute), name));
+    if (why) throw new CardError("name-not-allowed", why);
+  }
+
+  private async caseTwin(folder: string, name: string): Promise<string | undefined> {
+    const twin = await fatCaseTwin(folder, name);
+    return twin === undefined ? undefined : `the card has "${printable(twin)}", and FAT cards ignore case in names; use that spelling`;
+  }
+
+  /**
+   * A web upload's file name → where it goes; missing folders on the way are created when it lands. Refuses NUL,
+   * backslashes, absolute paths, drive letters, ".." segments, internal names, and any folder on the way that is a
+   * symlink leading out of the card or a file. The last component may be anything but a link leading out.
+   */
+  async uploadTarget(name: string): Promise<CardPath> {
+    const refuse = (why: string): never => {
+      throw new CardError("unsafe-path", `Invalid file name "${printable(name)}": ${why}.`);
+    };
+    if (name.endsWith("/") || name.endsWith("/.")) refuse("it ends with a folder separator, so it names a folder, not a file");
+    if (name.includes("\0")) refuse("it contains a NUL character");
+    if (name.includes("\\")) refuse("backslashes are not allowed; use / between folders");
+    if (name.startsWith("/")) refuse("absolute paths are not allowed; give a path relative to the card");
+    if (/^[A-Za-z]:/.test(name)) refuse("drive letters are not allowed; give a path relative to the card");
+    const segments = name.split("/").filter((s) => s !== "" && s !== ".");
+    if (segments.includes("..")) refuse("\"..\" is not allowed; the path must stay inside the card");
+    if (segments.length === 0) refuse("it names no file");
+    if (segments.some(isInternalName)) refuse("that name is reserved for uploads in progress");
+    if (segments.some((s) => Buffer.byteLength(s) > 255)) refuse("a path component is longer than 255 bytes");
+    const fatProblem = this.fatNames ? segments.map(fatNameProblem).find((p) => p !== undefined) : undefined;
+    if (fatProblem) refuse(fatProblem);
+    const relative = segments.join("/");
+    const absolute = join(this.root, ...segments);
+    let current = this.root;
+    let last: Awaited<ReturnType<typeof lstat>> | undefined;
+    for (let i = 0; i < segments.length; i++) {
+      current = join(current, segments[i]!);
+      const st = await lstat(current).catch((e: NodeJS.ErrnoException) => {
+        if (e.code === "ENOENT") return undefined;
+        throw e;
+      });
+      last = st;
+      if (!st) break;
+      const shown = segments.slice(0, i + 1).join("/");
+      if (st.isSymbolicLink()) {
+        const real = await realpath(current).catch(() => undefined);
+        if (!real || !this.inside(real)) refuse(`"${shown}" is a link that leads outside the card`);
+        if (i < segments.length - 1 && !(await lstat(real!)).isDirectory()) refuse(`"${shown}" is not a folder`);
+      } else if (i < segments.length - 1 && !st.isDirectory()) {
+        refuse(`"${shown}" is a file, not a folder`);
+      }
+    }
+    if (last?.isDirectory() && current === absolute) refuse("a folder of that name exists on the card");
+    if (this.fatNames) {
+      let folder = this.root;
+      for (const segment of segments) {
+        const twin = await fatCaseTwin(folder, segment);
+        if (twin !== undefined) refuse(`the card has "${printable(twin)}", and FAT cards ignore case in names; use that spelling`);
+        folder = join(folder, segment);
+      }
+    }
+    return { relative, absolute };
+  }
+
+  /**
+   * The real folder for `target` just before a write lands, created if missing: a folder on the way may have
+   * become a link leading out of the card since the path was resolved, so it is checked again, before creating
+   * anything and after.
+   */
+  async landingFolder(target: CardPath): Promise<string> {
+    const dir = dirname(target.absolute);
+    const refuse = (cause?: unknown): never => {
+      throw new CardError("unsafe-path", `Invalid file name "${printable(target.relative)}": a folder on its path became a link that leads outside the card while the file was being sent.`, { cause });
+    };
+    let real: string | undefined;
+    try {
+      real = realpathSync.native(dir);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+    }
+    if (real !== undefined) return this.inside(real) ? real : refuse();
+    let existing = dirname(dir);
+    while (this.inside(existing) && existing !== this.root && !(await lstat(existing).then(() => true, () => false))) existing = dirname(existing);
+    if (!this.inside(await realpath(existing))) refuse();
+    await mkdir(dir, { recursive: true });
+    const created = await realpath(dir);
+    return this.inside(created) ? created : refuse();
+  }
+}

@@ -1,0 +1,221 @@
+// Writes to the card: each new file goes to a temp file under an internal name, claims its bytes against the free
+// space together with every other write in progress (web and FTP alike), and lands by an atomic rename.
+import { closeSync, constants, ftruncate, openSync, renameSync, writev } from "node:fs";
+import { copyFile, readdir, rm, lstat } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { Writable } from "node:stream";
+import { fatSizeProblem } from "../fat-names.js";
+import { CardError, printable } from "./errors.js";
+import type { Inventory } from "./figures.js";
+import { isInternalName, tempName, type CardPath, type CardPaths } from "./paths.js";
+
+/** One file being written: bytes go to the temp file through sink(); commit() lands it, abort() removes it. */
+export interface CardWrite {
+  readonly target: CardPath;
+  readonly tempPath: string;
+  /** Aborted when the card stops belonging to the network (switch to MSC mode, restart). */
+  readonly signal: AbortSignal;
+  /** Claims `bytes` more space; throws CardError "no-space" or "too-big" when the card cannot hold them. */
+  grow(bytes: number): void;
+  /** A stream into the temp file (after the kept bytes); a full filesystem fails it with CardError "no-space". */
+  sink(highWaterMark: number): Writable;
+  /**
+   * Renames the temp file into place (creating missing folders, re-checking links) and counts it in the figures.
+   * When it fails the write is still open: the caller aborts it.
+   */
+  commit(): Promise<void>;
+  /** Removes the temp file and releases the claimed space. Safe to call more than once, and after commit. */
+  abort(): Promise<void>;
+}
+
+export interface WriteOptions {
+  /** Bytes to claim at once, so a write that cannot fit is refused before any byte arrives. */
+  expectedBytes?: number;
+  /** Existing bytes to keep at the start (FTP APPE and REST): the first `bytes` of the file at `from`. */
+  keep?: { from: string; bytes: number };
+  /** Refuse when another exclusive write to the same file is in progress (a resumed upload builds on its content). */
+  exclusive?: string;
+}
+
+interface ActiveWrite {
+  tempPath: string;
+  claimed: number;
+  abort: () => Promise<void>;
+}
+
+export class Writes {
+  private writable = false;
+  private readonly active = new Set<ActiveWrite>();
+  private readonly exclusive = new Set<string>();
+  /** Groups of writes being committed: taking the card back waits for them, so a group lands whole or not at all. */
+  private readonly committing = new Set<Promise<void>>();
+
+  constructor(
+    private readonly paths: CardPaths,
+    private readonly inventory: Inventory,
+    private readonly fatNames: boolean,
+  ) {}
+
+  get isWritable(): boolean {
+    return this.writable;
+  }
+
+  /** Gives the card to the network or takes it back; taking it back aborts every write in progress. */
+  async setWritable(writable: boolean): Promise<void> {
+    this.writable = writable;
+    if (writable) return;
+    await Promise.all(this.committing);
+    await Promise.all([...this.active].map((w) => w.abort()));
+  }
+
+  /** Bytes a new write may still claim. */
+  available(): number {
+    let claimed = 0;
+    for (const w of this.active) claimed += w.claimed;
+    return this.inventory.available(claimed);
+  }
+
+  /**
+   * Temp files left by a crash (writes in progress are tracked, so any other is stale). Only regular files are
+   * removed: a folder or link with such a name is someone's (made before the names were refused), and one that
+   * cannot be removed is reported, never a reason to refuse FTP mode.
+   */
+  async removeStale(warn: (message: string) => void): Promise<void> {
+    const live = new Set([...this.active].map((w) => w.tempPath));
+    const root = this.paths.root;
+    const names = await readdir(root).catch(() => [] as string[]);
+    const stale = new Set([...names.filter(isInternalName).map((n) => join(root, n)), ...this.inventory.internal]);
+    const remove = async (path: string): Promise<void> => {
+      if (live.has(path)) return;
+      try {
+        if (!(await lstat(path)).isFile()) return;
+        await rm(path);
+        this.inventory.forget(path);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ENOENT") warn(`cannot remove the stale temp file ${path}: ${(e as Error).message}`);
+      }
+    };
+    await Promise.all([...stale].map(remove));
+    this.inventory.internal.clear();
+  }
+
+  /** Starts writing `target`'s new content. Throws CardError when the card is not writable or cannot hold it. */
+  async begin(target: CardPath, opts: WriteOptions = {}): Promise<CardWrite> {
+    if (!this.writable) throw new CardError("not-writable", "Cannot upload in MSC mode.");
+    if (opts.exclusive !== undefined && this.exclusive.has(opts.exclusive)) {
+      throw new CardError("busy", "Another upload to this file is in progress; try again when it is done.");
+    }
+    const keep = opts.keep?.bytes ?? 0;
+    // Next to the target when its folder exists (the rename stays in one folder); else at the root.
+    const tempPath = join(target.folder ?? this.paths.root, tempName());
+    const entry: ActiveWrite = { tempPath, claimed: 0, abort: async () => undefined };
+    const grow = (bytes: number): void => {
+      if (finished) return;
+      const tooBig = this.fatNames ? fatSizeProblem(keep + entry.claimed + bytes) : undefined;
+      if (tooBig) throw new CardError("too-big", `Cannot store "${printable(target.relative)}": ${tooBig}.`);
+      const available = this.available();
+      if (bytes > available) throw new CardError("no-space", `Not enough free space on the card: ${Math.max(0, available)} bytes free, the file needs more.`);
+      entry.claimed += bytes;
+    };
+    let finished = false;
+    await this.inventory.freshen();
+    grow(opts.expectedBytes ?? 0);
+
+    let fd: number;
+    if (opts.keep) {
+      await copyFile(opts.keep.from, tempPath, constants.COPYFILE_EXCL);
+      try {
+        fd = openSync(tempPath, "r+");
+      } catch (e) {
+        await rm(tempPath, { force: true });
+        throw e;
+      }
+    } else fd = openSync(tempPath, "wx");
+    if (opts.exclusive !== undefined) this.exclusive.add(opts.exclusive);
+    const controller = new AbortController();
+    let closed = false;
+    const close = (): void => {
+      if (!closed) closeSync(fd);
+      closed = true;
+    };
+    let removed: Promise<void> | undefined;
+    const release = (): void => {
+      finished = true;
+      this.active.delete(entry);
+      if (opts.exclusive !== undefined) this.exclusive.delete(opts.exclusive);
+    };
+    // Every caller waits for the removal, also one that comes while another abort (a mode switch) removes it.
+    const abort = async (): Promise<void> => {
+      if (removed) return removed;
+      if (finished) return;
+      release();
+      controller.abort();
+      try {
+        close();
+      } catch {
+        // the temp file goes anyway
+      }
+      removed = rm(tempPath, { force: true });
+      await removed;
+    };
+    entry.abort = abort;
+    this.active.add(entry);
+    if (keep > 0) {
+      try {
+        await new Promise<void>((resolve, reject) => ftruncate(fd, keep, (e) => (e ? reject(e) : resolve())));
+      } catch (e) {
+        await abort();
+        throw e;
+      }
+    }
+
+    let position = keep;
+    return {
+      target,
+      tempPath,
+      signal: controller.signal,
+      grow,
+      abort,
+      // writev: chunks that arrive while a write is on disk go out together in one system call.
+      sink: (highWaterMark) =>
+        new Writable({
+          highWaterMark,
+          writev: (chunks, done) => {
+            const buffers = chunks.map((c) => c.chunk as Buffer);
+            const length = buffers.reduce((n, b) => n + b.length, 0);
+            writev(fd, buffers, position, (e) => {
+              if (e) return done(e.code === "ENOSPC" ? new CardError("no-space", "Not enough free space on the card's filesystem: the upload was stopped and nothing was stored.", { cause: e }) : e);
+              position += length;
+              done();
+            });
+          },
+        }),
+      commit: async () => {
+        if (finished) throw new CardError("not-writable", "The write was aborted.");
+        close();
+        const landed = join(await this.paths.landingFolder(target), basename(target.absolute));
+        renameSync(tempPath, landed);
+        release();
+        this.inventory.landed(landed, position);
+      },
+    };
+  }
+
+  /**
+   * Commits several writes as one (a multi-file upload): all land, or — when the card was taken back first —
+   * none does. A switch to MSC mode that comes while they land waits for them.
+   */
+  async commitAll(writes: readonly CardWrite[]): Promise<void> {
+    if (!this.writable || writes.some((w) => w.signal.aborted)) throw new CardError("not-writable", "Cannot upload in MSC mode.");
+    const landing = (async () => {
+      for (const w of writes) await w.commit();
+    })();
+    const settled = landing.catch(() => undefined);
+    this.committing.add(settled);
+    try {
+      await landing;
+    } finally {
+      this.committing.delete(settled);
+    }
+  }
+}

@@ -1,0 +1,28 @@
+// Listening on a TCP address or a Unix socket, shared by the programs: "::" takes every IPv4 and
+// IPv6 address, and falls back to 0.0.0.0 on a host without IPv6.
+import type { ListenOptions, Server } from "node:net";
+
+/** Listens once; rejects with the listen error (EADDRINUSE, EACCES…). */
+export function listenOn(server: Server, options: ListenOptions): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (e: Error): void => reject(e);
+    server.once("error", onError);
+    server.listen(options, () => {
+      server.off("error", onError);
+      resolve();
+    });
+  });
+}
+
+/** Listens on every address, IPv6 and IPv4 ("::"), or on 0.0.0.0 where the host has no IPv6; the host it took. */
+export async function listenEverywhere(server: Server, port: number): Promise<"::" | "0.0.0.0"> {
+  try {
+    await listenOn(server, { host: "::", port, ipv6Only: false });
+    return "::";
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE" || code === "EACCES") throw e;
+    await listenOn(server, { host: "0.0.0.0", port });
+    return "0.0.0.0";
+  }
+}
