@@ -167,6 +167,8 @@ describe("stripe-signature", () => {
       `t=${now()},v1=${stripeSig(now(), body + "x")}`,
       `t=${now()},v1=${stripeSig(now(), body, "whsec_other")}`,
       `v1=${stripeSig(now(), body)}`,
+      `t=${now()},v1=${stripeSig(now(), body).toUpperCase()}`,
+      `t=${now()},v1=${stripeSig(now(), body)}0`,
     ]) {
       const r = await send(url("stripe"), { body, headers: { "Stripe-Signature": header } });
       assert.equal(r.status, 500, header);
@@ -215,6 +217,9 @@ describe("payload-hmac-sha256-base64 (Shopify)", () => {
     assert.equal(bad.status, 500);
     const hex = await send(url("shopify"), { body, headers: { "X-Shopify-Hmac-Sha256": createHmac("sha256", SHOPIFY_SECRET).update(body).digest("hex") } });
     assert.equal(hex.status, 500);
+    // Only the sender's spelling of the digest passes (found by fuzz-signatures.test.ts): no cut padding.
+    const unpadded = await send(url("shopify"), { body, headers: { "X-Shopify-Hmac-Sha256": shopifySig(body).replace(/=+$/, "") } });
+    assert.equal(unpadded.status, 500);
     const none = await send(url("shopify"), { body });
     assert.equal(none.text, NOT_SATISFIED);
   });
