@@ -30,8 +30,10 @@ export const SIGNATURE_TYPES = [
 
 export type SignatureType = (typeof SIGNATURE_TYPES)[number];
 
+const SIGNATURE_TYPE_SET: ReadonlySet<string> = new Set(SIGNATURE_TYPES);
+
 export function isSignatureType(type: string): type is SignatureType {
-  return (SIGNATURE_TYPES as readonly string[]).includes(type);
+  return SIGNATURE_TYPE_SET.has(type);
 }
 
 export const DEFAULT_TOLERANCE = "5m";
