@@ -2,6 +2,7 @@
 //   (a) POST to a hook whose url `secret` does not match its trigger rule, 32 connections;
 //   (b) POST to a hook that runs /bin/true with include-command-output-in-response, 8 connections;
 //   (c) as (a), but the rule is a regex (RE2, re2js) that does not match, 32 connections.
+// Then (a) and (b) again with -jobs (every execution a job, kept in memory): the cost of jobs.
 // Also measures, in the same run, a bare node:http server answering "ok" (the machine's ceiling
 // for one Node process), because this shared 2-core machine's speed varies by 2x from minute to minute.
 // Environment:
@@ -9,6 +10,7 @@
 //   WEBHOOK_BENCH_CMD      server command instead of bin/webhook; {port} and {hooks} are replaced
 //                          (e.g. another build: "/work/main/bin/webhook -hooks {hooks} -ip 127.0.0.1 -port {port}")
 //   WEBHOOK_BENCH_CEILING  "0" skips the ceiling case
+//   WEBHOOK_BENCH_JOBS     "0" skips the -jobs cases
 //   WEBHOOK_REFERENCE      path of a Go adnanh/webhook binary: measured in the same run with the
 //                          same hooks, and each case printed with ours / reference
 import { spawn, type ChildProcess } from "node:child_process";
@@ -111,7 +113,7 @@ async function ceiling(seconds: number): Promise<void> {
 }
 
 /** Starts one server, measures every case against it, prints a row per case; the rates by case name (NaN when it failed). */
-async function measureServer(label: string, command: [string, ...string[]], port: number, seconds: number): Promise<Map<string, number>> {
+async function measureServer(label: string, command: [string, ...string[]], port: number, seconds: number, only: Case[] = cases): Promise<Map<string, number>> {
   const rates = new Map<string, number>();
   console.log(`${label}: ${command.join(" ")}`);
   const server = startServer(command);
@@ -123,7 +125,7 @@ async function measureServer(label: string, command: [string, ...string[]], port
     );
     exited.catch(() => {});
     await Promise.race([waitForPort(port), exited]);
-    for (const c of cases) {
+    for (const c of only) {
       const url = `http://127.0.0.1:${port}${c.path}`;
       const probe = await fetch(url, { method: "POST", body, headers: { "content-type": "application/json" } });
       const text = await probe.text();
@@ -164,6 +166,13 @@ export async function run(): Promise<void> {
     if (process.env.WEBHOOK_BENCH_CEILING !== "0") await ceiling(seconds);
     const ours = await measureServer("ours", command, port, seconds);
     for (const c of cases) if (!((ours.get(c.name) ?? NaN) >= c.target)) failed = true;
+    if (process.env.WEBHOOK_BENCH_JOBS !== "0" && !custom) {
+      const jobsPort = await freePort();
+      const jobsCommand: [string, ...string[]] = [bin("webhook"), "-hooks", hooksFile, "-ip", "127.0.0.1", "-port", String(jobsPort), "-jobs"];
+      const withJobs = await measureServer("ours -jobs", jobsCommand, jobsPort, seconds, cases.slice(0, 2));
+      console.log("-jobs / without:");
+      for (const c of cases.slice(0, 2)) console.log(`  ${c.name.padEnd(26)} ${((withJobs.get(c.name) ?? NaN) / (ours.get(c.name) ?? NaN)).toFixed(2)}x`);
+    }
     if (reference) {
       const refPort = await freePort();
       const ref = await measureServer("reference", [reference, "-hooks", hooksFile, "-ip", "127.0.0.1", "-port", String(refPort)], refPort, seconds);

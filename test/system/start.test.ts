@@ -165,7 +165,7 @@ describe("npm start: the whole system", { skip }, () => {
       const card = await tree(join(demo, "sdcard"));
       const mode = ((await (await fetch(`${device}/`)).json()) as { mode: string }).mode;
       return card.size === photos.size && card.has("sunset-2.jpg") && mode === "USB MSC";
-    }, 20_000);
+    }, 30_000); // the hook's debounce waits 5 s before the sync starts
   });
 
   test("Ctrl-C stops both programs cleanly", async () => {

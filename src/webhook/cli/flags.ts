@@ -2,6 +2,7 @@
 // usage text: -flag value, -flag=value, --flag, booleans as -flag or -flag=false. Parsing stops
 // at the first argument that is not a flag, or after "--".
 import { msText, parseGoDuration } from "../go/duration.js";
+import { readOptionsFile } from "./options-file.js";
 
 /** The adnanh/webhook release whose flags, files and answers this server reproduces. */
 export const REFERENCE_VERSION = "2.8.2";
@@ -53,6 +54,20 @@ export interface Options {
   maxRequestMemory: number;
   /** Bytes of a command's output kept (the tail); 0 is no limit. */
   maxOutput: number;
+  /** -validate: check the hooks files, print each problem, exit 0 or 1. */
+  validate: boolean;
+  /** -jobs: every triggered execution is a job, served at /jobs. */
+  jobs: boolean;
+  jobsKeep: number;
+  /** Finished jobs older than this (ms) are forgotten; 0 never. */
+  jobsMaxAgeMs: number;
+  /** Bytes of a job's output kept. */
+  jobsOutput: number;
+  /** Where the job history is kept across restarts; "" in memory only. */
+  jobsFile: string;
+  /** A bearer token, or "user:password", that /jobs asks for; "" none. */
+  jobsToken: string;
+  jobsAuth: string;
 }
 
 type Kind = "bool" | "string" | "int" | "duration" | "value";
@@ -110,6 +125,12 @@ function parseLogFormat(v: string): "text" | "json" {
 
 /** -max-background's default: commands of one fire-and-forget hook running at once. */
 const DEFAULT_MAX_BACKGROUND = 8;
+
+/** -jobs-keep's default: jobs kept. */
+export const DEFAULT_JOBS_KEEP = 1000;
+
+/** -jobs-output's default: bytes of a job's output kept. */
+export const DEFAULT_JOBS_OUTPUT = 64 * 1024;
 
 /** -max-output's default: the tail of a command's output kept for the answer and the log. */
 const DEFAULT_MAX_OUTPUT = 1024 * 1024;
@@ -173,6 +194,51 @@ const FLAGS: FlagDef[] = [
     usage: "ip the webhook should serve hooks on",
     option: "ip",
     set: (o, v) => (o.ip = v),
+  },
+  {
+    name: "jobs",
+    kind: "bool",
+    usage: "make every triggered execution a job: its id in the X-Job-Id answer header, its state and output at GET /jobs/<id>, recent ones at GET /jobs?hook=ID (outside the hook URL prefix)",
+    set: (o, v) => (o.jobs = parseGoBool(v)),
+  },
+  {
+    name: "jobs-auth",
+    kind: "string",
+    usage: 'with -jobs: "user:password" that /jobs asks for with basic auth (job output may hold secrets)',
+    set: (o, v) => (o.jobsAuth = v),
+  },
+  {
+    name: "jobs-file",
+    kind: "string",
+    usage: "with -jobs: keep the job history in this file, so a restart keeps it (a file that cannot be read is moved aside)",
+    set: (o, v) => (o.jobsFile = v),
+  },
+  {
+    name: "jobs-keep",
+    kind: "int",
+    usage: "with -jobs: how many jobs are kept; the oldest finished ones go first",
+    option: "jobsKeep",
+    set: (o, v) => (o.jobsKeep = parseCount(v)),
+  },
+  {
+    name: "jobs-max-age",
+    kind: "duration",
+    usage: "with -jobs: finished jobs older than this are forgotten; 0 keeps them until -jobs-keep pushes them out",
+    option: "jobsMaxAgeMs",
+    set: (o, v) => (o.jobsMaxAgeMs = parseGoDuration(v)),
+  },
+  {
+    name: "jobs-output",
+    kind: "int",
+    usage: "with -jobs: bytes of a job's output kept, the last ones",
+    option: "jobsOutput",
+    set: (o, v) => (o.jobsOutput = parseCount(v)),
+  },
+  {
+    name: "jobs-token",
+    kind: "string",
+    usage: "with -jobs: a token that /jobs asks for as Authorization: Bearer <token> (job output may hold secrets)",
+    set: (o, v) => (o.jobsToken = v),
   },
   {
     name: "key",
@@ -274,6 +340,12 @@ const FLAGS: FlagDef[] = [
     set: (o, v) => (o.nopanic = parseGoBool(v)),
   },
   {
+    name: "options-file",
+    kind: "value",
+    usage: 'read flags from a file, one per line ("-port 9000", "verbose"; # starts a comment); flags after it on the command line win',
+    set: () => undefined,
+  },
+  {
     name: "pidfile",
     kind: "string",
     usage: "create PID file at the given path",
@@ -331,6 +403,12 @@ const FLAGS: FlagDef[] = [
     usage: "url prefix to use for served hooks (protocol://yourserver:port/PREFIX/:hook-id)",
     option: "urlprefix",
     set: (o, v) => (o.urlprefix = v),
+  },
+  {
+    name: "validate",
+    kind: "bool",
+    usage: "check the hooks files (rendered with -template if given), print each problem with file, line and hook id, and exit: 0 when there are none, 1 otherwise",
+    set: (o, v) => (o.validate = parseGoBool(v)),
   },
   { name: "verbose", kind: "bool", usage: "show verbose output", option: "verbose", set: (o, v) => (o.verbose = parseGoBool(v)) },
   { name: "version", kind: "bool", usage: "display webhook version and quit", option: "version", set: (o, v) => (o.version = parseGoBool(v)) },
@@ -411,6 +489,14 @@ export function defaults(): Options {
     bodyTimeoutMs: 15_000,
     maxRequestMemory: 0,
     maxOutput: DEFAULT_MAX_OUTPUT,
+    validate: false,
+    jobs: false,
+    jobsKeep: DEFAULT_JOBS_KEEP,
+    jobsMaxAgeMs: 24 * 3_600_000,
+    jobsOutput: DEFAULT_JOBS_OUTPUT,
+    jobsFile: "",
+    jobsToken: "",
+    jobsAuth: "",
   };
 }
 
@@ -418,8 +504,9 @@ export function defaults(): Options {
  * Parses argv as Go's flag.Parse. Throws FlagError with the message Go prints (the caller adds
  * the usage text) and exit code 2, or exit code 0 for -help / -h.
  */
-export function parseFlags(args: string[]): Options {
+export function parseFlags(argv: string[]): Options {
   const o = defaults();
+  let args = argv;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a.length < 2 || a[0] !== "-") break;
@@ -451,6 +538,14 @@ export function parseFlags(args: string[]): Options {
     if (value === undefined) {
       if (i + 1 >= args.length) throw new FlagError(`flag needs an argument: -${name}`, 2);
       value = args[++i]!;
+    }
+    if (def.name === "options-file") {
+      try {
+        args = [...args.slice(0, i + 1), ...readOptionsFile(value), ...args.slice(i + 1)];
+      } catch (e) {
+        throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -options-file: ${(e as Error).message}`, 2);
+      }
+      continue;
     }
     try {
       def.set(o, value);

@@ -17,6 +17,8 @@ import { dropPrivileges } from "./privileges.js";
 import { DuplicateHookError, HookRegistry } from "../hooks/registry.js";
 import { HttpTransport } from "../http/transport.js";
 import { shutdown } from "../server/shutdown.js";
+import { JobStore } from "../jobs/store.js";
+import { validateHooksFiles } from "./validate.js";
 import { listCipherSuites, minVersion, TlsConfigError, tlsOptions } from "./tls.js";
 
 function version(): string {
@@ -60,6 +62,15 @@ function openLogFile(path: string): (s: string) => void {
   const fd = openSync(path, "a", 0o666);
   process.once("exit", () => closeSync(fd));
   return (s) => void writeSync(fd, s);
+}
+
+/** -validate: every problem on stdout, then a summary; the exit code. */
+function validate(opts: Options): number {
+  const { problems, hooks } = validateHooksFiles(opts.hooks, { template: opts.template });
+  for (const p of problems) process.stdout.write(p + "\n");
+  const files = `${opts.hooks.length} file${opts.hooks.length === 1 ? "" : "s"}`;
+  process.stdout.write(problems.length === 0 ? `ok: ${hooks} hook(s) in ${files}\n` : `${problems.length} problem(s) in ${files}\n`);
+  return problems.length === 0 ? 0 : 1;
 }
 
 function loadHooks(registry: HookRegistry, opts: Options, log: Log): void {
@@ -110,6 +121,7 @@ async function main(): Promise<void> {
   }
   if (opts.debug || opts.logfile !== "") opts.verbose = true;
   if (opts.hooks.length === 0) opts.hooks.push("hooks.json");
+  if (opts.validate) process.exit(validate(opts));
 
   let tls: TlsOptions | undefined;
   if (opts.secure) {
@@ -126,6 +138,8 @@ async function main(): Promise<void> {
   const problems: string[] = [];
   const log = new Log(opts.verbose, (s) => void process.stderr.write(s), opts.logFormat);
   const runner = new Runner();
+  const jobs = opts.jobs ? new JobStore({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, outputBytes: opts.jobsOutput, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m)) : undefined;
+  const jobSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
   const app = new HookServer(
     new Map(),
     {
@@ -142,6 +156,7 @@ async function main(): Promise<void> {
       commandTimeoutMs: opts.commandTimeoutMs,
       maxOutput: opts.maxOutput,
       metrics: opts.metrics,
+      ...(jobs ? { jobs, jobsAccess: { ...(opts.jobsToken ? { token: opts.jobsToken } : {}), ...(opts.jobsAuth ? { basic: opts.jobsAuth } : {}) } } : {}),
     },
     log,
     runner,
@@ -215,8 +230,10 @@ async function main(): Promise<void> {
   }
 
   log.print(`version ${REFERENCE_VERSION} starting (FrameFi bin/webhook ${version()})`);
+  log.setSecrets(jobSecrets);
+  jobs?.load();
   const registry = new HookRegistry(opts.hooks, { template: opts.template }, log, (hooks) => {
-    log.setSecrets(secretsOf([...hooks.values()]));
+    log.setSecrets([...secretsOf([...hooks.values()]), ...jobSecrets]);
     app.setHooks(hooks);
   });
   setupSignals(registry, () => shutdown(app, transport, runner, opts.shutdownTimeoutMs, log), log);

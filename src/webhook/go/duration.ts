@@ -22,8 +22,9 @@ export function goDuration(ns: bigint): string {
   if (n < 1_000_000_000) return `${trim(n / 1_000_000, 6)}ms`;
   const s = n / 1e9;
   if (s < 60) return `${trim(s, 9)}s`;
-  const m = Math.floor(s / 60);
-  return `${m}m${trim(s - m * 60, 9)}s`;
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s - h * 3600) / 60);
+  return `${h > 0 ? `${h}h` : ""}${m}m${trim(s - h * 3600 - m * 60, 9)}s`;
 }
 
 /** A span in milliseconds as Go prints a Duration. */

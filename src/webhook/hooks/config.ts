@@ -10,6 +10,8 @@ import type { Argument, Hook, MatchRule, Rule } from "./hook.js";
 import { parseGoDuration } from "../go/duration.js";
 import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "../go/yaml.js";
 import { renderTemplate, TemplateError } from "../template/template.js";
+import { signatureMatchProblem, signatureSecrets } from "./signatures.js";
+import { runPolicy } from "./run-fields.js";
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
@@ -43,7 +45,7 @@ const ARGUMENT_FIELDS: FieldsOf<Argument> = {
   "headers-to-add-to-signature-payload": slice(STRING),
 };
 const ARGUMENT: GoType = { kind: "struct", fields: ARGUMENT_FIELDS };
-const MATCH_FIELDS: FieldsOf<MatchRule> = { type: STRING, regex: STRING, secret: STRING, value: STRING, parameter: ARGUMENT, "ip-range": STRING, redact: BOOL };
+const MATCH_FIELDS: FieldsOf<MatchRule> = { type: STRING, regex: STRING, secret: STRING, value: STRING, parameter: ARGUMENT, "ip-range": STRING, redact: BOOL, tolerance: STRING };
 const RULE: GoType = { kind: "struct", fields: {} };
 Object.assign((RULE as { fields: Record<string, GoType> }).fields, {
   and: slice(RULE),
@@ -63,6 +65,12 @@ const HOOK_FIELDS: FieldsOf<Hook> = {
   "max-concurrency": COUNT,
   "max-queue": COUNT,
   "command-timeout": STRING,
+  "async-response": BOOL,
+  "status-from-exit-code": BOOL,
+  "exclude-stderr-from-response": BOOL,
+  retry: { kind: "struct", fields: { attempts: COUNT, delay: STRING, "max-delay": STRING, "exit-codes": slice(INT) } },
+  debounce: STRING,
+  "rate-limit": { kind: "struct", fields: { requests: COUNT, period: STRING } },
   "pass-environment-to-command": slice(ARGUMENT),
   "pass-arguments-to-command": slice(ARGUMENT),
   "pass-file-to-command": slice(ARGUMENT),
@@ -171,8 +179,24 @@ function fit(v: YamlValue, type: GoType, path: string, current: unknown): unknow
   }
 }
 
-/** command-timeout, a field of ours, holds a Go duration. */
+/** The fields of our own match types hold what they must (a secret, a duration…). */
+function checkRule(r: Rule | undefined): void {
+  if (!r) return;
+  r.and?.forEach(checkRule);
+  r.or?.forEach(checkRule);
+  checkRule(r.not);
+  const problem = r.match && signatureMatchProblem(r.match);
+  if (problem) throw new ConfigError(problem);
+}
+
+/** command-timeout, a field of ours, holds a Go duration; our match types and run fields are complete. */
 function checkOwnFields(hook: Record<string, unknown>): void {
+  checkRule(hook["trigger-rule"] as Rule | undefined);
+  try {
+    runPolicy(hook as unknown as Hook);
+  } catch (e) {
+    throw new ConfigError((e as Error).message);
+  }
   const timeout = hook["command-timeout"];
   if (typeof timeout === "string") {
     try {
@@ -183,7 +207,8 @@ function checkOwnFields(hook: Record<string, unknown>): void {
   }
 }
 
-function toHook(raw: YamlValue, index: number): Hook {
+/** One hook of a decoded hooks file (its index counts from 0), as the server loads it; throws ConfigError. */
+export function toHook(raw: YamlValue, index: number): Hook {
   const label = `hook #${index + 1}`;
   let hook: Record<string, unknown>;
   try {
@@ -203,6 +228,41 @@ function toHook(raw: YamlValue, index: number): Hook {
     throw new ConfigError(`${label} (id ${JSON.stringify(hook["id"])}): ${(e as Error).message}`);
   }
   return hook as unknown as Hook;
+}
+
+/**
+ * Keys of a hook that no field reads, as dot paths ("trigger_rule", "trigger-rule.match.secrte"): the
+ * reference ignores them silently, so a typo loses a rule. For -validate; loading ignores them too.
+ */
+export function unknownFields(raw: YamlValue): string[] {
+  return unknownIn(raw, HOOK, "");
+}
+
+function unknownIn(raw: YamlValue, type: GoType, path: string): string[] {
+  const out: string[] = [];
+  if (type.kind === "slice" && Array.isArray(raw)) raw.forEach((x, i) => out.push(...unknownIn(x, type.elem, `${path}[${i}]`)));
+  if (type.kind !== "struct" || !(raw instanceof Map)) return out;
+  for (const [key, x] of raw) {
+    const name = fieldFor(type.fields, key);
+    const at = path === "" ? key : `${path}.${key}`;
+    if (name === undefined) out.push(at);
+    else out.push(...unknownIn(x, type.fields[name]!, at));
+  }
+  return out;
+}
+
+/** The decoded text of a hooks file (rendered first with -template); throws ConfigError naming the file. */
+export function decodeHooksText(path: string, source: string, options: LoadOptions = {}): { text: string; data: YamlValue } {
+  let text = source;
+  if (options.template) {
+    try {
+      text = renderTemplate(source, path);
+    } catch (e) {
+      if (e instanceof TemplateError) throw new ConfigError(e.message);
+      throw e;
+    }
+  }
+  return { text, data: decode(path, text) };
 }
 
 function decode(path: string, text: string): YamlValue {
@@ -234,16 +294,7 @@ export function readHooksFile(path: string): string {
 
 /** The hooks in a hooks file's text; throws ConfigError naming the file and what is wrong. */
 export function parseHooks(path: string, source: string, options: LoadOptions = {}): Hook[] {
-  let text = source;
-  if (options.template) {
-    try {
-      text = renderTemplate(source, path);
-    } catch (e) {
-      if (e instanceof TemplateError) throw new ConfigError(e.message);
-      throw e;
-    }
-  }
-  const data = decode(path, text);
+  const { data } = decodeHooksText(path, source, options);
   if (data === null) return [];
   if (!Array.isArray(data)) throw new ConfigError(`${path}: the hooks file must hold a list (array) of hooks, not ${describe(data)}`);
   return data.map((raw, i) => {
@@ -268,7 +319,7 @@ export function secretsOf(hooks: Hook[]): string[] {
     r.and?.forEach(walk);
     r.or?.forEach(walk);
     walk(r.not);
-    if (r.match?.secret) out.push(r.match.secret);
+    if (r.match?.secret) out.push(r.match.secret, ...signatureSecrets(r.match));
     if (r.match?.type === "value" && r.match.value && (r.match.redact ?? tokenCarrier(r.match.parameter))) out.push(r.match.value);
   };
   for (const h of hooks) walk(h["trigger-rule"]);

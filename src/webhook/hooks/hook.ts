@@ -1,5 +1,7 @@
 // The shapes shared by the hook server's modules: what a hooks file holds, and what a request
 // looks like once parsed. Field names are the hooks-file keys of adnanh/webhook, unchanged.
+import type { SignatureType } from "./signatures.js";
+import type { RetryField } from "../run/retry.js";
 
 /** Where a value is read from (`source` in the hooks file). */
 export type ArgumentSource =
@@ -33,7 +35,8 @@ export type MatchType =
   | "payload-hash-sha256"
   | "payload-hash-sha512"
   | "ip-whitelist"
-  | "scalr-signature";
+  | "scalr-signature"
+  | SignatureType;
 
 export interface MatchRule {
   type: MatchType;
@@ -44,6 +47,8 @@ export interface MatchRule {
   parameter?: Argument;
   /** Ours: whether `value` is a secret, hidden in the log (default: compared with a url parameter or a non-event header). */
   redact?: boolean;
+  /** Ours: how far a signed timestamp may be from now, a Go duration (default "5m"); signature schemes only. */
+  tolerance?: string;
 }
 
 /** Exactly one of the keys is set, as in the reference. */
@@ -76,6 +81,18 @@ export interface Hook {
   "max-queue"?: number;
   /** Ours: a Go duration ("30s"); when it expires the command's process group is stopped (default -command-timeout). */
   "command-timeout"?: string;
+  /** Ours: answer 202 Accepted at once, with the job's URL in Location (-jobs). */
+  "async-response"?: boolean;
+  /** Ours: the command's stderr goes to the log (and the job), not into the answer. */
+  "exclude-stderr-from-response"?: boolean;
+  /** Ours: a captured hook's HTTP status follows its command's exit code. */
+  "status-from-exit-code"?: boolean;
+  /** Ours: run a failed command again. */
+  retry?: RetryField;
+  /** Ours: a Go duration; a burst of triggers runs once, after this long without another. */
+  debounce?: string;
+  /** Ours: at most `requests` triggers per `period` (a Go duration); more are answered 429. */
+  "rate-limit"?: { requests?: number; period?: string };
   "pass-environment-to-command"?: Argument[];
   "pass-arguments-to-command"?: Argument[];
   "pass-file-to-command"?: Argument[];

@@ -7,11 +7,7 @@ import type { HookRequest, MatchRule, Rule } from "./hook.js";
 import { getArgument, ParameterNodeError } from "./values.js";
 import { canonicalHeaderKey } from "../go/header.js";
 import { matchGoRegex } from "./regex.js";
-
-class SignatureError extends Error {
-  override readonly name = "SignatureError";
-  readonly code = "ESIGNATURE";
-}
+import { isSignatureType, SignatureError, verifySignature } from "./signatures.js";
 
 export interface Evaluation {
   ok: boolean;
@@ -52,6 +48,7 @@ function evaluateMatch(m: MatchRule, r: HookRequest, warn: Warn): Evaluation {
   try {
     if (m.type === "ip-whitelist") return { ok: checkIpWhitelist(r.remoteAddr, m["ip-range"] ?? "") };
     if (m.type === "scalr-signature") return { ok: checkScalrSignature(r, m.secret ?? "") };
+    if (isSignatureType(m.type)) return { ok: verifySignature({ ...m, type: m.type }, r) };
     const arg = getArgument(m.parameter ?? { source: "" as never }, r);
     switch (m.type) {
       case "value":

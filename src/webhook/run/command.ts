@@ -22,6 +22,8 @@ export interface CommandSpec {
   captureOutput: boolean;
   /** Keep at most this many bytes of the collected output, the last ones (0 or absent: all). */
   maxOutput?: number;
+  /** exclude-stderr-from-response: stderr is kept apart (CommandResult.stderr), not in `output`. */
+  separateStderr?: boolean;
   /** command-timeout in milliseconds; 0 or absent is none. */
   timeoutMs?: number;
   /** Told when the timeout sends SIGTERM, and SIGKILL 5 s later if the process group is still there. */
@@ -34,6 +36,10 @@ export interface CommandResult {
   /** Go's error text: "exit status 1", "signal: killed", or the spawn failure; undefined on success. */
   error?: string;
   exitCode: number | null;
+  /** With separateStderr: the command's stderr (its tail, as `output`). */
+  stderr?: Buffer;
+  /** The signal that ended the command ("SIGTERM"), when one did. */
+  signal?: NodeJS.Signals;
   /** The command-timeout expired and the command was stopped. */
   timedOut?: boolean;
 }

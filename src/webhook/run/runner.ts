@@ -145,7 +145,8 @@ export class Runner {
       : keep
         ? (c) => tail.push(c)
         : undefined;
-    const command = this.spawner.start({ path: spec.path, argv: spec.argv, env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }, sink);
+    const errTail = spec.separateStderr ? new Tail(spec.maxOutput ?? 0) : undefined;
+    const command = this.spawner.start({ path: spec.path, argv: spec.argv, env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }, sink, errTail && ((c) => errTail.push(c)));
     onStart?.(command);
     const entry: RunningEntry = { ...owner, command };
     this.commands.add(entry);
@@ -168,10 +169,10 @@ export class Runner {
     this.commands.delete(entry);
     if (this.commands.size === 0) for (const wake of this.idleWaiters.splice(0)) wake();
     const output = tail.result();
-    const more = timedOut ? { timedOut } : {};
+    const more = { ...(timedOut ? { timedOut } : {}), ...(errTail ? { stderr: errTail.result() } : {}) };
     let result: CommandResult;
     if (status.startError !== undefined) result = { output, error: status.startError, exitCode: null };
-    else if (status.signal) result = { output, error: `signal: ${signalText(status.signal)}`, exitCode: null, ...more };
+    else if (status.signal) result = { output, error: `signal: ${signalText(status.signal)}`, exitCode: null, signal: status.signal, ...more };
     else if (status.exitCode !== 0) result = { output, error: `exit status ${status.exitCode}`, exitCode: status.exitCode, ...more };
     else result = { output, exitCode: 0, ...more };
     this.metrics.execution(owner.hook, outcome(result), Number(process.hrtime.bigint() - began) / 1e9);

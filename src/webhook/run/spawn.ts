@@ -59,11 +59,16 @@ export class Spawner {
   /** The server's environment as "NAME=value" strings, built once: most commands add nothing to it. */
   private baseEnv: string[] | undefined;
 
-  start(spec: SpawnSpec, onOutput?: OutputSink): RunningCommand {
+  /**
+   * Starts a command; its stdout and stderr go to `onOutput` combined, or, with `onStderr`, stderr
+   * goes there instead, delivered once the command has exited (exclude-stderr-from-response).
+   */
+  start(spec: SpawnSpec, onOutput?: OutputSink, onStderr?: OutputSink): RunningCommand {
     const invalid = [spec.path, spec.cwd ?? "", ...spec.argv, ...Object.entries(spec.env).flat()].some((s) => s.includes("\0"));
     if (invalid) return failed(`fork/exec ${spec.path}: invalid argument`);
     const helpers = this.pool();
-    return helpers ? helpers.start(spec, onOutput) : startWithChildProcess(spec, onOutput);
+    // The helper combines the two streams: a command whose stderr goes apart starts through child_process.
+    return helpers && !onStderr ? helpers.start(spec, onOutput) : startWithChildProcess(spec, onOutput, onStderr);
   }
 
   private pool(): HelperPool | null {
@@ -287,25 +292,43 @@ class HelperPool {
 // command runs (every 50 ms) and once more after it exits.
 const outputDir = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
 
-function startWithChildProcess(spec: SpawnSpec, onOutput: OutputSink | undefined): RunningCommand {
+/** An unlinked temporary file for a command's output, open for writing and reading. */
+function outputFile(): number {
+  const file = join(outputDir, `webhook-out-${process.pid}-${randomBytes(6).toString("hex")}`);
+  const fd = openSync(file, "wx+", 0o600);
+  unlinkSync(file);
+  return fd;
+}
+
+/** Hands a file's bytes from `offset` on to `sink`, in chunks. */
+function readAll(fd: number, sink: OutputSink): void {
+  const chunk = Buffer.allocUnsafe(65536);
+  for (let offset = 0; ; ) {
+    const n = readSync(fd, chunk, 0, chunk.length, offset);
+    if (n === 0) return;
+    offset += n;
+    sink(Buffer.from(chunk.subarray(0, n)));
+  }
+}
+
+function startWithChildProcess(spec: SpawnSpec, onOutput: OutputSink | undefined, onStderr?: OutputSink): RunningCommand {
   if (!executableFormat(spec.path)) return failed(startErrorText(spec, constants.errno.ENOEXEC));
   let fd: number | undefined;
+  let errFd: number | undefined;
   let child: ChildProcess;
   try {
-    if (onOutput) {
-      const file = join(outputDir, `webhook-out-${process.pid}-${randomBytes(6).toString("hex")}`);
-      fd = openSync(file, "wx+", 0o600);
-      unlinkSync(file);
-    }
+    if (onOutput) fd = outputFile();
+    if (onStderr) errFd = outputFile();
     child = spawn(spec.path, spec.argv.slice(1), {
       argv0: spec.argv[0] ?? spec.path,
       cwd: spec.cwd || undefined,
       env: Object.keys(spec.env).length ? { ...process.env, ...spec.env } : process.env,
-      stdio: fd === undefined ? "ignore" : ["ignore", fd, fd],
+      stdio: ["ignore", fd ?? "ignore", (onStderr ? errFd : fd) ?? "ignore"],
       detached: true, // its own process group, so a kill reaches what it started
     });
   } catch (e) {
     if (fd !== undefined) closeSync(fd);
+    if (errFd !== undefined) closeSync(errFd);
     return failed(`fork/exec ${spec.path}: ${(e as Error).message}`);
   }
   let offset = 0;
@@ -340,6 +363,10 @@ function startWithChildProcess(spec: SpawnSpec, onOutput: OutputSink | undefined
           return;
         }
         if (fd !== undefined) closeSync(fd);
+        if (errFd !== undefined) {
+          readAll(errFd, onStderr!);
+          closeSync(errFd);
+        }
         if (startError !== undefined) resolve({ exitCode: null, signal: null, startError });
         else resolve({ exitCode: code, signal });
       };

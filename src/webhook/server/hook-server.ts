@@ -23,6 +23,11 @@ import { LazyRequest, type BodyKind } from "./lazy-request.js";
 import { logExchange, type Log, type LogFields } from "./log.js";
 import { CONTENT_TYPE as METRICS_TYPE } from "./metrics.js";
 import { Headers, respond } from "./response.js";
+import { Executions, type AttemptRun } from "../run/executions.js";
+import type { RunPolicy } from "../hooks/run-fields.js";
+import type { Job } from "../jobs/job.js";
+import { answerJobs, isJobsPath, type JobsAccess } from "../jobs/routes.js";
+import type { JobStore } from "../jobs/store.js";
 
 export interface ServerOptions {
   urlprefix: string;
@@ -44,6 +49,9 @@ export interface ServerOptions {
   maxOutput?: number;
   /** -metrics: GET /metrics answers the Prometheus text (outside the hook URL prefix). */
   metrics?: boolean;
+  /** -jobs: every triggered execution is a job, served at /jobs (outside the hook URL prefix). */
+  jobs?: JobStore;
+  jobsAccess?: JobsAccess;
 }
 
 /** A request routed to a hook, waiting for its body. */
@@ -66,6 +74,7 @@ const MSG = {
   multipartError: "Error occurred while parsing multipart form.",
   tooLarge: "Request body too large.",
   busy: "Too many requests for this hook: it runs as many commands as its max-concurrency allows and its queue (max-queue) is full. Try again after the seconds in the Retry-After header.",
+  rateLimited: "Too many requests for this hook: its rate-limit is reached. Try again after the seconds in the Retry-After header.",
 } as const;
 
 const NO_FIELDS: LogFields = {};
@@ -75,6 +84,8 @@ export class HookServer implements HttpApp<Matched> {
   private readonly allowedMethods: string[];
   /** False once graceful shutdown has begun: /healthz then answers 503. */
   accepting = true;
+  /** Rate limits, jobs, debounce and retries of triggered commands. */
+  readonly executions: Executions;
 
   constructor(
     private hooks: Map<string, Hook>,
@@ -84,6 +95,7 @@ export class HookServer implements HttpApp<Matched> {
   ) {
     this.prefix = opts.urlprefix === "" ? "/" : `/${opts.urlprefix}/`;
     this.allowedMethods = opts.httpMethods === "" ? [] : opts.httpMethods.split(",");
+    this.executions = new Executions(opts.jobs, log);
   }
 
   /** Replaces the whole hook set at once; a request uses the set that was current when it was routed. */
@@ -101,7 +113,7 @@ export class HookServer implements HttpApp<Matched> {
       return { kind: "response", response: { status: 400, headers: [["Content-Type", "text/plain; charset=utf-8"], ["Connection", "close"]], body: "400 Bad Request" } };
     }
     const logging = this.log.enabled;
-    const rid = logging ? this.requestId(head) : "";
+    const rid = logging || this.opts.jobs ? this.requestId(head) : "";
     const start = logging ? process.hrtime.bigint() : 0n;
     if (path.includes("//") || path.includes("/.")) {
       const clean = cleanPath(path);
@@ -120,7 +132,11 @@ export class HookServer implements HttpApp<Matched> {
       // Outside the hook URL prefix, so these never shadow a hook.
       if (path === "/healthz") return { kind: "response", response: this.health() };
       if (path === "/metrics" && this.opts.metrics) {
-        return { kind: "response", response: { status: 200, headers: [["Content-Type", METRICS_TYPE]], body: this.runner.metrics.render() } };
+        return { kind: "response", response: { status: 200, headers: [["Content-Type", METRICS_TYPE]], body: this.runner.metrics.render() + this.executions.counters.render() } };
+      }
+      if (this.opts.jobs && isJobsPath(path)) {
+        const authorization = rawHeader(head.rawHeaders, "authorization");
+        return { kind: "response", response: answerJobs({ method: head.method, path, query, authorization }, this.opts.jobs, this.opts.jobsAccess ?? {}) };
       }
       const h = new Headers();
       h.set("Content-Type", "text/plain; charset=utf-8");
@@ -159,7 +175,8 @@ export class HookServer implements HttpApp<Matched> {
         return limit > 0 ? given.slice(0, limit) : given;
       }
     }
-    return randomUUID().slice(0, 6);
+    // A job id (-jobs) must stay unique among the jobs kept: longer.
+    return this.opts.jobs ? randomUUID().replace(/-/g, "").slice(0, 12) : randomUUID().slice(0, 6);
   }
 
   private methodAllowed(hook: Hook, method: string): boolean {
@@ -259,6 +276,15 @@ export class HookServer implements HttpApp<Matched> {
       return response;
     }
 
+    const policy = this.executions.policy(hook);
+    const wait = this.executions.limited(hook, policy);
+    if (wait !== undefined) {
+      log.print(`[${rid}] ${hook.id} got matched, but its rate-limit of ${policy.rate!.requests} per ${msText(policy.rate!.periodMs)} is reached - answering 429`, m.fields);
+      out.set("Retry-After", String(wait));
+      out.set("Content-Type", "text/plain; charset=utf-8");
+      return respond(429, out, MSG.rateLimited);
+    }
+    if (policy.debounceMs > 0) return this.debounced(m, req, out, policy);
     const turn = this.takeTurn(m);
     if (!turn) {
       out.set("Retry-After", RETRY_AFTER_S);
@@ -267,24 +293,50 @@ export class HookServer implements HttpApp<Matched> {
     }
     log.print(`[${rid}] ${hook.id} hook triggered successfully`, m.fields);
     for (const h of hook["response-headers"] ?? []) out.set(h.name, h.value);
+    const job = this.executions.newJob(rid, hook);
+    if (job) out.set("X-Job-Id", job.id);
 
-    if (hook["stream-command-output"]) return this.stream(m, req, out, turn);
+    if (hook["stream-command-output"]) return this.stream(m, req, out, turn, job, policy);
     if (hook["include-command-output-in-response"]) {
-      return this.executeInTurn(hook, req, turn).then((result) => {
+      return this.executeInTurn(hook, req, turn, job, policy).then((result) => {
         if (result.timedOut) {
           out.set("Content-Type", "text/plain; charset=utf-8");
           return respond(504, out, timeoutMessage(this.timeoutOf(hook)));
         }
         if (result.error !== undefined) {
-          if (hook["include-command-output-in-response-on-error"]) return respond(500, out, result.output);
+          const status = policy.statusFromExit ? statusForExit(result) : 500;
+          if (hook["include-command-output-in-response-on-error"]) return respond(status, out, result.output);
           out.set("Content-Type", "text/plain; charset=utf-8");
-          return respond(500, out, MSG.commandError);
+          return respond(status, out, MSG.commandError);
         }
         return this.respondWith(m, hook["success-http-response-code"], out, result.output);
       });
     }
-    const running = this.executeInTurn(hook, req, turn).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
-    return { ...this.respondWith(m, hook["success-http-response-code"], out, hook["response-message"] ?? ""), bodyInUse: running };
+    const running = this.executeInTurn(hook, req, turn, job, policy).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
+    return { ...this.answerNow(m, out, policy, job), bodyInUse: running };
+  }
+
+  /** The answer of a hook whose command runs after it: async-response's 202 with the job's URL, or the reference's. */
+  private answerNow(m: Matched, out: Headers, policy: RunPolicy, job: Job | undefined): HttpResponse {
+    if (!policy.async) return this.respondWith(m, m.hook["success-http-response-code"], out, m.hook["response-message"] ?? "");
+    if (job) out.set("Location", `/jobs/${job.id}`);
+    return respond(202, out, m.hook["response-message"] ?? "");
+  }
+
+  /** debounce: answered at once; the command runs (in its turn) when no later trigger came for the quiet period. */
+  private debounced(m: Matched, req: HookRequest, out: Headers, policy: RunPolicy): HttpResponse {
+    const { hook, rid } = m;
+    this.log.print(`[${rid}] ${hook.id} hook triggered successfully`, m.fields);
+    for (const h of hook["response-headers"] ?? []) out.set(h.name, h.value);
+    const job = this.executions.newJob(rid, hook);
+    if (job) out.set("X-Job-Id", job.id);
+    const run = async (): Promise<unknown> => {
+      const turn = this.takeTurn(m);
+      if (!turn) return this.executions.drop(job, "the hook's queue (max-queue) was full when the quiet period ended");
+      return this.executeInTurn(hook, req, turn, job, policy).catch((e: Error) => this.log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
+    };
+    const done = this.executions.debounce(hook, policy, rid, job, run, m.fields);
+    return { ...this.answerNow(m, out, policy, job), bodyInUse: done };
   }
 
   /**
@@ -292,7 +344,7 @@ export class HookServer implements HttpApp<Matched> {
    * carries the rest as it is produced; a failure is told in a last line. A command that fails
    * before any output is answered like a captured one (500).
    */
-  private stream(m: Matched, req: HookRequest, out: Headers, turn: Turn): Promise<HttpResponse> {
+  private stream(m: Matched, req: HookRequest, out: Headers, turn: Turn, job: Job | undefined, policy: RunPolicy): Promise<HttpResponse> {
     const hook = m.hook;
     const body = new OutputStream();
     return new Promise<HttpResponse>((resolve) => {
@@ -311,7 +363,7 @@ export class HookServer implements HttpApp<Matched> {
         body.push(chunk);
         start();
       };
-      this.executeInTurn(hook, req, turn, onOutput, (command) => body.attach(command)).then((result) => {
+      this.executeInTurn(hook, req, turn, job, policy, onOutput, (command) => body.attach(command)).then((result) => {
         if (!started && result.timedOut) {
           out.set("Content-Type", "text/plain; charset=utf-8");
           resolve(respond(504, out, timeoutMessage(this.timeoutOf(hook))));
@@ -395,15 +447,19 @@ export class HookServer implements HttpApp<Matched> {
     hook: Hook,
     req: HookRequest,
     turn: Turn,
+    job: Job | undefined,
+    policy: RunPolicy,
     onOutput?: OutputSink,
     onStart?: (command: RunningCommand) => void,
   ): Promise<ExecuteResult> {
+    const fields = { rid: req.id, hook: hook.id };
     try {
       if (turn.wait && !(await turn.wait)) {
-        this.log.print(`[${req.id}] the server is shutting down: ${hook.id}'s command was still waiting for its turn and does not run`, { rid: req.id, hook: hook.id });
-        return { output: Buffer.alloc(0), error: "the server shut down before the command's turn came" };
+        this.log.print(`[${req.id}] the server is shutting down: ${hook.id}'s command was still waiting for its turn and does not run`, fields);
+        this.executions.drop(job, "the server shut down before the command's turn came");
+        return { output: Buffer.alloc(0), error: "the server shut down before the command's turn came", exitCode: null };
       }
-      return await this.execute(hook, req, onOutput, onStart);
+      return await this.executions.run(hook, policy, job, () => this.execute(hook, req, onOutput, onStart), fields);
     } finally {
       turn.release();
     }
@@ -425,7 +481,7 @@ export class HookServer implements HttpApp<Matched> {
       if (command.includes(" ")) {
         log.print(`[${rid}] use 'pass-arguments-to-command' to specify args for '${command.trim().split(/\s+/)[0]}'`, fields);
       }
-      return { output: Buffer.alloc(0), error: (e as Error).message };
+      return { output: Buffer.alloc(0), error: (e as Error).message, exitCode: null };
     }
 
     const { argv, env, files } = assembleCommand(hook, req, cwd, log, fields);
@@ -440,9 +496,10 @@ export class HookServer implements HttpApp<Matched> {
       argv,
       env,
       // The streamed output is not kept unless the log shows it.
-      captureOutput: (hook["include-command-output-in-response"] === true && !hook["stream-command-output"]) || log.enabled,
+      captureOutput: (hook["include-command-output-in-response"] === true && !hook["stream-command-output"]) || log.enabled || this.opts.jobs !== undefined,
       maxOutput: this.opts.maxOutput ?? 0,
       ...(cwd ? { cwd } : {}),
+      ...(hook["exclude-stderr-from-response"] ? { separateStderr: true } : {}),
       timeoutMs: this.timeoutOf(hook),
       onTimeout: (signal) =>
         log.print(
@@ -454,10 +511,16 @@ export class HookServer implements HttpApp<Matched> {
     };
     const result = await this.runner.run(spec, { hook: hook.id, rid }, onOutput, onStart);
     if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`, fields);
+    if (log.enabled && result.stderr) log.print(`[${rid}] command stderr: ${result.stderr.toString("utf8")}`, fields);
     if (result.error !== undefined) log.print(`[${rid}] error occurred: ${result.error}`, fields);
     removeTempFiles(files, rid, log, fields);
     log.print(`[${rid}] finished handling ${hook.id}`, fields);
-    const more = result.timedOut ? { timedOut: true } : {};
+    const more = {
+      exitCode: result.exitCode,
+      ...(result.timedOut ? { timedOut: true } : {}),
+      ...(result.signal ? { signal: result.signal } : {}),
+      ...(result.stderr ? { stderr: result.stderr } : {}),
+    };
     return result.error === undefined ? { output: result.output, ...more } : { output: result.output, error: result.error, ...more };
   }
 
@@ -474,11 +537,18 @@ export class HookServer implements HttpApp<Matched> {
 
 }
 
-/** What running a hook's command gave: its output, Go's error text, and whether command-timeout stopped it. */
-interface ExecuteResult {
-  output: Buffer;
-  error?: string;
-  timedOut?: boolean;
+/** What running a hook's command gave: its output, Go's error text, its exit, and whether command-timeout stopped it. */
+type ExecuteResult = AttemptRun;
+
+/**
+ * status-from-exit-code, for a command that failed: exit codes 100–255 are the HTTP status plus
+ * 300 (exit 104 → 404, 109 → 409, 203 → 503), when Go knows that status; any other failure is 500.
+ */
+function statusForExit(result: ExecuteResult): number {
+  const code = result.exitCode;
+  if (result.timedOut) return 504;
+  if (code === null || code < 100 || code > 255) return 500;
+  return STATUS_TEXT[code + 300] !== undefined ? code + 300 : 500;
 }
 
 /** Seconds a client told 429 (queue full) is asked to wait. */

@@ -92,6 +92,6 @@ export class Metrics {
 }
 
 /** A label value escaped as the format asks: backslash, double quote and newline. */
-function label(v: string): string {
+export function label(v: string): string {
   return /[\\"\n]/.test(v) ? v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n") : v;
 }

@@ -23,6 +23,8 @@ function within(p: Promise<unknown>, ms: number): Promise<boolean> {
  * 5 s later SIGKILL, and whatever connections remain are closed.
  */
 export async function shutdown(server: HookServer, transport: HttpTransport, runner: Runner, graceMs: number, log: Log): Promise<void> {
+  const debounced = server.executions.dropDebounced();
+  if (debounced > 0) log.print(`dropped ${debounced} debounced trigger(s) still waiting out their quiet period`);
   const dropped = runner.dropQueued();
   if (dropped > 0) log.print(`dropped ${dropped} command(s) still waiting for their turn (max-concurrency)`);
   const running = runner.running();
@@ -41,5 +43,7 @@ export async function shutdown(server: HookServer, transport: HttpTransport, run
     log.print(`killed ${killed} command(s) still running after -shutdown-timeout`);
   }
   await transport.close();
+  // Jobs not finished (a retry still waiting) are dropped, and the job history written.
+  server.executions.close();
   log.print("shut down");
 }

@@ -1,0 +1,52 @@
+// Retries of a failed command (hook field "retry"): how many attempts, which failures retry, and
+// the wait before each next attempt — exponential backoff with jitter, so hooks failing together
+// do not retry in step.
+
+/** The hook field as written: { "attempts": 3, "delay": "1s", "max-delay": "1m", "exit-codes": [1, 75] }. */
+export interface RetryField {
+  /** Runs in all, the first included (1: no retry). */
+  attempts?: number;
+  /** Go duration before the second attempt; doubled for each later one (default "1s"). */
+  delay?: string;
+  /** Go duration no wait exceeds (default "1m"). */
+  "max-delay"?: string;
+  /** Exit codes that retry; absent: every failure does (non-zero exit, signal, command-timeout). */
+  "exit-codes"?: number[];
+}
+
+export interface RetryPolicy {
+  attempts: number;
+  delayMs: number;
+  maxDelayMs: number;
+  exitCodes: ReadonlySet<number> | undefined;
+}
+
+export const DEFAULT_RETRY_DELAY = "1s";
+export const DEFAULT_RETRY_MAX_DELAY = "1m";
+
+/** How an attempt ended, as far as retrying cares. */
+export interface AttemptOutcome {
+  /** Go's error text; undefined when the command succeeded. */
+  error?: string;
+  /** null when a signal ended it or it could not start. */
+  exitCode: number | null;
+  timedOut?: boolean;
+}
+
+/** Whether another attempt follows the `attempt`-th (counting from 1). A command that could not start never retries. */
+export function shouldRetry(policy: RetryPolicy, attempt: number, o: AttemptOutcome): boolean {
+  if (o.error === undefined || attempt >= policy.attempts) return false;
+  const started = o.exitCode !== null || o.timedOut === true || o.error.startsWith("signal: ");
+  if (!started) return false;
+  if (policy.exitCodes === undefined) return true;
+  return o.exitCode !== null && policy.exitCodes.has(o.exitCode);
+}
+
+/**
+ * The wait after the `attempt`-th attempt: delay × 2^(attempt−1), at most max-delay, then a random
+ * point in its upper half ("equal jitter": never less than half the backoff, never more than it).
+ */
+export function backoffMs(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {
+  const full = Math.min(policy.maxDelayMs, policy.delayMs * 2 ** (attempt - 1));
+  return Math.round(full / 2 + random() * (full / 2));
+}
