@@ -8,6 +8,7 @@ import type { TlsOptions } from "node:tls";
 import { ActivationError, describeListener, listenError, listenOn, listenOnFd, takeSystemdSocket, unbracket } from "../http/listen.js";
 import { errorText } from "../go/errno.js";
 import { secretsOf } from "../hooks/config.js";
+import type { NatsQueue } from "../run/nats-queue.js";
 import { Runner } from "../run/runner.js";
 import { FlagError, parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
 import { HookServer } from "../server/hook-server.js";
@@ -126,7 +127,18 @@ async function main(): Promise<void> {
   const problems: string[] = [];
   const log = new Log(opts.verbose, (s) => void process.stderr.write(s), opts.logFormat);
   const runner = new Runner();
-  const app = new HookServer(
+  let queue: NatsQueue | undefined;
+  if (opts.queue !== "") {
+    // Loaded only with -queue: a server without it pays nothing for the NATS client.
+    const { NatsQueue, QueueConnectError } = await import("../run/nats-queue.js");
+    try {
+      queue = await NatsQueue.connect({ url: opts.queue, ackWaitMs: opts.queueAckWaitMs, log, execute: (...job) => app.runQueued(...job) });
+    } catch (e) {
+      if (!(e instanceof QueueConnectError)) throw e;
+      fatal(e.message);
+    }
+  }
+  const app: HookServer = new HookServer(
     new Map(),
     {
       urlprefix: opts.urlprefix,
@@ -145,6 +157,7 @@ async function main(): Promise<void> {
     },
     log,
     runner,
+    queue,
   );
   const transport = new HttpTransport(app, {
     maxBody: opts.maxBody,
@@ -219,9 +232,11 @@ async function main(): Promise<void> {
     log.setSecrets(secretsOf([...hooks.values()]));
     app.setHooks(hooks);
   });
-  setupSignals(registry, () => shutdown(app, transport, runner, opts.shutdownTimeoutMs, log), log);
+  setupSignals(registry, () => shutdown(app, transport, runner, opts.shutdownTimeoutMs, log, queue), log);
   loadHooks(registry, opts, log);
   if (opts.hotreload) registry.watch();
+  await app.queueReady;
+  if (queue) log.print(`sharing the hooks' queues through NATS JetStream at ${queue.address}`);
 
   const scheme = opts.secure ? "https" : "http";
   const base = opts.urlprefix === "" ? "" : `/${opts.urlprefix}`;

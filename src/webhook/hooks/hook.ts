@@ -59,6 +59,12 @@ export interface ResponseHeader {
   value: string;
 }
 
+/** The hook field deduplicate: which request value names a delivery, and for how long (a Go duration, default 10m). */
+export interface Deduplicate {
+  id?: Argument;
+  window?: string;
+}
+
 /** One hook definition, as written in a hooks file. */
 export interface Hook {
   id: string;
@@ -76,6 +82,8 @@ export interface Hook {
   "max-queue"?: number;
   /** Ours: a Go duration ("30s"); when it expires the command's process group is stopped (default -command-timeout). */
   "command-timeout"?: string;
+  /** Ours, with -queue: a second trigger with the same delivery id within the window runs nothing. */
+  deduplicate?: Deduplicate;
   "pass-environment-to-command"?: Argument[];
   "pass-arguments-to-command"?: Argument[];
   "pass-file-to-command"?: Argument[];
