@@ -158,6 +158,8 @@ export class NatsQueue implements SharedQueue {
       } else if (s.type === "reconnect") {
         this.connected = true;
         this.opts.log.print(`reconnected to the NATS server at ${this.address}`);
+        // A pull request sent before the server went away is never answered: send new ones.
+        for (const p of this.pullers.values()) p.interrupt();
       }
     }
   }
@@ -312,13 +314,29 @@ export class NatsQueue implements SharedQueue {
         at: Date.now(),
         ...(result.error !== undefined ? { error: result.error } : {}),
       });
-      try {
-        await m.ackAck();
-      } catch (e) {
-        log.print(`[${job.id}] ${job.hook}: the NATS server did not confirm the job's end (${(e as Error).message}): it may run again`, { rid: job.id, hook: job.hook });
-      }
+      await this.ack(m, job);
     } finally {
       clearInterval(heartbeat);
+    }
+  }
+
+  /**
+   * Acks a finished job, again while the server is away (until -queue-ack-wait has passed): a lost
+   * ack would hold one of the hook's max-concurrency slots until the job is redelivered.
+   */
+  private async ack(m: JsMsg, job: JobMessage): Promise<void> {
+    const until = Date.now() + this.opts.ackWaitMs;
+    for (;;) {
+      try {
+        await m.ackAck({ timeout: Math.min(PUBLISH_TIMEOUT_MS, this.opts.ackWaitMs) });
+        return;
+      } catch (e) {
+        if (Date.now() >= until) {
+          this.opts.log.print(`[${job.id}] ${job.hook}: the NATS server did not confirm the job's end (${(e as Error).message}): it may run again`, { rid: job.id, hook: job.hook });
+          return;
+        }
+        await new Promise((r) => setTimeout(r, RETRY_MS));
+      }
     }
   }
 
@@ -397,6 +415,11 @@ class Puller {
     this.slotFreed?.();
   }
 
+  /** Ends the pull request under way (the loop sends a new one). */
+  interrupt(): void {
+    this.batch?.stop();
+  }
+
   private get limit(): number {
     return this.hook.maxConcurrency > 0 ? this.hook.maxConcurrency : UNLIMITED_LOCAL;
   }
@@ -410,17 +433,14 @@ class Puller {
           continue;
         }
         consumer ??= await this.js.consumers.get(streamName(this.hook.id), CONSUMER);
-        this.batch = await consumer.fetch({ max_messages: this.limit - this.inflight, expires: PULL_EXPIRES_MS });
-        for await (const m of this.batch) {
-          if (this.stopping) {
-            m.nak(); // pulled after shutdown began: straight back to the queue
-            continue;
-          }
-          this.inflight++;
-          void this.work(m).finally(() => {
-            this.inflight--;
-            this.slotFreed?.();
-          });
+        const batch = await consumer.fetch({ max_messages: this.limit - this.inflight, expires: PULL_EXPIRES_MS });
+        this.batch = batch;
+        // A pull request lost with the connection would otherwise wait forever.
+        const watchdog = setTimeout(() => batch.stop(), PULL_EXPIRES_MS * 3);
+        try {
+          await this.take(batch);
+        } finally {
+          clearTimeout(watchdog);
         }
       } catch (e) {
         if (this.stopping) break;
@@ -429,6 +449,21 @@ class Puller {
         await new Promise((r) => setTimeout(r, RETRY_MS));
         await this.ensure().catch(() => undefined);
       }
+    }
+  }
+
+  /** Starts the jobs of one pull as they arrive. */
+  private async take(batch: ConsumerMessages): Promise<void> {
+    for await (const m of batch) {
+      if (this.stopping) {
+        m.nak(); // pulled after shutdown began: straight back to the queue
+        continue;
+      }
+      this.inflight++;
+      void this.work(m).finally(() => {
+        this.inflight--;
+        this.slotFreed?.();
+      });
     }
   }
 }
