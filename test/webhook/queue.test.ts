@@ -176,8 +176,24 @@ describe("-queue: three instances on one NATS JetStream", () => {
     assert.match(streamed.text, /^one\ntwo from [abc]\n$/);
   });
 
+  const live = (): Server[] => servers.filter((s) => s.proc.child.exitCode === null && s.proc.child.signalCode === null);
+
+  test("graceful shutdown (SIGTERM) of the instance running a job: it finishes the job and stops pulling", async () => {
+    const r = await send(`${servers[0]!.base}/hooks/slow`, { method: "POST", headers: { "X-Id": "g1" } });
+    assert.equal(r.status, 200);
+    const first = (await eventually(async () => (await lines(log("slow"))).find((l) => l[0] === "start" && l[1] === "g1"), 10_000))!;
+    const holder = servers[["a", "b", "c"].indexOf(first[2]!)]!;
+    assert.equal(await holder.stop(), 0);
+    const l = await lines(log("slow"));
+    assert.ok(l.some((x) => x[0] === "end" && x[1] === "g1" && x[2] === first[2]), "the job ended on the instance that held it");
+    // The others still take work.
+    const next = await send(`${live()[0]!.base}/hooks/slow`, { method: "POST", headers: { "X-Id": "g2" } });
+    assert.equal(next.status, 200);
+    await eventually(async () => (await lines(log("slow"))).some((x) => x[0] === "end" && x[1] === "g2"), 10_000);
+  });
+
   test("kill -9 the instance running a job: another instance runs it after -queue-ack-wait", async () => {
-    const r = await send(`${servers[1]!.base}/hooks/slow`, { method: "POST", headers: { "X-Id": "k1" } });
+    const r = await send(`${live()[0]!.base}/hooks/slow`, { method: "POST", headers: { "X-Id": "k1" } });
     assert.equal(r.status, 200);
     const first = (await eventually(async () => (await lines(log("slow"))).find((l) => l[0] === "start" && l[1] === "k1"), 10_000))!;
     const victim = servers[["a", "b", "c"].indexOf(first[2]!)]!;
@@ -185,6 +201,8 @@ describe("-queue: three instances on one NATS JetStream", () => {
     await victim.proc.exited;
     const again = (await eventually(async () => (await lines(log("slow"))).find((l) => l[0] === "end" && l[1] === "k1" && l[2] !== first[2]), 20_000))!;
     assert.notEqual(again[2], first[2]);
+    const starts = (await lines(log("slow"))).filter((l) => l[0] === "start");
+    assert.equal(starts.filter((l) => l[1] === "g1").length, 1, "the gracefully finished job did not run again");
   });
 });
 
