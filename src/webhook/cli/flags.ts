@@ -68,6 +68,10 @@ export interface Options {
   /** A bearer token, or "user:password", that /jobs asks for; "" none. */
   jobsToken: string;
   jobsAuth: string;
+  /** -queue: NATS server URL(s) of the queue shared by several instances; "" is the in-process queue. */
+  queue: string;
+  /** -queue-ack-wait (ms): a job whose instance gives no sign of life for this long runs on another. */
+  queueAckWaitMs: number;
 }
 
 type Kind = "bool" | "string" | "int" | "duration" | "value";
@@ -359,6 +363,20 @@ const FLAGS: FlagDef[] = [
     option: "port",
     set: (o, v) => (o.port = parseGoInt(v)),
   },
+  {
+    name: "queue",
+    kind: "string",
+    usage: "share the hooks' queues with other instances through NATS JetStream at this URL (nats://[user:password@]HOST:PORT, tls://… for TLS; several comma-separated); max-concurrency and max-queue then hold over all instances together",
+    option: "queue",
+    set: (o, v) => (o.queue = v),
+  },
+  {
+    name: "queue-ack-wait",
+    kind: "duration",
+    usage: "with -queue: a job whose instance stopped answering (died) for this long runs again on another instance",
+    option: "queueAckWaitMs",
+    set: (o, v) => (o.queueAckWaitMs = parseGoDuration(v)),
+  },
   { name: "secure", kind: "bool", usage: "use HTTPS instead of HTTP", option: "secure", set: (o, v) => (o.secure = parseGoBool(v)) },
   {
     name: "setgid",
@@ -497,6 +515,8 @@ export function defaults(): Options {
     jobsFile: "",
     jobsToken: "",
     jobsAuth: "",
+    queue: "",
+    queueAckWaitMs: 30_000,
   };
 }
 

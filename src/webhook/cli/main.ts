@@ -8,6 +8,7 @@ import type { TlsOptions } from "node:tls";
 import { ActivationError, describeListener, listenAt, listenError, listenOnFd, takeSystemdSocket, unbracket } from "../http/listen.js";
 import { errorText } from "../go/errno.js";
 import { secretsOf } from "../hooks/config.js";
+import type { NatsQueue } from "../run/nats-queue.js";
 import { Runner } from "../run/runner.js";
 import { FlagError, parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
 import { HookServer } from "../server/hook-server.js";
@@ -140,7 +141,18 @@ async function main(): Promise<void> {
   const runner = new Runner();
   const jobs = opts.jobs ? new JobStore({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, outputBytes: opts.jobsOutput, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m)) : undefined;
   const jobSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
-  const app = new HookServer(
+  let queue: NatsQueue | undefined;
+  if (opts.queue !== "") {
+    // Loaded only with -queue: a server without it pays nothing for the NATS client.
+    const { NatsQueue, QueueConnectError } = await import("../run/nats-queue.js");
+    try {
+      queue = await NatsQueue.connect({ url: opts.queue, ackWaitMs: opts.queueAckWaitMs, log, execute: (...job) => app.runQueued(...job) });
+    } catch (e) {
+      if (!(e instanceof QueueConnectError)) throw e;
+      fatal(e.message);
+    }
+  }
+  const app: HookServer = new HookServer(
     new Map(),
     {
       urlprefix: opts.urlprefix,
@@ -160,6 +172,7 @@ async function main(): Promise<void> {
     },
     log,
     runner,
+    queue,
   );
   const transport = new HttpTransport(app, {
     maxBody: opts.maxBody,
@@ -236,9 +249,11 @@ async function main(): Promise<void> {
     log.setSecrets([...secretsOf([...hooks.values()]), ...jobSecrets]);
     app.setHooks(hooks);
   });
-  setupSignals(registry, () => shutdown(app, transport, runner, opts.shutdownTimeoutMs, log), log);
+  setupSignals(registry, () => shutdown(app, transport, runner, opts.shutdownTimeoutMs, log, queue), log);
   loadHooks(registry, opts, log);
   if (opts.hotreload) registry.watch();
+  await app.queueReady;
+  if (queue) log.print(`sharing the hooks' queues through NATS JetStream at ${queue.address}`);
 
   const scheme = opts.secure ? "https" : "http";
   const base = opts.urlprefix === "" ? "" : `/${opts.urlprefix}`;

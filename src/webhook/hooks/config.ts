@@ -6,7 +6,8 @@
 // only the first YAML document counts. What Go refuses (an object where a string belongs, a string
 // where a boolean belongs…) is refused with the file, hook and field named.
 import { readFileSync } from "node:fs";
-import type { Argument, Hook, MatchRule, Rule } from "./hook.js";
+import type { Argument, Deduplicate, Hook, MatchRule, Rule } from "./hook.js";
+import { DEDUP_WINDOW_DEFAULT, MAX_DEDUP_WINDOW } from "./dedup.js";
 import { parseGoDuration } from "../go/duration.js";
 import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "../go/yaml.js";
 import { renderTemplate, TemplateError } from "../template/template.js";
@@ -71,6 +72,7 @@ const HOOK_FIELDS: FieldsOf<Hook> = {
   retry: { kind: "struct", fields: { attempts: COUNT, delay: STRING, "max-delay": STRING, "exit-codes": slice(INT) } },
   debounce: STRING,
   "rate-limit": { kind: "struct", fields: { requests: COUNT, period: STRING } },
+  deduplicate: { kind: "struct", fields: { id: ARGUMENT, window: STRING } satisfies FieldsOf<Deduplicate> },
   "pass-environment-to-command": slice(ARGUMENT),
   "pass-arguments-to-command": slice(ARGUMENT),
   "pass-file-to-command": slice(ARGUMENT),
@@ -204,6 +206,17 @@ function checkOwnFields(hook: Record<string, unknown>): void {
     } catch {
       throw new ConfigError(`"command-timeout" must be a duration such as "500ms", "30s" or "2m" (0 is none), not ${JSON.stringify(timeout)}`);
     }
+  }
+  const dedup = hook["deduplicate"] as Deduplicate | undefined;
+  if (dedup) {
+    if (!dedup.id) throw new ConfigError(`"deduplicate" needs "id": the request value naming a delivery, e.g. {"source": "header", "name": "X-GitHub-Delivery"}`);
+    let ms = -1;
+    try {
+      ms = parseGoDuration(dedup.window ?? DEDUP_WINDOW_DEFAULT);
+    } catch {
+      // reported below
+    }
+    if (ms <= 0 || ms > MAX_DEDUP_WINDOW) throw new ConfigError(`"deduplicate"."window" must be a duration from "1s" to "24h" such as "10m", not ${JSON.stringify(dedup.window)}`);
   }
 }
 

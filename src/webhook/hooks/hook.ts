@@ -64,6 +64,12 @@ export interface ResponseHeader {
   value: string;
 }
 
+/** The hook field deduplicate: which request value names a delivery, and for how long (a Go duration, default 10m). */
+export interface Deduplicate {
+  id?: Argument;
+  window?: string;
+}
+
 /** One hook definition, as written in a hooks file. */
 export interface Hook {
   id: string;
@@ -93,6 +99,8 @@ export interface Hook {
   debounce?: string;
   /** Ours: at most `requests` triggers per `period` (a Go duration); more are answered 429. */
   "rate-limit"?: { requests?: number; period?: string };
+  /** Ours, with -queue: a second trigger with the same delivery id within the window runs nothing. */
+  deduplicate?: Deduplicate;
   "pass-environment-to-command"?: Argument[];
   "pass-arguments-to-command"?: Argument[];
   "pass-file-to-command"?: Argument[];

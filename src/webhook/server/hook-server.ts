@@ -16,7 +16,9 @@ import { describeArgument, ParameterNodeError, replaceParameter } from "../hooks
 import type { Accepted, HttpApp, HttpResponse, RequestHead, Routed } from "../http/contract.js";
 import { STATUS_TEXT } from "../http/status.js";
 import { assembleCommand, commandLookupPath, lookPath, readArgument, removeTempFiles, type CommandSpec } from "../run/command.js";
-import { OutputStream } from "../run/output.js";
+import { OutputStream, Tail } from "../run/output.js";
+import type { ExecuteResult, QueueHook, SharedQueue } from "../run/queue.js";
+import { dedupWindowMs } from "../hooks/dedup.js";
 import { KILL_AFTER_MS, type Runner, type Turn } from "../run/runner.js";
 import type { OutputSink, RunningCommand } from "../run/spawn.js";
 import { LazyRequest, type BodyKind } from "./lazy-request.js";
@@ -73,11 +75,15 @@ const MSG = {
   commandError: "Error occurred while executing the hook's command. Please check your logs for more details.",
   multipartError: "Error occurred while parsing multipart form.",
   tooLarge: "Request body too large.",
+  queueDown: "The hook's shared queue (-queue) cannot take the request now. Try again after the seconds in the Retry-After header.",
   busy: "Too many requests for this hook: it runs as many commands as its max-concurrency allows and its queue (max-queue) is full. Try again after the seconds in the Retry-After header.",
   rateLimited: "Too many requests for this hook: its rate-limit is reached. Try again after the seconds in the Retry-After header.",
 } as const;
 
 const NO_FIELDS: LogFields = {};
+
+/** The job model's hook fields, applied by the in-process queue only. */
+const NOT_QUEUED = ["retry", "debounce", "rate-limit", "async-response", "status-from-exit-code", "exclude-stderr-from-response"] as const;
 
 export class HookServer implements HttpApp<Matched> {
   private readonly prefix: string;
@@ -86,12 +92,16 @@ export class HookServer implements HttpApp<Matched> {
   accepting = true;
   /** Rate limits, jobs, debounce and retries of triggered commands. */
   readonly executions: Executions;
+  /** With -queue: settles when the shared queue serves the current hook set. */
+  queueReady: Promise<void> = Promise.resolve();
 
   constructor(
     private hooks: Map<string, Hook>,
     private readonly opts: ServerOptions,
     private readonly log: Log,
     private readonly runner: Runner,
+    /** -queue: triggered executions go through the queue shared by several instances. */
+    private readonly queue?: SharedQueue,
   ) {
     this.prefix = opts.urlprefix === "" ? "/" : `/${opts.urlprefix}/`;
     this.allowedMethods = opts.httpMethods === "" ? [] : opts.httpMethods.split(",");
@@ -101,6 +111,18 @@ export class HookServer implements HttpApp<Matched> {
   /** Replaces the whole hook set at once; a request uses the set that was current when it was routed. */
   setHooks(hooks: Map<string, Hook>): void {
     this.hooks = hooks;
+    if (!this.queue) return;
+    for (const h of hooks.values()) {
+      const ignored = NOT_QUEUED.filter((field) => h[field] !== undefined);
+      if (ignored.length > 0) this.log.always(`warning: hook ${goQuote(h.id)} sets ${ignored.join(", ")}, which a job of the shared queue (-queue) does not apply yet`);
+    }
+    this.queueReady = this.queue.serve([...hooks.values()].map((h) => this.queueHook(h)));
+  }
+
+  /** Runs a job pulled from the shared queue; undefined when this instance has no such hook. */
+  runQueued(hookId: string, req: HookRequest, onOutput?: OutputSink): Promise<ExecuteResult> | undefined {
+    const hook = this.hooks.get(hookId);
+    return hook ? this.execute(hook, req, onOutput) : undefined;
   }
 
   /** Step one: decide from the method and URL alone. */
@@ -276,6 +298,7 @@ export class HookServer implements HttpApp<Matched> {
       return response;
     }
 
+    if (this.queue) return this.enqueue(m, req, out, this.queue);
     const policy = this.executions.policy(hook);
     const wait = this.executions.limited(hook, policy);
     if (wait !== undefined) {
@@ -296,22 +319,8 @@ export class HookServer implements HttpApp<Matched> {
     const job = this.executions.newJob(rid, hook);
     if (job) out.set("X-Job-Id", job.id);
 
-    if (hook["stream-command-output"]) return this.stream(m, req, out, turn, job, policy);
-    if (hook["include-command-output-in-response"]) {
-      return this.executeInTurn(hook, req, turn, job, policy).then((result) => {
-        if (result.timedOut) {
-          out.set("Content-Type", "text/plain; charset=utf-8");
-          return respond(504, out, timeoutMessage(this.timeoutOf(hook)));
-        }
-        if (result.error !== undefined) {
-          const status = policy.statusFromExit ? statusForExit(result) : 500;
-          if (hook["include-command-output-in-response-on-error"]) return respond(status, out, result.output);
-          out.set("Content-Type", "text/plain; charset=utf-8");
-          return respond(status, out, MSG.commandError);
-        }
-        return this.respondWith(m, hook["success-http-response-code"], out, result.output);
-      });
-    }
+    if (hook["stream-command-output"]) return this.stream(m, out, (onOutput, onStart) => this.executeInTurn(hook, req, turn, job, policy, onOutput, onStart));
+    if (hook["include-command-output-in-response"]) return this.executeInTurn(hook, req, turn, job, policy).then((result) => this.captured(m, out, result, policy.statusFromExit));
     const running = this.executeInTurn(hook, req, turn, job, policy).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
     return { ...this.answerNow(m, out, policy, job), bodyInUse: running };
   }
@@ -339,12 +348,83 @@ export class HookServer implements HttpApp<Matched> {
     return { ...this.answerNow(m, out, policy, job), bodyInUse: done };
   }
 
+  /** The answer of a hook with include-command-output-in-response, once its command has run. */
+  private captured(m: Matched, out: Headers, result: ExecuteResult, statusFromExit = false): HttpResponse {
+    const hook = m.hook;
+    if (result.timedOut) {
+      out.set("Content-Type", "text/plain; charset=utf-8");
+      return respond(504, out, timeoutMessage(this.timeoutOf(hook)));
+    }
+    if (result.error !== undefined) {
+      const status = statusFromExit ? statusForExit(result) : 500;
+      if (hook["include-command-output-in-response-on-error"]) return respond(status, out, result.output);
+      out.set("Content-Type", "text/plain; charset=utf-8");
+      return respond(status, out, MSG.commandError);
+    }
+    return this.respondWith(m, hook["success-http-response-code"], out, result.output);
+  }
+
+  /** The hook's limits and de-duplication as the shared queue applies them. */
+  private queueHook(hook: Hook): QueueHook {
+    const { max, maxQueue } = this.limitsOf(hook);
+    return { id: hook.id, maxConcurrency: max, maxQueue, dedupWindowMs: dedupWindowMs(hook) };
+  }
+
+  /**
+   * -queue: the execution becomes a job in the shared queue, run by whichever instance pulls it.
+   * The answer waits until the job is stored (fire-and-forget hooks) or has run (captured and
+   * streamed hooks, whose output comes back from the instance that ran it).
+   */
+  private async enqueue(m: Matched, req: HookRequest, out: Headers, queue: SharedQueue): Promise<HttpResponse> {
+    const { hook, rid } = m;
+    const streamed = hook["stream-command-output"] === true;
+    const tail = !streamed && hook["include-command-output-in-response"] ? new Tail(this.opts.maxOutput ?? 0) : undefined;
+    // A streamed job's first chunks may come before the job is known to be stored.
+    const early: Buffer[] = [];
+    let sink: OutputSink = (c) => early.push(c);
+    const onOutput: OutputSink | undefined = streamed ? (c) => sink(c) : tail ? (c) => tail.push(c) : undefined;
+    const dedup = hook.deduplicate?.id;
+    const deliveryId = dedup ? readArgument(dedup, req, "deduplicate", this.log, m.fields) : undefined;
+    const submitted = await queue.submit({ hook: this.queueHook(hook), id: rid || randomUUID(), req, ...(deliveryId ? { deliveryId } : {}), ...(onOutput ? { onOutput } : {}) });
+    if (submitted.kind === "full") {
+      const { max, maxQueue } = this.limitsOf(hook);
+      this.log.print(`[${rid}] ${hook.id} got matched, but ${max} commands are running (max-concurrency) and ${maxQueue} are waiting (max-queue) over all instances - answering 429`, m.fields);
+      out.set("Retry-After", RETRY_AFTER_S);
+      out.set("Content-Type", "text/plain; charset=utf-8");
+      return respond(429, out, MSG.busy);
+    }
+    if (submitted.kind === "unavailable") {
+      this.log.print(`[${rid}] ${hook.id} got matched, but ${submitted.reason} - answering ${submitted.tooLarge ? 413 : 503}`, m.fields);
+      out.set("Content-Type", "text/plain; charset=utf-8");
+      if (submitted.tooLarge) return respond(413, out, MSG.tooLarge);
+      out.set("Retry-After", RETRY_AFTER_S);
+      return respond(503, out, MSG.queueDown);
+    }
+    out.set("X-Job-Id", submitted.id);
+    for (const h of hook["response-headers"] ?? []) out.set(h.name, h.value);
+    if (submitted.kind === "duplicate") {
+      this.log.print(`[${rid}] ${hook.id} got matched, but delivery ${goQuote(deliveryId ?? "")} was already accepted as job ${submitted.id} (deduplicate): nothing runs`, m.fields);
+      return this.respondWith(m, hook["success-http-response-code"], out, hook["response-message"] ?? "");
+    }
+    this.log.print(`[${rid}] ${hook.id} hook triggered successfully: queued as job ${submitted.id}`, m.fields);
+    const result = submitted.result;
+    if (!result) return this.respondWith(m, hook["success-http-response-code"], out, hook["response-message"] ?? "");
+    if (streamed) {
+      return this.stream(m, out, (onChunk) => {
+        sink = onChunk;
+        for (const c of early.splice(0)) onChunk(c);
+        return result;
+      });
+    }
+    return this.captured(m, out, { ...(await result), output: tail!.result() });
+  }
+
   /**
    * stream-command-output: the answer starts with the command's first output (status 200) and
    * carries the rest as it is produced; a failure is told in a last line. A command that fails
    * before any output is answered like a captured one (500).
    */
-  private stream(m: Matched, req: HookRequest, out: Headers, turn: Turn, job: Job | undefined, policy: RunPolicy): Promise<HttpResponse> {
+  private stream(m: Matched, out: Headers, run: (onOutput: OutputSink, onStart: (command: RunningCommand) => void) => Promise<ExecuteResult>): Promise<HttpResponse> {
     const hook = m.hook;
     const body = new OutputStream();
     return new Promise<HttpResponse>((resolve) => {
@@ -363,7 +443,7 @@ export class HookServer implements HttpApp<Matched> {
         body.push(chunk);
         start();
       };
-      this.executeInTurn(hook, req, turn, job, policy, onOutput, (command) => body.attach(command)).then((result) => {
+      void run(onOutput, (command) => body.attach(command)).then((result) => {
         if (!started && result.timedOut) {
           out.set("Content-Type", "text/plain; charset=utf-8");
           resolve(respond(504, out, timeoutMessage(this.timeoutOf(hook))));
@@ -424,9 +504,7 @@ export class HookServer implements HttpApp<Matched> {
 
   /** A turn to run the hook's command (max-concurrency, max-queue), or null (logged) when its queue is full. */
   private takeTurn(m: Matched): Turn | null {
-    const background = !m.hook["stream-command-output"] && !m.hook["include-command-output-in-response"];
-    const max = m.hook["max-concurrency"] ?? (this.opts.maxConcurrency || (background ? (this.opts.maxBackground ?? 0) : 0));
-    const maxQueue = m.hook["max-queue"] ?? this.opts.maxQueue ?? DEFAULT_MAX_QUEUE;
+    const { max, maxQueue } = this.limitsOf(m.hook);
     const turn = this.runner.takeTurn(m.hook.id, max, maxQueue);
     if (!turn) {
       this.log.print(`[${m.rid}] ${m.hook.id} got matched, but ${max} commands are running (max-concurrency) and ${maxQueue} are waiting (max-queue) - answering 429`, m.fields);
@@ -434,6 +512,13 @@ export class HookServer implements HttpApp<Matched> {
       this.log.print(`[${m.rid}] ${m.hook.id} runs ${max} commands already (max-concurrency): this one waits for its turn`, m.fields);
     }
     return turn;
+  }
+
+  /** The hook's max-concurrency (0: no limit) and max-queue, with the command-line defaults. */
+  private limitsOf(hook: Hook): { max: number; maxQueue: number } {
+    const background = !hook["stream-command-output"] && !hook["include-command-output-in-response"];
+    const max = hook["max-concurrency"] ?? (this.opts.maxConcurrency || (background ? (this.opts.maxBackground ?? 0) : 0));
+    return { max, maxQueue: hook["max-queue"] ?? this.opts.maxQueue ?? DEFAULT_MAX_QUEUE };
   }
 
   /** The hook's command-timeout (or -command-timeout) in milliseconds; 0 is none. */
@@ -466,7 +551,7 @@ export class HookServer implements HttpApp<Matched> {
   }
 
   /** Runs the hook's command (the reference's handleHook); resolves with its output and error. */
-  private async execute(hook: Hook, req: HookRequest, onOutput?: OutputSink, onStart?: (command: RunningCommand) => void): Promise<ExecuteResult> {
+  private async execute(hook: Hook, req: HookRequest, onOutput?: OutputSink, onStart?: (command: RunningCommand) => void): Promise<AttemptRun> {
     const log = this.log;
     const rid = req.id;
     const fields: LogFields = { rid, hook: hook.id };
@@ -538,14 +623,12 @@ export class HookServer implements HttpApp<Matched> {
 }
 
 /** What running a hook's command gave: its output, Go's error text, its exit, and whether command-timeout stopped it. */
-type ExecuteResult = AttemptRun;
-
 /**
  * status-from-exit-code, for a command that failed: exit codes 100–255 are the HTTP status plus
  * 300 (exit 104 → 404, 109 → 409, 203 → 503), when Go knows that status; any other failure is 500.
  */
 function statusForExit(result: ExecuteResult): number {
-  const code = result.exitCode;
+  const code = result.exitCode ?? null;
   if (result.timedOut) return 504;
   if (code === null || code < 100 || code > 255) return 500;
   return STATUS_TEXT[code + 300] !== undefined ? code + 300 : 500;

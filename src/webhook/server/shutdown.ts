@@ -1,6 +1,7 @@
 // Graceful shutdown, in one place: stop accepting, drop the queued commands, wait for the running
 // ones up to the grace period, kill their process groups, close.
 import type { HttpTransport } from "../http/transport.js";
+import type { SharedQueue } from "../run/queue.js";
 import type { Runner } from "../run/runner.js";
 import type { HookServer } from "./hook-server.js";
 import type { Log } from "./log.js";
@@ -22,7 +23,9 @@ function within(p: Promise<unknown>, ms: number): Promise<boolean> {
  * requests in flight finish within `graceMs`; then the commands still running get SIGTERM,
  * 5 s later SIGKILL, and whatever connections remain are closed.
  */
-export async function shutdown(server: HookServer, transport: HttpTransport, runner: Runner, graceMs: number, log: Log): Promise<void> {
+export async function shutdown(server: HookServer, transport: HttpTransport, runner: Runner, graceMs: number, log: Log, queue?: SharedQueue): Promise<void> {
+  // -queue: jobs not pulled yet stay in the shared queue for the other instances.
+  queue?.stopPulling();
   const debounced = server.executions.dropDebounced();
   if (debounced > 0) log.print(`dropped ${debounced} debounced trigger(s) still waiting out their quiet period`);
   const dropped = runner.dropQueued();
@@ -37,6 +40,7 @@ export async function shutdown(server: HookServer, transport: HttpTransport, run
   await within(Promise.all([runner.idle(), transport.idle()]), graceMs);
   const killed = runner.running().length;
   if (killed > 0) {
+    queue?.handBack();
     runner.killAll("SIGTERM");
     if (!(await within(runner.idle(), KILL_GRACE_MS))) runner.killAll("SIGKILL");
     await within(transport.idle(), ANSWER_GRACE_MS);
@@ -45,5 +49,6 @@ export async function shutdown(server: HookServer, transport: HttpTransport, run
   await transport.close();
   // Jobs not finished (a retry still waiting) are dropped, and the job history written.
   server.executions.close();
+  await queue?.close();
   log.print("shut down");
 }

@@ -1,0 +1,146 @@
+// What the hook server asks of a queue shared by several instances (-queue), and what such a
+// queue hands back. The in-process queue (Runner.takeTurn) stays the default; this is the seam the
+// NATS JetStream backend (nats-queue.ts) sits behind. A job travels as its parsed request, so the
+// instance that runs it assembles the command from its own copy of the same hooks file.
+import { JsonNumber } from "../go/json.js";
+import type { HookRequest } from "../hooks/hook.js";
+import type { OutputSink } from "./spawn.js";
+
+/** What running a hook's command gave: its output, Go's error text, and whether command-timeout stopped it. */
+export interface ExecuteResult {
+  output: Buffer;
+  error?: string;
+  /** The command's exit code, where it is known (null: it was killed). */
+  exitCode?: number | null;
+  timedOut?: boolean;
+}
+
+/** A hook's limits and delivery de-duplication as every instance must see them. */
+export interface QueueHook {
+  id: string;
+  /** max-concurrency over all instances together; 0 is no limit. */
+  maxConcurrency: number;
+  /** Jobs that may wait beyond maxConcurrency; more are refused (429). */
+  maxQueue: number;
+  /** deduplicate.window in milliseconds; 0 when the hook does not de-duplicate. */
+  dedupWindowMs: number;
+}
+
+/** A triggered execution handed to the queue. */
+export interface JobSubmission {
+  hook: QueueHook;
+  /** The job's id (the request id). */
+  id: string;
+  req: HookRequest;
+  /** deduplicate.id's value in this request, when the hook de-duplicates and the request has one. */
+  deliveryId?: string;
+  /** captured or streamed hooks: output chunks as they come (from wherever the command runs); then `result` resolves. */
+  onOutput?: OutputSink;
+}
+
+/** What became of a submission. */
+export type Submitted =
+  /** Stored durably: it will run. `result` resolves when it has run (only with onOutput). */
+  | { kind: "queued"; id: string; result?: Promise<ExecuteResult> }
+  /** The same delivery was accepted within the window: nothing runs; `id` is the first job's. */
+  | { kind: "duplicate"; id: string }
+  /** The hook's queue is full (max-concurrency + max-queue). */
+  | { kind: "full" }
+  /** The queue cannot take it now (NATS unreachable, message too large): `reason` for the log. */
+  | { kind: "unavailable"; reason: string; tooLarge?: boolean };
+
+/** Runs a job taken from the shared queue on this instance; resolves as the hook server's execute does. */
+export type JobExecutor = (hookId: string, req: HookRequest, onOutput?: OutputSink) => Promise<ExecuteResult>;
+
+/** A job's state as the job model (issue 15) names them. */
+export type JobState = "queued" | "running" | "succeeded" | "failed" | "timed-out" | "dropped";
+
+/** One change of a job's state, told to a JobRecorder. */
+export interface JobEvent {
+  id: string;
+  hook: string;
+  state: JobState;
+  /** 1 for the first run, 2 after a redelivery (the instance running it died or handed it back). */
+  attempt: number;
+  /** Epoch milliseconds. */
+  at: number;
+  error?: string;
+}
+
+/** Where a backend reports job states (the job model's store connects here; nats-queue has a KV one). */
+export interface JobRecorder {
+  record(event: JobEvent): void;
+}
+
+/** The shared queue as the hook server uses it. */
+export interface SharedQueue {
+  /** Hands a triggered execution to the queue. Never rejects. */
+  submit(job: JobSubmission): Promise<Submitted>;
+  /** The hooks this instance serves (again after a reload): it pulls work for exactly these. */
+  serve(hooks: QueueHook[]): Promise<void>;
+  /** Graceful shutdown step one: take no new work; jobs running here run on. */
+  stopPulling(): void;
+  /** Before shutdown kills the commands still running: their jobs go back to the queue instead of failing. */
+  handBack(): void;
+  /** Step three, after the running commands ended or were killed: hands back unfinished jobs, closes. */
+  close(): Promise<void>;
+}
+
+/**
+ * A request as JSON. Values keep their kind: a JSON number keeps its text (JsonNumber), arrays and
+ * numbers are tagged so nothing a client sent can pass for a tag.
+ */
+export function encodeRequest(req: HookRequest): unknown {
+  return {
+    id: req.id,
+    method: req.method,
+    remoteAddr: req.remoteAddr,
+    contentType: req.contentType,
+    headers: encodeValue(req.headers),
+    query: encodeValue(req.query),
+    rawBody: req.rawBody.toString("base64"),
+    payload: req.payload === undefined ? null : encodeValue(req.payload),
+    allowSignatureErrors: req.allowSignatureErrors,
+  };
+}
+
+export function decodeRequest(v: Record<string, unknown>): HookRequest {
+  return {
+    id: String(v["id"]),
+    method: String(v["method"]),
+    remoteAddr: String(v["remoteAddr"]),
+    contentType: String(v["contentType"]),
+    headers: decodeValue(v["headers"]) as Record<string, unknown>,
+    query: decodeValue(v["query"]) as Record<string, unknown>,
+    rawBody: Buffer.from(String(v["rawBody"]), "base64"),
+    payload: v["payload"] === null ? undefined : (decodeValue(v["payload"]) as Record<string, unknown>),
+    allowSignatureErrors: v["allowSignatureErrors"] === true,
+  };
+}
+
+function encodeValue(v: unknown): unknown {
+  if (v === null || typeof v === "string" || typeof v === "boolean") return v;
+  if (v instanceof JsonNumber) return ["n", v.text];
+  if (typeof v === "number") return ["f", v];
+  if (Array.isArray(v)) return ["a", ...v.map(encodeValue)];
+  if (typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) if (x !== undefined) out[k] = encodeValue(x);
+    return out;
+  }
+  return v === undefined ? null : String(v);
+}
+
+function decodeValue(v: unknown): unknown {
+  if (Array.isArray(v)) {
+    if (v[0] === "n") return new JsonNumber(String(v[1]));
+    if (v[0] === "f") return Number(v[1]);
+    return v.slice(1).map(decodeValue);
+  }
+  if (v !== null && typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = decodeValue(x);
+    return out;
+  }
+  return v;
+}
