@@ -12,6 +12,18 @@ const MAX_SESSIONS = 32;
 const MAX_WAITING_LOGIN = 24;
 const MAX_PER_ADDRESS = 16;
 
+/** The FTP port could not be taken; `code` is the system's (EADDRINUSE, EAFNOSUPPORT…). */
+export class FtpListenError extends Error {
+  override readonly name = "FtpListenError";
+  constructor(
+    readonly code: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
 export function createFtpServer(options: FtpServerOptions): FtpServer {
   const log = options.log ?? ((): void => undefined);
   const sessions = new Set<Session>();
@@ -37,7 +49,13 @@ export function createFtpServer(options: FtpServerOptions): FtpServer {
     });
     await new Promise<void>((resolve, reject) => {
       srv.once("error", (e: NodeJS.ErrnoException) =>
-        reject(new Error(`Cannot listen for FTP on ${options.host}:${options.port}: ${e.code ?? e.message}. Choose another FTP port.`)),
+        reject(
+          new FtpListenError(
+            e.code ?? "unknown",
+            `Cannot listen for FTP on ${options.host}:${options.port}: ${e.code ?? e.message}. Choose another FTP port.`,
+            { cause: e },
+          ),
+        ),
       );
       srv.listen(options.port, options.host, () => resolve());
     });
