@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { mkdir, rm, statfs, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { bin, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
-import { sleep, until } from "./fixtures/http.js";
+import { until } from "./fixtures/http.js";
 import { MODE_FTP } from "./fixtures/contract.js";
 import { DeviceHttpError } from "../../src/client/api.js";
 import { api } from "./fixtures/device.js";
@@ -71,17 +71,19 @@ describe("an emulated 8GiB card with files already on it", () => {
 
   test("folders made, renamed and removed by another program keep being watched correctly", async () => {
     const c0 = await card(dev);
-    await run("sh", ["-c", `mkdir -p "${folder}/new/deeper"`]);
-    await sleep(800);
+    // Each first file, once counted, shows the device has taken in the new (or renamed) folder; the file
+    // written after it can then only be counted through that folder's watch.
+    await run("sh", ["-c", `mkdir -p "${folder}/new/deeper" && head -c 1000 /dev/zero > "${folder}/new/deeper/first.bin"`]);
+    const c1 = await settle(dev, (c) => c.file_count === c0.file_count + 1 && c.used_size >= c0.used_size + 1000);
     await run("sh", ["-c", `head -c 4000 /dev/zero > "${folder}/new/deeper/later.bin"`]);
-    const c1 = await settle(dev, (c) => c.file_count === c0.file_count + 1 && c.used_size >= c0.used_size + 4000);
-    await run("sh", ["-c", `mv "${folder}/new" "${folder}/renamed"`]);
-    await sleep(800);
-    await run("sh", ["-c", `head -c 6000 /dev/zero > "${folder}/renamed/deeper/after-rename.bin"`]);
-    const c2 = await settle(dev, (c) => c.file_count === c1.file_count + 1 && c.used_size >= c1.used_size + 6000);
+    const c2 = await settle(dev, (c) => c.file_count === c1.file_count + 1 && c.used_size >= c1.used_size + 4000);
+    await run("sh", ["-c", `mv "${folder}/new" "${folder}/renamed" && head -c 6000 /dev/zero > "${folder}/renamed/deeper/after-rename.bin"`]);
+    const c3 = await settle(dev, (c) => c.file_count === c2.file_count + 1 && c.used_size >= c2.used_size + 6000);
+    await run("sh", ["-c", `head -c 3000 /dev/zero > "${folder}/renamed/deeper/later-again.bin"`]);
+    const c4 = await settle(dev, (c) => c.file_count === c3.file_count + 1 && c.used_size >= c3.used_size + 3000);
     await run("sh", ["-c", `rm -r "${folder}/renamed"`]);
-    const c3 = await settle(dev, (c) => c.file_count === c2.file_count - 2);
-    assert.ok(c3.used_size <= c2.used_size - 10_000, `used_size ${c3.used_size} dropped by the removed folder's bytes`);
+    const c5 = await settle(dev, (c) => c.file_count === c4.file_count - 4);
+    assert.ok(c5.used_size <= c4.used_size - 14_000, `used_size ${c5.used_size} dropped by the removed folder's bytes`);
   });
 
   test("links leading out of the card or in circles are not followed by the count", async () => {
