@@ -295,7 +295,7 @@ describe("brute force on web basic auth (point 13)", () => {
     assert.equal(throttled.status, 429, "while throttled even the right password waits");
     assert.match(throttled.headers.get("retry-after") ?? "", /^\d+$/);
     const wait = Number(throttled.headers.get("retry-after"));
-    await sleep(wait * 1000 + 100);
+    await sleep(wait * 1000 + 100); // deliberately waits out the Retry-After the device announced, as a client must
     assert.equal((await call(dev.url, "GET", "/", { auth: ["admin", "correct-horse"] })).status, 200, "after the wait the right password works");
     const log = dev.program.stdout() + dev.program.stderr();
     assert.match(log, /failed web login from 127\.0\.0\.1 as user "admin" \(1 in a row\)/);

@@ -81,7 +81,7 @@ describe("environment variables", () => {
     assert.ok((await stat(card)).isDirectory(), "card folder created");
     assert.equal((await call(dev.url, "GET", "/")).status, 401, "FRAMEFI_WEB_USER protects the API");
     assert.equal(await total(dev.url, ["envuser", "envpass"]), 16 * 1024 ** 2);
-    await sleep(500); // let any broker connection attempt log
+    await sleep(500); // deliberate: nothing observable says "no secret will be logged"; give a broker attempt time to log
     const out = dev.program.stdout() + dev.program.stderr();
     for (const secret of ["envpass", "ftpenvpw", "envmqpw"]) assert.ok(!out.includes(secret), `${secret} logged`);
   });

@@ -8,9 +8,8 @@ import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from 
 import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
 
 const MiB = 1024 * 1024;
-import { call, openUpload, post, sleep, tree, until } from "./fixtures/http.js";
+import { call, openUpload, post, receiving, tree, until } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
-import type { DeviceStatus } from "../../src/client/api.js";
 
 const setBrightness = async (dev: RunningDevice, n: number, auth?: readonly [string, string]): Promise<void> => {
   assert.deepEqual(await api(dev, auth).setBrightness(n), JSON.parse(BODY.brightnessSet(n)));
@@ -49,20 +48,11 @@ describe("POST /device/restart (point 10)", () => {
     assert.equal(r.status, 200);
     assert.equal(r.text, BODY.restarting);
     const t0 = Date.now();
-    let s: DeviceStatus | undefined;
-    while (Date.now() - t0 < 4_000) {
-      try {
-        const got = await api(dev, undefined, 1_000).status();
-        // Until the restart has happened the old state may still answer.
-        if (got.mode === MODE_MSC && got.display.status === "on") {
-          s = got;
-          break;
-        }
-      } catch {
-        // not answering during the restart
-      }
-      await sleep(25);
-    }
+    // Until the restart has happened the old state may still answer; a failed request (restarting) is retried.
+    const s = await eventually(async () => {
+      const got = await api(dev, undefined, 1_000).status();
+      return got.mode === MODE_MSC && got.display.status === "on" ? got : undefined;
+    }, 4_000).catch(() => undefined);
     const took = Date.now() - t0;
     assert.ok(s, "the API came back in MSC mode");
     assert.ok(took <= 2_000, `API back after ${took} ms (issue: within 2 s)`);
@@ -263,7 +253,7 @@ describe("the process dies during an upload (point 7)", () => {
         await until(async () => (await api(a).status()).mode === MODE_FTP || undefined, 2_000);
         const up = openUpload(a.port, "killed/mid.bin", 8 * MiB);
         await up.send(Buffer.alloc(2 * MiB, 7));
-        await sleep(300);
+        await receiving(card);
         a.program.child.kill(signal);
         const code = await a.program.exited;
         if (signal === "SIGTERM") assert.ok(code === 0 || code === "SIGTERM", `SIGTERM → exit ${code}`);

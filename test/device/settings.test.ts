@@ -6,7 +6,7 @@ import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
-import { call, post, sleep } from "./fixtures/http.js";
+import { call, post } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
 
 const setBrightness = async (dev: RunningDevice, n: number, auth?: readonly [string, string]): Promise<void> => {
@@ -43,8 +43,11 @@ describe("persisted settings survive a restart of the process (point 6)", () => 
       await post(a.url, "/led/off");
       await post(a.url, "/mode/ftp");
       await eventually(async () => (await api(a).status()).mode === MODE_FTP, 2_000);
-      await sleep(200);
-      assert.deepEqual((await readdir(state)).sort(), filesAfterOne, "no temp files left behind in the state folder");
+      const left = await eventually(async () => {
+        const names = (await readdir(state)).sort();
+        return JSON.stringify(names) === JSON.stringify(filesAfterOne) ? names : undefined;
+      }, 2_000).catch(async () => (await readdir(state)).sort());
+      assert.deepEqual(left, filesAfterOne, "no temp files left behind in the state folder");
     } finally {
       await a.stop();
     }

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
-import { call, curl, multipart, openUpload, post, sleep, tree, until, type Part } from "./fixtures/http.js";
+import { call, curl, multipart, openUpload, post, receiving, tree, until, type Part } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
 import { DeviceHttpError } from "../../src/client/api.js";
 
@@ -271,7 +271,7 @@ describe("interrupted upload leaves nothing (point 7)", () => {
       const before = await tree(dev.card);
       const up = openUpload(dev.port, "cut/half.bin", 8 * MiB, form);
       await up.send(Buffer.alloc(2 * MiB, 3));
-      await sleep(300);
+      await receiving(dev.card);
       up.kill();
       const after = await until(async () => {
         const t = await tree(dev.card);
@@ -287,7 +287,7 @@ describe("streaming, temp names and file names (point 7)", () => {
   test("the final name appears only when the upload is complete", async () => {
     const up = openUpload(dev.port, "slow/whole.bin", 2 * MiB);
     await up.send(Buffer.alloc(MiB, 5));
-    await sleep(400);
+    await receiving(dev.card, MiB);
     const midway = await tree(dev.card);
     assert.ok(!midway.some((e) => e.startsWith("slow/whole.bin")), `final name visible before the upload completed: ${midway.join(", ")}`);
     await up.send(Buffer.alloc(MiB, 5));
@@ -390,7 +390,7 @@ describe("a switch to MSC mode during an upload (point 3)", () => {
     const before = await tree(dev.card);
     const up = openUpload(dev.port, "during-msc.bin", 2 * MiB);
     await up.send(Buffer.alloc(MiB, 4));
-    await sleep(200);
+    await receiving(dev.card);
     assert.equal((await post(dev.url, "/mode/msc")).text, BODY.switchedToMsc);
     await until(async () => (await status()).mode !== MODE_FTP || undefined, 2_000);
     await up.send(Buffer.alloc(MiB, 4));
@@ -405,7 +405,7 @@ describe("a switch to MSC mode during an upload (point 3)", () => {
     const before = await tree(dev.card);
     const up = openUpload(dev.port, "during-restart.bin", 2 * MiB);
     await up.send(Buffer.alloc(MiB, 6));
-    await sleep(200);
+    await receiving(dev.card);
     assert.equal((await post(dev.url, "/device/restart")).text, BODY.restarting);
     void up.send(Buffer.alloc(MiB, 6));
     const r = await up.finish();
