@@ -136,8 +136,8 @@ export async function run(
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }
 
-/** Polls `probe` until it returns a truthy value or `timeoutMs` passes. */
-export async function eventually<T>(probe: () => Promise<T> | T, timeoutMs = 5_000, everyMs = 25): Promise<T> {
+/** Polls `probe` until it returns a truthy value or `timeoutMs` passes; resolves with that value. */
+export async function eventually<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 5_000, everyMs = 25): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

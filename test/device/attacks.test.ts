@@ -8,6 +8,7 @@ import { connect, createServer as createNetServer, type Socket } from "node:net"
 import { join } from "node:path";
 import { bin, eventually, freePort, removeDir, run, start, startDevice, tempDir } from "../helpers.js";
 import { basic, call, openUpload, sleep, tree } from "./fixtures/http.js";
+import { multipart } from "../fixtures/http.js";
 import { api } from "./fixtures/device.js";
 import { MODE_FTP } from "./fixtures/contract.js";
 import { ftpConnection } from "../ftp/fixtures/raw.js";
@@ -229,13 +230,9 @@ describe("uploads always end with an answer and a closed socket (points 9, 20)",
     t.after(() => console.log(`# multi-file uploads cut by a mode switch: ${outcomes.stored} stored whole, ${outcomes.refused} refused whole`));
     for (let round = 0; round < 40; round++) {
       await toFtpMode(dev);
-      const parts = Array.from({ length: 50 }, (_, i) => ({ name: "file", filename: `r${round}/f${i}.txt`, content: `round ${round} file ${i}` }));
-      const boundary = "----framefiAtomicBoundary";
-      const body = Buffer.concat([
-        ...parts.map((p) => Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${p.filename}"\r\n\r\n${p.content}\r\n`)),
-        Buffer.from(`--${boundary}--\r\n`),
-      ]);
-      const upload = call(dev.url, "POST", "/upload", { body, headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
+      const parts = Array.from({ length: 50 }, (_, i) => ({ name: "file", filename: `r${round}/f${i}.txt`, value: `round ${round} file ${i}` }));
+      const { body, contentType } = multipart(parts);
+      const upload = call(dev.url, "POST", "/upload", { body, headers: { "content-type": contentType } });
       // The switch lands at a different point of the upload each round: after k of its 50 files are written
       // (k = 0 … 50), so before, during and after the renames.
       let settled = false;

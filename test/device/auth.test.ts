@@ -4,7 +4,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { bin, eventually, run, startDevice, type RunningDevice } from "../helpers.js";
 import { BODY, ENDPOINTS, MODE_MSC } from "./fixtures/contract.js";
-import { call, curl } from "./fixtures/http.js";
+import { call } from "./fixtures/http.js";
+import { curl } from "../fixtures/http.js";
 import { api } from "./fixtures/device.js";
 import { AuthenticationError, ForbiddenError } from "../../src/client/api.js";
 

@@ -4,8 +4,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, rm, statfs, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { bin, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
-import { until } from "./fixtures/http.js";
+import { eventually, bin, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { MODE_FTP } from "./fixtures/contract.js";
 import { DeviceHttpError } from "../../src/client/api.js";
 import { api } from "./fixtures/device.js";
@@ -20,7 +19,7 @@ const card = async (dev: RunningDevice): Promise<Card> => (await api(dev).status
 
 /** Waits (up to a few seconds, as another program's changes may be noticed late) until `ok` holds. */
 const settle = (dev: RunningDevice, ok: (c: Card) => boolean): Promise<Card> =>
-  until(async () => {
+  eventually(async () => {
     const c = await card(dev);
     return ok(c) ? c : undefined;
   }, 6_000, 100).catch(async (e) => {
@@ -119,7 +118,7 @@ describe("a card already fuller than --card-size", () => {
     assert.equal(c.free_size, 0);
     assert.ok(c.used_size >= 2 * 1024 * 1024);
     await api(dev).setMode("ftp");
-    await until(async () => (await api(dev).status()).mode === MODE_FTP || undefined, 2_000);
+    await eventually(async () => (await api(dev).status()).mode === MODE_FTP || undefined, 2_000);
     await assert.rejects(api(dev).upload({ name: "one-more.jpg", data: Buffer.from("x") }), (e: unknown) => e instanceof DeviceHttpError && e.status === 507);
   });
 });

@@ -3,9 +3,9 @@
 // firmware's answer does not name the new state, the parity of the count) pin down the final state.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { startDevice, type RunningDevice } from "../helpers.js";
+import { eventually, startDevice, type RunningDevice } from "../helpers.js";
 import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
-import { postFresh, until } from "./fixtures/http.js";
+import { postFresh } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
 
 let dev: RunningDevice;
@@ -73,7 +73,7 @@ test("1 000 concurrent mixed POSTs are serialised", async () => {
   for (const r of replies.filter((x) => x.op.path === "/led/brightness")) assert.equal(r.text, BODY.brightnessSet(Number(r.op.body)));
 
   const wantMode = toFtp > toMsc ? MODE_FTP : MODE_MSC;
-  const s1 = await until(async () => {
+  const s1 = await eventually(async () => {
     const s = await api(dev).status();
     return s.mode === wantMode ? s : undefined;
   }, 2_000).catch(async () => api(dev).status());

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { DOC_STEPS } from "./fixtures/docs-curl.js";
-import { curl, shellWords } from "./fixtures/http.js";
+import { shellWords } from "./fixtures/http.js";
+import { curl } from "../fixtures/http.js";
 import { api } from "./fixtures/device.js";
 
 let work: string;

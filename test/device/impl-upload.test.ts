@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { eventually, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { curl } from "../fixtures/http.js";
 
 let dev: RunningDevice;
 let work: string;
@@ -20,23 +21,23 @@ after(async () => {
   await removeDir(work);
 });
 
-const curl = (args: string[]) => run("curl", ["-s", "-w", "\n%{http_code}", ...args]);
-
 test("PUT /upload?filename= with the raw body (the firmware docs' curl line)", async () => {
   const local = join(work, "image.jpg");
   await writeFile(local, Buffer.alloc(10_000, 9));
   const r = await curl(["-X", "PUT", "--data-binary", `@${local}`, `${dev.url}/upload?filename=raw/image.jpg`]);
-  assert.equal(r.stdout, '{"status":"success","message":"File uploaded successfully."}\n200');
+  assert.equal(r.status, 200);
+  assert.equal(r.body, '{"status":"success","message":"File uploaded successfully."}');
   assert.deepEqual(await readFile(join(dev.card, "raw/image.jpg")), Buffer.alloc(10_000, 9));
   const missing = await curl(["-X", "PUT", "--data-binary", `@${local}`, `${dev.url}/upload`]);
-  assert.match(missing.stdout, /^\{"status":"error","message":"Missing file name[^"]*"\}\n400$/);
+  assert.equal(missing.status, 400);
+  assert.match(missing.body, /^\{"status":"error","message":"Missing file name[^"]*"\}$/);
 });
 
 test("a file larger than the card → 507 before the body is sent (Expect: 100-continue)", async () => {
   const local = join(work, "big.bin");
   await writeFile(local, Buffer.alloc(9 * 1024 * 1024));
   const r = await curl(["-H", "Expect: 100-continue", "-F", `file=@${local}`, `${dev.url}/upload`]);
-  assert.match(r.stdout, /\n507$/);
+  assert.equal(r.status, 507);
   assert.deepEqual(await readdir(join(dev.card)), ["raw"]);
 });
 
@@ -48,7 +49,8 @@ test("switching to MSC mode during an upload aborts it and removes the partial f
   const sw = await fetch(`${dev.url}/mode/msc`, { method: "POST" });
   assert.equal(await sw.text(), '{"status":"success","message":"Attempting to switch to MSC mode."}');
   const r = await upload;
-  assert.equal(r.stdout, '{"status":"error","message":"Cannot upload in MSC mode."}\n400');
+  assert.equal(r.status, 400);
+  assert.equal(r.body, '{"status":"error","message":"Cannot upload in MSC mode."}');
   assert.deepEqual(await readdir(dev.card), ["raw"]);
 });
 

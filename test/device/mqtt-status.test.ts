@@ -4,11 +4,11 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { startDevice, type RunningDevice } from "../helpers.js";
+import { eventually, startDevice, type RunningDevice } from "../helpers.js";
 import { sharedBroker, type Broker } from "../mqtt/fixtures/broker.js";
 import { clearRetained } from "../mqtt/fixtures/frame.js";
 import { BODY } from "./fixtures/contract.js";
-import { post, until } from "./fixtures/http.js";
+import { post } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
 
 let broker: Broker;
@@ -31,7 +31,7 @@ after(async () => {
 
 test("enabled → connected, state 0; disabled → not connected, state -1; toggled back → connected", async () => {
   const client = api(dev);
-  const connected = await until(async () => {
+  const connected = await eventually(async () => {
     const m = await client.mqttStatus();
     return m.mqtt_connected ? m : undefined;
   }, 15_000, 100);
@@ -39,7 +39,7 @@ test("enabled → connected, state 0; disabled → not connected, state -1; togg
   assert.deepEqual((await client.status()).mqtt, { enabled: true, state: 0, connected: true });
 
   assert.equal((await post(dev.url, "/mqtt/disable")).text, BODY.mqttDisabled);
-  const off = await until(async () => {
+  const off = await eventually(async () => {
     const m = await client.mqttStatus();
     return !m.mqtt_connected ? m : undefined;
   }, 15_000, 50);
@@ -47,5 +47,5 @@ test("enabled → connected, state 0; disabled → not connected, state -1; togg
   assert.deepEqual((await client.status()).mqtt, { enabled: false, state: -1, connected: false });
 
   assert.equal((await post(dev.url, "/mqtt/toggle")).text, BODY.mqttToggled);
-  await until(async () => (await client.mqttStatus()).mqtt_connected || undefined, 15_000, 100);
+  await eventually(async () => (await client.mqttStatus()).mqtt_connected || undefined, 15_000, 100);
 });

@@ -5,9 +5,10 @@ import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { removeDir, repoRoot, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { eventually, removeDir, repoRoot, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { BODY, MODE_FTP } from "./fixtures/contract.js";
-import { curl, shellWords, until } from "./fixtures/http.js";
+import { shellWords } from "./fixtures/http.js";
+import { curl } from "../fixtures/http.js";
 import { api } from "./fixtures/device.js";
 
 let section: string;
@@ -55,7 +56,7 @@ test("the upload lines work as written", async (t) => {
     assert.equal(r.status, 200, `${line} → ${r.status} ${r.body}`);
     if (line.includes("/mode/ftp")) {
       assert.equal(r.body, BODY.switchedToFtp);
-      await until(async () => (await api(dev).status()).mode === MODE_FTP || undefined, 2_000);
+      await eventually(async () => (await api(dev).status()).mode === MODE_FTP || undefined, 2_000);
     } else assert.equal(r.body, BODY.uploaded, line);
   }
   assert.deepEqual(await readFile(join(dev.card, "photo.jpg")), photo);

@@ -8,7 +8,7 @@ import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from 
 import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
 
 const MiB = 1024 * 1024;
-import { call, openUpload, post, receiving, tree, until } from "./fixtures/http.js";
+import { call, openUpload, post, receiving, tree } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
 
 const setBrightness = async (dev: RunningDevice, n: number, auth?: readonly [string, string]): Promise<void> => {
@@ -121,7 +121,7 @@ describe("a restart re-reads the settings file (point 10)", () => {
     await setBrightness(dev, 5);
     await writeFile(file, saved);
     assert.equal((await post(dev.url, "/device/restart")).text, BODY.restarting);
-    const s = await until(async () => {
+    const s = await eventually(async () => {
       try {
         const st = await api(dev, undefined, 1_000).status();
         return st.led.brightness !== 5 ? st : undefined;
@@ -250,7 +250,7 @@ describe("the process dies during an upload (point 7)", () => {
       const a = await startDevice({ card, state, args });
       try {
         await api(a).setMode("ftp");
-        await until(async () => (await api(a).status()).mode === MODE_FTP || undefined, 2_000);
+        await eventually(async () => (await api(a).status()).mode === MODE_FTP || undefined, 2_000);
         const up = openUpload(a.port, "killed/mid.bin", 8 * MiB);
         await up.send(Buffer.alloc(2 * MiB, 7));
         await receiving(card);
@@ -263,7 +263,7 @@ describe("the process dies during an upload (point 7)", () => {
       const b = await startDevice({ card, state, args });
       try {
         await api(b).setMode("ftp");
-        const left = await until(async () => {
+        const left = await eventually(async () => {
           const t = await tree(card);
           return t.length === 0 ? t : undefined;
         }, 3_000).catch(() => tree(card));

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
-import { call, curl, multipart, openUpload, post, receiving, tree, until, type Part } from "./fixtures/http.js";
+import { call, openUpload, post, receiving, tree } from "./fixtures/http.js";
+import { curl, multipart, type Part } from "../fixtures/http.js";
 import { api } from "./fixtures/device.js";
 import { DeviceHttpError } from "../../src/client/api.js";
 
@@ -26,7 +27,7 @@ const status = (): Promise<Status> => api(dev).status();
 
 async function backToFtp(): Promise<void> {
   assert.equal((await post(dev.url, "/mode/ftp")).text, BODY.switchedToFtp);
-  await until(async () => (await status()).mode === MODE_FTP || undefined, 2_000);
+  await eventually(async () => (await status()).mode === MODE_FTP || undefined, 2_000);
 }
 
 before(async () => {
@@ -63,7 +64,7 @@ describe("MSC mode: the card belongs to the USB host (point 3)", () => {
     const r = await curl(["-F", `file=@${local}`, `${dev.url}/upload`]);
     assert.equal(r.status, 400);
     assert.equal(r.body, BODY.uploadInMsc);
-    const r2 = await upload([{ name: "file", filename: "sub/dir/msc.jpg", content: "hello" }]);
+    const r2 = await upload([{ name: "file", filename: "sub/dir/msc.jpg", value: "hello" }]);
     assert.equal(r2.status, 400);
     assert.equal(r2.text, BODY.uploadInMsc);
     assert.deepEqual(await tree(dev.card), before, "card unchanged");
@@ -95,8 +96,8 @@ describe("uploads in FTP mode (points 4, 7)", () => {
 
   test("the file may come in any part with a filename; sub-folders are created", async () => {
     const r = await upload([
-      { name: "note", content: "a plain field first" },
-      { name: "photo", filename: "albums/2024/summer/beach.jpg", content: "beach bytes" },
+      { name: "note", value: "a plain field first" },
+      { name: "photo", filename: "albums/2024/summer/beach.jpg", value: "beach bytes" },
     ]);
     assert.equal(r.status, 200, r.text);
     assert.equal(r.text, BODY.uploaded);
@@ -121,7 +122,7 @@ describe("uploads in FTP mode (points 4, 7)", () => {
     const entries = await tree(dev.card);
     const files = entries.filter((e) => !e.endsWith("/"));
     const bytes = files.reduce((n, e) => n + Number(e.slice(e.lastIndexOf(" ") + 1)), 0);
-    const s = await until(async () => {
+    const s = await eventually(async () => {
       const st = await status();
       return st.sd_card.file_count === files.length ? st : undefined;
     }, 3_000);
@@ -131,10 +132,10 @@ describe("uploads in FTP mode (points 4, 7)", () => {
 
   test("a multipart body without any file part → 400 JSON; nothing written", async () => {
     const before = await tree(dev.card);
-    const r = await upload([{ name: "note", content: "no file here" }]);
+    const r = await upload([{ name: "note", value: "no file here" }]);
     assert.equal(r.status, 400, r.text);
     errorBody(r.text);
-    const empty = await upload([{ name: "file", filename: "", content: "nameless" }]);
+    const empty = await upload([{ name: "file", filename: "", value: "nameless" }]);
     assert.equal(empty.status, 400, empty.text);
     errorBody(empty.text);
     assert.deepEqual(await tree(dev.card), before);
@@ -162,7 +163,7 @@ describe("names that escape the card → 400, nothing written (point 7)", () => 
       "inner/escape.txt\0.jpg",
     ];
     for (const name of names) {
-      const r = await upload([{ name: "file", filename: name, content: "should never land" }]);
+      const r = await upload([{ name: "file", filename: name, value: "should never land" }]);
       assert.equal(r.status, 400, `${JSON.stringify(name)} → ${r.status} ${r.text}`);
       errorBody(r.text);
     }
@@ -178,7 +179,7 @@ describe("names that escape the card → 400, nothing written (point 7)", () => 
       const beforeCard = await tree(dev.card);
       const beforeOutside = await tree(outside);
       for (const name of ["door/escape.txt", "door/keep.txt", "keep-link.txt", "door/new/deep.txt"]) {
-        const r = await upload([{ name: "file", filename: name, content: "should never land" }]);
+        const r = await upload([{ name: "file", filename: name, value: "should never land" }]);
         assert.equal(r.status, 400, `${name} → ${r.status} ${r.text}`);
         errorBody(r.text);
       }
@@ -194,7 +195,7 @@ describe("names that escape the card → 400, nothing written (point 7)", () => 
   test("a path through an existing regular file → JSON error, service up", async () => {
     await writeFile(join(dev.card, "plain.txt"), "x");
     const before = await tree(dev.card);
-    const r = await upload([{ name: "file", filename: "plain.txt/child.jpg", content: "nope" }]);
+    const r = await upload([{ name: "file", filename: "plain.txt/child.jpg", value: "nope" }]);
     assert.ok([400, 409, 500].includes(r.status), `${r.status} ${r.text}`);
     errorBody(r.text);
     assert.deepEqual(await tree(dev.card), before);
@@ -273,7 +274,7 @@ describe("interrupted upload leaves nothing (point 7)", () => {
       await up.send(Buffer.alloc(2 * MiB, 3));
       await receiving(dev.card);
       up.kill();
-      const after = await until(async () => {
+      const after = await eventually(async () => {
         const t = await tree(dev.card);
         return JSON.stringify(t) === JSON.stringify(before) ? t : undefined;
       }, 5_000).catch(async () => tree(dev.card));
@@ -336,7 +337,7 @@ describe("streaming, temp names and file names (point 7)", () => {
 
 describe("edge cases of names, sizes and races (point 7)", () => {
   test("an empty file is stored as an empty file", async () => {
-    const r = await upload([{ name: "file", filename: "empty/zero.bin", content: "" }]);
+    const r = await upload([{ name: "file", filename: "empty/zero.bin", value: "" }]);
     assert.equal(r.status, 200, r.text);
     assert.equal((await stat(join(dev.card, "empty/zero.bin"))).size, 0);
   });
@@ -345,7 +346,7 @@ describe("edge cases of names, sizes and races (point 7)", () => {
     await mkdir(join(dev.card, "albums"), { recursive: true });
     const before = await tree(dev.card);
     for (const name of ["x".repeat(300) + ".jpg", "dir/", ".", "./", "albums"]) {
-      const r = await upload([{ name: "file", filename: name, content: "bytes" }]);
+      const r = await upload([{ name: "file", filename: name, value: "bytes" }]);
       assert.ok(r.status === 400 || r.status === 409, `${JSON.stringify(name.slice(0, 40))} → ${r.status} ${r.text}`);
       errorBody(r.text);
     }
@@ -356,8 +357,8 @@ describe("edge cases of names, sizes and races (point 7)", () => {
     const a = Buffer.alloc(3 * MiB, 0x61);
     const b = Buffer.alloc(3 * MiB, 0x62);
     const [ra, rb] = await Promise.all([
-      upload([{ name: "file", filename: "race/same.bin", content: a }]),
-      upload([{ name: "file", filename: "race/same.bin", content: b }]),
+      upload([{ name: "file", filename: "race/same.bin", value: a }]),
+      upload([{ name: "file", filename: "race/same.bin", value: b }]),
     ]);
     assert.equal(ra.status, 200, ra.text);
     assert.equal(rb.status, 200, rb.text);
@@ -370,7 +371,7 @@ describe("edge cases of names, sizes and races (point 7)", () => {
   test("concurrent uploads cannot together overfill the card", async () => {
     const s0 = await status();
     const each = Math.floor(s0.sd_card.free_size * 0.6);
-    const rs = await Promise.all([0, 1, 2].map((i) => upload([{ name: "file", filename: `fill/${i}.bin`, content: Buffer.alloc(each, i) }])));
+    const rs = await Promise.all([0, 1, 2].map((i) => upload([{ name: "file", filename: `fill/${i}.bin`, value: Buffer.alloc(each, i) }])));
     const ok = rs.filter((r) => r.status === 200).length;
     assert.equal(ok, 1, `exactly one of three 60 % uploads fits; got ${rs.map((r) => r.status).join(", ")}`);
     for (const r of rs.filter((x) => x.status !== 200)) {
@@ -381,7 +382,7 @@ describe("edge cases of names, sizes and races (point 7)", () => {
     assert.ok(s1.sd_card.used_size <= s1.sd_card.total_size && s1.sd_card.free_size >= 0);
     assert.equal((await tree(join(dev.card, "fill"))).length, 1, "only the stored file, no leftovers");
     await rm(join(dev.card, "fill"), { recursive: true });
-    await until(async () => (await status()).sd_card.free_size >= s0.sd_card.free_size - 64 * 1024 || undefined, 6_000, 100);
+    await eventually(async () => (await status()).sd_card.free_size >= s0.sd_card.free_size - 64 * 1024 || undefined, 6_000, 100);
   });
 });
 
@@ -392,12 +393,12 @@ describe("a switch to MSC mode during an upload (point 3)", () => {
     await up.send(Buffer.alloc(MiB, 4));
     await receiving(dev.card);
     assert.equal((await post(dev.url, "/mode/msc")).text, BODY.switchedToMsc);
-    await until(async () => (await status()).mode !== MODE_FTP || undefined, 2_000);
+    await eventually(async () => (await status()).mode !== MODE_FTP || undefined, 2_000);
     await up.send(Buffer.alloc(MiB, 4));
     const r = await up.finish();
     assert.notEqual(r.status, 200, `an upload that straddled the switch to MSC answered ${r.status} ${r.body}`);
     if (r.status) assert.equal(r.body, BODY.uploadInMsc);
-    await until(async () => JSON.stringify(await tree(dev.card)) === JSON.stringify(before) || undefined, 3_000);
+    await eventually(async () => JSON.stringify(await tree(dev.card)) === JSON.stringify(before) || undefined, 3_000);
     await backToFtp();
   });
 
@@ -410,14 +411,14 @@ describe("a switch to MSC mode during an upload (point 3)", () => {
     void up.send(Buffer.alloc(MiB, 6));
     const r = await up.finish();
     assert.notEqual(r.status, 200, "an upload cut by a restart is not reported stored");
-    await until(async () => {
+    await eventually(async () => {
       try {
         return (await status()).mode === MODE_MSC || undefined;
       } catch {
         return undefined;
       }
     }, 5_000);
-    await until(async () => JSON.stringify(await tree(dev.card)) === JSON.stringify(before) || undefined, 3_000);
+    await eventually(async () => JSON.stringify(await tree(dev.card)) === JSON.stringify(before) || undefined, 3_000);
     await backToFtp();
   });
 });

@@ -8,8 +8,9 @@ import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { bin, freePort, removeDir, repoRoot, start, tempDir, type RunningProgram } from "../helpers.js";
-import { curl, runToEnd, send, startServer, type Server } from "./fixtures/harness.js";
+import { bin, freePort, run, removeDir, repoRoot, start, tempDir, type RunningProgram } from "../helpers.js";
+import { send, startServer, type Server } from "./fixtures/harness.js";
+import { curl } from "../fixtures/http.js";
 
 const SCRIPT = 'env | grep "^LISTEN_" || echo "no LISTEN_ variables"';
 let dir = "";
@@ -75,7 +76,7 @@ describe("systemd socket activation", { concurrency: true }, () => {
     const p = await activate([path], [...execStart(), "-verbose"]);
     const r = await curl(["--unix-socket", path, "-X", "POST", "http://localhost/hooks/env"]);
     assert.equal(r.status, 200);
-    assert.equal(r.text, "no LISTEN_ variables\n");
+    assert.equal(r.body, "no LISTEN_ variables\n");
     await p.waitFor(new RegExp(`serving hooks on http://\\{unix:${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\}/hooks/\\{id\\}`));
   });
 
@@ -97,7 +98,7 @@ describe("systemd socket activation", { concurrency: true }, () => {
   });
 
   test("an fd from systemd that is not a listening socket: a clear error and exit 1 (the reference crashes)", async () => {
-    const r = await runToEnd("sh", ["-c", 'export LISTEN_PID=$$ LISTEN_FDS=1; exec "$0" -hooks /dev/null 3</dev/null', bin("webhook")], { timeoutMs: 60_000 });
+    const r = await run("sh", ["-c", 'export LISTEN_PID=$$ LISTEN_FDS=1; exec "$0" -hooks /dev/null 3</dev/null', bin("webhook")], { timeoutMs: 60_000 });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /error listening on socket: fd 3 from systemd is not a listening stream socket: /);
   });

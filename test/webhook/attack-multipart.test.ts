@@ -8,7 +8,8 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { removeDir, tempDir } from "../helpers.js";
 import { fuzzCases, fuzzSeed, seeded } from "../fuzz/random.js";
-import { fixture, multipart, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+import { fixture, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+import { multipart } from "../fixtures/http.js";
 
 let dir = "";
 let s: Server;

@@ -4,7 +4,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { removeDir, tempDir } from "../helpers.js";
-import { fixture, multipart, parseEcho, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+import { fixture, parseEcho, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+import { multipart } from "../fixtures/http.js";
 
 const echo = fixture("echo.sh");
 let dir = "";

@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { bin, freePort, removeDir, tempDir } from "../helpers.js";
-import { fixture, parseEcho, runToEnd, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+import { bin, freePort, run, removeDir, tempDir } from "../helpers.js";
+import { fixture, parseEcho, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
 
 const echo = fixture("echo.sh");
 let dir = "";
@@ -15,7 +15,7 @@ const servers: Server[] = [];
 /** Runs bin/webhook to completion on a free port (for start-up failures and one-shot flags). */
 async function runWebhook(args: string[], cwd?: string) {
   const port = await freePort();
-  return runToEnd(bin("webhook"), ["-ip", "127.0.0.1", "-port", String(port), ...args], {
+  return run(bin("webhook"), ["-ip", "127.0.0.1", "-port", String(port), ...args], {
     timeoutMs: 60_000,
     ...(cwd ? { cwd } : {}),
   });
@@ -233,14 +233,14 @@ describe("start-up errors", { concurrency: true }, () => {
 
 describe("command line", { concurrency: true }, () => {
   test("-version prints exactly the reference's line, 'webhook version 2.8.2', on stdout; which implementation it is goes to stderr", async () => {
-    const r = await runToEnd(bin("webhook"), ["-version"], { timeoutMs: 60_000 });
+    const r = await run(bin("webhook"), ["-version"], { timeoutMs: 60_000 });
     assert.equal(r.code, 0);
     assert.equal(r.stdout, "webhook version 2.8.2\n");
     assert.match(r.stderr, /^\(FrameFi bin\/webhook \d+\.\d+\.\d+\S*, a drop-in for adnanh\/webhook 2\.8\.2\)\n$/);
   });
 
   test("the usage starts 'Usage of <the program as it was called>:', as Go prints os.Args[0]", async () => {
-    const r = await runToEnd("./bin/webhook", ["-h"], { timeoutMs: 60_000 });
+    const r = await run("./bin/webhook", ["-h"], { timeoutMs: 60_000 });
     assert.equal(r.code, 0);
     assert.match(r.stderr, /^Usage of \.\/bin\/webhook:\n {2}-cert string\n/);
     assert.match(r.stderr, /\n {2}-setuid int\n {4}\tset user ID after opening listening port; must be used with setgid, not permitted with -socket\n/);
@@ -259,13 +259,13 @@ describe("command line", { concurrency: true }, () => {
   });
 
   test("--version (double dash) works the same", async () => {
-    const r = await runToEnd(bin("webhook"), ["--version"], { timeoutMs: 60_000 });
+    const r = await run(bin("webhook"), ["--version"], { timeoutMs: 60_000 });
     assert.equal(r.code, 0);
     assert.match(r.stdout, /^webhook version \d+\.\d+\.\d+/);
   });
 
   test("-help prints the usage with every flag on stderr and exits 0", async () => {
-    const r = await runToEnd(bin("webhook"), ["-help"], { timeoutMs: 60_000 });
+    const r = await run(bin("webhook"), ["-help"], { timeoutMs: 60_000 });
     assert.equal(r.code, 0);
     assert.match(r.stderr, /Usage of \S*webhook:/);
     for (const flag of ["-hooks", "-ip", "-port", "-urlprefix", "-http-methods", "-header", "-verbose", "-debug", "-nopanic", "-max-multipart-mem", "-version"]) {
@@ -277,13 +277,13 @@ describe("command line", { concurrency: true }, () => {
   });
 
   test("-h is help too", async () => {
-    const r = await runToEnd(bin("webhook"), ["-h"], { timeoutMs: 60_000 });
+    const r = await run(bin("webhook"), ["-h"], { timeoutMs: 60_000 });
     assert.equal(r.code, 0);
     assert.match(r.stderr, /Usage of \S*webhook:/);
   });
 
   test("an unknown flag prints Go's message and the usage on stderr and exits 2", async () => {
-    const r = await runToEnd(bin("webhook"), ["-no-such-flag"], { timeoutMs: 60_000 });
+    const r = await run(bin("webhook"), ["-no-such-flag"], { timeoutMs: 60_000 });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /^flag provided but not defined: -no-such-flag\n/);
     assert.match(r.stderr, /Usage of \S*webhook:/);
@@ -291,19 +291,19 @@ describe("command line", { concurrency: true }, () => {
   });
 
   test("a bad number for -port is refused with exit 2", async () => {
-    const r = await runToEnd(bin("webhook"), ["-port", "ninety"], { timeoutMs: 60_000 });
+    const r = await run(bin("webhook"), ["-port", "ninety"], { timeoutMs: 60_000 });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /invalid value "ninety" for flag -port/);
   });
 
   test("-header without '=' is refused with exit 2", async () => {
-    const r = await runToEnd(bin("webhook"), ["-header", "no-equals-sign"], { timeoutMs: 60_000 });
+    const r = await run(bin("webhook"), ["-header", "no-equals-sign"], { timeoutMs: 60_000 });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /invalid value "no-equals-sign" for flag -header: header flag must be in name=value format/);
   });
 
   test("a flag that needs a value and has none is refused with exit 2", async () => {
-    const r = await runToEnd(bin("webhook"), ["-hooks"], { timeoutMs: 60_000 });
+    const r = await run(bin("webhook"), ["-hooks"], { timeoutMs: 60_000 });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /flag needs an argument: -hooks/);
   });
@@ -330,7 +330,7 @@ describe("command line", { concurrency: true }, () => {
   });
 
   test("a boolean flag with a value Go does not accept is refused with exit 2", async () => {
-    const r = await runToEnd(bin("webhook"), ["-verbose=yes"], { timeoutMs: 60_000 });
+    const r = await run(bin("webhook"), ["-verbose=yes"], { timeoutMs: 60_000 });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /invalid boolean value "yes" for -verbose/);
   });
@@ -355,7 +355,7 @@ describe("command line", { concurrency: true }, () => {
     const port = (blocker.address() as { port: number }).port;
     const file = await writeHooks(dir, [{ id: "x", "execute-command": echo }], "taken.json");
     try {
-      const r = await runToEnd(bin("webhook"), ["-ip", "127.0.0.1", "-port", String(port), "-hooks", file], { timeoutMs: 60_000 });
+      const r = await run(bin("webhook"), ["-ip", "127.0.0.1", "-port", String(port), "-hooks", file], { timeoutMs: 60_000 });
       assert.notEqual(r.code, 0);
       assert.match(r.stdout + r.stderr, new RegExp(`${port}`));
       assert.match(r.stdout + r.stderr, /listen|in use/i);

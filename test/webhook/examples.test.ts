@@ -9,7 +9,8 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eventually, removeDir, tempDir } from "../helpers.js";
-import { curl, fixture, parseDump, parseEcho, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+import { fixture, parseDump, parseEcho, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+import { curl } from "../fixtures/http.js";
 
 const record = fixture("record.sh");
 const NOT_SATISFIED = "Hook rules were not satisfied.";
@@ -177,7 +178,7 @@ describe("docs/Hook-Examples.md", { concurrency: true }, () => {
     const sig = "sha1=" + createHmac("sha1", "mysecret").update(body).digest("hex");
     const r = await curl(["-H", "Content-Type: application/json", "-H", `X-Hub-Signature: ${sig}`, "-H", "X-GitHub-Event: push", "--data-binary", `@${file}`, `${s.base}/hooks/github`]);
     assert.equal(r.status, 200);
-    assert.equal(r.text, "");
+    assert.equal(r.body, "");
     const got = await recorded("github");
     assert.deepEqual(got.args, ["1481a2de7b2a7d02428ad93446ab166be7793fbb", "Garen Torikian", "lolwut@noway.biz"]);
     assert.equal(got.cwd, cwds["github"]);
@@ -259,10 +260,10 @@ describe("docs/Hook-Examples.md", { concurrency: true }, () => {
     const form = ["token=<YOUR-GENERATED-TOKEN>", "team_id=T0001", "command=/redeploy", "text=now please"];
     const r = await curl([...form.flatMap((f) => ["--data-urlencode", f]), `${s.base}/hooks/slack`]);
     assert.equal(r.status, 200);
-    assert.equal(r.text, "Executing redeploy script");
+    assert.equal(r.body, "Executing redeploy script");
     await recorded("slack");
     const bad = await curl(["--data-urlencode", "token=nope", `${s.base}/hooks/slack`]);
-    assert.equal(bad.text, NOT_SATISFIED);
+    assert.equal(bad.body, NOT_SATISFIED);
   });
 
   test("A simple webhook with a secret key in GET query: without the token it won't work, with ?token=42 it will", async () => {
@@ -270,7 +271,7 @@ describe("docs/Hook-Examples.md", { concurrency: true }, () => {
     assert.equal(without.text, NOT_SATISFIED);
     const withToken = await curl([`${s.base}/hooks/simple-one?token=42`]);
     assert.equal(withToken.status, 200);
-    assert.equal(withToken.text, "Executing simple webhook...");
+    assert.equal(withToken.body, "Executing simple webhook...");
   });
 
   test("Pass file-to-command: curl -d @testRequest.json; /bin/ls in the working directory sees the decoded file, which is gone afterwards", async () => {
@@ -278,7 +279,7 @@ describe("docs/Hook-Examples.md", { concurrency: true }, () => {
     await writeFile(req, JSON.stringify({ binary: PNG_BASE64 }));
     const r = await curl(["-H", "Content-Type:application/json", "-X", "POST", "-d", `@${req}`, `${s.base}/hooks/test-file-webhook`]);
     assert.equal(r.status, 200);
-    assert.match(r.text, /^ENV_VARIABLE\S*$/m);
+    assert.match(r.body, /^ENV_VARIABLE\S*$/m);
     await eventually(async () => (await readdir(cwds["test-file-webhook"]!)).length === 0, 5_000);
   });
 
@@ -330,10 +331,10 @@ describe("docs/Hook-Examples.md", { concurrency: true }, () => {
     const thumb = join(dir, "thumb.jpg");
     await writeFile(thumb, Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 16, 0x4a, 0x46, 0x49, 0x46]));
     const pause = await curl(["-F", 'payload={"event":"media.pause","user":true}', "-F", `thumb=@${thumb};type=image/jpeg`, `${s.base}/hooks/plex`]);
-    assert.equal(pause.text, NOT_SATISFIED);
+    assert.equal(pause.body, NOT_SATISFIED);
     const play = await curl(["-F", 'payload={"event":"media.play","user":true}', "-F", `thumb=@${thumb};type=image/jpeg`, `${s.base}/hooks/plex`]);
     assert.equal(play.status, 200);
-    assert.equal(play.text, "");
+    assert.equal(play.body, "");
     await recorded("plex");
   });
 });

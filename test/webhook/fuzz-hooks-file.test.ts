@@ -8,9 +8,8 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ConfigError, parseHooks } from "../../src/webhook/hooks/config.js";
-import { bin, freePort, removeDir, tempDir } from "../helpers.js";
+import { bin, freePort, run, removeDir, tempDir } from "../helpers.js";
 import { fuzzCases, fuzzSeed, seeded, type Random } from "../fuzz/random.js";
-import { runToEnd } from "./fixtures/harness.js";
 
 let dir = "";
 before(async () => {
@@ -106,7 +105,7 @@ test("seeded random hooks files: each loads or is refused with a ConfigError; th
     const file = join(dir, name);
     await writeFile(file, text);
     // -validate loads the file as a start would and exits 0 (it loads) or 1 (each problem on a line).
-    const r = await runToEnd(bin("webhook"), ["-hooks", file, "-ip", "127.0.0.1", "-port", String(await freePort()), "-validate"], { timeoutMs: 60_000 });
+    const r = await run(bin("webhook"), ["-hooks", file, "-ip", "127.0.0.1", "-port", String(await freePort()), "-validate"], { timeoutMs: 60_000 });
     assert.ok(r.code === 0 || r.code === 1, `${name} (FUZZ_SEED=${seed}): exit ${r.code}\n${r.stderr}`);
     assert.doesNotMatch(r.stderr + r.stdout, /\n\s+at .+:\d+:\d+\)?\n/, `${name}: a stack trace`);
   }

@@ -5,8 +5,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { bin, freePort, removeDir, tempDir } from "../helpers.js";
-import { runToEnd, send, startServer, type Server } from "./fixtures/harness.js";
+import { bin, freePort, run, removeDir, tempDir } from "../helpers.js";
+import { send, startServer, type Server } from "./fixtures/harness.js";
 
 let dir = "";
 const servers: Server[] = [];
@@ -22,7 +22,7 @@ async function serveFile(name: string, text: string, args: string[] = []): Promi
 async function startFails(name: string, text: string, args: string[] = []) {
   const file = join(dir, name);
   await writeFile(file, text);
-  return runToEnd(bin("webhook"), ["-hooks", file, "-ip", "127.0.0.1", "-port", String(await freePort()), ...args], { timeoutMs: 60_000 });
+  return run(bin("webhook"), ["-hooks", file, "-ip", "127.0.0.1", "-port", String(await freePort()), ...args], { timeoutMs: 60_000 });
 }
 
 /** A YAML hook running /bin/echo with one `source: string` argument per scalar, written as given. */
