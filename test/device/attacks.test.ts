@@ -7,7 +7,8 @@ import { chmod, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs
 import { connect, createServer as createNetServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { bin, eventually, freePort, removeDir, run, start, startDevice, tempDir } from "../helpers.js";
-import { basic, call, openUpload, sleep, tree } from "./fixtures/http.js";
+import { basic, call, openUpload, sleep } from "./fixtures/http.js";
+import { tree } from "../fixtures/files.js";
 import { multipart } from "../fixtures/http.js";
 import { api } from "./fixtures/device.js";
 import { MODE_FTP } from "./fixtures/contract.js";

@@ -8,7 +8,8 @@ import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from 
 import { BODY, MODE_FTP, MODE_MSC } from "./fixtures/contract.js";
 
 const MiB = 1024 * 1024;
-import { call, openUpload, post, receiving, tree } from "./fixtures/http.js";
+import { call, openUpload, post, receiving } from "./fixtures/http.js";
+import { tree } from "../fixtures/files.js";
 import { api } from "./fixtures/device.js";
 
 const setBrightness = async (dev: RunningDevice, n: number, auth?: readonly [string, string]): Promise<void> => {

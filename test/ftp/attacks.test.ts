@@ -8,7 +8,8 @@ import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { eventually, removeDir, start, startDevice, tempDir } from "../helpers.js";
-import { curl, hasPartial, isPartial, lftp, listTree, PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
+import { curl, hasPartial, isPartial, lftp, PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
+import { listTree } from "../fixtures/files.js";
 import { ftpConnection, rssMb } from "./fixtures/raw.js";
 
 /** Bytes of the upload in progress on the card (0 when there is none). */

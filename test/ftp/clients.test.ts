@@ -6,7 +6,8 @@ import { mkdir, readFile, rm, stat, symlink, utimes, writeFile } from "node:fs/p
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { eventually, removeDir, run, start, tempDir } from "../helpers.js";
-import { curl, hasPartial, lftp, listTree, sameTree, startFtp, usage, type Ftp } from "./fixtures/ftp.js";
+import { curl, hasPartial, lftp, sameTree, startFtp, usage, type Ftp } from "./fixtures/ftp.js";
+import { listTree } from "../fixtures/files.js";
 
 const CARD_SIZE = 1024 ** 3;
 

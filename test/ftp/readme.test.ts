@@ -5,7 +5,7 @@ import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
 import { eventually, removeDir, repoRoot, run, startDevice, tempDir } from "../helpers.js";
-import { listTree } from "./fixtures/ftp.js";
+import { listTree } from "../fixtures/files.js";
 
 test("the README's FTP lines work as written", async (t) => {
   const readme = await readFile(join(repoRoot, "README.md"), "utf8");

@@ -7,7 +7,8 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { eventually, freePort, removeDir, start, startDevice, tempDir } from "../helpers.js";
-import { curl, hasPartial, lftp, listTree, startFtp, type Ftp } from "./fixtures/ftp.js";
+import { curl, hasPartial, lftp, startFtp, type Ftp } from "./fixtures/ftp.js";
+import { listTree } from "../fixtures/files.js";
 
 /** True when a listener can take the port again (the server released it). */
 async function portIsFree(port: number): Promise<boolean> {
