@@ -235,8 +235,11 @@ describe("pass-file-to-command", { concurrency: true }, () => {
       body: '{"f":"background content"}',
     });
     assert.equal(r.text, "started");
-    await eventually(() => existsSync(gate + ".path"), 10_000);
-    const path = (await readFile(gate + ".path", "utf8")).trim();
+    // The command writes the path once it runs; read it once it is all there (a line).
+    const path = await eventually(async () => {
+      const text = await readFile(gate + ".path", "utf8").catch(() => "");
+      return text.endsWith("\n") ? text.trim() : undefined;
+    }, 10_000);
     assert.equal(await readFile(path, "utf8"), "background content", "the file is there while the command runs");
     await writeFile(gate, "go");
     await eventually(() => !existsSync(path), 10_000);

@@ -254,6 +254,7 @@ async function main(): Promise<void> {
   if (opts.hotreload) registry.watch();
   await app.queueReady;
   if (queue) log.print(`sharing the hooks' queues through NATS JetStream at ${queue.address}`);
+  transport.open();
 
   const scheme = opts.secure ? "https" : "http";
   const base = opts.urlprefix === "" ? "" : `/${opts.urlprefix}`;

@@ -735,6 +735,8 @@ export class HttpTransport {
   /** Bytes of unfinished requests held now, over all connections. */
   private requestMemory = 0;
   private readonly connections = new Set<Connection>();
+  /** Connections accepted before open(), not read yet. */
+  private held: Socket[] | undefined = [];
   private readonly servers = new Set<Server>();
   private sweeper: NodeJS.Timeout | undefined;
   /** The listening servers' closing, once stopAccepting has begun it. */
@@ -773,9 +775,27 @@ export class HttpTransport {
       socket.destroy();
       return;
     }
+    if (this.held) {
+      socket.pause();
+      this.held.push(socket);
+      return;
+    }
     this.connections.add(new Connection(socket, this));
     this.sweeper ??= setInterval(() => this.sweep(), 1000).unref();
   };
+
+  /**
+   * Starts serving: the connections accepted so far, then every new one. As the reference, the socket
+   * listens first (it may need root) and requests are served only once the hooks are loaded.
+   */
+  open(): void {
+    const held = this.held ?? [];
+    this.held = undefined;
+    for (const socket of held) {
+      socket.resume();
+      if (!socket.destroyed) this.onConnection(socket);
+    }
+  }
 
   /** A server for TCP or a Unix socket, or for TLS when `tls` options are given; close() stops it. */
   createServer(tls?: TlsOptions): Server {
