@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { removeDir, tempDir } from "../helpers.js";
 import { fuzzCases, fuzzSeed, seeded } from "../fuzz/random.js";
-import { fixture, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+import { fixture, send, type Server, signedHook, startServer, writeHooks } from "./fixtures/harness.js";
 import { multipart } from "../fixtures/http.js";
 
 let dir = "";
@@ -25,17 +25,7 @@ before(async () => {
       "include-command-output-in-response": true,
       "pass-arguments-to-command": [{ source: "payload", name: "a" }, { source: "payload", name: "b" }],
     },
-    {
-      id: "signed",
-      "execute-command": fixture("append.sh"),
-      "pass-arguments-to-command": [
-        { source: "string", name: "ran" },
-        { source: "string", name: ranFile },
-      ],
-      "trigger-rule": {
-        match: { type: "payload-hmac-sha256", secret: "a-secret-nobody-knows", parameter: { source: "header", name: "X-Hub-Signature-256" } },
-      },
-    },
+    signedHook("signed", ranFile),
   ]);
   s = await startServer(["-hooks", hooks]);
 });

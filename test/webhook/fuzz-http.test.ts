@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { removeDir, tempDir } from "../helpers.js";
 import { fuzzCases, fuzzSeed, seeded, type Random } from "../fuzz/random.js";
 import { connect } from "node:net";
-import { fixture, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+import { send, type Server, signedHook, startServer, writeHooks } from "./fixtures/harness.js";
 
 let dir = "";
 let ranFile = "";
@@ -19,17 +19,7 @@ before(async () => {
   dir = await tempDir("webhook-fuzz-http-");
   ranFile = join(dir, "ran.txt");
   const hooks = await writeHooks(dir, [
-    {
-      id: "signed",
-      "execute-command": fixture("append.sh"),
-      "pass-arguments-to-command": [
-        { source: "string", name: "ran" },
-        { source: "string", name: ranFile },
-      ],
-      "trigger-rule": {
-        match: { type: "payload-hmac-sha256", secret: "a-secret-nobody-knows", parameter: { source: "header", name: "X-Hub-Signature-256" } },
-      },
-    },
+    signedHook("signed", ranFile),
   ]);
   s = await startServer(["-hooks", hooks, "-max-body", "65536"]);
 });

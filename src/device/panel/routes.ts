@@ -49,6 +49,14 @@ const STREAM_BUFFER = 64 * 1024;
 /** A stream whose client has read nothing for this long is closed (its page reconnects if it is alive). */
 const STALLED_MS = 60_000;
 
+/** The `scale` parameter of a display picture (pixels per display pixel, 1–8); undefined once a 400 is sent. */
+function scaleOf(url: URL, res: ServerResponse): number | undefined {
+  const text = url.searchParams.get("scale") ?? "1";
+  if (/^[1-8]$/.test(text)) return Number(text);
+  sendError(res, 400, `Invalid scale "${text}": use a whole number from 1 to 8 (pixels per display pixel).`);
+  return undefined;
+}
+
 export function createPanel(ctx: PanelContext): Panel {
   const observable = ctx.display instanceof SimulatedDisplay ? ctx.display : undefined;
 
@@ -125,12 +133,9 @@ export function createPanel(ctx: PanelContext): Panel {
       method: "GET",
       path: "/panel/display.svg",
       handler: (_req, res, url) => {
-        const scaleText = url.searchParams.get("scale") ?? "1";
-        if (!/^[1-8]$/.test(scaleText)) {
-          sendError(res, 400, `Invalid scale "${scaleText}": use a whole number from 1 to 8 (pixels per display pixel).`);
-          return;
-        }
-        const svg = renderDisplaySvg(view().display, Number(scaleText));
+        const scale = scaleOf(url, res);
+        if (scale === undefined) return;
+        const svg = renderDisplaySvg(view().display, scale);
         res.writeHead(200, { "Content-Type": "image/svg+xml; charset=utf-8", "Content-Length": Buffer.byteLength(svg), "Cache-Control": "no-store" });
         res.end(svg);
       },
@@ -139,12 +144,9 @@ export function createPanel(ctx: PanelContext): Panel {
       method: "GET",
       path: "/panel/display.png",
       handler: (_req, res, url) => {
-        const scaleText = url.searchParams.get("scale") ?? "1";
-        if (!/^[1-8]$/.test(scaleText)) {
-          sendError(res, 400, `Invalid scale "${scaleText}": use a whole number from 1 to 8 (pixels per display pixel).`);
-          return;
-        }
-        const png = renderDisplayPng(view().display, Number(scaleText));
+        const scale = scaleOf(url, res);
+        if (scale === undefined) return;
+        const png = renderDisplayPng(view().display, scale);
         res.writeHead(200, { "Content-Type": "image/png", "Content-Length": png.length, "Cache-Control": "no-store" });
         res.end(png);
       },
