@@ -27,6 +27,7 @@ import {
   type Subscription,
 } from "nats";
 import { MAX_DEDUP_WINDOW } from "../hooks/dedup.js";
+import type { HookRequest } from "../hooks/hook.js";
 import type { Log } from "../server/log.js";
 import { decodeRequest, encodeRequest, type ExecuteResult, type JobExecutor, type JobRecorder, type JobSubmission, type QueueHook, type SharedQueue, type Submitted } from "./queue.js";
 
@@ -56,6 +57,19 @@ interface JobMessage {
   req: Record<string, unknown>;
   /** Core NATS subject prefix for output chunks (".o") and the end (".e"); absent when nobody waits. */
   reply?: string;
+}
+
+/** Our reply subjects: what a job message may name (never another subject of the NATS account). */
+const REPLY = /^webhook\.out\.[0-9a-f-]{36}$/;
+
+/** A job message as published by submit(); throws Error saying what is wrong with anything else. */
+function parseJobMessage(data: Uint8Array): JobMessage {
+  const v = JSON.parse(Buffer.from(data).toString()) as Partial<JobMessage> | null;
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error("not a JSON object");
+  if (typeof v.id !== "string" || typeof v.hook !== "string") throw new Error('no "id" or "hook" string');
+  if (typeof v.req !== "object" || v.req === null || Array.isArray(v.req)) throw new Error('no "req" object');
+  if (v.reply !== undefined && (typeof v.reply !== "string" || !REPLY.test(v.reply))) throw new Error('"reply" is not a webhook.out subject');
+  return v as JobMessage;
 }
 
 /** Key-value bucket holding the first job id of each delivery id. */
@@ -279,11 +293,15 @@ export class NatsQueue implements SharedQueue {
   /** Runs one job pulled from a hook's consumer; acks it when its command has ended. */
   private async work(m: JsMsg): Promise<void> {
     const log = this.opts.log;
+    // Anyone who may publish on the job subjects can put anything there: a message that is not
+    // one of ours is dropped for good, never retried (it would fault every instance in turn).
     let job: JobMessage;
+    let req: HookRequest;
     try {
-      job = JSON.parse(Buffer.from(m.data).toString()) as JobMessage;
-    } catch {
-      log.print(`NATS queue: dropped an unreadable job message (stream ${m.info.stream}, sequence ${m.seq})`);
+      job = parseJobMessage(m.data);
+      req = decodeRequest(job.req);
+    } catch (e) {
+      log.print(`NATS queue: dropped an unreadable job message (stream ${m.info.stream}, sequence ${m.seq}): ${(e as Error).message}`);
       m.term();
       return;
     }
@@ -293,7 +311,7 @@ export class NatsQueue implements SharedQueue {
       if (attempt > 1) log.print(`[${job.id}] ${job.hook}: attempt ${attempt} (the instance that ran it before did not finish it)`, { rid: job.id, hook: job.hook });
       const reply = job.reply;
       const onOutput = reply ? (c: Buffer) => this.nc.publish(`${reply}.o`, c) : undefined;
-      const running = this.opts.execute(job.hook, decodeRequest(job.req), onOutput);
+      const running = this.opts.execute(job.hook, req, onOutput);
       if (!running) {
         m.nak(RETRY_MS);
         return;
@@ -460,10 +478,15 @@ class Puller {
         continue;
       }
       this.inflight++;
-      void this.work(m).finally(() => {
-        this.inflight--;
-        this.slotFreed?.();
-      });
+      void this.work(m)
+        .catch((e: Error) => {
+          this.opts.log.print(`NATS queue of hook ${this.hook.id}: a job failed to run here (${e.message}); it is dropped`);
+          m.term();
+        })
+        .finally(() => {
+          this.inflight--;
+          this.slotFreed?.();
+        });
     }
   }
 }
