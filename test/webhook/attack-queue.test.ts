@@ -20,6 +20,7 @@ describe("-queue attacks", () => {
     nats = await startNats();
     const hooks = [
       { id: "echo", "execute-command": "/bin/echo", "pass-arguments-to-command": [{ source: "header", name: "X-Arg" }], "include-command-output-in-response": true },
+      { id: "slow", "execute-command": "/bin/sh", "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: "sleep 1; echo done" }], "include-command-output-in-response": true },
     ];
     const file = join(dir, "hooks.json");
     await writeFile(file, JSON.stringify(hooks));
@@ -45,5 +46,22 @@ describe("-queue attacks", () => {
     const r = await send(`${server.base}/hooks/echo`, { method: "POST", headers: { "X-Arg": "still-alive" } });
     assert.equal(r.status, 200);
     assert.equal(r.body.toString(), "still-alive\n");
+  });
+
+  test("an unreadable end message published on a job's reply subject is ignored: the answer is the command's", async () => {
+    // Any client may subscribe to the job subjects and learn the reply subject of a job.
+    const sub = nc.subscribe("webhook.jobs.slow", { max: 1 });
+    const forged = (async () => {
+      for await (const m of sub) {
+        const reply = (JSON.parse(Buffer.from(m.data).toString()) as { reply: string }).reply;
+        nc.publish(`${reply}.e`, Buffer.from("not json"));
+        nc.publish(`${reply}.e`, Buffer.from('{"error":5}'));
+      }
+    })();
+    const r = await send(`${server.base}/hooks/slow`, { method: "POST" });
+    await forged;
+    assert.equal(r.status, 200);
+    assert.equal(r.body.toString(), "done\n");
+    assert.match(server.logs(), /ignored an unreadable end message/);
   });
 });

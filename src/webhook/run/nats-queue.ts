@@ -282,9 +282,16 @@ export class NatsQueue implements SharedQueue {
           onOutput(Buffer.from(m.data));
           return;
         }
+        let end: { error?: unknown; timedOut?: unknown };
+        try {
+          end = JSON.parse(Buffer.from(m.data).toString()) as typeof end;
+          if (typeof end !== "object" || end === null || (end.error !== undefined && typeof end.error !== "string")) throw new Error("not an end message");
+        } catch {
+          this.opts.log.print(`NATS queue: ignored an unreadable end message on ${m.subject}`);
+          return;
+        }
         sub.unsubscribe();
-        const end = JSON.parse(Buffer.from(m.data).toString()) as { error?: string; timedOut?: boolean };
-        resolve({ output: Buffer.alloc(0), ...(end.error !== undefined ? { error: end.error } : {}), ...(end.timedOut ? { timedOut: true } : {}) });
+        resolve({ output: Buffer.alloc(0), ...(typeof end.error === "string" ? { error: end.error } : {}), ...(end.timedOut === true ? { timedOut: true } : {}) });
       },
     });
     return { sub, result };
