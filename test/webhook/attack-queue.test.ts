@@ -2,12 +2,23 @@
 // a job message injected by another NATS client, and output that floods the reply subject.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { createConnection } from "node:net";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "nats";
 import { eventually, removeDir, tempDir } from "../helpers.js";
 import { send, startServer, type Server } from "./fixtures/harness.js";
 import { startNats, type Nats } from "./fixtures/nats.js";
+
+/** Bytes the flooding hook writes. */
+const FLOOD = 200_000_000;
+
+/** The resident memory of a process, in bytes. */
+async function rss(pid: number): Promise<number> {
+  const m = /VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, "utf8"));
+  return Number(m![1]) * 1024;
+}
 
 describe("-queue attacks", () => {
   let dir = "";
@@ -21,6 +32,7 @@ describe("-queue attacks", () => {
     const hooks = [
       { id: "echo", "execute-command": "/bin/echo", "pass-arguments-to-command": [{ source: "header", name: "X-Arg" }], "include-command-output-in-response": true },
       { id: "slow", "execute-command": "/bin/sh", "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: "sleep 1; echo done" }], "include-command-output-in-response": true },
+      { id: "flood", "execute-command": "/bin/sh", "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: `head -c ${FLOOD} /dev/zero; echo > "$0"` }, { source: "url", name: "done" }], "stream-command-output": true },
     ];
     const file = join(dir, "hooks.json");
     await writeFile(file, JSON.stringify(hooks));
@@ -63,5 +75,24 @@ describe("-queue attacks", () => {
     assert.equal(r.status, 200);
     assert.equal(r.body.toString(), "done\n");
     assert.match(server.logs(), /ignored an unreadable end message/);
+  });
+
+  test("a streamed hook whose output floods a client that does not read: memory stays bounded, the stream says what it dropped", async () => {
+    const done = join(dir, "flood-done");
+    const socket = createConnection({ host: "127.0.0.1", port: server.port });
+    socket.pause();
+    const chunks: Buffer[] = [];
+    socket.on("data", (c: Buffer) => chunks.push(c));
+    socket.write(`POST /hooks/flood?done=${encodeURIComponent(done)} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    await eventually(() => existsSync(done), 120_000, 100);
+    const pid = server.proc.child.pid!;
+    const held = await rss(pid);
+    assert.ok(held < FLOOD, `the instance holds ${held} bytes after a ${FLOOD}-byte flood`);
+    const ended = new Promise((r) => socket.on("end", r));
+    socket.resume();
+    await ended;
+    const answer = Buffer.concat(chunks);
+    assert.ok(answer.length < FLOOD / 2, `answer of ${answer.length} bytes`);
+    assert.match(answer.subarray(answer.length - 300).toString("latin1"), /\[webhook: \d+ bytes of output dropped: the client read more slowly than the command wrote\]\n/);
   });
 });
