@@ -33,6 +33,14 @@ describe("-queue attacks", () => {
       { id: "echo", "execute-command": "/bin/echo", "pass-arguments-to-command": [{ source: "header", name: "X-Arg" }], "include-command-output-in-response": true },
       { id: "slow", "execute-command": "/bin/sh", "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: "sleep 1; echo done" }], "include-command-output-in-response": true },
       { id: "flood", "execute-command": "/bin/sh", "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: `head -c ${FLOOD} /dev/zero; echo > "$0"` }, { source: "url", name: "done" }], "stream-command-output": true },
+      {
+        id: "gated",
+        "execute-command": "/bin/sh",
+        "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: 'echo "$1" >> "$0.ran"; while [ ! -e "$0" ]; do sleep 0.05; done' }, { source: "url", name: "gate" }, { source: "header", name: "X-Delivery" }],
+        "max-concurrency": 1,
+        "max-queue": 0,
+        deduplicate: { id: { source: "header", name: "X-Delivery" }, window: "10m" },
+      },
     ];
     const file = join(dir, "hooks.json");
     await writeFile(file, JSON.stringify(hooks));
@@ -94,5 +102,21 @@ describe("-queue attacks", () => {
     const answer = Buffer.concat(chunks);
     assert.ok(answer.length < FLOOD / 2, `answer of ${answer.length} bytes`);
     assert.match(answer.subarray(answer.length - 300).toString("latin1"), /\[webhook: \d+ bytes of output dropped: the client read more slowly than the command wrote\]\n/);
+  });
+
+  test("deduplicate: a delivery refused (429, queue full) is not remembered, so its redelivery runs", async () => {
+    const gate = join(dir, "gate");
+    const url = `${server.base}/hooks/gated?gate=${encodeURIComponent(gate)}`;
+    assert.equal((await send(url, { method: "POST", headers: { "X-Delivery": "first" } })).status, 200);
+    await eventually(() => existsSync(`${gate}.ran`));
+    const refused = await send(url, { method: "POST", headers: { "X-Delivery": "second" } });
+    assert.equal(refused.status, 429, server.logs().split("\n").filter((l) => l.includes("answering")).join("\n"));
+    await writeFile(gate, "");
+    const again = await eventually(async () => {
+      const r = await send(url, { method: "POST", headers: { "X-Delivery": "second" } });
+      return r.status === 200 ? r : undefined;
+    });
+    assert.notEqual(again!.headers["x-job-id"], refused.headers["x-job-id"]);
+    await eventually(async () => (await readFile(`${gate}.ran`, "utf8")) === "first\nsecond\n");
   });
 });

@@ -24,6 +24,7 @@ import {
   type JsMsg,
   type KV,
   type NatsConnection,
+  type NatsError,
   type Subscription,
 } from "nats";
 import { MAX_DEDUP_WINDOW } from "../hooks/dedup.js";
@@ -206,9 +207,29 @@ export class NatsQueue implements SharedQueue {
     if (!this.connected) return { kind: "unavailable", reason: `the NATS server at ${this.address} is unreachable` };
     try {
       if (job.deliveryId !== undefined && job.hook.dedupWindowMs > 0) {
-        const first = await this.claimDelivery(job.hook, job.deliveryId, job.id);
-        if (first !== undefined) return { kind: "duplicate", id: first };
+        const claim = await this.claimDelivery(job.hook, job.deliveryId, job.id);
+        if (claim.first !== undefined) return { kind: "duplicate", id: claim.first };
+        const submitted = await this.publish(job);
+        // A delivery refused is not remembered: its redelivery must run.
+        if (submitted.kind !== "queued" && submitted.kind !== "duplicate") await this.deliveries!.delete(claim.key, { previousSeq: claim.revision }).catch(() => undefined);
+        return submitted;
       }
+      return await this.publish(job);
+    } catch (e) {
+      return this.refused(e);
+    }
+  }
+
+  /** Why NATS refused a job, as the hook server answers it (429 when the hook's stream is full). */
+  private refused(e: unknown): Submitted {
+    const description = (e as NatsError).api_error?.description ?? (e as Error).message;
+    if (/maximum messages/i.test(description)) return { kind: "full" };
+    return { kind: "unavailable", reason: `NATS did not take the job: ${description}` };
+  }
+
+  /** Publishes a job on its hook's stream. */
+  private async publish(job: JobSubmission): Promise<Submitted> {
+    try {
       const msg: JobMessage = { id: job.id, hook: job.hook.id, req: encodeRequest(job.req) as Record<string, unknown> };
       let sub: Subscription | undefined;
       let result: Promise<ExecuteResult> | undefined;
@@ -240,14 +261,12 @@ export class NatsQueue implements SharedQueue {
       this.opts.recorder?.record({ id: job.id, hook: job.hook.id, state: "queued", attempt: 0, at: Date.now() });
       return result ? { kind: "queued", id: job.id, result } : { kind: "queued", id: job.id };
     } catch (e) {
-      const message = (e as Error).message;
-      if (/maximum messages/i.test(message)) return { kind: "full" };
-      return { kind: "unavailable", reason: `NATS did not take the job: ${message}` };
+      return this.refused(e);
     }
   }
 
-  /** The first job id of this delivery within the window, or undefined when this job is the first (claimed). */
-  private async claimDelivery(hook: QueueHook, deliveryId: string, jobId: string): Promise<string | undefined> {
+  /** The first job id of this delivery within the window, or the key and revision this job claimed it with. */
+  private async claimDelivery(hook: QueueHook, deliveryId: string, jobId: string): Promise<{ first: string; key?: never; revision?: never } | { first?: never; key: string; revision: number }> {
     this.deliveries ??= await this.js.views.kv(DELIVERIES_BUCKET, { history: 1, ttl: MAX_DEDUP_WINDOW, storage: StorageType.File });
     const kv = this.deliveries;
     const id = deliveryId.length <= 100 ? token(deliveryId) : createHash("sha256").update(deliveryId).digest("hex");
@@ -255,15 +274,13 @@ export class NatsQueue implements SharedQueue {
     const value = Buffer.from(jobId);
     for (;;) {
       try {
-        await kv.create(key, value);
-        return undefined;
-      } catch (e) {
+        return { key, revision: await kv.create(key, value) };
+      } catch {
         const entry = await kv.get(key);
         if (!entry || entry.operation !== "PUT") continue; // removed meanwhile: claim again
-        if (Date.now() - entry.created.getTime() < hook.dedupWindowMs) return Buffer.from(entry.value).toString();
+        if (Date.now() - entry.created.getTime() < hook.dedupWindowMs) return { first: Buffer.from(entry.value).toString() };
         try {
-          await kv.update(key, value, entry.revision);
-          return undefined;
+          return { key, revision: await kv.update(key, value, entry.revision) };
         } catch {
           continue; // another instance claimed it first: read again
         }
