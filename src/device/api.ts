@@ -157,10 +157,13 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     const roUser = sameSecret(given.user, ro.user);
     const roPass = sameSecret(given.password, ro.password);
     const address = req.socket.remoteAddress;
-    if (full || (ro.user !== "" && roUser && roPass)) {
+    // Only the full account starts the address afresh: one who knows the read-only account must not
+    // wipe its failures between guesses of the full one's password.
+    if (full) {
       ctx.throttle.succeeded(address);
-      return full ? "full" : "read-only";
+      return "full";
     }
+    if (ro.user !== "" && roUser && roPass) return "read-only";
     const { failures } = ctx.throttle.failed(address);
     ctx.log(`failed web login from ${address ?? "unknown address"} as user ${JSON.stringify(given.user.slice(0, 64))} (${failures} in a row)`);
     return "none";

@@ -3,7 +3,7 @@
 // history is written there shortly after each change (a new file renamed over the old one, so a
 // crash never leaves half a file) and read back at start; a file that cannot be read is set aside
 // and the server starts with an empty history.
-import { renameSync, readFileSync, writeFileSync } from "node:fs";
+import { renameSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { FINAL_STATES, type Attempt, type Job, type JobState } from "./job.js";
 
 export interface JobStoreOptions {
@@ -215,7 +215,9 @@ export class JobStore {
     this.prune();
     const tmp = `${file}.${process.pid}.tmp`;
     try {
-      writeFileSync(tmp, JSON.stringify({ version: 1, jobs: [...this.jobs.values()] }) + "\n", { mode: 0o600 });
+      // Created afresh (O_EXCL): a symlink planted at the temporary name is removed, never followed.
+      rmSync(tmp, { force: true });
+      writeFileSync(tmp, JSON.stringify({ version: 1, jobs: [...this.jobs.values()] }) + "\n", { mode: 0o600, flag: "wx" });
       renameSync(tmp, file);
     } catch (e) {
       this.warn(`cannot write the jobs file ${file} (${(e as Error).message}); the history stays in memory`);

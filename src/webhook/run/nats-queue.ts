@@ -24,9 +24,11 @@ import {
   type JsMsg,
   type KV,
   type NatsConnection,
+  type NatsError,
   type Subscription,
 } from "nats";
 import { MAX_DEDUP_WINDOW } from "../hooks/dedup.js";
+import type { HookRequest } from "../hooks/hook.js";
 import type { Log } from "../server/log.js";
 import { decodeRequest, encodeRequest, type ExecuteResult, type JobExecutor, type JobRecorder, type JobSubmission, type QueueHook, type SharedQueue, type Submitted } from "./queue.js";
 
@@ -56,6 +58,19 @@ interface JobMessage {
   req: Record<string, unknown>;
   /** Core NATS subject prefix for output chunks (".o") and the end (".e"); absent when nobody waits. */
   reply?: string;
+}
+
+/** Our reply subjects: what a job message may name (never another subject of the NATS account). */
+const REPLY = /^webhook\.out\.[0-9a-f-]{36}$/;
+
+/** A job message as published by submit(); throws Error saying what is wrong with anything else. */
+function parseJobMessage(data: Uint8Array): JobMessage {
+  const v = JSON.parse(Buffer.from(data).toString()) as Partial<JobMessage> | null;
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error("not a JSON object");
+  if (typeof v.id !== "string" || typeof v.hook !== "string") throw new Error('no "id" or "hook" string');
+  if (typeof v.req !== "object" || v.req === null || Array.isArray(v.req)) throw new Error('no "req" object');
+  if (v.reply !== undefined && (typeof v.reply !== "string" || !REPLY.test(v.reply))) throw new Error('"reply" is not a webhook.out subject');
+  return v as JobMessage;
 }
 
 /** Key-value bucket holding the first job id of each delivery id. */
@@ -192,9 +207,29 @@ export class NatsQueue implements SharedQueue {
     if (!this.connected) return { kind: "unavailable", reason: `the NATS server at ${this.address} is unreachable` };
     try {
       if (job.deliveryId !== undefined && job.hook.dedupWindowMs > 0) {
-        const first = await this.claimDelivery(job.hook, job.deliveryId, job.id);
-        if (first !== undefined) return { kind: "duplicate", id: first };
+        const claim = await this.claimDelivery(job.hook, job.deliveryId, job.id);
+        if (claim.first !== undefined) return { kind: "duplicate", id: claim.first };
+        const submitted = await this.publish(job);
+        // A delivery refused is not remembered: its redelivery must run.
+        if (submitted.kind !== "queued" && submitted.kind !== "duplicate") await this.deliveries!.delete(claim.key, { previousSeq: claim.revision }).catch(() => undefined);
+        return submitted;
       }
+      return await this.publish(job);
+    } catch (e) {
+      return this.refused(e);
+    }
+  }
+
+  /** Why NATS refused a job, as the hook server answers it (429 when the hook's stream is full). */
+  private refused(e: unknown): Submitted {
+    const description = (e as NatsError).api_error?.description ?? (e as Error).message;
+    if (/maximum messages/i.test(description)) return { kind: "full" };
+    return { kind: "unavailable", reason: `NATS did not take the job: ${description}` };
+  }
+
+  /** Publishes a job on its hook's stream. */
+  private async publish(job: JobSubmission): Promise<Submitted> {
+    try {
       const msg: JobMessage = { id: job.id, hook: job.hook.id, req: encodeRequest(job.req) as Record<string, unknown> };
       let sub: Subscription | undefined;
       let result: Promise<ExecuteResult> | undefined;
@@ -226,14 +261,12 @@ export class NatsQueue implements SharedQueue {
       this.opts.recorder?.record({ id: job.id, hook: job.hook.id, state: "queued", attempt: 0, at: Date.now() });
       return result ? { kind: "queued", id: job.id, result } : { kind: "queued", id: job.id };
     } catch (e) {
-      const message = (e as Error).message;
-      if (/maximum messages/i.test(message)) return { kind: "full" };
-      return { kind: "unavailable", reason: `NATS did not take the job: ${message}` };
+      return this.refused(e);
     }
   }
 
-  /** The first job id of this delivery within the window, or undefined when this job is the first (claimed). */
-  private async claimDelivery(hook: QueueHook, deliveryId: string, jobId: string): Promise<string | undefined> {
+  /** The first job id of this delivery within the window, or the key and revision this job claimed it with. */
+  private async claimDelivery(hook: QueueHook, deliveryId: string, jobId: string): Promise<{ first: string; key?: never; revision?: never } | { first?: never; key: string; revision: number }> {
     this.deliveries ??= await this.js.views.kv(DELIVERIES_BUCKET, { history: 1, ttl: MAX_DEDUP_WINDOW, storage: StorageType.File });
     const kv = this.deliveries;
     const id = deliveryId.length <= 100 ? token(deliveryId) : createHash("sha256").update(deliveryId).digest("hex");
@@ -241,15 +274,13 @@ export class NatsQueue implements SharedQueue {
     const value = Buffer.from(jobId);
     for (;;) {
       try {
-        await kv.create(key, value);
-        return undefined;
-      } catch (e) {
+        return { key, revision: await kv.create(key, value) };
+      } catch {
         const entry = await kv.get(key);
         if (!entry || entry.operation !== "PUT") continue; // removed meanwhile: claim again
-        if (Date.now() - entry.created.getTime() < hook.dedupWindowMs) return Buffer.from(entry.value).toString();
+        if (Date.now() - entry.created.getTime() < hook.dedupWindowMs) return { first: Buffer.from(entry.value).toString() };
         try {
-          await kv.update(key, value, entry.revision);
-          return undefined;
+          return { key, revision: await kv.update(key, value, entry.revision) };
         } catch {
           continue; // another instance claimed it first: read again
         }
@@ -268,9 +299,16 @@ export class NatsQueue implements SharedQueue {
           onOutput(Buffer.from(m.data));
           return;
         }
+        let end: { error?: unknown; timedOut?: unknown };
+        try {
+          end = JSON.parse(Buffer.from(m.data).toString()) as typeof end;
+          if (typeof end !== "object" || end === null || (end.error !== undefined && typeof end.error !== "string")) throw new Error("not an end message");
+        } catch {
+          this.opts.log.print(`NATS queue: ignored an unreadable end message on ${m.subject}`);
+          return;
+        }
         sub.unsubscribe();
-        const end = JSON.parse(Buffer.from(m.data).toString()) as { error?: string; timedOut?: boolean };
-        resolve({ output: Buffer.alloc(0), ...(end.error !== undefined ? { error: end.error } : {}), ...(end.timedOut ? { timedOut: true } : {}) });
+        resolve({ output: Buffer.alloc(0), ...(typeof end.error === "string" ? { error: end.error } : {}), ...(end.timedOut === true ? { timedOut: true } : {}) });
       },
     });
     return { sub, result };
@@ -279,11 +317,15 @@ export class NatsQueue implements SharedQueue {
   /** Runs one job pulled from a hook's consumer; acks it when its command has ended. */
   private async work(m: JsMsg): Promise<void> {
     const log = this.opts.log;
+    // Anyone who may publish on the job subjects can put anything there: a message that is not
+    // one of ours is dropped for good, never retried (it would fault every instance in turn).
     let job: JobMessage;
+    let req: HookRequest;
     try {
-      job = JSON.parse(Buffer.from(m.data).toString()) as JobMessage;
-    } catch {
-      log.print(`NATS queue: dropped an unreadable job message (stream ${m.info.stream}, sequence ${m.seq})`);
+      job = parseJobMessage(m.data);
+      req = decodeRequest(job.req);
+    } catch (e) {
+      log.print(`NATS queue: dropped an unreadable job message (stream ${m.info.stream}, sequence ${m.seq}): ${(e as Error).message}`);
       m.term();
       return;
     }
@@ -293,7 +335,7 @@ export class NatsQueue implements SharedQueue {
       if (attempt > 1) log.print(`[${job.id}] ${job.hook}: attempt ${attempt} (the instance that ran it before did not finish it)`, { rid: job.id, hook: job.hook });
       const reply = job.reply;
       const onOutput = reply ? (c: Buffer) => this.nc.publish(`${reply}.o`, c) : undefined;
-      const running = this.opts.execute(job.hook, decodeRequest(job.req), onOutput);
+      const running = this.opts.execute(job.hook, req, onOutput);
       if (!running) {
         m.nak(RETRY_MS);
         return;
@@ -460,10 +502,15 @@ class Puller {
         continue;
       }
       this.inflight++;
-      void this.work(m).finally(() => {
-        this.inflight--;
-        this.slotFreed?.();
-      });
+      void this.work(m)
+        .catch((e: Error) => {
+          this.opts.log.print(`NATS queue of hook ${this.hook.id}: a job failed to run here (${e.message}); it is dropped`);
+          m.term();
+        })
+        .finally(() => {
+          this.inflight--;
+          this.slotFreed?.();
+        });
     }
   }
 }

@@ -43,9 +43,16 @@ export class Tail {
 const STREAM_HIGH_WATER = 1024 * 1024;
 
 /**
+ * Output queued for a slow streaming client of a command that cannot be paused (it runs on another
+ * instance, -queue): beyond it, output is dropped and the stream says how much.
+ */
+const STREAM_LIMIT = 16 * 1024 * 1024;
+
+/**
  * A command's output as an async iterator for the transport: chunks are queued until read, and
- * the command is paused while more than STREAM_HIGH_WATER bytes wait. Once the reader returns
- * (the client went away, or HEAD), later output is dropped rather than queued.
+ * the command is paused while more than STREAM_HIGH_WATER bytes wait (or, with no command to
+ * pause, output beyond STREAM_LIMIT is dropped). Once the reader returns (the client went away,
+ * or HEAD), later output is dropped rather than queued.
  */
 export class OutputStream implements AsyncIterableIterator<Buffer> {
   private readonly queued: Buffer[] = [];
@@ -55,6 +62,8 @@ export class OutputStream implements AsyncIterableIterator<Buffer> {
   private wake: (() => void) | undefined;
   private command: RunningCommand | undefined;
   private paused = false;
+  /** Bytes dropped (no command to pause, the client far behind) not yet told in the stream. */
+  private dropped = 0;
 
   /** The command whose output this is, to pause while the reader is behind. */
   attach(command: RunningCommand): void {
@@ -63,6 +72,11 @@ export class OutputStream implements AsyncIterableIterator<Buffer> {
 
   push(chunk: Buffer): void {
     if (this.abandoned) return;
+    if (!this.command && this.queuedBytes + chunk.length > STREAM_LIMIT) {
+      this.dropped += chunk.length;
+      return;
+    }
+    this.tellDropped();
     this.queued.push(chunk);
     this.queuedBytes += chunk.length;
     if (!this.paused && this.queuedBytes > STREAM_HIGH_WATER && this.command) {
@@ -79,7 +93,17 @@ export class OutputStream implements AsyncIterableIterator<Buffer> {
     this.command?.resume();
   }
 
+  /** Queues the line saying how much output was dropped since the client fell behind, if any was. */
+  private tellDropped(): void {
+    if (this.dropped === 0) return;
+    const line = Buffer.from(`\n[webhook: ${this.dropped} bytes of output dropped: the client read more slowly than the command wrote]\n`);
+    this.dropped = 0;
+    this.queued.push(line);
+    this.queuedBytes += line.length;
+  }
+
   end(): void {
+    if (!this.abandoned) this.tellDropped();
     this.ended = true;
     this.wake?.();
   }
