@@ -121,6 +121,10 @@ describe("-jobs", () => {
     await s?.stop();
   });
 
+  test("without -jobs-token or -jobs-auth the start-up log warns that /jobs answers anyone", async () => {
+    await eventually(() => /warning: \/jobs answers anyone who can reach this server.*set -jobs-token or -jobs-auth/.test(s.logs()));
+  });
+
   test("a captured hook's answer names its job; the job tells hook, state, attempt, exit status, times and output", async () => {
     const r = await send(`${s.base}/hooks/ok`);
     assert.equal(r.status, 200);

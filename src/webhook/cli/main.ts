@@ -245,6 +245,9 @@ async function main(): Promise<void> {
   log.print(`version ${REFERENCE_VERSION} starting (FrameFi bin/webhook ${version()})`);
   log.setSecrets(jobSecrets);
   jobs?.load();
+  if (jobs && opts.jobsToken === "" && opts.jobsAuth === "") {
+    log.always("warning: /jobs answers anyone who can reach this server, and job output may hold secrets; set -jobs-token or -jobs-auth");
+  }
   const registry = new HookRegistry(opts.hooks, { template: opts.template }, log, (hooks) => {
     log.setSecrets([...secretsOf([...hooks.values()]), ...jobSecrets]);
     app.setHooks(hooks);
