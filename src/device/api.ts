@@ -160,11 +160,11 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     // Only the full account starts the address afresh: one who knows the read-only account must not
     // wipe its failures between guesses of the full one's password.
     if (full) {
-      ctx.throttle.succeeded(address);
+      ctx.throttle.succeeded(address, "web");
       return "full";
     }
     if (ro.user !== "" && roUser && roPass) return "read-only";
-    const { failures } = ctx.throttle.failed(address);
+    const { failures } = ctx.throttle.failed(address, "web");
     ctx.log(`failed web login from ${address ?? "unknown address"} as user ${JSON.stringify(given.user.slice(0, 64))} (${failures} in a row)`);
     return "none";
   };

@@ -38,10 +38,16 @@ export interface LoginThrottle {
   admit(address: string | undefined): number;
   /** Milliseconds until the address's next attempt may be checked (0: now), reserving nothing. */
   retryAfter(address: string | undefined): number;
-  /** The credentials were wrong: returns the address's failures in a row and the delay its next attempt gets. */
-  failed(address: string | undefined): { failures: number; delayMs: number };
-  /** The credentials were right: the address starts afresh. */
-  succeeded(address: string | undefined): void;
+  /**
+   * The credentials for `account` ("web", "ftp") were wrong: returns the address's failures in a row (over
+   * every account) and the delay its next attempt gets.
+   */
+  failed(address: string | undefined, account: string): { failures: number; delayMs: number };
+  /**
+   * The credentials for `account` were right: the address starts afresh, unless it also failed at another
+   * account (knowing the FTP login must not wipe the record of guesses at the web password).
+   */
+  succeeded(address: string | undefined, account: string): void;
 }
 
 interface Entry {
@@ -49,6 +55,8 @@ interface Entry {
   /** When the next attempt may be checked. */
   next: number;
   lastFailure: number;
+  /** The accounts that failed from this address since it last started afresh. */
+  accounts: Set<string>;
 }
 
 export function createLoginThrottle(options: ThrottleOptions = {}): LoginThrottle {
@@ -87,11 +95,12 @@ export function createLoginThrottle(options: ThrottleOptions = {}): LoginThrottl
       const e = current(addressKey(address), t);
       return e ? Math.max(0, e.next - t) : 0;
     },
-    failed(address) {
+    failed(address, account) {
       const t = now();
       const key = addressKey(address);
-      const e = current(key, t) ?? { failures: 0, next: 0, lastFailure: t };
+      const e = current(key, t) ?? { failures: 0, next: 0, lastFailure: t, accounts: new Set<string>() };
       e.failures++;
+      e.accounts.add(account);
       e.lastFailure = t;
       e.next = Math.max(e.next, t + delay(e.failures));
       entries.delete(key);
@@ -99,8 +108,12 @@ export function createLoginThrottle(options: ThrottleOptions = {}): LoginThrottl
       if (entries.size > maxAddresses) entries.delete(entries.keys().next().value!);
       return { failures: e.failures, delayMs: delay(e.failures) };
     },
-    succeeded(address) {
-      entries.delete(addressKey(address));
+    succeeded(address, account) {
+      const key = addressKey(address);
+      const e = entries.get(key);
+      if (!e) return;
+      e.accounts.delete(account);
+      if (e.accounts.size === 0) entries.delete(key);
     },
   };
 }

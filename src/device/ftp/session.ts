@@ -303,12 +303,12 @@ export class Session {
     if (userOk && passOk) {
       this.loggedIn = true;
       clearTimeout(this.loginTimer);
-      throttle.succeeded(this.peer);
+      throttle.succeeded(this.peer, "ftp");
       this.ctx.log(`ftp ${this.label}: logged in`);
       return this.write(230, "Login successful.");
     }
     this.failures++;
-    const { failures, delayMs } = throttle.failed(this.peer);
+    const { failures, delayMs } = throttle.failed(this.peer, "ftp");
     const next = delayMs > 0 ? `; the next attempt from this address waits ${Math.ceil(delayMs / 1000)} s` : "";
     this.ctx.log(`ftp ${this.label}: login failed (${failures} in a row from ${this.peer}${next})`);
     this.user = undefined;
