@@ -1,4 +1,4 @@
-// Issue 6 point 2 and 3: logging in. -u user:password, FRAMEFI_USER/FRAMEFI_PASSWORD, the .env's
+// Logging in. -u user:password, FRAMEFI_USER/FRAMEFI_PASSWORD, the .env's
 // WEB_SERVER_USER/WEB_SERVER_PASSWORD; -u user alone asks for the password without echo on a terminal (tested
 // through a real pseudo-terminal); 401 and 403 exit 4; the password never shows in the output.
 import { after, before, describe, test } from "node:test";

@@ -1,4 +1,4 @@
-// Issue 6 points 1–3: every command against a running bin/framefi-device, human output and --json (the device's
+// Every command against a running bin/framefi-device, human output and --json (the device's
 // JSON unchanged), exit codes for usage errors (2), an unreachable device (3) and a device error (1), and where
 // the CLI finds the device (--host, FRAMEFI_DEVICE, the firmware scripts' .env).
 import { after, before, describe, test } from "node:test";

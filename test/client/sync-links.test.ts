@@ -1,4 +1,4 @@
-// Issue 11 point 20: `framefi sync` does not follow symbolic links that leave the photo folder (a private key
+// `framefi sync` does not follow symbolic links that leave the photo folder (a private key
 // linked in would be uploaded) unless --follow-links is given, and says what it skipped. Links inside the folder
 // are followed as before.
 import { after, before, test } from "node:test";

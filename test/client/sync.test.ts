@@ -1,4 +1,4 @@
-// Issue 6 point 4: `framefi sync DIR` against a running bin/framefi-device over real FTP. A tree with
+// `framefi sync DIR` against a running bin/framefi-device over real FTP. A tree with
 // sub-folders mirrored with the device in MSC mode at the start (switched to FTP and back); change, add and
 // delete, then --delete: the card matches the folder exactly; --dry-run; --stay; --json; a failing file; Ctrl-C
 // midway and a rerun that finishes; the progress bar on a terminal; the .env's variables.

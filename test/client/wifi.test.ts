@@ -1,4 +1,4 @@
-// Issue 6 point 1: `framefi wifi reset` asks for confirmation on a terminal unless --yes; without a terminal
+// `framefi wifi reset` asks for confirmation on a terminal unless --yes; without a terminal
 // and without --yes it refuses (exit 2) and the device keeps its network.
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Issue 4 points 1, 2, 5 and 9: every endpoint's exact JSON, boot state, transitions, LED colours,
+// Every endpoint's exact JSON, boot state, transitions, LED colours,
 // mode switch timing, brightness parsing, error bodies — against one running bin/framefi-device.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -44,7 +44,7 @@ async function waitForMode(mode: string, limitMs = 5_000): Promise<number> {
   }
 }
 
-describe("boot state and GET / (points 1, 2)", () => {
+describe("boot state and GET /", () => {
   test("GET / has exactly the seed's fields and types, booted in MSC with display and LED on", async () => {
     const r = await get(dev.url, "/");
     assert.equal(r.status, 200);
@@ -86,7 +86,7 @@ describe("boot state and GET / (points 1, 2)", () => {
   });
 });
 
-describe("mode transitions (points 1, 2)", () => {
+describe("mode transitions", () => {
   test("POST /mode/msc while in MSC → no_change", async () => {
     await expectPost("/mode/msc", BODY.alreadyMsc);
   });
@@ -99,7 +99,7 @@ describe("mode transitions (points 1, 2)", () => {
     await expectGet("/mode/msc", BODY.modeIsFtp);
     const s = await api(dev).status();
     assert.equal(s.mode, MODE_FTP);
-    assert.equal(s.led.color, "purple", "issue 4 point 2: purple in FTP (firmware says unknown)");
+    assert.equal(s.led.color, "purple", "purple in FTP mode (the firmware answers unknown)");
     assert.equal(s.led.state, "on");
     await expectGet("/led/status", JSON.stringify({ status: "success", color: "purple", state: "on", brightness: 13 }));
   });
@@ -128,7 +128,7 @@ describe("mode transitions (points 1, 2)", () => {
   });
 });
 
-describe("display (points 1, 2)", () => {
+describe("display", () => {
   test("off, on, toggle, toggle with the firmware's messages; status follows", async () => {
     await expectPost("/display/off", BODY.displayTurned("off"));
     await expectGet("/display/status", BODY.displayIs("off"));
@@ -144,7 +144,7 @@ describe("display (points 1, 2)", () => {
   });
 });
 
-describe("LED (points 1, 2)", () => {
+describe("LED", () => {
   test("off, on, toggle with the firmware's messages; colour and state read back", async () => {
     await expectPost("/led/off", BODY.ledTurned("off"));
     // Firmware getLedColorString(): a dark LED reads back as colour "off".
@@ -161,7 +161,7 @@ describe("LED (points 1, 2)", () => {
   });
 });
 
-describe("MQTT flag (points 1, 2)", () => {
+describe("MQTT flag", () => {
   test("disable, enable, toggle with the firmware's messages; status follows", async () => {
     const enabled = async (): Promise<boolean> => (await api(dev).mqttStatus()).mqtt_enabled;
     await expectPost("/mqtt/disable", BODY.mqttDisabled);
@@ -178,7 +178,7 @@ describe("MQTT flag (points 1, 2)", () => {
   });
 });
 
-describe("LED brightness (points 1, 5)", () => {
+describe("LED brightness", () => {
   const brightness = async (): Promise<number> => (await api(dev).brightness()).brightness;
 
   test("plain integer bodies are accepted whatever the Content-Type", async () => {
@@ -232,7 +232,7 @@ describe("LED brightness (points 1, 5)", () => {
   });
 });
 
-describe("error bodies (point 9)", () => {
+describe("error bodies", () => {
   const errorShape = (text: string): void => {
     const j = JSON.parse(text);
     assert.deepEqual(keys(j), ["status", "message"], `error body ${text}`);

@@ -1,4 +1,4 @@
-// Issue 4 point 8: basic auth on every endpoint, the 401 challenge, blank credentials → open,
+// Basic auth on every endpoint, the 401 challenge, blank credentials → open,
 // the read-only account (GET ok, POST 403), secrets kept out of the logs.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

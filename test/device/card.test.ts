@@ -1,4 +1,4 @@
-// Issue 4 point 4 and the --card-size flag: card figures in bytes, recursive file count, files
+// The --card-size flag and the card figures in bytes, recursive file count, files
 // changed in the folder by another program, the default capacity, an emulated card size.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

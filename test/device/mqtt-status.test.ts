@@ -1,4 +1,4 @@
-// Issue 4 point 1: the MQTT status fields against a real broker (Mosquitto at 127.0.0.1:1883, else an embedded
+// The MQTT status fields against a real broker (Mosquitto at 127.0.0.1:1883, else an embedded
 // one): connected with state 0 (MQTT_CONNECTED) when enabled, -1 (MQTT_DISCONNECTED) once disabled; GET / and
 // GET /mqtt/status agree.
 import { after, before, test } from "node:test";

@@ -1,4 +1,4 @@
-// Issue 4 point 10: POST /device/restart (back within 2 s, in MSC mode, settings re-read) and
+// POST /device/restart (back within 2 s, in MSC mode, settings re-read) and
 // POST /wifi/reset → API gone → setup page on the setup port → saving it brings the API back.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -28,7 +28,7 @@ const gone = (url: string, ms = 5_000): Promise<boolean> =>
     }
   }, ms, 50);
 
-describe("POST /device/restart (point 10)", () => {
+describe("POST /device/restart", () => {
   let dev: RunningDevice;
   before(async () => {
     dev = await startDevice();
@@ -112,7 +112,7 @@ async function submit(base: string, form: Form, values: Record<string, string>):
   return r.status;
 }
 
-describe("a restart re-reads the settings file (point 10)", () => {
+describe("a restart re-reads the settings file", () => {
   test("settings.json put back by another program is what the device boots with", async (t) => {
     const dev = await startDevice();
     t.after(() => dev.stop());
@@ -134,7 +134,7 @@ describe("a restart re-reads the settings file (point 10)", () => {
   });
 });
 
-describe("POST /wifi/reset → setup page → saved (point 10)", () => {
+describe("POST /wifi/reset → setup page → saved", () => {
   let dev: RunningDevice;
   let folder: string;
   before(async () => {
@@ -202,7 +202,7 @@ describe("POST /wifi/reset → setup page → saved (point 10)", () => {
   });
 });
 
-describe("the setup page's own edge cases (point 10)", () => {
+describe("the setup page's own edge cases", () => {
   test("stored values are HTML-escaped in the form; an invalid MQTT port is refused and setup mode stays", async (t) => {
     const odd = `x"'><b>&amp;`;
     const dev = await startDevice({ args: ["--ftp-user", odd] });
@@ -239,7 +239,7 @@ describe("the setup page's own edge cases (point 10)", () => {
   });
 });
 
-describe("the process dies during an upload (point 7)", () => {
+describe("the process dies during an upload", () => {
   for (const signal of ["SIGTERM", "SIGKILL"] as const) {
     // In MSC mode the service may not write to the card, so its leftovers go once it owns the card again (FTP mode).
     test(`${signal} mid-upload: once the next start owns the card again, nothing of it is left`, async (t) => {

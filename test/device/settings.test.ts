@@ -1,4 +1,4 @@
-// Issue 4 point 6 (and 9): persisted settings across process restarts, atomic writes, corrupt or unreadable
+// Persisted settings across process restarts, atomic writes, corrupt or unreadable
 // settings → defaults and a logged warning, a failing settings write → 500 without half-changed state.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,7 +13,7 @@ const setBrightness = async (dev: RunningDevice, n: number, auth?: readonly [str
   assert.deepEqual(await api(dev, auth).setBrightness(n), JSON.parse(BODY.brightnessSet(n)));
 };
 
-describe("persisted settings survive a restart of the process (point 6)", () => {
+describe("persisted settings survive a restart of the process", () => {
   let folder: string;
   before(async () => {
     folder = await tempDir("framefi-persist-");
@@ -112,7 +112,7 @@ describe("persisted settings survive a restart of the process (point 6)", () => 
   }
 });
 
-describe("an unexpected failure (point 9)", () => {
+describe("an unexpected failure", () => {
   test("settings cannot be written → 500 JSON error, the service keeps running, state not half-changed", async (t) => {
     const folder = await tempDir("framefi-500-");
     const state = join(folder, "state");

@@ -1,4 +1,4 @@
-// Issue 4 points 3, 4 and 7: POST /upload — MSC refusal, multipart with sub-folders, escapes, 507,
+// POST /upload — MSC refusal, multipart with sub-folders, escapes, 507,
 // interrupted uploads, card figures after uploads — against a running bin/framefi-device.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -57,7 +57,7 @@ const errorBody = (text: string): void => {
   assert.ok(typeof j.message === "string" && j.message.length > 0);
 };
 
-describe("MSC mode: the card belongs to the USB host (point 3)", () => {
+describe("MSC mode: the card belongs to the USB host", () => {
   test("POST /upload → 400 with the firmware's exact body; nothing written", async () => {
     const before = await tree(dev.card);
     const local = join(work, "msc.jpg");
@@ -78,7 +78,7 @@ describe("MSC mode: the card belongs to the USB host (point 3)", () => {
   });
 });
 
-describe("uploads in FTP mode (points 4, 7)", () => {
+describe("uploads in FTP mode", () => {
   test("curl -F file=@… → exact success body, bytes identical, figures updated", async () => {
     const s0 = await status();
     const local = join(work, "photo.jpg");
@@ -143,7 +143,7 @@ describe("uploads in FTP mode (points 4, 7)", () => {
   });
 });
 
-describe("names that escape the card → 400, nothing written (point 7)", () => {
+describe("names that escape the card → 400, nothing written", () => {
   test("'..', absolute, backslash and NUL names", async () => {
     await mkdir(join(dev.card, "inner"), { recursive: true });
     const beforeCard = await tree(dev.card);
@@ -204,7 +204,7 @@ describe("names that escape the card → 400, nothing written (point 7)", () => 
   });
 });
 
-describe("not enough space → 507, nothing written (point 7)", () => {
+describe("not enough space → 507, nothing written", () => {
   test("a file larger than the free space, with Content-Length", async () => {
     const before = await tree(dev.card);
     const s0 = await status();
@@ -267,7 +267,7 @@ describe("not enough space → 507, nothing written (point 7)", () => {
   });
 });
 
-describe("interrupted upload leaves nothing (point 7)", () => {
+describe("interrupted upload leaves nothing", () => {
   for (const form of ["multipart", "raw"] as const) {
     test(`client connection killed midway (${form === "raw" ? "raw PUT" : "multipart POST"})`, async () => {
       const before = await tree(dev.card);
@@ -285,7 +285,7 @@ describe("interrupted upload leaves nothing (point 7)", () => {
   }
 });
 
-describe("streaming, temp names and file names (point 7)", () => {
+describe("streaming, temp names and file names", () => {
   test("the final name appears only when the upload is complete", async () => {
     const up = openUpload(dev.port, "slow/whole.bin", 2 * MiB);
     await up.send(Buffer.alloc(MiB, 5));
@@ -336,7 +336,7 @@ describe("streaming, temp names and file names (point 7)", () => {
   });
 });
 
-describe("edge cases of names, sizes and races (point 7)", () => {
+describe("edge cases of names, sizes and races", () => {
   test("an empty file is stored as an empty file", async () => {
     const r = await upload([{ name: "file", filename: "empty/zero.bin", value: "" }]);
     assert.equal(r.status, 200, r.text);
@@ -387,7 +387,7 @@ describe("edge cases of names, sizes and races (point 7)", () => {
   });
 });
 
-describe("a switch to MSC mode during an upload (point 3)", () => {
+describe("a switch to MSC mode during an upload", () => {
   test("the upload is refused and nothing lands on the card", async () => {
     const before = await tree(dev.card);
     const up = openUpload(dev.port, "during-msc.bin", 2 * MiB);
@@ -424,7 +424,7 @@ describe("a switch to MSC mode during an upload (point 3)", () => {
   });
 });
 
-describe("memory stays flat while a big upload streams to disk (point 7)", () => {
+describe("memory stays flat while a big upload streams to disk", () => {
   let big: RunningDevice;
   before(async () => {
     big = await startDevice();

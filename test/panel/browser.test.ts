@@ -1,4 +1,4 @@
-// Issue 7 points 3 and 4 in a real headless Chromium: the panel shows the device as it is, its button works
+// In a real headless Chromium: the panel shows the device as it is, its button works
 // with a mouse and a finger (click toggles the mode, holding 3 s resets Wi-Fi), and the page follows every change
 // made through the API live; in Wi-Fi setup mode the panel moves to the setup page's server.
 import { after, before, describe, test } from "node:test";

@@ -1,4 +1,4 @@
-// Issue 11 points 14 and 15 in a real Chromium: a page of another origin (another loopback port, and the
+// In a real Chromium: a page of another origin (another loopback port, and the
 // cross-site name "localhost") tries to switch the mode, darken the display, upload a file and rewrite the setup
 // page's settings with no-cors requests, forms and <img>; a name rebound to 127.0.0.1 tries to read the API.
 // The device's own panel keeps working.
@@ -42,7 +42,7 @@ Promise.all([
 </script>`;
 }
 
-describe("cross-site requests from another origin in Chromium (point 14)", { skip }, () => {
+describe("cross-site requests from another origin in Chromium", { skip }, () => {
   let dev: RunningDevice;
   let browser: Browser;
   const sites: Server[] = [];
@@ -103,7 +103,7 @@ describe("cross-site requests from another origin in Chromium (point 14)", { ski
   });
 });
 
-describe("the setup page against a page of another origin (point 15)", { skip }, () => {
+describe("the setup page against a page of another origin", { skip }, () => {
   let dev: RunningDevice;
   let browser: Browser;
   let site: { port: number; server: Server };

@@ -1,4 +1,4 @@
-// Issue 7 point 3: the MQTT dot on the mode screen is green while the device's MQTT client is connected and turns
+// The MQTT dot on the mode screen is green while the device's MQTT client is connected and turns
 // red when the broker goes away — with a real broker (aedes, in this process) and the real bin/framefi-device.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

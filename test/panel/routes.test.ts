@@ -1,4 +1,4 @@
-// Issue 7 points 4 and 5 over plain HTTP: the display picture on its own (SVG), the panel's routes behind the API's
+// Over plain HTTP: the display picture on its own (SVG), the panel's routes behind the API's
 // auth, the button's answers, and server-sent events that follow every change.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Issue 7 points 1 and 2 end to end: the launcher that `npm start` runs starts the device service and the hook
+// End to end: the launcher that `npm start` runs starts the device service and the hook
 // server; the example hooks drive the frame through the real client (`framefi sync` over HTTP and FTP). A wrong
 // secret or signature runs nothing; the right one leaves the card equal to the photos folder and the device back
 // in USB MSC mode. Ctrl-C stops everything.
