@@ -1,4 +1,4 @@
-// Issue 18, after review: what bounds the photo pipeline and keeps its cache sound. Real bin/framefi against real
+// What bounds the photo pipeline and keeps its cache sound. Real bin/framefi against real
 // bin/framefi-device. Decompression bombs (a PNG and a JPEG declaring billions of pixels in a few bytes) and a
 // HEIC too large to decode are refused by their header's size, before any decoding; a HEIC that libheif cannot
 // decode is reported in our words, without libheif's console output. The cache: an empty or cut-short converted

@@ -1,4 +1,4 @@
-// Issue 18: `framefi sync` prepares photos for the frame. Photos made here with sharp (an EXIF-rotated JPEG with a
+// `framefi sync` prepares photos for the frame. Photos made here with sharp (an EXIF-rotated JPEG with a
 // marked corner, a PNG with alpha, WebP, GIF, TIFF, AVIF, the committed HEIC fixture, a corrupt file, a duplicate)
 // are synced by the real bin/framefi to a running bin/framefi-device: the card holds upright baseline JPEGs within
 // the profile, without EXIF orientation, duplicates once; a second sync converts nothing; a changed profile

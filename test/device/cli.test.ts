@@ -1,4 +1,4 @@
-// Issue 4 "Start": --help lists every flag, each flag also works as a FRAMEFI_… environment variable,
+// --help lists every flag, each flag also works as a FRAMEFI_… environment variable,
 // --config FILE, the card folder is created when missing.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Issue 14.7: `framefi-device --fat-names` makes the folder card accept only what a real FAT32 card holds —
+// `framefi-device --fat-names` makes the folder card accept only what a real FAT32 card holds —
 // the rules the USB gadget backend always applies (src/device/fat-names.ts) — over HTTP and FTP alike.
 import assert from "node:assert/strict";
 import { request } from "node:http";

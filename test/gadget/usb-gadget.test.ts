@@ -1,4 +1,4 @@
-// Issue 17: bin/framefi-device as a real Linux USB mass-storage gadget. A Debian kernel boots under qemu with
+// bin/framefi-device as a real Linux USB mass-storage gadget. A Debian kernel boots under qemu with
 // dummy_hcd, whose USB host side sees the gadget as a SCSI disk — the "frame". fixtures/scenario.sh drives the
 // device, the client and the frame inside the VM; this test prepares the photos and asserts on what it found.
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Issue 2, "Bad input": malformed JSON, XML and multipart; bodies above -max-body (413); headers
+// Malformed JSON, XML and multipart; bodies above -max-body (413); headers
 // with odd bytes (the 10 000-request load test is in load.test.ts). Every request gets a proper
 // status, the server stays up, and no command runs whose rule was not satisfied.
 import { after, before, describe, test } from "node:test";

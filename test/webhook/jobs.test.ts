@@ -1,4 +1,4 @@
-// Issue 15, points 1 and 2: with -jobs every triggered execution is a job — its id in the answer's
+// With -jobs every triggered execution is a job — its id in the answer's
 // X-Job-Id, GET /jobs/<id> and GET /jobs?hook=ID as JSON, retention by count and age, a history
 // file that survives a restart (and a corrupt one that does not stop the start), access by bearer
 // token or basic auth — and async-response answers 202 with the job's Location. Real HTTP to

@@ -1,4 +1,4 @@
-// Issue 2, "Bad input": 10 000 requests from 200 concurrent connections, mixing satisfied and
+// 10 000 requests from 200 concurrent connections, mixing satisfied and
 // failing rules, unknown hooks, wrong methods, bad signatures and malformed bodies. Every request
 // gets its proper status, the server stays up, and exactly the satisfied requests ran a command.
 import { after, before, describe, test } from "node:test";

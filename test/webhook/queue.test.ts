@@ -1,4 +1,4 @@
-// Issue 16: several bin/webhook instances sharing durable per-hook queues on a real nats-server
+// Several bin/webhook instances sharing durable per-hook queues on a real nats-server
 // with JetStream (-queue). Global max-concurrency, de-duplication across instances, output of
 // captured and streamed hooks from wherever the command ran, a killed instance's job run by
 // another, a NATS restart losing nothing, 503 while NATS is away.

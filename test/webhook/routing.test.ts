@@ -1,4 +1,4 @@
-// Issue 2, point 2 (routing, 404, 405, GET /) and the address flags of point 8
+// Routing (404, 405, GET /) and the address flags (-ip, -port).
 // (-urlprefix, -http-methods, -header).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Issue 15, points 3 to 5 and the metrics: status-from-exit-code, retry (each attempt visible in
+// Status-from-exit-code, retry (each attempt visible in
 // the job), debounce (a burst runs once) and rate-limit (429 + Retry-After), counted in /metrics.
 // Real HTTP, real commands; the tests assert on what ran, never on how long it took.
 import { after, before, describe, test } from "node:test";

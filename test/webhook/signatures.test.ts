@@ -1,4 +1,4 @@
-// Issue 15, point 6: signature schemes with replay protection as match types — Standard Webhooks,
+// Signature schemes with replay protection as match types — Standard Webhooks,
 // Stripe, Slack and base64 HMAC headers (Shopify) — each checked against signatures computed the
 // way its provider documents (the published vectors where there are some), through real HTTP to
 // bin/webhook running a real command. Old and future timestamps are refused; secrets never logged.

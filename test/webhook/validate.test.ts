@@ -1,4 +1,4 @@
-// Issue 15, point 7: `webhook -validate` checks hooks files for CI and pre-commit (every problem with
+// `webhook -validate` checks hooks files for CI and pre-commit (every problem with
 // file, line and hook id; exit 0 or 1), and -options-file reads flags from a file (adnanh #326).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
