@@ -1,5 +1,4 @@
-// Routing (404, 405, GET /) and the address flags (-ip, -port).
-// (-urlprefix, -http-methods, -header).
+// Routing (404, 405, GET /) and the flags that shape it (-urlprefix, -http-methods, -header).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { removeDir, tempDir } from "../helpers.js";
