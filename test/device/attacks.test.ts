@@ -13,13 +13,9 @@ import { multipart } from "../fixtures/http.js";
 import { api } from "./fixtures/device.js";
 import { MODE_FTP } from "./fixtures/contract.js";
 import { ftpConnection } from "../ftp/fixtures/raw.js";
+import { rssMiB } from "../fixtures/memory.js";
 
 const MiB = 1024 * 1024;
-
-async function rssMiB(pid: number): Promise<number> {
-  const m = /VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, "utf8"));
-  return Number(m![1]) / 1024;
-}
 
 /** A raw connection that sends `head` and records the first bytes it gets back, then reads no more. */
 function lurker(port: number, head: string, opts: { from?: string } = {}): { socket: Socket; first: Promise<string> } {

@@ -10,7 +10,8 @@ import { after, before, describe, it } from "node:test";
 import { eventually, removeDir, start, startDevice, tempDir } from "../helpers.js";
 import { curl, hasPartial, isPartial, lftp, PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
 import { listTree } from "../fixtures/files.js";
-import { ftpConnection, rssMb } from "./fixtures/raw.js";
+import { ftpConnection } from "./fixtures/raw.js";
+import { rssMiB } from "../fixtures/memory.js";
 
 /** Bytes of the upload in progress on the card (0 when there is none). */
 async function partialSize(card: string): Promise<number> {
@@ -64,7 +65,7 @@ describe("FTP mode: floods and idle connections", () => {
       30_000,
       500,
     );
-    const rss = await rssMb(ftp.device.program.child.pid!);
+    const rss = Math.round(rssMiB(ftp.device.program.child.pid!));
     console.log(`reply flood: device stopped reading after ${(last / 1e6).toFixed(1)} MB of commands; device RSS ${rss} MB`);
     assert.ok(rss < 200, `device RSS ${rss} MB`);
     // The device still serves others meanwhile.
@@ -80,7 +81,7 @@ describe("FTP mode: floods and idle connections", () => {
       const refused = await ftpConnection(ftp.port);
       await refused.closed;
       assert.match(refused.text(), /^421 Too many connections from your address; try again later\.\r\n$/);
-      const rss = await rssMb(ftp.device.program.child.pid!);
+      const rss = Math.round(rssMiB(ftp.device.program.child.pid!));
       console.log(`16 idle connections: device RSS ${rss} MB`);
       // Another address still gets in and works.
       const other = await curl(["--interface", "127.0.0.2", "-l", `${ftp.url}/`]);
@@ -119,7 +120,7 @@ describe("FTP mode: password guessing", () => {
       }
       c.socket.destroy();
     }
-    console.log(`password guessing: ${guesses} guesses answered in 3 s; device RSS ${await rssMb(ftp.device.program.child.pid!)} MB`);
+    console.log(`password guessing: ${guesses} guesses answered in 3 s; device RSS ${Math.round(rssMiB(ftp.device.program.child.pid!))} MB`);
     assert.ok(guesses <= 8, `${guesses} guesses in 3 s`);
     const other = await curl(["--interface", "127.0.0.2", "-l", `${ftp.url}/`]);
     assert.equal(other.code, 0, other.stderr);

@@ -9,7 +9,8 @@ import { after, before, describe, it } from "node:test";
 import { removeDir, tempDir } from "../helpers.js";
 import { fuzzCases, fuzzSeed, seeded, type Random } from "../fuzz/random.js";
 import { curl, PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
-import { ftpConnection, rssMb } from "./fixtures/raw.js";
+import { ftpConnection } from "./fixtures/raw.js";
+import { rssMiB } from "../fixtures/memory.js";
 
 const VERBS = [
   "USER", "PASS", "QUIT", "FEAT", "SYST", "NOOP", "OPTS", "AUTH", "HELP", "PWD", "XPWD", "CWD", "CDUP", "TYPE", "MODE", "STRU",
@@ -102,7 +103,7 @@ describe("FTP mode: command loop fuzz", () => {
     for (let n = 0; n < cases; n += 4) {
       const batch = Array.from({ length: Math.min(4, cases - n) }, () => seeded(r.int(2 ** 32)));
       await Promise.all(batch.map((cr, i) => runCase(n + i, cr)));
-      maxRss = Math.max(maxRss, await rssMb(ftp.device.program.child.pid!));
+      maxRss = Math.max(maxRss, Math.round(rssMiB(ftp.device.program.child.pid!)));
       assert.equal(ftp.device.program.child.exitCode, null, `seed ${seed}: the device exited`);
     }
     const unexpected = ftp.device.program.stdout().split("\n").filter((l) => /ftp \S+: \S+ failed: /.test(l));

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { eventually, removeDir, tempDir } from "../helpers.js";
 import { send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
-import { watchRss } from "./fixtures/memory.js";
+import { watchRss } from "../fixtures/memory.js";
 
 const CONNECTIONS = 16;
 const PER_CONNECTION = 1000;

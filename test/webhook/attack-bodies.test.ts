@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
 import { eventually, removeDir, tempDir } from "../helpers.js";
 import { send, startServer, statusOf, writeHooks, type Server } from "./fixtures/harness.js";
-import { rssMiB, watchRss } from "./fixtures/memory.js";
+import { rssMiB, watchRss } from "../fixtures/memory.js";
 
 const CONNECTIONS = 60;
 const BODY = 10 * 1024 * 1024;

@@ -5,11 +5,11 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { removeDir, tempDir } from "../helpers.js";
 import { fuzzCases, fuzzSeed, seeded } from "../fuzz/random.js";
 import { fixture, send, type Server, signedHook, startServer, writeHooks } from "./fixtures/harness.js";
 import { multipart } from "../fixtures/http.js";
+import { peakRssMiB } from "../fixtures/memory.js";
 
 let dir = "";
 let s: Server;
@@ -152,7 +152,7 @@ describe("multipart bodies that cost time or memory", () => {
   }
 
   test("a 9 MiB quoted-printable part raises the server's peak memory by far less than 10x its size", async () => {
-    const peakRss = async (): Promise<number> => Number((await readFile(`/proc/${s.proc.child.pid}/status`, "utf8")).match(/VmHWM:\s+(\d+) kB/)![1]) * 1024;
+    const peakRss = (): number => peakRssMiB(s.proc.child.pid!) * 1024 * 1024;
     const before = await peakRss();
     const size = 9 * 1024 * 1024;
     const body = Buffer.concat([

@@ -9,7 +9,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { eventually, removeDir, tempDir } from "../helpers.js";
 import { send, shHook, startServer, writeHooks, type Server } from "./fixtures/harness.js";
-import { rssMiB, watchRss } from "./fixtures/memory.js";
+import { rssMiB, watchRss } from "../fixtures/memory.js";
 
 const MiB = 1024 * 1024;
 let dir = "";

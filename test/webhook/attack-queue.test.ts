@@ -10,15 +10,10 @@ import { connect, type NatsConnection } from "nats";
 import { eventually, removeDir, tempDir } from "../helpers.js";
 import { send, startServer, type Server } from "./fixtures/harness.js";
 import { startNats, type Nats } from "./fixtures/nats.js";
+import { rssMiB } from "../fixtures/memory.js";
 
 /** Bytes the flooding hook writes. */
 const FLOOD = 200_000_000;
-
-/** The resident memory of a process, in bytes. */
-async function rss(pid: number): Promise<number> {
-  const m = /VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, "utf8"));
-  return Number(m![1]) * 1024;
-}
 
 describe("-queue attacks", () => {
   let dir = "";
@@ -94,7 +89,7 @@ describe("-queue attacks", () => {
     socket.write(`POST /hooks/flood?done=${encodeURIComponent(done)} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
     await eventually(() => existsSync(done), 120_000, 100);
     const pid = server.proc.child.pid!;
-    const held = await rss(pid);
+    const held = rssMiB(pid) * 1024 * 1024;
     assert.ok(held < FLOOD, `the instance holds ${held} bytes after a ${FLOOD}-byte flood`);
     const ended = new Promise((r) => socket.on("end", r));
     socket.resume();

@@ -6,9 +6,9 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { eventually, removeDir, tempDir } from "../helpers.js";
 import { fixture, rawExchange, send, startServer, statusOf, writeHooks, type Server } from "./fixtures/harness.js";
+import { peakRssMiB } from "../fixtures/memory.js";
 
 let dir = "";
 let s: Server;
@@ -168,7 +168,7 @@ describe("bytes are bytes", { concurrency: true }, () => {
   });
 
   test("3 MB of bytes that are not UTF-8 against a regex rule: answered at once, memory bounded", async () => {
-    const peakRss = async (): Promise<number> => Number((await readFile(`/proc/${s.proc.child.pid}/status`, "utf8")).match(/VmHWM:\s+(\d+) kB/)![1]) * 1024;
+    const peakRss = (): number => peakRssMiB(s.proc.child.pid!) * 1024 * 1024;
     const before = await peakRss();
     const body = Buffer.concat([Buffer.from("a="), Buffer.alloc(3 * 1024 * 1024, 0xff)]);
     const r = await send(`${s.base}/hooks/re-form`, { body, headers: { "Content-Type": "application/x-www-form-urlencoded" }, timeoutMs: 10_000 });
