@@ -5,7 +5,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { eventually, startDevice, type RunningDevice } from "../helpers.js";
-import { chromiumMissing, launchChromium, type Browser } from "./browser.js";
+import { chromiumMissing, launchChromium, untilShown, type Browser } from "./browser.js";
 
 const skip = chromiumMissing();
 if (skip) console.log(`# ${skip}`);
@@ -37,17 +37,7 @@ function shown(page: Page): Promise<Shown> {
 }
 
 /** Waits (generously) until what the page shows satisfies `ok`. */
-async function until(page: Page, ok: (s: Shown) => boolean, timeoutMs = 10_000): Promise<Shown> {
-  let last: Shown | undefined;
-  try {
-    return (await eventually(async () => {
-      last = await shown(page);
-      return ok(last) ? last : undefined;
-    }, timeoutMs))!;
-  } catch {
-    throw new Error(`the page never showed what was expected; it shows ${JSON.stringify(last)}`);
-  }
-}
+const until = (page: Page, ok: (s: Shown) => boolean, timeoutMs = 10_000): Promise<Shown> => untilShown(() => shown(page), ok, timeoutMs);
 
 const filesShown = (s: Shown): number => Number(/Files: (\d+)/.exec(s.text)?.[1] ?? NaN);
 

@@ -2,7 +2,7 @@
 // Never downloads a browser: without /usr/bin/chromium the browser tests skip and say why.
 import { existsSync } from "node:fs";
 import { chromium, type BrowserContext } from "playwright-core";
-import { removeDir, tempDir } from "../helpers.js";
+import { eventually, removeDir, tempDir } from "../helpers.js";
 
 export const CHROMIUM = process.env.FRAMEFI_CHROMIUM ?? "/usr/bin/chromium";
 
@@ -43,4 +43,17 @@ export async function launchChromium(extraArgs: string[] = []): Promise<Browser>
       await removeDir(profile);
     },
   };
+}
+
+/** Waits (generously) until what `read` finds on the page satisfies `ok`; the error says what the page shows. */
+export async function untilShown<T>(read: () => Promise<T>, ok: (s: T) => boolean, timeoutMs: number): Promise<T> {
+  let last: T | undefined;
+  try {
+    return (await eventually(async () => {
+      last = await read();
+      return ok(last) ? last : undefined;
+    }, timeoutMs))!;
+  } catch {
+    throw new Error(`the page never showed what was expected; it shows ${JSON.stringify(last)}`);
+  }
 }

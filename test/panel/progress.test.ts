@@ -8,8 +8,8 @@ import { randomBytes } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { bin, eventually, removeDir, run, start, startDevice, tempDir, type RunningDevice } from "../helpers.js";
-import { chromiumMissing, launchChromium, type Browser } from "./browser.js";
+import { bin, removeDir, run, start, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { chromiumMissing, launchChromium, untilShown, type Browser } from "./browser.js";
 
 const skip = chromiumMissing();
 if (skip) console.log(`# ${skip}`);
@@ -25,17 +25,7 @@ const seen = (page: Page): Promise<Seen> =>
     blinking: document.getElementById("led")?.dataset.blinking ?? "",
   }));
 
-async function until(page: Page, ok: (s: Seen) => boolean, timeoutMs = 15_000): Promise<Seen> {
-  let last: Seen | undefined;
-  try {
-    return (await eventually(async () => {
-      last = await seen(page);
-      return ok(last) ? last : undefined;
-    }, timeoutMs))!;
-  } catch {
-    throw new Error(`the page never showed what was expected; it shows ${JSON.stringify(last)}`);
-  }
-}
+const until = (page: Page, ok: (s: Seen) => boolean, timeoutMs = 15_000): Promise<Seen> => untilShown(() => seen(page), ok, timeoutMs);
 
 describe("the panel shows FTP transfers", { skip }, () => {
   let dev: RunningDevice;
