@@ -1,13 +1,13 @@
 // Trigger rules: and / or / not / match, evaluated with the reference's error semantics.
 // An evaluation yields a result and maybe an error; a missing parameter (ParameterNodeError) only
 // makes a match false, a signature error may be "soft" inside an `or`, anything else is a 500.
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac } from "node:crypto";
 import { sameSecret } from "../../shared/secret.js";
 import type { HookRequest, MatchRule, Rule } from "./hook.js";
 import { getArgument, ParameterNodeError } from "./values.js";
 import { canonicalHeaderKey } from "../go/header.js";
 import { matchGoRegex } from "./regex.js";
-import { isSignatureType, SignatureError, verifySignature } from "./signatures.js";
+import { isSignatureType, sameDigest, SignatureError, verifySignature } from "./signatures.js";
 
 export interface Evaluation {
   ok: boolean;
@@ -94,12 +94,9 @@ function checkHmac(alg: "sha1" | "sha256" | "sha512", r: HookRequest, m: MatchRu
     const v = r.headers[canonicalHeaderKey(h)];
     if (v !== undefined && v !== "") mac.update(String(v));
   }
-  const actual = Buffer.from(mac.digest("hex"));
+  const digest = mac.digest();
   const signatures = signaturesFrom(signature, `${alg}=`);
-  for (const s of signatures) {
-    const given = Buffer.from(s);
-    if (given.length === actual.length && timingSafeEqual(given, actual)) return true;
-  }
+  for (const s of signatures) if (sameDigest(digest, s, "hex")) return true;
   const empty = r.rawBody.length === 0 ? " on empty payload" : "";
   throw new SignatureError(`invalid payload signatures [${signatures.join(" ")}]${empty}`);
 }
@@ -119,9 +116,8 @@ function checkScalrSignature(r: HookRequest, signingKey: string): boolean {
   const date = r.headers["Date"];
   if (provided === undefined || date === undefined) return false;
   if (signingKey === "") throw new Error("signature validation signing key can not be empty");
-  const expected = Buffer.from(createHmac("sha1", signingKey).update(r.rawBody).update(String(date)).digest("hex"));
-  const given = Buffer.from(String(provided));
-  if (!(given.length === expected.length && timingSafeEqual(given, expected))) {
+  const digest = createHmac("sha1", signingKey).update(r.rawBody).update(String(date)).digest();
+  if (!sameDigest(digest, String(provided), "hex")) {
     throw new SignatureError(`invalid payload signature ${String(provided)}`);
   }
   const delta = Math.abs(Date.now() - parseScalrDate(String(date))) / 1000;

@@ -95,7 +95,7 @@ function hmac(alg: "sha1" | "sha256" | "sha512", key: string | Buffer, ...parts:
  * (lowercase hex, padded base64), so no other spelling of the same bytes passes (a cut "=", an
  * extra hex digit, unused base64 bits, uppercase hex).
  */
-function sameDigest(digest: Buffer, given: string, encoding: "hex" | "base64"): boolean {
+export function sameDigest(digest: Buffer, given: string, encoding: "hex" | "base64"): boolean {
   const expected = Buffer.from(digest.toString(encoding));
   const actual = Buffer.from(given);
   return actual.length === expected.length && timingSafeEqual(actual, expected);
