@@ -1,6 +1,6 @@
 // FTP mode's server: a fresh FTP server on the card each time the device enters FTP mode (credentials as the
 // settings are now), stopped when it leaves. Its writes go straight into the card's figures.
-import { createFtpServer, FtpListenError, type FtpServer, type FtpServerOptions } from "./ftp/server.js";
+import { createFtpServer, type FtpServer, type FtpServerOptions } from "./ftp/server.js";
 import type { DeviceContext } from "./service.js";
 import type { FtpShare } from "./state.js";
 
@@ -24,16 +24,8 @@ export function ftpMode(ctx: DeviceContext): FtpShare {
         onTransfer: (phase, transfer) => ctx.state.ftpTransfer(phase, transfer),
         log: ctx.log,
       };
-      let next = createFtpServer(options);
-      try {
-        await next.start();
-      } catch (e) {
-        // As the web API: "::" falls back to every IPv4 address where IPv6 is unavailable.
-        const noIpv6 = e instanceof FtpListenError && (e.code === "EAFNOSUPPORT" || e.code === "EADDRNOTAVAIL");
-        if (config.host !== "::" || !noIpv6) throw e;
-        next = createFtpServer({ ...options, host: "0.0.0.0" });
-        await next.start();
-      }
+      const next = createFtpServer(options);
+      await next.start();
       server = next;
     },
     async stop() {

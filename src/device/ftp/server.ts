@@ -1,6 +1,7 @@
 // The device's FTP server: listens while the device is in FTP mode, serving the card folder.
 import { stat } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
+import { listenEverywhere, listenOn } from "../../shared/listen.js";
 import { plainAddress } from "./data.js";
 import { Session } from "./session.js";
 import type { FtpServer, FtpServerOptions } from "./types.js";
@@ -47,20 +48,17 @@ export function createFtpServer(options: FtpServerOptions): FtpServer {
       sessions.add(session);
       void session.closed.then(() => sessions.delete(session));
     });
-    await new Promise<void>((resolve, reject) => {
-      srv.once("error", (e: NodeJS.ErrnoException) =>
-        reject(
-          new FtpListenError(
-            e.code ?? "unknown",
-            `Cannot listen for FTP on ${options.host}:${options.port}: ${e.code ?? e.message}. Choose another FTP port.`,
-            { cause: e },
-          ),
-        ),
-      );
-      srv.listen(options.port, options.host, () => resolve());
-    });
+    // "::" falls back to every IPv4 address where the host has no IPv6, as the web API does.
+    let host = options.host;
+    try {
+      if (host === "::") host = await listenEverywhere(srv, options.port);
+      else await listenOn(srv, { host, port: options.port });
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      throw new FtpListenError(err.code ?? "unknown", `Cannot listen for FTP on ${options.host}:${options.port}: ${err.code ?? err.message}. Choose another FTP port.`, { cause: err });
+    }
     const addr = srv.address();
-    bound = { host: options.host, port: typeof addr === "object" && addr ? addr.port : options.port };
+    bound = { host, port: typeof addr === "object" && addr ? addr.port : options.port };
     server = srv;
     log(`ftp: listening on ${bound.host}:${bound.port}`);
   };
