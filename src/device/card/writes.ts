@@ -4,6 +4,7 @@ import { closeSync, constants, ftruncate, openSync, renameSync, writeSync, write
 import { copyFile, readdir, rm, lstat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { Writable } from "node:stream";
+import { errors } from "../../shared/firmware.js";
 import { fatSizeProblem } from "../fat-names.js";
 import { CardError, printable } from "./errors.js";
 import type { Inventory } from "./figures.js";
@@ -101,7 +102,7 @@ export class Writes {
 
   /** Starts writing `target`'s new content. Throws CardError when the card is not writable or cannot hold it. */
   async begin(target: CardPath, opts: WriteOptions = {}): Promise<CardWrite> {
-    if (!this.writable) throw new CardError("not-writable", "Cannot upload in MSC mode.");
+    if (!this.writable) throw new CardError("not-writable", errors.uploadInMsc);
     if (opts.exclusive !== undefined && this.exclusive.has(opts.exclusive)) {
       throw new CardError("busy", "Another upload to this file is in progress; try again when it is done.");
     }
@@ -211,7 +212,7 @@ export class Writes {
    * none does. A switch to MSC mode that comes while they land waits for them.
    */
   async commitAll(writes: readonly CardWrite[]): Promise<void> {
-    if (!this.writable || writes.some((w) => w.signal.aborted)) throw new CardError("not-writable", "Cannot upload in MSC mode.");
+    if (!this.writable || writes.some((w) => w.signal.aborted)) throw new CardError("not-writable", errors.uploadInMsc);
     const landing = (async () => {
       for (const w of writes) await w.commit();
     })();
