@@ -19,6 +19,7 @@ import { DuplicateHookError, HookRegistry } from "../hooks/registry.js";
 import { HttpTransport } from "../http/transport.js";
 import { shutdown } from "../server/shutdown.js";
 import { JobStore } from "../jobs/store.js";
+import { MemoryRecords } from "../jobs/memory-records.js";
 import { validateHooksFiles } from "./validate.js";
 import { listCipherSuites, minVersion, TlsConfigError, tlsOptions } from "./tls.js";
 
@@ -139,7 +140,8 @@ async function main(): Promise<void> {
   const problems: string[] = [];
   const log = new Log(opts.verbose, (s) => void process.stderr.write(s), opts.logFormat);
   const runner = new Runner();
-  const jobs = opts.jobs ? new JobStore({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, outputBytes: opts.jobsOutput, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m)) : undefined;
+  const records = opts.jobs ? new MemoryRecords({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m)) : undefined;
+  const jobs = records ? new JobStore(records, opts.jobsOutput) : undefined;
   const jobSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
   let queue: NatsQueue | undefined;
   if (opts.queue !== "") {
@@ -244,7 +246,7 @@ async function main(): Promise<void> {
 
   log.print(`version ${REFERENCE_VERSION} starting (FrameFi bin/webhook ${version()})`);
   log.setSecrets(jobSecrets);
-  jobs?.load();
+  records?.load();
   if (jobs && opts.jobsToken === "" && opts.jobsAuth === "") {
     log.always("warning: /jobs answers anyone who can reach this server, and job output may hold secrets; set -jobs-token or -jobs-auth");
   }

@@ -85,7 +85,12 @@ const NO_FIELDS: LogFields = {};
 /** The job model's hook fields, applied by the in-process queue only. */
 const NOT_QUEUED = ["retry", "debounce", "rate-limit", "async-response", "status-from-exit-code", "exclude-stderr-from-response"] as const;
 
-export class HookServer implements HttpApp<Matched> {
+/** A request whose answer is read from elsewhere (-queue: /jobs from the shared key-value store). */
+export interface Pending extends Accepted {
+  answer: Promise<HttpResponse>;
+}
+
+export class HookServer implements HttpApp<Matched | Pending> {
   private readonly prefix: string;
   private readonly allowedMethods: string[];
   /** False once graceful shutdown has begun: /healthz then answers 503. */
@@ -126,7 +131,7 @@ export class HookServer implements HttpApp<Matched> {
   }
 
   /** Step one: decide from the method and URL alone. */
-  route(head: RequestHead): Routed<Matched> {
+  route(head: RequestHead): Routed<Matched | Pending> {
     const q = head.url.indexOf("?");
     const rawPath = q === -1 ? head.url : head.url.slice(0, q);
     const query = q === -1 ? "" : head.url.slice(q + 1);
@@ -158,7 +163,8 @@ export class HookServer implements HttpApp<Matched> {
       }
       if (this.opts.jobs && isJobsPath(path)) {
         const authorization = rawHeader(head.rawHeaders, "authorization");
-        return { kind: "response", response: answerJobs({ method: head.method, path, query, authorization }, this.opts.jobs, this.opts.jobsAccess ?? {}) };
+        const answer = answerJobs({ method: head.method, path, query, authorization }, this.opts.jobs, this.opts.jobsAccess ?? {});
+        return answer instanceof Promise ? { kind: "accepted", answer } : { kind: "response", response: answer };
       }
       const h = new Headers();
       h.set("Content-Type", "text/plain; charset=utf-8");
@@ -209,7 +215,8 @@ export class HookServer implements HttpApp<Matched> {
   }
 
   /** The answer when the body is larger than -max-body. */
-  tooLarge(m: Matched, limit: number): HttpResponse {
+  tooLarge(m: Matched | Pending, limit: number): HttpResponse {
+    if ("answer" in m) return respond(413, new Headers(), MSG.tooLarge);
     this.log.print(`[${m.rid}] request body is larger than the -max-body limit of ${limit} bytes`, m.fields);
     this.runner.metrics.request(m.hook.id, 413);
     return this.finish(m, respond(413, new Headers(), MSG.tooLarge));
@@ -219,7 +226,8 @@ export class HookServer implements HttpApp<Matched> {
    * Step two: parse the body, evaluate the rules, run the command, build the response. Answers
    * synchronously unless a multipart body must be parsed or the response waits for a command.
    */
-  handle(m: Matched, body: Buffer): HttpResponse | Promise<HttpResponse> {
+  handle(m: Matched | Pending, body: Buffer): HttpResponse | Promise<HttpResponse> {
+    if ("answer" in m) return m.answer;
     const response = this.process(m, body);
     if (response instanceof Promise) {
       return response.then((r) => {
