@@ -9,6 +9,7 @@ import { ActivationError, describeListener, listenAt, listenError, listenOnFd, t
 import { errorText } from "../go/errno.js";
 import { secretsOf } from "../hooks/config.js";
 import type { NatsQueue } from "../run/nats-queue.js";
+import type { JobRunner } from "../run/queue.js";
 import { Runner } from "../run/runner.js";
 import { FlagError, parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
 import { HookServer } from "../server/hook-server.js";
@@ -140,19 +141,31 @@ async function main(): Promise<void> {
   const problems: string[] = [];
   const log = new Log(opts.verbose, (s) => void process.stderr.write(s), opts.logFormat);
   const runner = new Runner();
-  const records = opts.jobs ? new MemoryRecords({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m)) : undefined;
-  const jobs = records ? new JobStore(records, opts.jobsOutput) : undefined;
+  // With -queue the job records live in the NATS server (kv-records.ts), with -jobs or not.
+  const records = opts.jobs && opts.queue === "" ? new MemoryRecords({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m)) : undefined;
+  let jobs = records ? new JobStore(records, opts.jobsOutput) : undefined;
   const jobSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
   let queue: NatsQueue | undefined;
   if (opts.queue !== "") {
     // Loaded only with -queue: a server without it pays nothing for the NATS client.
     const { NatsQueue, QueueConnectError } = await import("../run/nats-queue.js");
     try {
-      queue = await NatsQueue.connect({ url: opts.queue, ackWaitMs: opts.queueAckWaitMs, log, execute: (...job) => app.runQueued(...job) });
+      // The hook server runs the jobs pulled here; it is made below, before any job can be pulled.
+      const jobRunner: JobRunner = {
+        serves: (hook) => app.serves(hook),
+        run: (...a) => app.run(...a),
+        retryIn: (...a) => app.retryIn(...a),
+        ended: (...a) => app.ended(...a),
+        superseded: (hook) => app.superseded(hook),
+      };
+      const retention = { keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, outputBytes: opts.jobsOutput };
+      queue = await NatsQueue.connect({ url: opts.queue, ackWaitMs: opts.queueAckWaitMs, log, runner: jobRunner, jobs: retention });
     } catch (e) {
       if (!(e instanceof QueueConnectError)) throw e;
       fatal(e.message);
     }
+    // The job records every instance shares; -jobs serves them at /jobs.
+    if (opts.jobs) jobs = queue!.jobs;
   }
   const app: HookServer = new HookServer(
     new Map(),
@@ -247,6 +260,7 @@ async function main(): Promise<void> {
   log.print(`version ${REFERENCE_VERSION} starting (FrameFi bin/webhook ${version()})`);
   log.setSecrets(jobSecrets);
   records?.load();
+  if (queue && opts.jobsFile !== "") log.always("warning: -jobs-file is not used with -queue: the job records live in the NATS server (key-value bucket webhook_jobs)");
   if (jobs && opts.jobsToken === "" && opts.jobsAuth === "") {
     log.always("warning: /jobs answers anyone who can reach this server, and job output may hold secrets; set -jobs-token or -jobs-auth");
   }

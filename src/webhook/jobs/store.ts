@@ -94,6 +94,18 @@ export class JobStore {
     this.records.changed(job);
   }
 
+  /** The attempt under way ended without a result: the process running it stopped (-queue: another instance runs the next). */
+  abandoned(job: Job, error: string): void {
+    const attempt = job.attempts[job.attempts.length - 1];
+    if (!attempt || attempt.ended !== undefined) return;
+    const ended = this.now();
+    attempt.ended = new Date(ended).toISOString();
+    attempt.durationMs = ended - Date.parse(attempt.started);
+    attempt.exitCode = null;
+    attempt.error = error;
+    this.records.changed(job);
+  }
+
   /** The job is over: the state its last attempt gives it. */
   finish(job: Job): void {
     const last = job.attempts[job.attempts.length - 1];

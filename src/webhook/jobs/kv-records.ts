@@ -1,0 +1,149 @@
+// Job records in JetStream key-value storage (-queue): every instance reads and writes the same
+// records, so /jobs answers the same everywhere. One key per job, `<hook>.<job id>` (bucket
+// webhook_jobs, file storage, one revision kept). Retention as in-process: the bucket forgets a
+// record -jobs-max-age after its last change, and keeps at most -jobs-keep records (the least
+// recently changed go first).
+import { DiscardPolicy, nanos, StorageType, type JetStreamClient, type JetStreamManager, type KV, type KvEntry, type NatsError } from "nats";
+import { isJob, type Job } from "./job.js";
+import type { RetentionOptions } from "./memory-records.js";
+import type { JobRecords } from "./records.js";
+import { JOBS_BUCKET, jobKey, token } from "../run/nats-names.js";
+
+/** How long reading the records for /jobs may take. */
+const READ_TIMEOUT_MS = 5000;
+/** Suffixes tried for an id already taken before giving up. */
+const MAX_SUFFIX = 100;
+
+/** A record as stored. */
+export function encodeRecord(job: Job): Uint8Array {
+  return Buffer.from(JSON.stringify(job));
+}
+
+/** A stored record; undefined for anything that is not one (written by another client of the NATS server). */
+export function decodeRecord(data: Uint8Array): Job | undefined {
+  try {
+    const v = JSON.parse(Buffer.from(data).toString()) as unknown;
+    return isJob(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export class KvRecords implements JobRecords {
+  private readonly writes = new WeakMap<Job, Promise<void>>();
+  /** Every write under way, for close. */
+  private readonly pending = new Set<Promise<void>>();
+
+  private constructor(
+    private readonly kv: KV,
+    private readonly warn: (message: string) => void,
+  ) {}
+
+  /** Opens (creating or re-configuring) the bucket with the retention given. */
+  static async open(js: JetStreamClient, jsm: JetStreamManager, retention: RetentionOptions, warn: (message: string) => void): Promise<KvRecords> {
+    const kv = await js.views.kv(JOBS_BUCKET, { history: 1, storage: StorageType.File });
+    const name = `KV_${JOBS_BUCKET}`;
+    const { config } = await jsm.streams.info(name);
+    // Old records make room for new ones (the bucket default refuses new ones when full).
+    await jsm.streams.update(name, { ...config, max_age: nanos(retention.maxAgeMs), max_msgs: retention.keep, discard: DiscardPolicy.Old });
+    return new KvRecords(kv, warn);
+  }
+
+  add(job: Job): void {
+    this.write(job, () => this.create(job));
+  }
+
+  changed(job: Job): void {
+    this.write(job, async () => void (await this.kv.put(jobKey(job.hook, job.id), encodeRecord(job))));
+  }
+
+  stored(job: Job): Promise<void> {
+    return this.writes.get(job) ?? Promise.resolve();
+  }
+
+  /** A record as last stored, by hook and id (the instance running a job knows both). */
+  async load(hook: string, id: string): Promise<Job | undefined> {
+    const e = await this.kv.get(jobKey(hook, id));
+    return e && e.operation === "PUT" ? decodeRecord(e.value) : undefined;
+  }
+
+  /** Removes a record (a job the queue refused: it never existed). */
+  async remove(job: Job): Promise<void> {
+    await this.stored(job).catch(() => undefined);
+    await this.kv.delete(jobKey(job.hook, job.id));
+  }
+
+  async get(id: string): Promise<Job | undefined> {
+    return (await this.lastValues(`*.${token(id)}`)).find((j) => j.id === id);
+  }
+
+  async list(hook?: string): Promise<Job[]> {
+    const jobs = await this.lastValues(hook === undefined ? ">" : `${token(hook)}.>`);
+    return jobs.filter((j) => hook === undefined || j.hook === hook).sort((a, b) => (a.created < b.created ? 1 : a.created > b.created ? -1 : 0));
+  }
+
+  held(): Iterable<Job> {
+    return [];
+  }
+
+  /** Waits for the writes under way (before the connection is drained). */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.pending]);
+  }
+
+  /** Runs `step` after the job's earlier writes, so changes are stored in order. */
+  private write(job: Job, step: () => Promise<void>): void {
+    const next = (this.writes.get(job) ?? Promise.resolve()).catch(() => undefined).then(step);
+    const settled = next.catch((e: Error) => this.warn(`cannot store the record of job ${job.id} in the NATS key-value bucket ${JOBS_BUCKET}: ${e.message}`));
+    this.writes.set(job, next);
+    this.pending.add(settled);
+    void settled.finally(() => this.pending.delete(settled));
+  }
+
+  /** Stores a new record; an id another job has gets the next free suffix (anything else stored there is replaced). */
+  private async create(job: Job): Promise<void> {
+    const base = job.id;
+    for (let n = 2; ; n++) {
+      const key = jobKey(job.hook, job.id);
+      try {
+        await this.kv.create(key, encodeRecord(job));
+        return;
+      } catch (e) {
+        if (!taken(e) || n > MAX_SUFFIX) throw e;
+        const there = await this.kv.get(key);
+        if (there?.operation === "PUT" && !decodeRecord(there.value)) {
+          await this.kv.put(key, encodeRecord(job));
+          return;
+        }
+        job.id = `${base}-${n}`;
+      }
+    }
+  }
+
+  /** The last value of every key matching `filter`, read through a short-lived ordered consumer. */
+  private async lastValues(filter: string): Promise<Job[]> {
+    const jobs: Job[] = [];
+    let initialized = false;
+    let watch: Awaited<ReturnType<KV["watch"]>> | undefined;
+    // Called once the last value there was has come (at once, within watch(), when there were none).
+    watch = await this.kv.watch({ key: filter, ignoreDeletes: true, initializedFn: () => ((initialized = true), watch?.stop()) });
+    if (initialized) watch.stop();
+    const w = watch;
+    const timer = setTimeout(() => w.stop(new Error(`no answer within ${READ_TIMEOUT_MS}ms`) as NatsError), READ_TIMEOUT_MS);
+    try {
+      for await (const e of w as AsyncIterable<KvEntry>) {
+        if (e.operation !== "PUT") continue;
+        const job = decodeRecord(e.value);
+        if (job) jobs.push(job);
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+    return jobs;
+  }
+}
+
+/** Whether a create failed because the key exists. */
+function taken(e: unknown): boolean {
+  return (e as NatsError).api_error?.err_code === 10071 || /wrong last sequence/i.test((e as Error).message);
+}

@@ -1,0 +1,25 @@
+// Names the instances sharing a NATS server agree on: subjects, streams, buckets and keys.
+
+/** A hook or job id as a subject token, stream name or key part: [A-Za-z0-9-] kept, every other byte as _XX. */
+export function token(id: string): string {
+  let out = "";
+  for (const b of Buffer.from(id, "utf8")) {
+    const c = String.fromCharCode(b);
+    out += /[A-Za-z0-9-]/.test(c) ? c : "_" + b.toString(16).padStart(2, "0");
+  }
+  return out === "" ? "_" : out;
+}
+
+export const streamName = (hook: string): string => `WEBHOOK_${token(hook)}`;
+export const jobSubject = (hook: string): string => `webhook.jobs.${token(hook)}`;
+
+/** Key-value bucket holding the first job id of each delivery id (deduplicate). */
+export const DELIVERIES_BUCKET = "webhook_deliveries";
+/** Key-value bucket holding every job's record, key `<hook>.<job id>`. */
+export const JOBS_BUCKET = "webhook_jobs";
+/** Key-value bucket holding each hook's rate-limit window, key `<hook>`. */
+export const RATES_BUCKET = "webhook_rates";
+
+export const jobKey = (hook: string, id: string): string => `${token(hook)}.${token(id)}`;
+/** The subject a record's every change is published on as it is stored. */
+export const jobRecordSubject = (hook: string, id: string): string => `$KV.${JOBS_BUCKET}.${jobKey(hook, id)}`;
