@@ -367,6 +367,7 @@ export class NatsQueue implements SharedQueue {
       }
       if (!FINAL_STATES.has(record.state)) return;
       end();
+      if (fromRecord) this.opts.log.print(`[${job.id}] ${job.hook}: the job's end was read back from its record (its stored record never arrived here)`, { rid: job.id, hook: job.hook });
       resolve(outcome(record, fromRecord));
     };
     const recheck = (): void => {
