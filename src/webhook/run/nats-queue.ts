@@ -425,7 +425,14 @@ export class NatsQueue implements SharedQueue {
         return;
       }
       if (msg.debounce !== undefined && job.attempts.length === 0) {
-        const quiet = await this.quietPeriod(m, msg.debounce);
+        let quiet: Awaited<ReturnType<NatsQueue["quietPeriod"]>>;
+        try {
+          quiet = await this.quietPeriod(m, msg.debounce);
+        } catch (e) {
+          log.print(`[${msg.id}] ${msg.hook}: cannot read the hook's stream (${(e as Error).message}): the trigger goes back to the queue`, fields);
+          m.nak(RETRY_MS);
+          return;
+        }
         if ("supersededBy" in quiet) {
           const reason = `debounced: superseded by ${quiet.supersededBy}`;
           log.print(`[${msg.id}] ${msg.hook}'s trigger does not run: ${reason}`, fields);
@@ -467,7 +474,7 @@ export class NatsQueue implements SharedQueue {
       }
       this.jobs.finish(job);
       runner.ended(msg.hook, job.state);
-      await this.jobs.stored(job).catch(() => undefined);
+      await this.storeFinal(job, msg);
       await this.ack(m, msg);
     } finally {
       clearInterval(heartbeat);
@@ -488,6 +495,27 @@ export class NatsQueue implements SharedQueue {
       return { supersededBy: later };
     }
     return { waitMs: Math.max(0, Math.ceil(quietMs - (Date.now() - m.info.timestampNanos / 1e6))) };
+  }
+
+  /**
+   * Stores a job's final record, again while the server is away (until -queue-ack-wait has
+   * passed): a request waiting for the job's end is answered from it.
+   */
+  private async storeFinal(job: Job, msg: JobMessage): Promise<void> {
+    const until = Date.now() + this.opts.ackWaitMs;
+    for (;;) {
+      try {
+        await this.jobs.stored(job);
+        return;
+      } catch (e) {
+        if (Date.now() >= until) {
+          this.opts.log.print(`[${msg.id}] ${msg.hook}: the job's final record could not be stored (${(e as Error).message}): a request waiting for it is not answered`, { rid: msg.id, hook: msg.hook });
+          return;
+        }
+        await new Promise((r) => setTimeout(r, RETRY_MS));
+        this.records.changed(job);
+      }
+    }
   }
 
   /**
