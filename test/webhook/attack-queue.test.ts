@@ -69,8 +69,8 @@ describe("-queue attacks", () => {
     const forged = (async () => {
       for await (const m of sub) {
         const id = (JSON.parse(Buffer.from(m.data).toString()) as { id: string }).id;
-        nc.publish(`$KV.webhook_jobs.slow.${id}`, Buffer.from("not json"));
-        nc.publish(`$KV.webhook_jobs.slow.${id}`, Buffer.from('{"id":5,"state":"succeeded"}'));
+        nc.publish(`$KV.webhook_jobs.${id}`, Buffer.from("not json"));
+        nc.publish(`$KV.webhook_jobs.${id}`, Buffer.from('{"id":5,"state":"succeeded"}'));
       }
     })();
     const r = await send(`${server.base}/hooks/slow`, { method: "POST" });

@@ -163,15 +163,17 @@ describe("-queue -jobs: three instances share the job records", () => {
     assert.match(j.output ?? "", /^async from [abc]\n$/);
   });
 
-  test("job ids are unique over all instances; a reused X-Request-Id gets a suffix, as in one process", async () => {
+  test("job ids are unique over all instances; a reused X-Request-Id gets a suffix on any instance and hook, as in one process", async () => {
     const replies = await Promise.all(Array.from({ length: 60 }, (_, i) => send(`${servers[i % 3]!.base}/hooks/plain`, { method: "POST" })));
     const ids = replies.map((r) => String(r.headers["x-job-id"]));
     assert.ok(ids.every((x) => /^[0-9a-f]{12}$/.test(x)), ids.join(" "));
     assert.equal(new Set(ids).size, 60);
     const first = await send(`${servers[0]!.base}/hooks/plain`, { method: "POST", headers: { "X-Request-Id": "deploy-1" } });
     const second = await send(`${servers[1]!.base}/hooks/plain`, { method: "POST", headers: { "X-Request-Id": "deploy-1" } });
+    const otherHook = await send(`${servers[2]!.base}/hooks/async`, { method: "POST", headers: { "X-Request-Id": "deploy-1" } });
     assert.equal(first.headers["x-job-id"], "deploy-1");
     assert.equal(second.headers["x-job-id"], "deploy-1-2");
+    assert.equal(otherHook.headers["x-job-id"], "deploy-1-3", "ids are unique over all hooks too");
     assert.match(servers[1]!.logs(), /\[deploy-1\] plain hook triggered successfully: queued as job deploy-1-2/);
     assert.equal((await jobWhen(servers[2]!, "deploy-1-2", final)).state, "succeeded");
   });

@@ -1,13 +1,13 @@
 // Job records in JetStream key-value storage (-queue): every instance reads and writes the same
-// records, so /jobs answers the same everywhere. One key per job, `<hook>.<job id>` (bucket
-// webhook_jobs, file storage, one revision kept). Retention as in-process: the bucket forgets a
+// records, so /jobs answers the same everywhere. One key per job, its id (bucket webhook_jobs,
+// file storage, one revision kept). Retention as in-process: the bucket forgets a
 // record -jobs-max-age after its last change, and keeps at most -jobs-keep records (the least
 // recently changed go first).
 import { DiscardPolicy, nanos, StorageType, type JetStreamClient, type JetStreamManager, type KV, type KvEntry, type NatsError } from "nats";
 import { isJob, type Job } from "./job.js";
 import type { RetentionOptions } from "./memory-records.js";
 import type { JobRecords } from "./records.js";
-import { JOBS_BUCKET, jobKey, token } from "../run/nats-names.js";
+import { JOBS_BUCKET, jobKey } from "../run/nats-names.js";
 
 /** How long reading the records for /jobs may take. */
 const READ_TIMEOUT_MS = 5000;
@@ -54,31 +54,27 @@ export class KvRecords implements JobRecords {
   }
 
   changed(job: Job): void {
-    this.write(job, async () => void (await this.kv.put(jobKey(job.hook, job.id), encodeRecord(job))));
+    this.write(job, async () => void (await this.kv.put(jobKey(job.id), encodeRecord(job))));
   }
 
   stored(job: Job): Promise<void> {
     return this.writes.get(job) ?? Promise.resolve();
   }
 
-  /** A record as last stored, by hook and id (the instance running a job knows both). */
-  async load(hook: string, id: string): Promise<Job | undefined> {
-    const e = await this.kv.get(jobKey(hook, id));
+  async get(id: string): Promise<Job | undefined> {
+    const e = await this.kv.get(jobKey(id));
     return e && e.operation === "PUT" ? decodeRecord(e.value) : undefined;
   }
 
   /** Removes a record (a job the queue refused: it never existed). */
   async remove(job: Job): Promise<void> {
     await this.stored(job).catch(() => undefined);
-    await this.kv.delete(jobKey(job.hook, job.id));
+    await this.kv.delete(jobKey(job.id));
   }
 
-  async get(id: string): Promise<Job | undefined> {
-    return (await this.lastValues(`*.${token(id)}`)).find((j) => j.id === id);
-  }
-
+  /** Reads every record (a hook's are not kept apart: ids are unique over all hooks). */
   async list(hook?: string): Promise<Job[]> {
-    const jobs = await this.lastValues(hook === undefined ? ">" : `${token(hook)}.>`);
+    const jobs = await this.lastValues(">");
     return jobs.filter((j) => hook === undefined || j.hook === hook).sort((a, b) => (a.created < b.created ? 1 : a.created > b.created ? -1 : 0));
   }
 
@@ -104,7 +100,7 @@ export class KvRecords implements JobRecords {
   private async create(job: Job): Promise<void> {
     const base = job.id;
     for (let n = 2; ; n++) {
-      const key = jobKey(job.hook, job.id);
+      const key = jobKey(job.id);
       try {
         await this.kv.create(key, encodeRecord(job));
         return;

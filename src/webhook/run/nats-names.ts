@@ -15,11 +15,11 @@ export const jobSubject = (hook: string): string => `webhook.jobs.${token(hook)}
 
 /** Key-value bucket holding the first job id of each delivery id (deduplicate). */
 export const DELIVERIES_BUCKET = "webhook_deliveries";
-/** Key-value bucket holding every job's record, key `<hook>.<job id>`. */
+/** Key-value bucket holding every job's record, key the job id (unique over all hooks, as in one process). */
 export const JOBS_BUCKET = "webhook_jobs";
 /** Key-value bucket holding each hook's rate-limit window, key `<hook>`. */
 export const RATES_BUCKET = "webhook_rates";
 
-export const jobKey = (hook: string, id: string): string => `${token(hook)}.${token(id)}`;
+export const jobKey = (id: string): string => token(id);
 /** The subject a record's every change is published on as it is stored. */
-export const jobRecordSubject = (hook: string, id: string): string => `$KV.${JOBS_BUCKET}.${jobKey(hook, id)}`;
+export const jobRecordSubject = (id: string): string => `$KV.${JOBS_BUCKET}.${jobKey(id)}`;

@@ -371,7 +371,7 @@ export class NatsQueue implements SharedQueue {
       resolve(outcome(record, fromRecord));
     };
     const recheck = (): void => {
-      this.records.load(job.hook, job.id).then(
+      this.records.get(job.id).then(
         (r) => seen(r, true),
         () => undefined,
       );
@@ -379,7 +379,7 @@ export class NatsQueue implements SharedQueue {
     this.waiting.add(recheck);
     const timer = setInterval(recheck, Math.min(RECHECK_MS, this.opts.ackWaitMs));
     subs.push(this.nc.subscribe(`${reply}.o`, { callback: (err, m) => void (err || onOutput(Buffer.from(m.data))) }));
-    const subject = jobRecordSubject(job.hook, job.id);
+    const subject = jobRecordSubject(job.id);
     subs.push(
       this.nc.subscribe(subject, {
         callback: (err, m) => {
@@ -418,7 +418,7 @@ export class NatsQueue implements SharedQueue {
     try {
       let job: Job;
       try {
-        job = (await this.records.load(msg.hook, msg.id)) ?? this.jobs.create(msg.id, msg.hook);
+        job = (await this.records.get(msg.id)) ?? this.jobs.create(msg.id, msg.hook);
       } catch (e) {
         log.print(`[${msg.id}] ${msg.hook}: cannot read the job's record (${(e as Error).message}): it goes back to the queue`, fields);
         m.nak(RETRY_MS);
