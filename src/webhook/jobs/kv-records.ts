@@ -1,8 +1,7 @@
 // Job records in JetStream key-value storage (-queue): every instance reads and writes the same
-// records, so /jobs answers the same everywhere. One key per job, its id (bucket webhook_jobs,
-// file storage, one revision kept). Retention as in-process: the bucket forgets a
-// record -jobs-max-age after its last change, and keeps at most -jobs-keep records (the least
-// recently changed go first).
+// records, so /jobs answers the same everywhere. One key per job, its id (bucket webhook_jobs, file
+// storage, one revision kept). Retention as in-process: the bucket forgets a record -jobs-max-age
+// after its last change and keeps at most -jobs-keep records (the least recently changed go first).
 import { DiscardPolicy, nanos, StorageType, type JetStreamClient, type JetStreamManager, type KV, type KvEntry, type NatsError } from "nats";
 import { isJob, type Job } from "./job.js";
 import type { RetentionOptions } from "./memory-records.js";
@@ -74,7 +73,7 @@ export class KvRecords implements JobRecords {
 
   /** Reads every record (a hook's are not kept apart: ids are unique over all hooks). */
   async list(hook?: string): Promise<Job[]> {
-    const jobs = await this.lastValues(">");
+    const jobs = await this.all();
     return jobs.filter((j) => hook === undefined || j.hook === hook).sort((a, b) => (a.created < b.created ? 1 : a.created > b.created ? -1 : 0));
   }
 
@@ -116,13 +115,13 @@ export class KvRecords implements JobRecords {
     }
   }
 
-  /** The last value of every key matching `filter`, read through a short-lived ordered consumer. */
-  private async lastValues(filter: string): Promise<Job[]> {
+  /** Every record, read through a short-lived ordered consumer (the last value of each key). */
+  private async all(): Promise<Job[]> {
     const jobs: Job[] = [];
     let initialized = false;
     let watch: Awaited<ReturnType<KV["watch"]>> | undefined;
     // Called once the last value there was has come (at once, within watch(), when there were none).
-    watch = await this.kv.watch({ key: filter, ignoreDeletes: true, initializedFn: () => ((initialized = true), watch?.stop()) });
+    watch = await this.kv.watch({ ignoreDeletes: true, initializedFn: () => ((initialized = true), watch?.stop()) });
     if (initialized) watch.stop();
     const w = watch;
     const timer = setTimeout(() => w.stop(new Error(`no answer within ${READ_TIMEOUT_MS}ms`) as NatsError), READ_TIMEOUT_MS);
