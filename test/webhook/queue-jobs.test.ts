@@ -45,6 +45,7 @@ async function lines(file: string): Promise<string[][]> {
   }
 }
 
+/** The job as `s` serves it (the token is sent to every instance; those without -jobs-token ignore it). */
 async function job(s: Server, id: string): Promise<JobJson | undefined> {
   const r = await send(`${s.base}/jobs/${encodeURIComponent(id)}`, { method: "GET", headers: auth });
   if (r.status === 404) return undefined;
@@ -257,6 +258,34 @@ describe("-queue -jobs: three instances share the job records", () => {
     assert.equal(j.attempts[0]!.error, "the instance running it stopped before it ended");
     assert.equal(j.attempts[1]!.exitCode, 0);
     assert.match(survivor.logs() + live().map((s) => s.logs()).join(""), /attempt 1 did not finish \(the instance running it stopped\); attempt 2 runs here/);
+  });
+});
+
+describe("-queue -jobs: retention of the shared records", () => {
+  test("-jobs-keep: the oldest records go first; -jobs-max-age: a record unchanged for longer is forgotten, on every instance", async () => {
+    const dir = await tempDir("webhook-queue-keep-");
+    const nats = await startNats();
+    const servers: Server[] = [];
+    try {
+      const file = join(dir, "hooks.json");
+      await writeFile(file, JSON.stringify([sh("plain", "true", [])]));
+      for (let i = 0; i < 2; i++) servers.push(await startServer(["-hooks", file, "-queue", nats.url, "-jobs", "-jobs-keep", "3", "-jobs-max-age", "3s"]));
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const r = await send(`${servers[i % 2]!.base}/hooks/plain`, { method: "POST" });
+        ids.push(String(r.headers["x-job-id"]));
+        await jobWhen(servers[0]!, ids[i]!, final);
+      }
+      const listed = async (s: Server): Promise<string[]> => (JSON.parse((await send(`${s.base}/jobs?hook=plain`, { method: "GET" })).text) as { jobs: JobJson[] }).jobs.map((j) => j.id);
+      for (const s of servers) assert.deepEqual(await listed(s), ids.slice(2).reverse());
+      assert.equal((await send(`${servers[1]!.base}/jobs/${ids[0]}`, { method: "GET" })).status, 404);
+      await eventually(async () => (await listed(servers[1]!)).length === 0, 15_000, 200);
+      assert.equal((await send(`${servers[0]!.base}/jobs/${ids[4]}`, { method: "GET" })).status, 404);
+    } finally {
+      await Promise.all(servers.map((s) => s.stop()));
+      await nats.close();
+      await removeDir(dir);
+    }
   });
 });
 

@@ -43,8 +43,11 @@ export class KvRecords implements JobRecords {
     const kv = await js.views.kv(JOBS_BUCKET, { history: 1, storage: StorageType.File });
     const name = `KV_${JOBS_BUCKET}`;
     const { config } = await jsm.streams.info(name);
-    // Old records make room for new ones (the bucket default refuses new ones when full).
-    await jsm.streams.update(name, { ...config, max_age: nanos(retention.maxAgeMs), max_msgs: retention.keep, discard: DiscardPolicy.Old });
+    // Old records make room for new ones (the bucket default refuses new ones when full). The
+    // stream's de-duplication window (unused here) may not outlast max_age.
+    const maxAge = nanos(retention.maxAgeMs);
+    const duplicates = maxAge > 0 && (config.duplicate_window ?? 0) > maxAge ? { duplicate_window: maxAge } : {};
+    await jsm.streams.update(name, { ...config, max_age: maxAge, max_msgs: retention.keep, discard: DiscardPolicy.Old, ...duplicates });
     return new KvRecords(kv, warn);
   }
 
