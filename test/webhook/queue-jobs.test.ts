@@ -289,6 +289,31 @@ describe("-queue -jobs: retention of the shared records", () => {
   });
 });
 
+describe("-queue -jobs: a record larger than the NATS server's max_payload", () => {
+  test("is stored with the tail of its output that fits; the captured answer still has all of it", async () => {
+    const dir = await tempDir("webhook-queue-big-");
+    const nats = await startNats();
+    const servers: Server[] = [];
+    try {
+      const file = join(dir, "hooks.json");
+      await writeFile(file, JSON.stringify([sh("big", "head -c 1500000 /dev/zero | tr '\\0' a; echo end", [], { "include-command-output-in-response": true })]));
+      for (let i = 0; i < 2; i++) servers.push(await startServer(["-hooks", file, "-queue", nats.url, "-jobs", "-jobs-output", "4000000", "-max-output", "0"]));
+      const r = await send(`${servers[0]!.base}/hooks/big`, { method: "POST" });
+      assert.equal(r.status, 200);
+      assert.equal(r.body.length, 1_500_004);
+      const j = await jobWhen(servers[1]!, String(r.headers["x-job-id"]), final);
+      assert.equal(j.state, "succeeded");
+      assert.equal((j as JobJson & { outputCut?: number }).outputCut, 1_500_004);
+      assert.ok((j.output ?? "").length > 100_000 && (j.output ?? "").length < 1_048_576, `kept ${(j.output ?? "").length} bytes`);
+      assert.ok((j.output ?? "").endsWith("aaaend\n"), "the tail is kept");
+    } finally {
+      await Promise.all(servers.map((s) => s.stop()));
+      await nats.close();
+      await removeDir(dir);
+    }
+  });
+});
+
 describe("-queue: a job's end that never reaches the receiving instance live", () => {
   test("the instances may not subscribe to the job records' subjects: captured and streamed requests are still answered, from the record", async () => {
     const dir = await tempDir("webhook-queue-lost-");

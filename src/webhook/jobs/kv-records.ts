@@ -10,12 +10,21 @@ import { JOBS_BUCKET, jobKey } from "../run/nats-names.js";
 
 /** How long reading the records for /jobs may take. */
 const READ_TIMEOUT_MS = 5000;
+/** Bytes of a record's message left for NATS headers. */
+const HEADER_ROOM = 1024;
 /** Suffixes tried for an id already taken before giving up. */
 const MAX_SUFFIX = 100;
 
-/** A record as stored. */
-export function encodeRecord(job: Job): Uint8Array {
-  return Buffer.from(JSON.stringify(job));
+/** A record as stored, in at most `maxBytes` when its output can be cut to fit (its tail is kept, `outputCut` tells). */
+function encodeRecord(job: Job, maxBytes: number): Buffer {
+  let fitted = job;
+  let data = Buffer.from(JSON.stringify(fitted));
+  while (data.length > maxBytes && (fitted.output !== "" || (fitted.stderr ?? "") !== "")) {
+    const half = (s: string): string => s.slice(Math.ceil(s.length / 2));
+    fitted = { ...fitted, output: half(fitted.output), outputCut: job.outputCut ?? Buffer.byteLength(job.output), ...(fitted.stderr !== undefined ? { stderr: half(fitted.stderr) } : {}) };
+    data = Buffer.from(JSON.stringify(fitted));
+  }
+  return data;
 }
 
 /** A stored record; undefined for anything that is not one (written by another client of the NATS server). */
@@ -35,11 +44,13 @@ export class KvRecords implements JobRecords {
 
   private constructor(
     private readonly kv: KV,
+    /** The NATS server's max_payload less room for the message's headers. */
+    private readonly maxBytes: number,
     private readonly warn: (message: string) => void,
   ) {}
 
-  /** Opens (creating or re-configuring) the bucket with the retention given. */
-  static async open(js: JetStreamClient, jsm: JetStreamManager, retention: RetentionOptions, warn: (message: string) => void): Promise<KvRecords> {
+  /** Opens (creating or re-configuring) the bucket with the retention given; `maxBytes` is the NATS server's max_payload. */
+  static async open(js: JetStreamClient, jsm: JetStreamManager, retention: RetentionOptions & { maxBytes: number }, warn: (message: string) => void): Promise<KvRecords> {
     const kv = await js.views.kv(JOBS_BUCKET, { history: 1, storage: StorageType.File });
     const name = `KV_${JOBS_BUCKET}`;
     const { config } = await jsm.streams.info(name);
@@ -48,7 +59,7 @@ export class KvRecords implements JobRecords {
     const maxAge = nanos(retention.maxAgeMs);
     const duplicates = maxAge > 0 && (config.duplicate_window ?? 0) > maxAge ? { duplicate_window: maxAge } : {};
     await jsm.streams.update(name, { ...config, max_age: maxAge, max_msgs: retention.keep, discard: DiscardPolicy.Old, ...duplicates });
-    return new KvRecords(kv, warn);
+    return new KvRecords(kv, retention.maxBytes - HEADER_ROOM, warn);
   }
 
   add(job: Job): void {
@@ -56,7 +67,7 @@ export class KvRecords implements JobRecords {
   }
 
   changed(job: Job): void {
-    this.write(job, async () => void (await this.kv.put(jobKey(job.id), encodeRecord(job))));
+    this.write(job, async () => void (await this.kv.put(jobKey(job.id), encodeRecord(job, this.maxBytes))));
   }
 
   stored(job: Job): Promise<void> {
@@ -104,13 +115,13 @@ export class KvRecords implements JobRecords {
     for (let n = 2; ; n++) {
       const key = jobKey(job.id);
       try {
-        await this.kv.create(key, encodeRecord(job));
+        await this.kv.create(key, encodeRecord(job, this.maxBytes));
         return;
       } catch (e) {
         if (!taken(e) || n > MAX_SUFFIX) throw e;
         const there = await this.kv.get(key);
         if (there?.operation === "PUT" && !decodeRecord(there.value)) {
-          await this.kv.put(key, encodeRecord(job));
+          await this.kv.put(key, encodeRecord(job, this.maxBytes));
           return;
         }
         job.id = `${base}-${n}`;

@@ -183,7 +183,7 @@ export class NatsQueue implements SharedQueue {
     }
     const js = nc.jetstream();
     try {
-      const records = await KvRecords.open(js, jsm, opts.jobs, (m) => opts.log.always(m));
+      const records = await KvRecords.open(js, jsm, { ...opts.jobs, maxBytes: nc.info!.max_payload }, (m) => opts.log.always(m));
       return new NatsQueue(nc, js, jsm, records, opts);
     } catch (e) {
       await nc.close();
