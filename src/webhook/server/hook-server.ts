@@ -78,6 +78,7 @@ const MSG = {
   queueDown: "The hook's shared queue (-queue) cannot take the request now. Try again after the seconds in the Retry-After header.",
   busy: "Too many requests for this hook: it runs as many commands as its max-concurrency allows and its queue (max-queue) is full. Try again after the seconds in the Retry-After header.",
   rateLimited: "Too many requests for this hook: its rate-limit is reached. Try again after the seconds in the Retry-After header.",
+  endFromRecord: "[webhook: the job's end was read back from its record: output sent while this instance missed messages from NATS may be missing above]",
 } as const;
 
 const NO_FIELDS: LogFields = {};
@@ -458,7 +459,10 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
       return this.stream(m, out, (onChunk) => {
         sink = onChunk;
         for (const c of early.splice(0)) onChunk(c);
-        return result;
+        return result.then((r) => {
+          if (r.fromRecord) onChunk(Buffer.from(`${MSG.endFromRecord}\n`));
+          return r;
+        });
       });
     }
     const r = await result;
