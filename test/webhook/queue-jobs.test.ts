@@ -93,6 +93,10 @@ describe("-queue -jobs: three instances share the job records", () => {
       sh("flaky", 'n=$(( $(cat "$2.$1" 2>/dev/null || echo 0) + 1 )); echo $n > "$2.$1"; echo "run $1 $n $INSTANCE" >> "$2"; [ $n -gt "$3" ] || exit 75', [id, { source: "string", name: log("flaky") }, { source: "header", name: "X-Fail" }], {
         retry: { attempts: 3, delay: "4s", "exit-codes": [75] },
       }),
+      sh("retried", 'n=$(( $(cat "$2.$1" 2>/dev/null || echo 0) + 1 )); echo $n > "$2.$1"; echo "attempt $n on $INSTANCE"; [ $n -gt 1 ] || exit 75', [id, { source: "string", name: log("retried") }], {
+        "include-command-output-in-response": true,
+        retry: { attempts: 2, delay: "10ms" },
+      }),
       sh("capped", 'echo "run $1 $INSTANCE" >> "$2"; exit "$3"', [id, { source: "string", name: log("capped") }, { source: "header", name: "X-Exit" }], {
         retry: { attempts: 2, delay: "10ms", "exit-codes": [75] },
       }),
@@ -222,6 +226,14 @@ describe("-queue -jobs: three instances share the job records", () => {
     const runs = await lines(log("capped"));
     assert.equal(runs.filter((l) => l[1] === "c75").length, 2);
     assert.equal(runs.filter((l) => l[1] === "c3").length, 1);
+  });
+
+  test("retry of a captured hook: the answer is the last attempt's output, wherever each attempt ran", async () => {
+    const r = await send(`${servers[2]!.base}/hooks/retried`, { method: "POST", headers: { "X-Id": "q1" } });
+    assert.equal(r.status, 200);
+    assert.match(r.text, /^attempt 2 on [abc]\n$/);
+    const j = await jobWhen(servers[0]!, String(r.headers["x-job-id"]), final);
+    assert.deepEqual(j.attempts.map((a) => [a.number, a.exitCode]), [[1, 75], [2, 0]]);
   });
 
   test("a retry survives the instance that ran the failed attempt: killed while the backoff (2–4 s) runs, the next attempt runs elsewhere", async () => {

@@ -5,7 +5,6 @@
 import { JsonNumber } from "../go/json.js";
 import type { HookRequest } from "../hooks/hook.js";
 import type { JobState } from "../jobs/job.js";
-import type { JobStore } from "../jobs/store.js";
 import type { AttemptRun } from "./executions.js";
 import type { OutputSink } from "./spawn.js";
 
@@ -84,8 +83,6 @@ export interface JobRunner {
 
 /** The shared queue as the hook server uses it. */
 export interface SharedQueue {
-  /** The job records every instance shares. */
-  readonly jobs: JobStore;
   /** Hands a triggered execution to the queue. Never rejects. */
   submit(job: JobSubmission): Promise<Submitted>;
   /** rate-limit over all instances: the seconds to wait when this trigger is refused, else undefined. */
