@@ -177,6 +177,8 @@ async function main(): Promise<void> {
   const transport = new HttpTransport(app, {
     maxBody: opts.maxBody,
     bodyTimeoutMs: opts.bodyTimeoutMs || Infinity,
+    maxConnections: opts.maxConnections,
+    maxConnectionsPerAddress: opts.maxConnectionsPerIp,
     ...(opts.maxRequestMemory > 0 ? { maxRequestMemory: opts.maxRequestMemory } : {}),
   });
   let server: Server | undefined;
