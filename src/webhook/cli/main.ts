@@ -16,6 +16,7 @@ import { Log, prefix } from "../server/log.js";
 import { createPidFile, PidFileError, removePidFile } from "./pidfile.js";
 import { dropPrivileges } from "./privileges.js";
 import { DuplicateHookError, HookRegistry } from "../hooks/registry.js";
+import { HookSet } from "../hooks/hook-set.js";
 import { HttpTransport } from "../http/transport.js";
 import { shutdown } from "../server/shutdown.js";
 import { JobStore } from "../jobs/store.js";
@@ -153,7 +154,7 @@ async function main(): Promise<void> {
     }
   }
   const app: HookServer = new HookServer(
-    new Map(),
+    new HookSet(),
     {
       urlprefix: opts.urlprefix,
       httpMethods: opts.httpMethods.replace(/ /g, "").toUpperCase(),
