@@ -77,6 +77,8 @@ export interface Options {
   queue: string;
   /** -queue-ack-wait (ms): a job whose instance gives no sign of life for this long runs on another. */
   queueAckWaitMs: number;
+  /** -queue-key-file: a file holding the key that signs the shared queue's messages; "" none. */
+  queueKeyFile: string;
 }
 
 type Kind = "bool" | "string" | "int" | "duration" | "value";
@@ -396,6 +398,13 @@ const FLAGS: FlagDef[] = [
     option: "queueAckWaitMs",
     set: (o, v) => (o.queueAckWaitMs = parseGoDuration(v)),
   },
+  {
+    name: "queue-key-file",
+    kind: "string",
+    usage: "with -queue: a file holding a key (at least 16 bytes) every instance shares; each signs the messages it publishes with it and refuses messages not signed with it",
+    option: "queueKeyFile",
+    set: (o, v) => (o.queueKeyFile = v),
+  },
   { name: "secure", kind: "bool", usage: "use HTTPS instead of HTTP", option: "secure", set: (o, v) => (o.secure = parseGoBool(v)) },
   {
     name: "setgid",
@@ -538,6 +547,7 @@ export function defaults(): Options {
     jobsAuth: "",
     queue: "",
     queueAckWaitMs: 30_000,
+    queueKeyFile: "",
   };
 }
 
