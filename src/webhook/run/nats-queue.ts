@@ -30,6 +30,7 @@ import {
 import { MAX_DEDUP_WINDOW } from "../hooks/dedup.js";
 import type { HookRequest } from "../hooks/hook.js";
 import type { Log } from "../server/log.js";
+import type { QueueSigner } from "./queue-signing.js";
 import { decodeRequest, encodeRequest, type ExecuteResult, type JobExecutor, type JobRecorder, type JobSubmission, type QueueHook, type SharedQueue, type Submitted } from "./queue.js";
 
 export class QueueConnectError extends Error {
@@ -49,6 +50,8 @@ export interface NatsQueueOptions {
   /** Runs a job pulled here; undefined when this instance does not serve the hook (it is handed back). */
   execute: (...args: Parameters<JobExecutor>) => Promise<ExecuteResult> | undefined;
   recorder?: JobRecorder;
+  /** -queue-key-file: signs what this instance publishes and refuses what is not signed with the key. */
+  signer?: QueueSigner;
 }
 
 /** The job as it travels in the stream. */
@@ -246,7 +249,7 @@ export class NatsQueue implements SharedQueue {
         const h = natsHeaders();
         h.set("Webhook-Job", job.id);
         const ack = await this.js.publish(jobSubject(job.hook.id), data, {
-          headers: h,
+          headers: this.opts.signer?.sign(jobSubject(job.hook.id), data, h) ?? h,
           timeout: PUBLISH_TIMEOUT_MS,
           ...(job.deliveryId !== undefined && job.hook.dedupWindowMs > 0 ? { msgID: job.deliveryId } : {}),
         });
@@ -295,6 +298,11 @@ export class NatsQueue implements SharedQueue {
     const sub = this.nc.subscribe(`${reply}.*`, {
       callback: (err, m) => {
         if (err) return;
+        const refusal = this.opts.signer?.refusal(m.subject, m.data, m.headers);
+        if (refusal) {
+          this.opts.log.always(`NATS queue: ignored a message on ${m.subject} with ${refusal} (-queue-key-file)`);
+          return;
+        }
         if (m.subject.endsWith(".o")) {
           onOutput(Buffer.from(m.data));
           return;
@@ -321,6 +329,12 @@ export class NatsQueue implements SharedQueue {
     // one of ours is dropped for good, never retried (it would fault every instance in turn).
     let job: JobMessage;
     let req: HookRequest;
+    const refusal = this.opts.signer?.refusal(m.subject, m.data, m.headers);
+    if (refusal) {
+      log.always(`NATS queue: refused a job message with ${refusal} (stream ${m.info.stream}, sequence ${m.seq}; -queue-key-file): nothing runs`);
+      m.term();
+      return;
+    }
     try {
       job = parseJobMessage(m.data);
       req = decodeRequest(job.req);
@@ -334,7 +348,7 @@ export class NatsQueue implements SharedQueue {
     try {
       if (attempt > 1) log.print(`[${job.id}] ${job.hook}: attempt ${attempt} (the instance that ran it before did not finish it)`, { rid: job.id, hook: job.hook });
       const reply = job.reply;
-      const onOutput = reply ? (c: Buffer) => this.nc.publish(`${reply}.o`, c) : undefined;
+      const onOutput = reply ? (c: Buffer) => this.notify(`${reply}.o`, c) : undefined;
       const running = this.opts.execute(job.hook, req, onOutput);
       if (!running) {
         m.nak(RETRY_MS);
@@ -347,7 +361,7 @@ export class NatsQueue implements SharedQueue {
         log.print(`[${job.id}] ${job.hook}: handed back to the queue (this instance is shutting down)`, { rid: job.id, hook: job.hook });
         return;
       }
-      if (reply) this.nc.publish(`${reply}.e`, JSON.stringify({ error: result.error, timedOut: result.timedOut }));
+      if (reply) this.notify(`${reply}.e`, Buffer.from(JSON.stringify({ error: result.error, timedOut: result.timedOut })));
       this.opts.recorder?.record({
         id: job.id,
         hook: job.hook,
@@ -360,6 +374,12 @@ export class NatsQueue implements SharedQueue {
     } finally {
       clearInterval(heartbeat);
     }
+  }
+
+  /** Publishes an output chunk or the end notice of a job, signed with -queue-key-file's key. */
+  private notify(subject: string, data: Buffer): void {
+    const headers = this.opts.signer?.sign(subject, data);
+    this.nc.publish(subject, data, headers ? { headers } : {});
   }
 
   /**
