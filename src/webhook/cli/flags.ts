@@ -3,6 +3,7 @@
 // at the first argument that is not a flag, or after "--".
 import { msText, parseGoDuration } from "../go/duration.js";
 import { readOptionsFile } from "./options-file.js";
+import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from "../http/transport.js";
 
 /** The adnanh/webhook release whose flags, files and answers this server reproduces. */
 export const REFERENCE_VERSION = "2.8.2";
@@ -52,6 +53,10 @@ export interface Options {
   bodyTimeoutMs: number;
   /** Bytes of unfinished requests (heads and bodies) held at once; 0 is 64 MiB, or -max-body if larger. */
   maxRequestMemory: number;
+  /** Open connections at once; 0 is no limit. */
+  maxConnections: number;
+  /** Open connections at once from one client address (IPv6: one /64); 0 is no limit. */
+  maxConnectionsPerIp: number;
   /** Bytes of a command's output kept (the tail); 0 is no limit. */
   maxOutput: number;
   /** -validate: check the hooks files, print each problem, exit 0 or 1. */
@@ -72,6 +77,8 @@ export interface Options {
   queue: string;
   /** -queue-ack-wait (ms): a job whose instance gives no sign of life for this long runs on another. */
   queueAckWaitMs: number;
+  /** -queue-key-file: a file holding the key that signs the shared queue's messages; "" none. */
+  queueKeyFile: string;
 }
 
 type Kind = "bool" | "string" | "int" | "duration" | "value";
@@ -302,6 +309,20 @@ const FLAGS: FlagDef[] = [
   },
 
   {
+    name: "max-connections",
+    kind: "int",
+    usage: "open connections at once over all clients; one more is answered 503 with Retry-After and closed; 0 is no limit",
+    option: "maxConnections",
+    set: (o, v) => (o.maxConnections = parseCount(v)),
+  },
+  {
+    name: "max-connections-per-ip",
+    kind: "int",
+    usage: "open connections at once from one client address (IPv6: one /64); one more is answered 503 with Retry-After and closed; 0 is no limit",
+    option: "maxConnectionsPerIp",
+    set: (o, v) => (o.maxConnectionsPerIp = parseCount(v)),
+  },
+  {
     name: "max-multipart-mem",
     kind: "int",
     usage: "maximum memory in bytes for parsing multipart form data before disk caching",
@@ -376,6 +397,13 @@ const FLAGS: FlagDef[] = [
     usage: "with -queue: a job whose instance stopped answering (died) for this long runs again on another instance",
     option: "queueAckWaitMs",
     set: (o, v) => (o.queueAckWaitMs = parseGoDuration(v)),
+  },
+  {
+    name: "queue-key-file",
+    kind: "string",
+    usage: "with -queue: a file holding a key (at least 16 bytes) every instance shares; each signs the messages it publishes with it and refuses messages not signed with it",
+    option: "queueKeyFile",
+    set: (o, v) => (o.queueKeyFile = v),
   },
   { name: "secure", kind: "bool", usage: "use HTTPS instead of HTTP", option: "secure", set: (o, v) => (o.secure = parseGoBool(v)) },
   {
@@ -506,6 +534,8 @@ export function defaults(): Options {
     commandTimeoutMs: 0,
     bodyTimeoutMs: 15_000,
     maxRequestMemory: 0,
+    maxConnections: DEFAULT_MAX_CONNECTIONS,
+    maxConnectionsPerIp: DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
     maxOutput: DEFAULT_MAX_OUTPUT,
     validate: false,
     jobs: false,
@@ -517,6 +547,7 @@ export function defaults(): Options {
     jobsAuth: "",
     queue: "",
     queueAckWaitMs: 30_000,
+    queueKeyFile: "",
   };
 }
 

@@ -17,6 +17,7 @@ import { Log, prefix } from "../server/log.js";
 import { createPidFile, PidFileError, removePidFile } from "./pidfile.js";
 import { dropPrivileges } from "./privileges.js";
 import { DuplicateHookError, HookRegistry } from "../hooks/registry.js";
+import { HookSet } from "../hooks/hook-set.js";
 import { HttpTransport } from "../http/transport.js";
 import { shutdown } from "../server/shutdown.js";
 import { JobStore } from "../jobs/store.js";
@@ -144,11 +145,21 @@ async function main(): Promise<void> {
   // With -queue the job records live in the NATS server (kv-records.ts), with -jobs or not.
   const records = opts.jobs && opts.queue === "" ? new MemoryRecords({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m)) : undefined;
   let jobs = records ? new JobStore(records, opts.jobsOutput) : undefined;
-  const jobSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
+  const flagSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
   let queue: NatsQueue | undefined;
+  if (opts.queueKeyFile !== "" && opts.queue === "") fatal("-queue-key-file signs the messages of the shared queue: give -queue too, or drop -queue-key-file");
   if (opts.queue !== "") {
     // Loaded only with -queue: a server without it pays nothing for the NATS client.
     const { NatsQueue, QueueConnectError } = await import("../run/nats-queue.js");
+    const { QueueKeyError, QueueSigner, readQueueKey } = await import("../run/queue-signing.js");
+    let key: Buffer | undefined;
+    try {
+      key = opts.queueKeyFile === "" ? undefined : readQueueKey(opts.queueKeyFile);
+    } catch (e) {
+      if (!(e instanceof QueueKeyError)) throw e;
+      fatal(e.message);
+    }
+    if (key) flagSecrets.push(key.toString("latin1"));
     try {
       // The hook server runs the jobs pulled here; it is made below, before any job can be pulled.
       const jobRunner: JobRunner = {
@@ -159,7 +170,7 @@ async function main(): Promise<void> {
         superseded: (hook) => app.superseded(hook),
       };
       const retention = { keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, outputBytes: opts.jobsOutput };
-      queue = await NatsQueue.connect({ url: opts.queue, ackWaitMs: opts.queueAckWaitMs, log, runner: jobRunner, jobs: retention });
+      queue = await NatsQueue.connect({ url: opts.queue, ackWaitMs: opts.queueAckWaitMs, log, runner: jobRunner, jobs: retention, signer: new QueueSigner(key) });
     } catch (e) {
       if (!(e instanceof QueueConnectError)) throw e;
       fatal(e.message);
@@ -168,7 +179,7 @@ async function main(): Promise<void> {
     if (opts.jobs) jobs = queue!.jobs;
   }
   const app: HookServer = new HookServer(
-    new Map(),
+    new HookSet(),
     {
       urlprefix: opts.urlprefix,
       httpMethods: opts.httpMethods.replace(/ /g, "").toUpperCase(),
@@ -192,6 +203,8 @@ async function main(): Promise<void> {
   const transport = new HttpTransport(app, {
     maxBody: opts.maxBody,
     bodyTimeoutMs: opts.bodyTimeoutMs || Infinity,
+    maxConnections: opts.maxConnections,
+    maxConnectionsPerAddress: opts.maxConnectionsPerIp,
     ...(opts.maxRequestMemory > 0 ? { maxRequestMemory: opts.maxRequestMemory } : {}),
   });
   let server: Server | undefined;
@@ -258,21 +271,21 @@ async function main(): Promise<void> {
   }
 
   log.print(`version ${REFERENCE_VERSION} starting (FrameFi bin/webhook ${version()})`);
-  log.setSecrets(jobSecrets);
+  log.setSecrets(flagSecrets);
   records?.load();
   if (queue && opts.jobsFile !== "") log.always("warning: -jobs-file is not used with -queue: the job records live in the NATS server (key-value bucket webhook_jobs)");
   if (jobs && opts.jobsToken === "" && opts.jobsAuth === "") {
     log.always("warning: /jobs answers anyone who can reach this server, and job output may hold secrets; set -jobs-token or -jobs-auth");
   }
   const registry = new HookRegistry(opts.hooks, { template: opts.template }, log, (hooks) => {
-    log.setSecrets([...secretsOf([...hooks.values()]), ...jobSecrets]);
+    log.setSecrets([...secretsOf([...hooks.values()]), ...flagSecrets]);
     app.setHooks(hooks);
   });
   setupSignals(registry, () => shutdown(app, transport, runner, opts.shutdownTimeoutMs, log, queue), log);
   loadHooks(registry, opts, log);
   if (opts.hotreload) registry.watch();
   await app.queueReady;
-  if (queue) log.print(`sharing the hooks' queues through NATS JetStream at ${queue.address}`);
+  if (queue) log.print(`sharing the hooks' queues through NATS JetStream at ${queue.address}${opts.queueKeyFile !== "" ? ", messages signed with the key in -queue-key-file" : ""}`);
   transport.open();
 
   const scheme = opts.secure ? "https" : "http";

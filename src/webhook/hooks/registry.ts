@@ -10,6 +10,7 @@ import { dirname, resolve } from "node:path";
 import type { Hook } from "./hook.js";
 import { ConfigError, parseHooks, readHooksFile, type LoadOptions } from "./config.js";
 import type { Log } from "../server/log.js";
+import { HookSet } from "./hook-set.js";
 
 /** How long after a change a file is read (writers write in pieces). */
 const SETTLE_MS = 50;
@@ -29,7 +30,7 @@ interface FileState {
 }
 
 export class HookRegistry {
-  private current: ReadonlyMap<string, Hook> = new Map();
+  private current = new HookSet();
   private readonly files: FileState[];
   private readonly watchers = new Map<string, FSWatcher>();
   /** Per watched folder, the check scheduled after its last event. */
@@ -39,8 +40,8 @@ export class HookRegistry {
     paths: string[],
     private readonly options: LoadOptions,
     private readonly log: Log,
-    /** Called with the new served set after every change (never mutated afterwards). */
-    private readonly onChange: (hooks: Map<string, Hook>) => void = () => undefined,
+    /** Called with the new served set after every change. */
+    private readonly onChange: (hooks: HookSet) => void = () => undefined,
   ) {
     this.files = paths.map((path) => ({ path, hooks: [], text: undefined, ino: undefined, present: true, missingSince: undefined }));
   }
@@ -112,8 +113,8 @@ export class HookRegistry {
   private publish(): void {
     const next = new Map<string, Hook>();
     for (const f of this.files) for (const h of f.hooks) if (!next.has(h.id)) next.set(h.id, h);
-    this.current = next;
-    this.onChange(next);
+    this.current = new HookSet(next);
+    this.onChange(this.current);
   }
 
   /**

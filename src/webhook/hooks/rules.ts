@@ -2,11 +2,10 @@
 // An evaluation yields a result and maybe an error; a missing parameter (ParameterNodeError) only
 // makes a match false, a signature error may be "soft" inside an `or`, anything else is a 500.
 import { createHmac } from "node:crypto";
-import { sameSecret } from "../../shared/secret.js";
 import type { HookRequest, MatchRule, Rule } from "./hook.js";
 import { getArgument, ParameterNodeError } from "./values.js";
 import { canonicalHeaderKey } from "../go/header.js";
-import { matchGoRegex } from "./regex.js";
+import type { PreparedRules } from "./hook-set.js";
 import { isSignatureType, sameDigest, SignatureError, verifySignature } from "./signatures.js";
 
 export interface Evaluation {
@@ -17,10 +16,11 @@ export interface Evaluation {
 /** Warnings the reference prints for deprecated match types; the caller logs them. */
 export type Warn = (message: string) => void;
 
-export function evaluate(rule: Rule, r: HookRequest, warn: Warn): Evaluation {
+/** Evaluates `rule` for request `r`; `prepared` is what the hook set the rule belongs to prepared for its rules. */
+export function evaluate(rule: Rule, r: HookRequest, warn: Warn, prepared: PreparedRules): Evaluation {
   if (rule.and) {
     for (const sub of rule.and) {
-      const e = evaluate(sub, r, warn);
+      const e = evaluate(sub, r, warn, prepared);
       if (e.error) return { ok: false, error: e.error };
       if (!e.ok) return { ok: false };
     }
@@ -28,7 +28,7 @@ export function evaluate(rule: Rule, r: HookRequest, warn: Warn): Evaluation {
   }
   if (rule.or) {
     for (const sub of rule.or) {
-      const e = evaluate(sub, r, warn);
+      const e = evaluate(sub, r, warn, prepared);
       if (e.error && !(e.error instanceof ParameterNodeError)) {
         if (!(r.allowSignatureErrors && e.error instanceof SignatureError)) return { ok: false, error: e.error };
       }
@@ -37,14 +37,14 @@ export function evaluate(rule: Rule, r: HookRequest, warn: Warn): Evaluation {
     return { ok: false };
   }
   if (rule.not) {
-    const e = evaluate(rule.not, r, warn);
+    const e = evaluate(rule.not, r, warn, prepared);
     return e.error ? { ok: !e.ok, error: e.error } : { ok: !e.ok };
   }
-  if (rule.match) return evaluateMatch(rule.match, r, warn);
+  if (rule.match) return evaluateMatch(rule.match, r, warn, prepared);
   return { ok: false };
 }
 
-function evaluateMatch(m: MatchRule, r: HookRequest, warn: Warn): Evaluation {
+function evaluateMatch(m: MatchRule, r: HookRequest, warn: Warn, prepared: PreparedRules): Evaluation {
   try {
     if (m.type === "ip-whitelist") return { ok: checkIpWhitelist(r.remoteAddr, m["ip-range"] ?? "") };
     if (m.type === "scalr-signature") return { ok: checkScalrSignature(r, m.secret ?? "") };
@@ -52,9 +52,9 @@ function evaluateMatch(m: MatchRule, r: HookRequest, warn: Warn): Evaluation {
     const arg = getArgument(m.parameter ?? { source: "" as never }, r);
     switch (m.type) {
       case "value":
-        return { ok: sameSecret(arg, m.value ?? "") };
+        return { ok: prepared.secrets.same(arg, m.value ?? "") };
       case "regex":
-        return { ok: matchGoRegex(m.regex ?? "", arg) };
+        return { ok: prepared.regexes.match(m.regex ?? "", arg) };
       case "payload-hash-sha1":
         warn("warn: use of deprecated option payload-hash-sha1; use payload-hmac-sha1 instead");
         return { ok: checkHmac("sha1", r, m, arg) };

@@ -12,6 +12,7 @@
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer, type TlsOptions } from "node:tls";
 import type { Accepted, HttpApp, HttpResponse, RequestHead, Routed } from "./contract.js";
+import { clientKey, ConnectionCounts, type CapReached } from "./connection-counts.js";
 import { STATUS_TEXT } from "./status.js";
 
 export interface TransportOptions {
@@ -35,6 +36,10 @@ export interface TransportOptions {
   maxRequestMemory?: number;
   /** A request body that sends nothing for this long is dropped: 408 and the connection closed. */
   bodyTimeoutMs?: number;
+  /** Open connections at once; one more is answered 503 and closed. 0: no limit. Default 2048. */
+  maxConnections?: number;
+  /** Open connections at once from one client address (IPv6: one /64); one more is answered 503 and closed. 0: no limit. Default 256. */
+  maxConnectionsPerAddress?: number;
 }
 
 /** Milliseconds from the environment (for tests of the timeouts), else the default. */
@@ -55,6 +60,14 @@ const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
 const BAD_TARGET = /[\x00-\x20\x7f]/;
 const CHUNK_SIZE = /^[0-9a-fA-F]{1,15}$/;
 const DEFAULT_REQUEST_MEMORY = 64 * 1024 * 1024;
+export const DEFAULT_MAX_CONNECTIONS = 2048;
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
+// A connection turned away at a cap has this long to read its 503 before it is destroyed; at most
+// this many wait at once (more are closed at once: the cap is what keeps a flood cheap).
+const TURNED_AWAY_MS = 2000;
+const MAX_TURNED_AWAY = 1024;
+// What such a connection sends is read (and dropped) up to this much: a request's head and a small body.
+const TURNED_AWAY_READ = 64 * 1024;
 const EMPTY = Buffer.alloc(0);
 
 let dateLine = "";
@@ -219,12 +232,15 @@ class Connection {
   /** When this side ended the connection (it then only drops what still arrives). */
   endedAt = 0;
   private readonly remote: string;
+  /** The client address the request memory is shared out by (undefined on a Unix socket). */
+  private readonly client: string | undefined;
 
   constructor(
     readonly socket: Socket,
     private readonly t: HttpTransport,
   ) {
     this.remote = remoteAddr(socket);
+    this.client = clientKey(socket.remoteAddress);
     socket.setNoDelay(true);
     socket.on("data", (d: Buffer) => this.onData(d));
     socket.on("drain", () => this.resume());
@@ -310,6 +326,7 @@ class Connection {
   private end(): void {
     this.endedAt = Date.now();
     this.buf = EMPTY;
+    this.store = undefined;
     this.socket.end();
   }
 
@@ -329,9 +346,13 @@ class Connection {
           const end = this.headEnd();
           if (end === -1) {
             if (this.buf.length > this.t.maxHeaderBytes) this.refuse(431, "request header too large");
-            else if (this.buf.length > this.headHeld) {
-              if (!this.t.reserve(this.buf.length - this.headHeld)) return this.overBudget();
-              this.headHeld = this.buf.length;
+            else {
+              // What the head holds is the storage it grows in, not just the bytes received so far.
+              const size = this.store?.length ?? this.buf.length;
+              if (size > this.headHeld) {
+                if (!this.t.reserve(size - this.headHeld, this.client)) return this.overBudget();
+                this.headHeld = size;
+              }
             }
             return;
           }
@@ -494,7 +515,7 @@ class Connection {
       }
       // The whole declared length is counted at once: a flood is refused before its bodies are read.
       if (this.routed.kind === "accepted") {
-        if (!this.t.reserve(length)) {
+        if (!this.t.reserve(length, this.client)) {
           this.overBudget();
           return undefined;
         }
@@ -515,7 +536,7 @@ class Connection {
     if (this.routed?.kind === "accepted" && !this.answered) {
       // A chunked body is counted as it arrives (a Content-Length one was counted whole).
       if (this.whole) bytes.copy(this.whole, this.bodyLen - bytes.length);
-      else if (this.t.reserve(bytes.length)) {
+      else if (this.t.reserve(bytes.length, this.client)) {
         this.held += bytes.length;
         this.chunks.push(bytes);
       } else this.overBudget();
@@ -530,12 +551,12 @@ class Connection {
     const held = this.held;
     this.held = 0;
     if (held === 0) return;
-    if (inUse) void inUse.finally(() => this.t.release(held));
-    else this.t.release(held);
+    if (inUse) void inUse.finally(() => this.t.release(held, this.client));
+    else this.t.release(held, this.client);
   }
 
   private releaseHead(): void {
-    this.t.release(this.headHeld);
+    this.t.release(this.headHeld, this.client);
     this.headHeld = 0;
   }
 
@@ -734,6 +755,10 @@ export class HttpTransport {
   private readonly maxRequestMemory: number;
   /** Bytes of unfinished requests held now, over all connections. */
   private requestMemory = 0;
+  /** The part of it each client address holds. */
+  private readonly memoryByClient = new Map<string, number>();
+  /** The most one address may hold: half the request memory (or -max-body, if larger), so one client alone cannot take it all. */
+  private readonly clientShare: number;
   private readonly connections = new Set<Connection>();
   /** Connections accepted before open(), not read yet. */
   private held: Socket[] | undefined = [];
@@ -742,6 +767,9 @@ export class HttpTransport {
   /** The listening servers' closing, once stopAccepting has begun it. */
   private readonly stopped: Promise<void>[] = [];
   private idleWaiters: (() => void)[] = [];
+  private readonly counts: ConnectionCounts;
+  /** Connections answered 503 at a cap, and when: what they send is dropped until they are destroyed. */
+  private readonly turnedAway = new Map<Socket, number>();
   accepting = true;
 
   constructor(
@@ -756,23 +784,46 @@ export class HttpTransport {
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 300_000;
     this.bodyTimeoutMs = opts.bodyTimeoutMs ?? 15_000;
     this.maxRequestMemory = opts.maxRequestMemory ?? Math.max(DEFAULT_REQUEST_MEMORY, opts.maxBody);
+    this.clientShare = Math.max(Math.floor(this.maxRequestMemory / 2), opts.maxBody);
+    this.counts = new ConnectionCounts({
+      total: opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+      perAddress: opts.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    });
   }
 
-  /** Counts `n` more bytes of unfinished requests held; false (nothing counted) when that would exceed the request memory. */
-  reserve(n: number): boolean {
+  /**
+   * Counts `n` more bytes of unfinished requests held for `client`; false (nothing counted) when that
+   * would exceed the request memory, or that client's share of it.
+   */
+  reserve(n: number, client: string | undefined): boolean {
     if (this.requestMemory + n > this.maxRequestMemory) return false;
+    if (client !== undefined) {
+      const mine = (this.memoryByClient.get(client) ?? 0) + n;
+      if (mine > this.clientShare) return false;
+      this.memoryByClient.set(client, mine);
+    }
     this.requestMemory += n;
     return true;
   }
 
-  release(n: number): void {
+  release(n: number, client: string | undefined): void {
+    if (n === 0) return;
     this.requestMemory -= n;
+    if (client === undefined) return;
+    const left = this.memoryByClient.get(client)! - n;
+    if (left === 0) this.memoryByClient.delete(client);
+    else this.memoryByClient.set(client, left);
   }
 
   /** Hands a connection (TCP, Unix socket or TLS) to the transport. */
   readonly onConnection = (socket: Socket): void => {
     if (!this.accepting) {
       socket.destroy();
+      return;
+    }
+    const cap = this.counts.admit(socket);
+    if (cap) {
+      this.turnAway(socket, cap);
       return;
     }
     if (this.held) {
@@ -783,6 +834,37 @@ export class HttpTransport {
     this.connections.add(new Connection(socket, this));
     this.sweeper ??= setInterval(() => this.sweep(), 1000).unref();
   };
+
+  /**
+   * A connection beyond a cap: answered 503 before its request is read (a client reads it as the answer
+   * to what it sends), then what it sends is dropped, so that closing does not reset the connection
+   * before the answer is read, until it closes or TURNED_AWAY_MS have passed.
+   */
+  private turnAway(socket: Socket, cap: CapReached): void {
+    if (this.turnedAway.size >= MAX_TURNED_AWAY) {
+      socket.destroy();
+      return;
+    }
+    this.turnedAway.set(socket, Date.now());
+    socket.on("error", () => undefined);
+    socket.once("close", () => this.turnedAway.delete(socket));
+    let dropped = 0;
+    socket.on("data", (d: Buffer) => {
+      dropped += d.length;
+      if (dropped > TURNED_AWAY_READ) socket.pause();
+    });
+    const body = `503 Service Unavailable: too many open connections${cap === "address" ? " from your address" : ""}; close one or try again later`;
+    const res: HttpResponse = {
+      status: 503,
+      headers: [
+        ["Content-Type", "text/plain; charset=utf-8"],
+        ["Retry-After", "1"],
+      ],
+      body,
+    };
+    socket.end(encodeHead(res, `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n`, false, "HTTP/1.1") + body);
+    this.sweeper ??= setInterval(() => this.sweep(), 1000).unref();
+  }
 
   /**
    * Starts serving: the connections accepted so far, then every new one. As the reference, the socket
@@ -817,6 +899,7 @@ export class HttpTransport {
   /** Timeouts, checked once a second rather than with a timer per request. */
   private sweep(): void {
     const now = Date.now();
+    for (const [socket, since] of this.turnedAway) if (now - since > TURNED_AWAY_MS) socket.destroy();
     for (const c of this.connections) {
       if (c.endedAt) {
         if (now - c.endedAt > 5000) c.socket.destroy();
@@ -830,7 +913,7 @@ export class HttpTransport {
         c.socket.destroy();
       }
     }
-    if (this.connections.size === 0 && !this.accepting) clearInterval(this.sweeper);
+    if (this.connections.size === 0 && this.turnedAway.size === 0 && !this.accepting) clearInterval(this.sweeper);
   }
 
   /** Stops accepting: the listening servers close, idle connections end, busy ones after their answer. */
@@ -850,6 +933,7 @@ export class HttpTransport {
   async close(): Promise<void> {
     if (this.accepting) this.stopAccepting();
     for (const c of this.connections) c.socket.destroy();
+    for (const socket of this.turnedAway.keys()) socket.destroy();
     await Promise.all(this.stopped);
     clearInterval(this.sweeper);
   }

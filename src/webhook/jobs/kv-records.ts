@@ -2,11 +2,14 @@
 // records, so /jobs answers the same everywhere. One key per job, its id (bucket webhook_jobs, file
 // storage, one revision kept). Retention as in-process: the bucket forgets a record -jobs-max-age
 // after its last change and keeps at most -jobs-keep records (the least recently changed go first).
+// With -queue-key-file every record is stored signed (queue-signing.ts) and one that is not signed
+// with the key is never read as a record: not by /jobs, not by a request waiting for its job's end.
 import { DiscardPolicy, nanos, StorageType, type JetStreamClient, type JetStreamManager, type KV, type KvEntry, type NatsError } from "nats";
 import { isJob, type Job } from "./job.js";
 import type { RetentionOptions } from "./memory-records.js";
 import type { JobRecords } from "./records.js";
-import { JOBS_BUCKET, jobKey } from "../run/nats-names.js";
+import { JOBS_BUCKET, jobKey, jobKeySubject } from "../run/nats-names.js";
+import type { QueueSigner } from "../run/queue-signing.js";
 
 /** How long reading the records for /jobs may take. */
 const READ_TIMEOUT_MS = 5000;
@@ -15,26 +18,40 @@ const HEADER_ROOM = 1024;
 /** Suffixes tried for an id already taken before giving up. */
 const MAX_SUFFIX = 100;
 
-/** A record as stored, in at most `maxBytes` when its output can be cut to fit (its tail is kept, `outputCut` tells). */
-function encodeRecord(job: Job, maxBytes: number): Buffer {
+/**
+ * A record as stored (sealed by `signer`), in at most `maxBytes` when its output can be cut to fit
+ * (its tail is kept, `outputCut` tells). Every record is encoded here and read by decodeRecord.
+ */
+function encodeRecord(job: Job, maxBytes: number, signer: QueueSigner): Buffer {
+  const subject = jobKeySubject(jobKey(job.id));
   let fitted = job;
-  let data = Buffer.from(JSON.stringify(fitted));
+  let data = signer.seal(subject, Buffer.from(JSON.stringify(fitted)));
   while (data.length > maxBytes && (fitted.output !== "" || (fitted.stderr ?? "") !== "")) {
     const half = (s: string): string => s.slice(Math.ceil(s.length / 2));
     fitted = { ...fitted, output: half(fitted.output), outputCut: job.outputCut ?? Buffer.byteLength(job.output), ...(fitted.stderr !== undefined ? { stderr: half(fitted.stderr) } : {}) };
-    data = Buffer.from(JSON.stringify(fitted));
+    data = signer.seal(subject, Buffer.from(JSON.stringify(fitted)));
   }
   return data;
 }
 
-/** A stored record; undefined for anything that is not one (written by another client of the NATS server). */
-export function decodeRecord(data: Uint8Array): Job | undefined {
+/**
+ * The record stored on `subject` (its key's subject), or why it is refused (-queue-key-file: not
+ * signed with the key); undefined for anything else that is not a record (written by another client).
+ */
+export function decodeRecord(subject: string, value: Uint8Array, signer: QueueSigner): { job: Job; refusal?: never } | { refusal: string; job?: never } | undefined {
+  const { data, refusal } = signer.unseal(subject, value);
+  if (refusal !== undefined) return { refusal };
   try {
     const v = JSON.parse(Buffer.from(data).toString()) as unknown;
-    return isJob(v) ? v : undefined;
+    return isJob(v) ? { job: v } : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** The line logged for a record refused by decodeRecord. */
+export function refusedRecord(subject: string, refusal: string): string {
+  return `NATS queue: ignored a job record on ${subject} with ${refusal} (-queue-key-file)`;
 }
 
 export class KvRecords implements JobRecords {
@@ -46,11 +63,12 @@ export class KvRecords implements JobRecords {
     private readonly kv: KV,
     /** The NATS server's max_payload less room for the message's headers. */
     private readonly maxBytes: number,
+    private readonly signer: QueueSigner,
     private readonly warn: (message: string) => void,
   ) {}
 
   /** Opens (creating or re-configuring) the bucket with the retention given; `maxBytes` is the NATS server's max_payload. */
-  static async open(js: JetStreamClient, jsm: JetStreamManager, retention: RetentionOptions & { maxBytes: number }, warn: (message: string) => void): Promise<KvRecords> {
+  static async open(js: JetStreamClient, jsm: JetStreamManager, retention: RetentionOptions & { maxBytes: number }, signer: QueueSigner, warn: (message: string) => void): Promise<KvRecords> {
     const kv = await js.views.kv(JOBS_BUCKET, { history: 1, storage: StorageType.File });
     const name = `KV_${JOBS_BUCKET}`;
     const { config } = await jsm.streams.info(name);
@@ -59,7 +77,7 @@ export class KvRecords implements JobRecords {
     const maxAge = nanos(retention.maxAgeMs);
     const duplicates = maxAge > 0 && (config.duplicate_window ?? 0) > maxAge ? { duplicate_window: maxAge } : {};
     await jsm.streams.update(name, { ...config, max_age: maxAge, max_msgs: retention.keep, discard: DiscardPolicy.Old, ...duplicates });
-    return new KvRecords(kv, retention.maxBytes - HEADER_ROOM, warn);
+    return new KvRecords(kv, retention.maxBytes - HEADER_ROOM, signer, warn);
   }
 
   add(job: Job): void {
@@ -67,7 +85,7 @@ export class KvRecords implements JobRecords {
   }
 
   changed(job: Job): void {
-    this.write(job, async () => void (await this.kv.put(jobKey(job.id), encodeRecord(job, this.maxBytes))));
+    this.write(job, async () => void (await this.kv.put(jobKey(job.id), encodeRecord(job, this.maxBytes, this.signer))));
   }
 
   stored(job: Job): Promise<void> {
@@ -76,7 +94,15 @@ export class KvRecords implements JobRecords {
 
   async get(id: string): Promise<Job | undefined> {
     const e = await this.kv.get(jobKey(id));
-    return e && e.operation === "PUT" ? decodeRecord(e.value) : undefined;
+    return e && e.operation === "PUT" ? this.read(e) : undefined;
+  }
+
+  /** A stored entry's record, undefined when it is none; one not signed with the key is logged and ignored. */
+  private read(e: KvEntry): Job | undefined {
+    const subject = jobKeySubject(e.key);
+    const r = decodeRecord(subject, e.value, this.signer);
+    if (r?.refusal !== undefined) this.warn(refusedRecord(subject, r.refusal));
+    return r?.job;
   }
 
   /** Removes a record (a job the queue refused: it never existed). */
@@ -115,13 +141,13 @@ export class KvRecords implements JobRecords {
     for (let n = 2; ; n++) {
       const key = jobKey(job.id);
       try {
-        await this.kv.create(key, encodeRecord(job, this.maxBytes));
+        await this.kv.create(key, encodeRecord(job, this.maxBytes, this.signer));
         return;
       } catch (e) {
         if (!taken(e) || n > MAX_SUFFIX) throw e;
         const there = await this.kv.get(key);
-        if (there?.operation === "PUT" && !decodeRecord(there.value)) {
-          await this.kv.put(key, encodeRecord(job, this.maxBytes));
+        if (there?.operation === "PUT" && !this.read(there)) {
+          await this.kv.put(key, encodeRecord(job, this.maxBytes, this.signer));
           return;
         }
         job.id = `${base}-${n}`;
@@ -142,7 +168,7 @@ export class KvRecords implements JobRecords {
     try {
       for await (const e of w as AsyncIterable<KvEntry>) {
         if (e.operation !== "PUT") continue;
-        const job = decodeRecord(e.value);
+        const job = this.read(e);
         if (job) jobs.push(job);
       }
     } finally {

@@ -21,5 +21,6 @@ export const JOBS_BUCKET = "webhook_jobs";
 export const RATES_BUCKET = "webhook_rates";
 
 export const jobKey = (id: string): string => token(id);
-/** The subject a record's every change is published on as it is stored. */
-export const jobRecordSubject = (id: string): string => `$KV.${JOBS_BUCKET}.${jobKey(id)}`;
+/** The subject the record under `key` is stored on (its every change is published there); its signature covers it. */
+export const jobKeySubject = (key: string): string => `$KV.${JOBS_BUCKET}.${key}`;
+export const jobRecordSubject = (id: string): string => jobKeySubject(jobKey(id));

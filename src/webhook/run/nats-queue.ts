@@ -15,7 +15,10 @@
 // - output of captured and streamed hooks travels on a core NATS subject the receiving instance
 //   subscribed to before publishing the job; the end is the job's final record, which that
 //   instance receives as it is stored and otherwise reads back (after a reconnect, and every few
-//   seconds), so a lost message never leaves a request without its answer.
+//   seconds), so a lost message never leaves a request without its answer;
+// - -queue-key-file (queue-signing.ts): job messages, output chunks and job records are signed, and
+//   what is not signed with the key is refused: a job message runs nothing, a chunk is not output,
+//   a record neither ends a waiting request nor shows in /jobs.
 import { createHash, randomUUID } from "node:crypto";
 import {
   AckPolicy,
@@ -38,11 +41,12 @@ import {
 import { MAX_DEDUP_WINDOW } from "../hooks/dedup.js";
 import type { HookRequest } from "../hooks/hook.js";
 import { FINAL_STATES, type Job } from "../jobs/job.js";
-import { decodeRecord, KvRecords } from "../jobs/kv-records.js";
+import { decodeRecord, KvRecords, refusedRecord } from "../jobs/kv-records.js";
 import type { RetentionOptions } from "../jobs/memory-records.js";
 import { JobStore } from "../jobs/store.js";
 import type { Log } from "../server/log.js";
 import { DELIVERIES_BUCKET, jobRecordSubject, jobSubject, RATES_BUCKET, streamName, token } from "./nats-names.js";
+import type { QueueSigner } from "./queue-signing.js";
 import { decodeRequest, encodeRequest, type JobOutcome, type JobRunner, type JobSubmission, type QueueHook, type SharedQueue, type Submitted } from "./queue.js";
 
 export class QueueConnectError extends Error {
@@ -63,6 +67,8 @@ export interface NatsQueueOptions {
   runner: JobRunner;
   /** The shared job records: retention (-jobs-keep, -jobs-max-age) and output kept (-jobs-output). */
   jobs: RetentionOptions & { outputBytes: number };
+  /** -queue-key-file: signs what this instance publishes and stores, and refuses what is not signed with the key (without a key, neither). */
+  signer: QueueSigner;
 }
 
 /** The job as it travels in the stream. */
@@ -183,7 +189,7 @@ export class NatsQueue implements SharedQueue {
     }
     const js = nc.jetstream();
     try {
-      const records = await KvRecords.open(js, jsm, { ...opts.jobs, maxBytes: nc.info!.max_payload }, (m) => opts.log.always(m));
+      const records = await KvRecords.open(js, jsm, { ...opts.jobs, maxBytes: nc.info!.max_payload }, opts.signer, (m) => opts.log.always(m));
       return new NatsQueue(nc, js, jsm, records, opts);
     } catch (e) {
       await nc.close();
@@ -310,7 +316,7 @@ export class NatsQueue implements SharedQueue {
       const h = natsHeaders();
       h.set("Webhook-Job", record.id);
       const ack = await this.js.publish(jobSubject(job.hook.id), data, {
-        headers: h,
+        headers: this.opts.signer.sign(jobSubject(job.hook.id), data, h),
         timeout: PUBLISH_TIMEOUT_MS,
         ...(job.deliveryId !== undefined && job.hook.dedupWindowMs > 0 ? { msgID: job.deliveryId } : {}),
       });
@@ -378,15 +384,25 @@ export class NatsQueue implements SharedQueue {
     };
     this.waiting.add(recheck);
     const timer = setInterval(recheck, Math.min(RECHECK_MS, this.opts.ackWaitMs));
-    subs.push(this.nc.subscribe(`${reply}.o`, { callback: (err, m) => void (err || onOutput(Buffer.from(m.data))) }));
+    subs.push(
+      this.nc.subscribe(`${reply}.o`, {
+        callback: (err, m) => {
+          if (err) return;
+          const refusal = this.opts.signer.refusal(m.subject, m.data, m.headers);
+          if (refusal) this.opts.log.always(`NATS queue: ignored a message on ${m.subject} with ${refusal} (-queue-key-file)`);
+          else onOutput(Buffer.from(m.data));
+        },
+      }),
+    );
     const subject = jobRecordSubject(job.id);
     subs.push(
       this.nc.subscribe(subject, {
         callback: (err, m) => {
           if (err) return;
-          const record = decodeRecord(m.data);
+          const record = decodeRecord(subject, m.data, this.opts.signer);
           if (!record) this.opts.log.print(`NATS queue: ignored an unreadable job record on ${subject}`);
-          else seen(record, false);
+          else if (record.refusal !== undefined) this.opts.log.always(refusedRecord(subject, record.refusal));
+          else seen(record.job, false);
         },
       }),
     );
@@ -401,6 +417,12 @@ export class NatsQueue implements SharedQueue {
     // one of ours is dropped for good, never retried (it would fault every instance in turn).
     let msg: JobMessage;
     let req: HookRequest;
+    const refusal = this.opts.signer.refusal(m.subject, m.data, m.headers);
+    if (refusal) {
+      log.always(`NATS queue: refused a job message with ${refusal} (stream ${m.info.stream}, sequence ${m.seq}; -queue-key-file): nothing runs`);
+      m.term();
+      return;
+    }
     try {
       msg = parseJobMessage(m.data);
       req = decodeRequest(msg.req);
@@ -457,7 +479,7 @@ export class NatsQueue implements SharedQueue {
       // Stored before the command starts, so a death from here on shows as this attempt.
       await this.jobs.stored(job).catch(() => undefined);
       const reply = msg.reply;
-      const onOutput = reply ? (c: Buffer) => this.nc.publish(`${reply}.o`, c) : undefined;
+      const onOutput = reply ? (c: Buffer) => this.notify(`${reply}.o`, c) : undefined;
       const result = await runner.run(msg.hook, req, onOutput);
       this.jobs.attemptEnded(job, attempt, result);
       if (this.handingBack && result.error !== undefined) {
@@ -479,6 +501,12 @@ export class NatsQueue implements SharedQueue {
     } finally {
       clearInterval(heartbeat);
     }
+  }
+
+  /** Publishes an output chunk of a job, signed with -queue-key-file's key. */
+  private notify(subject: string, data: Buffer): void {
+    const headers = this.opts.signer.sign(subject, data);
+    this.nc.publish(subject, data, headers ? { headers } : {});
   }
 
   /**

@@ -12,6 +12,7 @@ import { cleanPath, pathUnescape } from "../go/path.js";
 import type { Hook, HookRequest } from "../hooks/hook.js";
 import { parseMultipart, parseQuery, rawHeader, type MultipartResult } from "../hooks/request.js";
 import { evaluate } from "../hooks/rules.js";
+import type { HookSet, PreparedRules } from "../hooks/hook-set.js";
 import { describeArgument, ParameterNodeError, replaceParameter } from "../hooks/values.js";
 import type { Accepted, HttpApp, HttpResponse, RequestHead, Routed } from "../http/contract.js";
 import { STATUS_TEXT } from "../http/status.js";
@@ -59,6 +60,8 @@ export interface ServerOptions {
 /** A request routed to a hook, waiting for its body. */
 export interface Matched extends Accepted {
   hook: Hook;
+  /** What the hook set the hook was found in prepared for its rules. */
+  prepared: PreparedRules;
   head: RequestHead;
   rid: string;
   start: bigint;
@@ -99,7 +102,7 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
   queueReady: Promise<void> = Promise.resolve();
 
   constructor(
-    private hooks: Map<string, Hook>,
+    private hooks: HookSet,
     private readonly opts: ServerOptions,
     private readonly log: Log,
     private readonly runner: Runner,
@@ -112,7 +115,7 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
   }
 
   /** Replaces the whole hook set at once; a request uses the set that was current when it was routed. */
-  setHooks(hooks: Map<string, Hook>): void {
+  setHooks(hooks: HookSet): void {
     this.hooks = hooks;
     if (!this.queue) return;
     this.queueReady = this.queue.serve([...hooks.values()].map((h) => this.queueHook(h)));
@@ -120,7 +123,7 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
 
   // JobRunner: the jobs this instance pulls from the shared queue (-queue).
   serves(hookId: string): boolean {
-    return this.hooks.has(hookId);
+    return this.hooks.get(hookId) !== undefined;
   }
 
   run(hookId: string, req: HookRequest, onOutput?: OutputSink): Promise<AttemptRun> {
@@ -197,7 +200,7 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
       return this.done(head, rid, start, { status: 405, headers: [], body: "" }, fields);
     }
     if (logging) this.log.print(`[${rid}] ${id} got matched`, fields);
-    return { kind: "accepted", hook, head, rid, start, query, fields };
+    return { kind: "accepted", hook, prepared: this.hooks, head, rid, start, query, fields };
   }
 
   /** GET /healthz: 200 while the server takes work, 503 once it is shutting down. */
@@ -301,7 +304,7 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
 
     let ok = true;
     if (hook["trigger-rule"]) {
-      const result = evaluate(hook["trigger-rule"], req, (w) => log.print(w, m.fields));
+      const result = evaluate(hook["trigger-rule"], req, (w) => log.print(w, m.fields), m.prepared);
       ok = result.ok;
       if (result.error) {
         if (!(result.error instanceof ParameterNodeError)) {
