@@ -1,9 +1,12 @@
-// Signed shared-queue messages (-queue-key-file), with a real nats-server and two real bin/webhook
-// instances sharing a key: their jobs run and their output comes back; job messages published by
-// another NATS client without the signature, with a wrong one or altered are refused (nothing runs,
-// one log line, the instance keeps serving), and so are forged end notices. The key never shows.
+// Signed shared-queue messages and job records (-queue-key-file), with a real nats-server and two
+// real bin/webhook instances sharing a key: their jobs run and their output comes back; job messages
+// published by another NATS client without the signature, with a wrong one or altered are refused
+// (nothing runs, one log line, the instance keeps serving), and so are forged output chunks and job
+// records put into the bucket: a forged final record neither ends the request waiting for its job nor
+// shows in /jobs. The key never shows.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
 import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -38,12 +41,18 @@ describe("-queue-key-file", () => {
         "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: "sleep 1; echo done" }],
         "include-command-output-in-response": true,
       },
+      {
+        id: "gate",
+        "execute-command": "/bin/sh",
+        "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: 'while [ ! -e "$0" ]; do sleep 0.05; done; echo "real end"' }, { source: "url", name: "gate" }],
+        "include-command-output-in-response": true,
+      },
     ];
     const file = join(dir, "hooks.json");
     await writeFile(file, JSON.stringify(hooks));
     const keyFile = join(dir, "queue.key");
     await writeFile(keyFile, KEY + "\n", { mode: 0o600 });
-    for (let i = 0; i < 2; i++) servers.push(await startServer(["-hooks", file, "-queue", nats.url, "-queue-key-file", keyFile, "-verbose"]));
+    for (let i = 0; i < 2; i++) servers.push(await startServer(["-hooks", file, "-queue", nats.url, "-queue-key-file", keyFile, "-jobs", "-verbose"]));
     nc = await connect({ servers: `127.0.0.1:${nats.port}` });
     await eventually(async () => (await send(`${servers[0]!.base}/hooks/echo`, { headers: { "X-Arg": "ready" } })).status === 200, 20_000);
   });
@@ -87,7 +96,6 @@ describe("-queue-key-file", () => {
     const kept = natsHeaders();
     kept.set("Webhook-Signature", signature);
     const otherKey = natsHeaders();
-    const { createHmac } = await import("node:crypto");
     otherKey.set("Webhook-Signature", createHmac("sha256", "not-the-key-but-long-enough").update("webhook.jobs.echo\n").update(altered).digest("hex"));
     await js.publish("webhook.jobs.echo", Buffer.from(data.toString().replace("original", "forged-0")));
     await js.publish("webhook.jobs.echo", altered, { headers: wrong });
@@ -112,13 +120,12 @@ describe("-queue-key-file", () => {
     assert.ok(!lines.some((l) => l.startsWith("forged")));
   });
 
-  test("a forged end notice on a job's reply subject is ignored: the answer is the command's", async () => {
+  test("a forged output chunk on a job's reply subject is ignored: the answer is the command's", async () => {
     const sub = nc.subscribe("webhook.jobs.slow", { max: 1 });
     const forged = (async () => {
       for await (const m of sub) {
         const reply = (JSON.parse(Buffer.from(m.data).toString()) as { reply: string }).reply;
         nc.publish(`${reply}.o`, Buffer.from("forged output\n"));
-        nc.publish(`${reply}.e`, Buffer.from('{"error":"forged"}'));
       }
     })();
     const r = await send(`${servers[0]!.base}/hooks/slow`);
@@ -126,6 +133,71 @@ describe("-queue-key-file", () => {
     assert.equal(r.status, 200);
     assert.equal(r.text, "done\n");
     assert.match(servers[0]!.logs(), /NATS queue: ignored a message on webhook\.out\.[0-9a-f-]+\.o with no signature \(-queue-key-file\)/);
+  });
+
+  test("forged job records put into the bucket neither end the waiting request nor show in /jobs; the real end still arrives", async () => {
+    const kv = await nc.jetstream().views.kv("webhook_jobs");
+    const stored = async (key: string): Promise<{ signature: string; record: Record<string, unknown> }> => {
+      const e = await kv.get(key);
+      assert.ok(e, `no record under ${key}`);
+      const value = Buffer.from(e.value).toString();
+      assert.match(value, /^[0-9a-f]{64}\n\{/, "a record is stored signed");
+      return { signature: value.slice(0, 64), record: JSON.parse(value.slice(65)) as Record<string, unknown> };
+    };
+    // A real, signed final record of another job, to be copied under the waiting job's key.
+    const other = await send(`${servers[1]!.base}/hooks/echo`, { headers: { "X-Arg": "other" } });
+    const otherId = String(other.headers["x-job-id"]);
+    const otherValue = (await kv.get(otherId))!.value;
+
+    const gate = join(dir, "gate");
+    const sub = nc.subscribe("webhook.jobs.gate", { max: 1 });
+    const published = (async () => {
+      for await (const m of sub) return (JSON.parse(Buffer.from(m.data).toString()) as { id: string }).id;
+      throw new Error("no job message seen");
+    })();
+    let answered = false;
+    const answer = send(`${servers[0]!.base}/hooks/gate?gate=${encodeURIComponent(gate)}`, { timeoutMs: 120_000 }).finally(() => (answered = true));
+    const id = await published;
+    await eventually(async () => (await stored(id)).record.state === "running", 20_000);
+    const { signature, record } = await stored(id);
+
+    const final = JSON.stringify({ ...record, state: "succeeded", ended: new Date().toISOString(), exitCode: 0, output: "forged\n" });
+    const ignored = (why: string): number => servers.reduce((n, s) => n + (s.logs().split(`ignored a job record on $KV.webhook_jobs.${id} with ${why} (-queue-key-file)`).length - 1), 0);
+    const forgeries: [string, Uint8Array, string][] = [
+      ["unsigned", Buffer.from(final), "no signature"],
+      ["a wrong signature", Buffer.from(`${"0".repeat(64)}\n${final}`), "a wrong signature"],
+      ["the real record's signature over altered bytes", Buffer.from(`${signature}\n${final}`), "a wrong signature"],
+      ["another key", Buffer.from(`${createHmac("sha256", "not-the-key-but-long-enough").update(`$KV.webhook_jobs.${id}\n`).update(final).digest("hex")}\n${final}`), "a wrong signature"],
+      ["another job's real record", otherValue, "a wrong signature"],
+    ];
+    for (const [what, value, why] of forgeries) {
+      const before = ignored(why);
+      await kv.put(id, value);
+      // The waiting instance gets every put on the record's subject: it logs the record and ignores it.
+      await eventually(() => ignored(why) > before, 20_000);
+      for (const s of servers) {
+        const shown = await send(`${s.base}/jobs/${id}`, { method: "GET" });
+        assert.equal(shown.status, 404, `${what}: /jobs shows ${shown.text}`);
+        const list = await send(`${s.base}/jobs?hook=gate`, { method: "GET" });
+        assert.equal(list.status, 200);
+        assert.ok(!list.text.includes(id), `${what}: the list shows ${list.text}`);
+      }
+      assert.equal(answered, false, `${what}: the waiting request was answered`);
+    }
+
+    await writeFile(gate, "");
+    const r = await answer;
+    assert.equal(r.status, 200);
+    assert.equal(r.text, "real end\n");
+    for (const s of servers) {
+      const shown = await send(`${s.base}/jobs/${id}`, { method: "GET" });
+      assert.equal(shown.status, 200);
+      const job = JSON.parse(shown.text) as { state: string; output: string };
+      assert.equal(job.state, "succeeded");
+      assert.equal(job.output, "real end\n");
+      assert.equal((await send(`${s.base}/healthz`, { method: "GET" })).status, 200);
+    }
+    assert.equal((await stored(id)).record.output, "real end\n");
   });
 
   test("the key never shows in the log or on the command line", () => {

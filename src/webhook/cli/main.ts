@@ -9,6 +9,7 @@ import { ActivationError, describeListener, listenAt, listenError, listenOnFd, t
 import { errorText } from "../go/errno.js";
 import { secretsOf } from "../hooks/config.js";
 import type { NatsQueue } from "../run/nats-queue.js";
+import type { JobRunner } from "../run/queue.js";
 import { Runner } from "../run/runner.js";
 import { FlagError, parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
 import { HookServer } from "../server/hook-server.js";
@@ -20,6 +21,7 @@ import { HookSet } from "../hooks/hook-set.js";
 import { HttpTransport } from "../http/transport.js";
 import { shutdown } from "../server/shutdown.js";
 import { JobStore } from "../jobs/store.js";
+import { MemoryRecords } from "../jobs/memory-records.js";
 import { validateHooksFiles } from "./validate.js";
 import { listCipherSuites, minVersion, TlsConfigError, tlsOptions } from "./tls.js";
 
@@ -140,7 +142,9 @@ async function main(): Promise<void> {
   const problems: string[] = [];
   const log = new Log(opts.verbose, (s) => void process.stderr.write(s), opts.logFormat);
   const runner = new Runner();
-  const jobs = opts.jobs ? new JobStore({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, outputBytes: opts.jobsOutput, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m)) : undefined;
+  // With -queue the job records live in the NATS server (kv-records.ts), with -jobs or not.
+  const records = opts.jobs && opts.queue === "" ? new MemoryRecords({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m)) : undefined;
+  let jobs = records ? new JobStore(records, opts.jobsOutput) : undefined;
   const flagSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
   let queue: NatsQueue | undefined;
   if (opts.queueKeyFile !== "" && opts.queue === "") fatal("-queue-key-file signs the messages of the shared queue: give -queue too, or drop -queue-key-file");
@@ -157,11 +161,22 @@ async function main(): Promise<void> {
     }
     if (key) flagSecrets.push(key.toString("latin1"));
     try {
-      queue = await NatsQueue.connect({ url: opts.queue, ackWaitMs: opts.queueAckWaitMs, log, execute: (...job) => app.runQueued(...job), signer: new QueueSigner(key) });
+      // The hook server runs the jobs pulled here; it is made below, before any job can be pulled.
+      const jobRunner: JobRunner = {
+        serves: (hook) => app.serves(hook),
+        run: (...a) => app.run(...a),
+        retryIn: (...a) => app.retryIn(...a),
+        ended: (...a) => app.ended(...a),
+        superseded: (hook) => app.superseded(hook),
+      };
+      const retention = { keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, outputBytes: opts.jobsOutput };
+      queue = await NatsQueue.connect({ url: opts.queue, ackWaitMs: opts.queueAckWaitMs, log, runner: jobRunner, jobs: retention, signer: new QueueSigner(key) });
     } catch (e) {
       if (!(e instanceof QueueConnectError)) throw e;
       fatal(e.message);
     }
+    // The job records every instance shares; -jobs serves them at /jobs.
+    if (opts.jobs) jobs = queue!.jobs;
   }
   const app: HookServer = new HookServer(
     new HookSet(),
@@ -257,7 +272,8 @@ async function main(): Promise<void> {
 
   log.print(`version ${REFERENCE_VERSION} starting (FrameFi bin/webhook ${version()})`);
   log.setSecrets(flagSecrets);
-  jobs?.load();
+  records?.load();
+  if (queue && opts.jobsFile !== "") log.always("warning: -jobs-file is not used with -queue: the job records live in the NATS server (key-value bucket webhook_jobs)");
   if (jobs && opts.jobsToken === "" && opts.jobsAuth === "") {
     log.always("warning: /jobs answers anyone who can reach this server, and job output may hold secrets; set -jobs-token or -jobs-auth");
   }

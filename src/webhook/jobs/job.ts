@@ -1,5 +1,6 @@
 // A job: one triggered execution of a hook's command (-jobs), from the moment its request is
 // accepted until the command has run (with its retries) or was dropped. Its id is the request id.
+// The JobStore changes it; JobRecords keep it (jobs/records.ts).
 
 export type JobState = "queued" | "running" | "succeeded" | "failed" | "timed-out" | "dropped";
 
@@ -43,6 +44,15 @@ export interface Job {
 }
 
 export const FINAL_STATES: ReadonlySet<JobState> = new Set(["succeeded", "failed", "timed-out", "dropped"]);
+const JOB_STATES: ReadonlySet<string> = new Set(["queued", "running", ...FINAL_STATES]);
+
+/** Whether `v` has a job's required fields, as a history file or another instance stored it (a missing output becomes ""). */
+export function isJob(v: unknown): v is Job {
+  const job = v as Partial<Job> | null;
+  const ok = typeof job === "object" && job !== null && typeof job.id === "string" && typeof job.hook === "string" && JOB_STATES.has(String(job.state)) && Array.isArray(job.attempts) && typeof job.created === "string";
+  if (ok) job.output = typeof job.output === "string" ? job.output : "";
+  return ok;
+}
 
 /** A job's summary for lists: everything but the output. */
 export function summary(job: Job): Omit<Job, "output"> {

@@ -32,20 +32,23 @@ export function isJobsPath(path: string): boolean {
   return path === "/jobs" || path === "/jobs/" || path.startsWith("/jobs/");
 }
 
-export function answerJobs(r: JobsRequest, store: JobStore, access: JobsAccess): JobsAnswer {
+/** The answer; a promise where the jobs are read from another process (-queue: the key-value store). */
+export function answerJobs(r: JobsRequest, store: JobStore, access: JobsAccess): JobsAnswer | Promise<JobsAnswer> {
   if (r.method !== "GET" && r.method !== "HEAD") return json(405, { error: "the jobs routes answer GET only" }, [["Allow", "GET, HEAD"]]);
   const denied = checkAccess(r.authorization, access);
   if (denied) return denied;
   const id = r.path.slice("/jobs/".length);
-  if (id !== "") {
-    const job = store.get(id);
-    return job ? json(200, job) : json(404, { error: `no job ${id}: it never existed or is older than the history keeps (-jobs-keep, -jobs-max-age)` });
-  }
+  if (id !== "") return settle(store.get(id), (job) => (job ? json(200, job) : json(404, { error: `no job ${id}: it never existed or is older than the history keeps (-jobs-keep, -jobs-max-age)` })));
   const params = new URLSearchParams(r.query);
   const hook = params.get("hook") ?? undefined;
   const state = params.get("state") ?? undefined;
-  const jobs = store.list(hook).filter((j) => state === undefined || j.state === state);
-  return json(200, { jobs: jobs.map(summary) });
+  return settle(store.list(hook), (jobs) => json(200, { jobs: jobs.filter((j) => state === undefined || j.state === state).map(summary) }));
+}
+
+/** `answer(value)`, at once when the value is there; an unreadable store is a 503 saying why. */
+function settle<T>(value: T | Promise<T>, answer: (v: T) => JobsAnswer): JobsAnswer | Promise<JobsAnswer> {
+  if (!(value instanceof Promise)) return answer(value);
+  return value.then(answer, (e: Error) => json(503, { error: `cannot read the job records now (${e.message}); try again` }, [["Retry-After", "1"]]));
 }
 
 function json(status: number, value: unknown, headers: [string, string][] = []): JobsAnswer {

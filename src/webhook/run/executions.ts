@@ -93,18 +93,25 @@ export class Executions {
       const attempt = job && this.jobs?.started(job);
       const result = await once();
       if (job && attempt) this.jobs!.attemptEnded(job, attempt, result);
-      if (!policy.retry || !shouldRetry(policy.retry, n, result)) {
+      const wait = this.retryIn(hook, policy, n, result, fields);
+      if (wait === undefined) {
         if (job && this.jobs) {
           this.jobs.finish(job);
           this.counters.job(job.hook, job.state);
         }
         return result;
       }
-      const wait = backoffMs(policy.retry, n);
-      this.counters.retry(hook.id);
-      this.log.print(`[${fields.rid ?? ""}] attempt ${n} of ${policy.retry.attempts} failed (${result.error ?? ""}): retrying in ${wait}ms`, fields);
       await new Promise((r) => setTimeout(r, wait));
     }
+  }
+
+  /** After attempt `n` ended with `result`: the wait before the next attempt (counted and logged), or undefined when none follows. */
+  retryIn(hook: Hook, policy: RunPolicy, n: number, result: AttemptRun, fields: LogFields): number | undefined {
+    if (!policy.retry || !shouldRetry(policy.retry, n, result)) return undefined;
+    const wait = backoffMs(policy.retry, n);
+    this.counters.retry(hook.id);
+    this.log.print(`[${fields.rid ?? ""}] attempt ${n} of ${policy.retry.attempts} failed (${result.error ?? ""}): retrying in ${wait}ms`, fields);
+    return wait;
   }
 
   /** Shutdown begins: debounced triggers still in their quiet period never run. Returns how many. */

@@ -6,8 +6,19 @@
 // - a job whose instance died is redelivered after ack_wait (-queue-ack-wait);
 // - de-duplication: the first job id of a delivery is kept in a key-value bucket (an atomic
 //   create), and the delivery id is also the message id JetStream de-duplicates within the window;
-// - output of captured and streamed hooks travels on core NATS subjects the receiving instance
-//   subscribed to before publishing the job.
+// - every job's record lives in a key-value bucket (kv-records.ts), written before the job is
+//   published and at each change; the attempt number is the record's;
+// - retry: a failed attempt goes back to the stream (nak with the backoff delay), so any instance
+//   runs the next one; debounce: a pulled job waits out its quiet period (nak with the time left)
+//   and is dropped when a later trigger of its hook is in the stream; rate-limit: one window per
+//   hook in a key-value bucket, counted with compare-and-set;
+// - output of captured and streamed hooks travels on a core NATS subject the receiving instance
+//   subscribed to before publishing the job; the end is the job's final record, which that
+//   instance receives as it is stored and otherwise reads back (after a reconnect, and every few
+//   seconds), so a lost message never leaves a request without its answer;
+// - -queue-key-file (queue-signing.ts): job messages, output chunks and job records are signed, and
+//   what is not signed with the key is refused: a job message runs nothing, a chunk is not output,
+//   a record neither ends a waiting request nor shows in /jobs.
 import { createHash, randomUUID } from "node:crypto";
 import {
   AckPolicy,
@@ -29,9 +40,14 @@ import {
 } from "nats";
 import { MAX_DEDUP_WINDOW } from "../hooks/dedup.js";
 import type { HookRequest } from "../hooks/hook.js";
+import { FINAL_STATES, type Job } from "../jobs/job.js";
+import { decodeRecord, KvRecords, refusedRecord } from "../jobs/kv-records.js";
+import type { RetentionOptions } from "../jobs/memory-records.js";
+import { JobStore } from "../jobs/store.js";
 import type { Log } from "../server/log.js";
+import { DELIVERIES_BUCKET, jobRecordSubject, jobSubject, RATES_BUCKET, streamName, token } from "./nats-names.js";
 import type { QueueSigner } from "./queue-signing.js";
-import { decodeRequest, encodeRequest, type ExecuteResult, type JobExecutor, type JobRecorder, type JobSubmission, type QueueHook, type SharedQueue, type Submitted } from "./queue.js";
+import { decodeRequest, encodeRequest, type JobOutcome, type JobRunner, type JobSubmission, type QueueHook, type SharedQueue, type Submitted } from "./queue.js";
 
 export class QueueConnectError extends Error {
   readonly code = "QUEUE_CONNECT";
@@ -47,11 +63,12 @@ export interface NatsQueueOptions {
   /** How long a job may go without an ack or heartbeat before another instance gets it. */
   ackWaitMs: number;
   log: Log;
-  /** Runs a job pulled here; undefined when this instance does not serve the hook (it is handed back). */
-  execute: (...args: Parameters<JobExecutor>) => Promise<ExecuteResult> | undefined;
-  recorder?: JobRecorder;
-  /** -queue-key-file: signs what this instance publishes and refuses what is not signed with the key. */
-  signer?: QueueSigner;
+  /** Runs the jobs pulled here. */
+  runner: JobRunner;
+  /** The shared job records: retention (-jobs-keep, -jobs-max-age) and output kept (-jobs-output). */
+  jobs: RetentionOptions & { outputBytes: number };
+  /** -queue-key-file: signs what this instance publishes and stores, and refuses what is not signed with the key (without a key, neither). */
+  signer: QueueSigner;
 }
 
 /** The job as it travels in the stream. */
@@ -59,12 +76,19 @@ interface JobMessage {
   id: string;
   hook: string;
   req: Record<string, unknown>;
-  /** Core NATS subject prefix for output chunks (".o") and the end (".e"); absent when nobody waits. */
+  /** Core NATS subject prefix for output chunks (".o"); absent when nobody waits. */
   reply?: string;
+  /** debounce: the hook's quiet period in ms. */
+  debounce?: number;
 }
 
 /** Our reply subjects: what a job message may name (never another subject of the NATS account). */
 const REPLY = /^webhook\.out\.[0-9a-f-]{36}$/;
+
+/** A job message as it is published. Every job message is encoded here and read by parseJobMessage. */
+function encodeJobMessage(msg: JobMessage): Buffer {
+  return Buffer.from(JSON.stringify(msg));
+}
 
 /** A job message as published by submit(); throws Error saying what is wrong with anything else. */
 function parseJobMessage(data: Uint8Array): JobMessage {
@@ -73,11 +97,9 @@ function parseJobMessage(data: Uint8Array): JobMessage {
   if (typeof v.id !== "string" || typeof v.hook !== "string") throw new Error('no "id" or "hook" string');
   if (typeof v.req !== "object" || v.req === null || Array.isArray(v.req)) throw new Error('no "req" object');
   if (v.reply !== undefined && (typeof v.reply !== "string" || !REPLY.test(v.reply))) throw new Error('"reply" is not a webhook.out subject');
+  if (v.debounce !== undefined && !(typeof v.debounce === "number" && v.debounce > 0)) throw new Error('"debounce" is not a positive number');
   return v as JobMessage;
 }
-
-/** Key-value bucket holding the first job id of each delivery id. */
-const DELIVERIES_BUCKET = "webhook_deliveries";
 
 /** How long one pull request waits for work before the next is sent. */
 const PULL_EXPIRES_MS = 2000;
@@ -86,19 +108,11 @@ const UNLIMITED_LOCAL = 256;
 /** Pause between attempts after NATS failed (reconnecting is the client's own job). */
 const RETRY_MS = 1000;
 const PUBLISH_TIMEOUT_MS = 5000;
+/** How often a request waiting for a job's end reads its record, in case the stored record's message was missed. */
+const RECHECK_MS = 5000;
+/** Compare-and-set rounds of a rate-limit window before the trigger is refused as contended. */
+const MAX_RATE_ROUNDS = 100;
 
-/** A hook id as a subject token, stream name and key part: [A-Za-z0-9-] kept, every other byte as _XX. */
-export function token(id: string): string {
-  let out = "";
-  for (const b of Buffer.from(id, "utf8")) {
-    const c = String.fromCharCode(b);
-    out += /[A-Za-z0-9-]/.test(c) ? c : "_" + b.toString(16).padStart(2, "0");
-  }
-  return out === "" ? "_" : out;
-}
-
-export const streamName = (hook: string): string => `WEBHOOK_${token(hook)}`;
-export const jobSubject = (hook: string): string => `webhook.jobs.${token(hook)}`;
 const CONSUMER = "run";
 
 /** The -queue URLs without their credentials: what messages may name. */
@@ -136,20 +150,27 @@ function connectOptions(url: string): { servers: string[]; user?: string; pass?:
 export class NatsQueue implements SharedQueue {
   private readonly pullers = new Map<string, Puller>();
   readonly address: string;
+  readonly jobs: JobStore;
   private connected = true;
+  private handingBack = false;
   private deliveries: KV | undefined;
+  private rates: KV | undefined;
+  /** Requests waiting for their job's end: each reads the job's record again when called. */
+  private readonly waiting = new Set<() => void>();
 
   private constructor(
     private readonly nc: NatsConnection,
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
+    private readonly records: KvRecords,
     private readonly opts: NatsQueueOptions,
   ) {
     this.address = describeServers(opts.url);
+    this.jobs = new JobStore(records, opts.jobs.outputBytes);
     void this.watchStatus();
   }
 
-  /** Connects and checks JetStream; throws QueueConnectError naming the address when it cannot. */
+  /** Connects, checks JetStream and opens the job records; throws QueueConnectError naming the address when it cannot. */
   static async connect(opts: NatsQueueOptions): Promise<NatsQueue> {
     const address = describeServers(opts.url);
     let nc: NatsConnection;
@@ -159,12 +180,20 @@ export class NatsQueue implements SharedQueue {
       if (e instanceof QueueConnectError) throw e;
       throw new QueueConnectError(`cannot connect to the NATS server at ${address} (-queue): ${(e as Error).message}; start nats-server -js there or fix -queue`, { cause: e });
     }
+    let jsm: JetStreamManager;
     try {
-      const jsm = await nc.jetstreamManager();
-      return new NatsQueue(nc, nc.jetstream(), jsm, opts);
+      jsm = await nc.jetstreamManager();
     } catch (e) {
       await nc.close();
       throw new QueueConnectError(`the NATS server at ${address} (-queue) has no JetStream (${(e as Error).message}): start it with -js`, { cause: e });
+    }
+    const js = nc.jetstream();
+    try {
+      const records = await KvRecords.open(js, jsm, { ...opts.jobs, maxBytes: nc.info!.max_payload }, opts.signer, (m) => opts.log.always(m));
+      return new NatsQueue(nc, js, jsm, records, opts);
+    } catch (e) {
+      await nc.close();
+      throw new QueueConnectError(`cannot open the job records (key-value bucket) on the NATS server at ${address} (-queue): ${(e as Error).message}`, { cause: e });
     }
   }
 
@@ -178,6 +207,8 @@ export class NatsQueue implements SharedQueue {
         this.opts.log.print(`reconnected to the NATS server at ${this.address}`);
         // A pull request sent before the server went away is never answered: send new ones.
         for (const p of this.pullers.values()) p.interrupt();
+        // A job may have ended while this instance was away: its record says so.
+        for (const recheck of this.waiting) recheck();
       }
     }
   }
@@ -223,6 +254,33 @@ export class NatsQueue implements SharedQueue {
     }
   }
 
+  async limited(hookId: string, requests: number, periodMs: number): Promise<number | undefined> {
+    try {
+      this.rates ??= await this.js.views.kv(RATES_BUCKET, { history: 1, storage: StorageType.File });
+      const kv = this.rates;
+      const key = token(hookId);
+      for (let round = 0; round < MAX_RATE_ROUNDS; round++) {
+        const entry = await kv.get(key);
+        const now = Date.now();
+        const held = entry?.operation === "PUT" ? parseWindow(entry.value) : undefined;
+        const w = held && now - held.opened < periodMs ? held : { opened: now, count: 0 };
+        if (w.count >= requests) return Math.max(1, Math.ceil((w.opened + periodMs - now) / 1000));
+        const value = JSON.stringify({ opened: w.opened, count: w.count + 1 });
+        try {
+          if (entry?.operation === "PUT") await kv.update(key, value, entry.revision);
+          else await kv.create(key, value);
+          return undefined;
+        } catch {
+          // Another instance counted a trigger meanwhile: count again.
+        }
+      }
+      return 1;
+    } catch {
+      // NATS is away: the trigger is not counted, and submit answers 503.
+      return undefined;
+    }
+  }
+
   /** Why NATS refused a job, as the hook server answers it (429 when the hook's stream is full). */
   private refused(e: unknown): Submitted {
     const description = (e as NatsError).api_error?.description ?? (e as Error).message;
@@ -230,42 +288,43 @@ export class NatsQueue implements SharedQueue {
     return { kind: "unavailable", reason: `NATS did not take the job: ${description}` };
   }
 
-  /** Publishes a job on its hook's stream. */
+  /** Stores the job's record, then publishes the job on its hook's stream. */
   private async publish(job: JobSubmission): Promise<Submitted> {
+    const record = this.jobs.create(job.id, job.hook.id);
     try {
-      const msg: JobMessage = { id: job.id, hook: job.hook.id, req: encodeRequest(job.req) as Record<string, unknown> };
-      let sub: Subscription | undefined;
-      let result: Promise<ExecuteResult> | undefined;
-      if (job.onOutput) {
-        msg.reply = `webhook.out.${randomUUID()}`;
-        ({ sub, result } = this.awaitResult(msg.reply, job.onOutput));
-      }
-      const data = Buffer.from(JSON.stringify(msg));
-      if (data.length > this.nc.info!.max_payload) {
-        sub?.unsubscribe();
-        return { kind: "unavailable", reason: `the job (${data.length} bytes) is larger than the NATS server's max_payload of ${this.nc.info!.max_payload} bytes`, tooLarge: true };
-      }
-      try {
-        const h = natsHeaders();
-        h.set("Webhook-Job", job.id);
-        const ack = await this.js.publish(jobSubject(job.hook.id), data, {
-          headers: this.opts.signer?.sign(jobSubject(job.hook.id), data, h) ?? h,
-          timeout: PUBLISH_TIMEOUT_MS,
-          ...(job.deliveryId !== undefined && job.hook.dedupWindowMs > 0 ? { msgID: job.deliveryId } : {}),
-        });
-        if (ack.duplicate) {
-          sub?.unsubscribe();
-          return { kind: "duplicate", id: job.id };
-        }
-      } catch (e) {
-        sub?.unsubscribe();
-        throw e;
-      }
-      this.opts.recorder?.record({ id: job.id, hook: job.hook.id, state: "queued", attempt: 0, at: Date.now() });
-      return result ? { kind: "queued", id: job.id, result } : { kind: "queued", id: job.id };
+      await this.jobs.stored(record);
     } catch (e) {
       return this.refused(e);
     }
+    const msg: JobMessage = { id: record.id, hook: job.hook.id, req: encodeRequest(job.req) as Record<string, unknown>, ...(job.debounceMs > 0 ? { debounce: job.debounceMs } : {}) };
+    let waiter: { result: Promise<JobOutcome>; cancel(): void } | undefined;
+    if (job.onOutput) {
+      msg.reply = `webhook.out.${randomUUID()}`;
+      waiter = this.awaitEnd(record, msg.reply, job.onOutput, job.onAttempt);
+    }
+    // A job that was not taken has no record (as a request answered 429 has no job in-process).
+    const refuse = async (submitted: Submitted): Promise<Submitted> => {
+      waiter?.cancel();
+      await this.records.remove(record).catch(() => undefined);
+      return submitted;
+    };
+    const data = encodeJobMessage(msg);
+    if (data.length > this.nc.info!.max_payload) {
+      return refuse({ kind: "unavailable", reason: `the job (${data.length} bytes) is larger than the NATS server's max_payload of ${this.nc.info!.max_payload} bytes`, tooLarge: true });
+    }
+    try {
+      const h = natsHeaders();
+      h.set("Webhook-Job", record.id);
+      const ack = await this.js.publish(jobSubject(job.hook.id), data, {
+        headers: this.opts.signer.sign(jobSubject(job.hook.id), data, h),
+        timeout: PUBLISH_TIMEOUT_MS,
+        ...(job.deliveryId !== undefined && job.hook.dedupWindowMs > 0 ? { msgID: job.deliveryId } : {}),
+      });
+      if (ack.duplicate) return refuse({ kind: "duplicate", id: record.id });
+    } catch (e) {
+      return refuse(this.refused(e));
+    }
+    return waiter ? { kind: "queued", id: record.id, result: waiter.result } : { kind: "queued", id: record.id };
   }
 
   /** The first job id of this delivery within the window, or the key and revision this job claimed it with. */
@@ -291,95 +350,200 @@ export class NatsQueue implements SharedQueue {
     }
   }
 
-  /** Subscribes to a job's output before it is published. */
-  private awaitResult(reply: string, onOutput: (chunk: Buffer) => void): { sub: Subscription; result: Promise<ExecuteResult> } {
-    let resolve!: (r: ExecuteResult) => void;
-    const result = new Promise<ExecuteResult>((r) => (resolve = r));
-    const sub = this.nc.subscribe(`${reply}.*`, {
-      callback: (err, m) => {
-        if (err) return;
-        const refusal = this.opts.signer?.refusal(m.subject, m.data, m.headers);
-        if (refusal) {
-          this.opts.log.always(`NATS queue: ignored a message on ${m.subject} with ${refusal} (-queue-key-file)`);
-          return;
-        }
-        if (m.subject.endsWith(".o")) {
-          onOutput(Buffer.from(m.data));
-          return;
-        }
-        let end: { error?: unknown; timedOut?: unknown };
-        try {
-          end = JSON.parse(Buffer.from(m.data).toString()) as typeof end;
-          if (typeof end !== "object" || end === null || (end.error !== undefined && typeof end.error !== "string")) throw new Error("not an end message");
-        } catch {
-          this.opts.log.print(`NATS queue: ignored an unreadable end message on ${m.subject}`);
-          return;
-        }
-        sub.unsubscribe();
-        resolve({ output: Buffer.alloc(0), ...(typeof end.error === "string" ? { error: end.error } : {}), ...(end.timedOut === true ? { timedOut: true } : {}) });
-      },
-    });
-    return { sub, result };
+  /**
+   * Subscribes, before the job is published, to its output and to its record as it is stored;
+   * `result` resolves with the record's final state. The record is also read back after a
+   * reconnect and every few seconds: the messages travel on core NATS, at most once.
+   */
+  private awaitEnd(job: Job, reply: string, onOutput: (chunk: Buffer) => void, onAttempt?: () => void): { result: Promise<JobOutcome>; cancel(): void } {
+    let resolve!: (r: JobOutcome) => void;
+    const result = new Promise<JobOutcome>((r) => (resolve = r));
+    let attempts = 0;
+    const subs: Subscription[] = [];
+    const end = (): void => {
+      for (const s of subs) s.unsubscribe();
+      clearInterval(timer);
+      this.waiting.delete(recheck);
+    };
+    const seen = (record: Job | undefined, fromRecord: boolean): void => {
+      if (!record || record.id !== job.id || !this.waiting.has(recheck)) return;
+      if (record.attempts.length > attempts) {
+        if (attempts > 0) onAttempt?.();
+        attempts = record.attempts.length;
+      }
+      if (!FINAL_STATES.has(record.state)) return;
+      end();
+      if (fromRecord) this.opts.log.print(`[${job.id}] ${job.hook}: the job's end was read back from its record (its stored record never arrived here)`, { rid: job.id, hook: job.hook });
+      resolve(outcome(record, fromRecord));
+    };
+    const recheck = (): void => {
+      this.records.get(job.id).then(
+        (r) => seen(r, true),
+        () => undefined,
+      );
+    };
+    this.waiting.add(recheck);
+    const timer = setInterval(recheck, Math.min(RECHECK_MS, this.opts.ackWaitMs));
+    subs.push(
+      this.nc.subscribe(`${reply}.o`, {
+        callback: (err, m) => {
+          if (err) return;
+          const refusal = this.opts.signer.refusal(m.subject, m.data, m.headers);
+          if (refusal) this.opts.log.always(`NATS queue: ignored a message on ${m.subject} with ${refusal} (-queue-key-file)`);
+          else onOutput(Buffer.from(m.data));
+        },
+      }),
+    );
+    const subject = jobRecordSubject(job.id);
+    subs.push(
+      this.nc.subscribe(subject, {
+        callback: (err, m) => {
+          if (err) return;
+          const record = decodeRecord(subject, m.data, this.opts.signer);
+          if (!record) this.opts.log.print(`NATS queue: ignored an unreadable job record on ${subject}`);
+          else if (record.refusal !== undefined) this.opts.log.always(refusedRecord(subject, record.refusal));
+          else seen(record.job, false);
+        },
+      }),
+    );
+    return { result, cancel: end };
   }
 
-  /** Runs one job pulled from a hook's consumer; acks it when its command has ended. */
+  /** Runs one attempt of a job pulled from a hook's consumer; acks the job when it is over, or hands it back for its next attempt. */
   private async work(m: JsMsg): Promise<void> {
     const log = this.opts.log;
+    const runner = this.opts.runner;
     // Anyone who may publish on the job subjects can put anything there: a message that is not
     // one of ours is dropped for good, never retried (it would fault every instance in turn).
-    let job: JobMessage;
+    let msg: JobMessage;
     let req: HookRequest;
-    const refusal = this.opts.signer?.refusal(m.subject, m.data, m.headers);
+    const refusal = this.opts.signer.refusal(m.subject, m.data, m.headers);
     if (refusal) {
       log.always(`NATS queue: refused a job message with ${refusal} (stream ${m.info.stream}, sequence ${m.seq}; -queue-key-file): nothing runs`);
       m.term();
       return;
     }
     try {
-      job = parseJobMessage(m.data);
-      req = decodeRequest(job.req);
+      msg = parseJobMessage(m.data);
+      req = decodeRequest(msg.req);
     } catch (e) {
       log.print(`NATS queue: dropped an unreadable job message (stream ${m.info.stream}, sequence ${m.seq}): ${(e as Error).message}`);
       m.term();
       return;
     }
-    const attempt = m.info.redeliveryCount;
+    if (!runner.serves(msg.hook)) {
+      m.nak(RETRY_MS);
+      return;
+    }
+    const fields = { rid: msg.id, hook: msg.hook };
     const heartbeat = setInterval(() => m.working(), Math.max(100, this.opts.ackWaitMs / 3));
     try {
-      if (attempt > 1) log.print(`[${job.id}] ${job.hook}: attempt ${attempt} (the instance that ran it before did not finish it)`, { rid: job.id, hook: job.hook });
-      const reply = job.reply;
-      const onOutput = reply ? (c: Buffer) => this.notify(`${reply}.o`, c) : undefined;
-      const running = this.opts.execute(job.hook, req, onOutput);
-      if (!running) {
+      let job: Job;
+      try {
+        job = (await this.records.get(msg.id)) ?? this.jobs.create(msg.id, msg.hook);
+      } catch (e) {
+        log.print(`[${msg.id}] ${msg.hook}: cannot read the job's record (${(e as Error).message}): it goes back to the queue`, fields);
         m.nak(RETRY_MS);
         return;
       }
-      this.opts.recorder?.record({ id: job.id, hook: job.hook, state: "running", attempt, at: Date.now() });
-      const result = await running;
+      if (msg.debounce !== undefined && job.attempts.length === 0) {
+        let quiet: Awaited<ReturnType<NatsQueue["quietPeriod"]>>;
+        try {
+          quiet = await this.quietPeriod(m, msg.debounce);
+        } catch (e) {
+          log.print(`[${msg.id}] ${msg.hook}: cannot read the hook's stream (${(e as Error).message}): the trigger goes back to the queue`, fields);
+          m.nak(RETRY_MS);
+          return;
+        }
+        if ("supersededBy" in quiet) {
+          const reason = `debounced: superseded by ${quiet.supersededBy}`;
+          log.print(`[${msg.id}] ${msg.hook}'s trigger does not run: ${reason}`, fields);
+          runner.superseded(msg.hook);
+          this.jobs.drop(job, reason);
+          runner.ended(msg.hook, "dropped");
+          await this.jobs.stored(job).catch(() => undefined);
+          await this.ack(m, msg);
+          return;
+        }
+        if (quiet.waitMs > 0) {
+          m.nak(quiet.waitMs);
+          return;
+        }
+      }
+      const open = job.attempts[job.attempts.length - 1];
+      if (open && open.ended === undefined) {
+        log.print(`[${msg.id}] ${msg.hook}: attempt ${open.number} did not finish (the instance running it stopped); attempt ${open.number + 1} runs here`, fields);
+        this.jobs.abandoned(job, "the instance running it stopped before it ended");
+      }
+      const attempt = this.jobs.started(job);
+      // Stored before the command starts, so a death from here on shows as this attempt.
+      await this.jobs.stored(job).catch(() => undefined);
+      const reply = msg.reply;
+      const onOutput = reply ? (c: Buffer) => this.notify(`${reply}.o`, c) : undefined;
+      const result = await runner.run(msg.hook, req, onOutput);
+      this.jobs.attemptEnded(job, attempt, result);
       if (this.handingBack && result.error !== undefined) {
+        await this.jobs.stored(job).catch(() => undefined);
         m.nak();
-        log.print(`[${job.id}] ${job.hook}: handed back to the queue (this instance is shutting down)`, { rid: job.id, hook: job.hook });
+        log.print(`[${msg.id}] ${msg.hook}: handed back to the queue (this instance is shutting down)`, fields);
         return;
       }
-      if (reply) this.notify(`${reply}.e`, Buffer.from(JSON.stringify({ error: result.error, timedOut: result.timedOut })));
-      this.opts.recorder?.record({
-        id: job.id,
-        hook: job.hook,
-        state: result.timedOut ? "timed-out" : result.error === undefined ? "succeeded" : "failed",
-        attempt,
-        at: Date.now(),
-        ...(result.error !== undefined ? { error: result.error } : {}),
-      });
-      await this.ack(m, job);
+      const wait = runner.retryIn(msg.hook, msg.id, attempt.number, result);
+      if (wait !== undefined) {
+        await this.jobs.stored(job).catch(() => undefined);
+        m.nak(wait);
+        return;
+      }
+      this.jobs.finish(job);
+      runner.ended(msg.hook, job.state);
+      await this.storeFinal(job, msg);
+      await this.ack(m, msg);
     } finally {
       clearInterval(heartbeat);
     }
   }
 
-  /** Publishes an output chunk or the end notice of a job, signed with -queue-key-file's key. */
+  /** Publishes an output chunk of a job, signed with -queue-key-file's key. */
   private notify(subject: string, data: Buffer): void {
-    const headers = this.opts.signer?.sign(subject, data);
+    const headers = this.opts.signer.sign(subject, data);
     this.nc.publish(subject, data, headers ? { headers } : {});
+  }
+
+  /**
+   * debounce: whether a later trigger of the hook is in its stream (this one is superseded), else
+   * how long this one still waits (its quiet period from when it was stored).
+   */
+  private async quietPeriod(m: JsMsg, quietMs: number): Promise<{ supersededBy: string } | { waitMs: number }> {
+    const { state } = await this.jsm.streams.info(m.info.stream);
+    if (state.last_seq > m.seq) {
+      const later = await this.jsm.streams.getMessage(m.info.stream, { seq: state.last_seq }).then(
+        (s) => parseJobMessage(s.data).id,
+        () => `a later trigger (sequence ${state.last_seq})`,
+      );
+      return { supersededBy: later };
+    }
+    return { waitMs: Math.max(0, Math.ceil(quietMs - (Date.now() - m.info.timestampNanos / 1e6))) };
+  }
+
+  /**
+   * Stores a job's final record, again while the server is away (until -queue-ack-wait has
+   * passed): a request waiting for the job's end is answered from it.
+   */
+  private async storeFinal(job: Job, msg: JobMessage): Promise<void> {
+    const until = Date.now() + this.opts.ackWaitMs;
+    for (;;) {
+      try {
+        await this.jobs.stored(job);
+        return;
+      } catch (e) {
+        if (Date.now() >= until) {
+          this.opts.log.print(`[${msg.id}] ${msg.hook}: the job's final record could not be stored (${(e as Error).message}): a request waiting for it is not answered`, { rid: msg.id, hook: msg.hook });
+          return;
+        }
+        await new Promise((r) => setTimeout(r, RETRY_MS));
+        this.records.changed(job);
+      }
+    }
   }
 
   /**
@@ -402,8 +566,6 @@ export class NatsQueue implements SharedQueue {
     }
   }
 
-  private handingBack = false;
-
   stopPulling(): void {
     for (const p of this.pullers.values()) p.stop();
   }
@@ -416,8 +578,34 @@ export class NatsQueue implements SharedQueue {
   async close(): Promise<void> {
     this.stopPulling();
     await Promise.all([...this.pullers.values()].map((p) => p.stopped));
+    await this.records.close();
     await this.nc.drain().catch(() => undefined);
   }
+}
+
+/** A rate-limit window as stored; undefined when unreadable (it is then opened afresh). */
+function parseWindow(data: Uint8Array): { opened: number; count: number } | undefined {
+  try {
+    const v = JSON.parse(Buffer.from(data).toString()) as { opened?: unknown; count?: unknown };
+    return typeof v.opened === "number" && typeof v.count === "number" ? { opened: v.opened, count: v.count } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a job's final record tells the request waiting for it. */
+function outcome(job: Job, fromRecord: boolean): JobOutcome {
+  const last = job.attempts[job.attempts.length - 1];
+  const error = job.state === "dropped" && !last ? (job.reason ?? "the job was dropped") : job.error;
+  return {
+    output: Buffer.from(job.output),
+    ...(error !== undefined ? { error } : {}),
+    ...(job.exitCode !== undefined ? { exitCode: job.exitCode } : {}),
+    ...(job.signal ? { signal: job.signal } : {}),
+    ...(last?.timedOut ? { timedOut: true } : {}),
+    ...(job.stderr !== undefined ? { stderr: Buffer.from(job.stderr) } : {}),
+    ...(fromRecord ? { fromRecord: true as const } : {}),
+  };
 }
 
 /** One hook's consumer, pulled by this instance while it serves the hook. */

@@ -1,14 +1,17 @@
 // Signed shared-queue messages (-queue-key-file): with a key shared by the instances, every job
-// message and every output and end notice carries an HMAC-SHA256 of its subject and bytes, and a
-// message whose signature is missing or wrong is refused. Without a key nothing is signed or checked.
-// The signature proves a message comes from a holder of the key; it does not make it fresh (a
-// copied message can be published again).
+// message, output chunk and job record carries an HMAC-SHA256 of its subject and bytes, and one
+// whose signature is missing or wrong is refused. Messages carry it in a header; a job record
+// (stored in a key-value bucket, whose puts carry no headers) carries it in front of its bytes.
+// Without a key nothing is signed or checked. The signature proves a message comes from a holder
+// of the key; it does not make it fresh (a copied message or record can be published again).
 import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { headers as natsHeaders, type MsgHdrs } from "nats";
 import { sameSecret } from "../../shared/secret.js";
 
 export const SIGNATURE_HEADER = "Webhook-Signature";
+/** Hex digits of a signature. */
+const SIGNATURE_CHARS = 64;
 /** Shorter keys are refused: guessable. */
 const MIN_KEY_BYTES = 16;
 
@@ -60,5 +63,20 @@ export class QueueSigner {
     const given = h?.get(SIGNATURE_HEADER) ?? "";
     if (given === "") return "no signature";
     return sameSecret(given, this.signature(subject, data)) ? undefined : "a wrong signature";
+  }
+
+  /** A value to store under `subject`: with a key, the signature and a line break in front of `data`; without, `data`. */
+  seal(subject: string, data: Uint8Array): Buffer {
+    if (!this.key) return Buffer.from(data);
+    return Buffer.concat([Buffer.from(`${this.signature(subject, data)}\n`), data]);
+  }
+
+  /** The bytes of a value stored under `subject` (as seal made it), or why it is refused. */
+  unseal(subject: string, value: Uint8Array): { data: Uint8Array; refusal?: never } | { refusal: string; data?: never } {
+    if (!this.key) return { data: value };
+    const given = Buffer.from(value.subarray(0, SIGNATURE_CHARS)).toString("latin1");
+    if (value[SIGNATURE_CHARS] !== 0x0a || !/^[0-9a-f]+$/.test(given)) return { refusal: "no signature" };
+    const data = value.subarray(SIGNATURE_CHARS + 1);
+    return sameSecret(given, this.signature(subject, data)) ? { data } : { refusal: "a wrong signature" };
   }
 }

@@ -4,6 +4,8 @@
 // instance that runs it assembles the command from its own copy of the same hooks file.
 import { JsonNumber } from "../go/json.js";
 import type { HookRequest } from "../hooks/hook.js";
+import type { JobState } from "../jobs/job.js";
+import type { AttemptRun } from "./executions.js";
 import type { OutputSink } from "./spawn.js";
 
 /** What running a hook's command gave: its output, Go's error text, and whether command-timeout stopped it. */
@@ -12,7 +14,20 @@ export interface ExecuteResult {
   error?: string;
   /** The command's exit code, where it is known (null: it was killed). */
   exitCode?: number | null;
+  signal?: string;
   timedOut?: boolean;
+  /** exclude-stderr-from-response: the command's stderr, kept apart. */
+  stderr?: Buffer;
+}
+
+/** What a captured or streamed job gave, as the instance that received its request learns it. */
+export interface JobOutcome extends ExecuteResult {
+  /**
+   * Told by the job's record read back after the live output may have been missed (a lost
+   * message, a reconnect): `output` is then the record's (the last -jobs-output bytes), not the
+   * chunks sent as they came.
+   */
+  fromRecord?: true;
 }
 
 /** A hook's limits and delivery de-duplication as every instance must see them. */
@@ -29,19 +44,23 @@ export interface QueueHook {
 /** A triggered execution handed to the queue. */
 export interface JobSubmission {
   hook: QueueHook;
-  /** The job's id (the request id). */
+  /** The job's id (the request id); an id taken already gets a suffix. */
   id: string;
   req: HookRequest;
   /** deduplicate.id's value in this request, when the hook de-duplicates and the request has one. */
   deliveryId?: string;
+  /** debounce: the quiet period in ms (the job runs once no later trigger came for that long); 0 is none. */
+  debounceMs: number;
   /** captured or streamed hooks: output chunks as they come (from wherever the command runs); then `result` resolves. */
   onOutput?: OutputSink;
+  /** captured hooks with retry: another attempt starts (the output so far was an earlier attempt's). */
+  onAttempt?: () => void;
 }
 
 /** What became of a submission. */
 export type Submitted =
   /** Stored durably: it will run. `result` resolves when it has run (only with onOutput). */
-  | { kind: "queued"; id: string; result?: Promise<ExecuteResult> }
+  | { kind: "queued"; id: string; result?: Promise<JobOutcome> }
   /** The same delivery was accepted within the window: nothing runs; `id` is the first job's. */
   | { kind: "duplicate"; id: string }
   /** The hook's queue is full (max-concurrency + max-queue). */
@@ -49,33 +68,25 @@ export type Submitted =
   /** The queue cannot take it now (NATS unreachable, message too large): `reason` for the log. */
   | { kind: "unavailable"; reason: string; tooLarge?: boolean };
 
-/** Runs a job taken from the shared queue on this instance; resolves as the hook server's execute does. */
-export type JobExecutor = (hookId: string, req: HookRequest, onOutput?: OutputSink) => Promise<ExecuteResult>;
-
-/** A job's state as the job model (issue 15) names them. */
-export type JobState = "queued" | "running" | "succeeded" | "failed" | "timed-out" | "dropped";
-
-/** One change of a job's state, told to a JobRecorder. */
-export interface JobEvent {
-  id: string;
-  hook: string;
-  state: JobState;
-  /** 1 for the first run, 2 after a redelivery (the instance running it died or handed it back). */
-  attempt: number;
-  /** Epoch milliseconds. */
-  at: number;
-  error?: string;
-}
-
-/** Where a backend reports job states (the job model's store connects here; nats-queue has a KV one). */
-export interface JobRecorder {
-  record(event: JobEvent): void;
+/** What the hook server does for the jobs an instance pulls from the shared queue. */
+export interface JobRunner {
+  /** Whether this instance has the hook (a job of a hook it does not have goes back to the queue). */
+  serves(hookId: string): boolean;
+  /** Runs the job's command once, as the hook server's execute does. */
+  run(hookId: string, req: HookRequest, onOutput?: OutputSink): Promise<AttemptRun>;
+  /** After attempt number `attempt` of job `jobId` ended so: the wait before the next one when the hook's retry asks for one (counted and logged), else undefined. */
+  retryIn(hookId: string, jobId: string, attempt: number, result: AttemptRun): number | undefined;
+  /** Counters for -metrics: a job reached a final state; a trigger was superseded (debounce). */
+  ended(hookId: string, state: JobState): void;
+  superseded(hookId: string): void;
 }
 
 /** The shared queue as the hook server uses it. */
 export interface SharedQueue {
   /** Hands a triggered execution to the queue. Never rejects. */
   submit(job: JobSubmission): Promise<Submitted>;
+  /** rate-limit over all instances: the seconds to wait when this trigger is refused, else undefined. */
+  limited(hookId: string, requests: number, periodMs: number): Promise<number | undefined>;
   /** The hooks this instance serves (again after a reload): it pulls work for exactly these. */
   serve(hooks: QueueHook[]): Promise<void>;
   /** Graceful shutdown step one: take no new work; jobs running here run on. */

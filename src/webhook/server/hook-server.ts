@@ -18,7 +18,7 @@ import type { Accepted, HttpApp, HttpResponse, RequestHead, Routed } from "../ht
 import { STATUS_TEXT } from "../http/status.js";
 import { assembleCommand, commandLookupPath, lookPath, readArgument, removeTempFiles, type CommandSpec } from "../run/command.js";
 import { OutputStream, Tail } from "../run/output.js";
-import type { ExecuteResult, QueueHook, SharedQueue } from "../run/queue.js";
+import type { ExecuteResult, JobRunner, QueueHook, SharedQueue } from "../run/queue.js";
 import { dedupWindowMs } from "../hooks/dedup.js";
 import { KILL_AFTER_MS, type Runner, type Turn } from "../run/runner.js";
 import type { OutputSink, RunningCommand } from "../run/spawn.js";
@@ -28,7 +28,7 @@ import { CONTENT_TYPE as METRICS_TYPE } from "./metrics.js";
 import { Headers, respond } from "./response.js";
 import { Executions, type AttemptRun } from "../run/executions.js";
 import type { RunPolicy } from "../hooks/run-fields.js";
-import type { Job } from "../jobs/job.js";
+import type { Job, JobState } from "../jobs/job.js";
 import { answerJobs, isJobsPath, type JobsAccess } from "../jobs/routes.js";
 import type { JobStore } from "../jobs/store.js";
 
@@ -81,14 +81,17 @@ const MSG = {
   queueDown: "The hook's shared queue (-queue) cannot take the request now. Try again after the seconds in the Retry-After header.",
   busy: "Too many requests for this hook: it runs as many commands as its max-concurrency allows and its queue (max-queue) is full. Try again after the seconds in the Retry-After header.",
   rateLimited: "Too many requests for this hook: its rate-limit is reached. Try again after the seconds in the Retry-After header.",
+  endFromRecord: "[webhook: the job's end was read back from its record: output sent while this instance missed messages from NATS may be missing above]",
 } as const;
 
 const NO_FIELDS: LogFields = {};
 
-/** The job model's hook fields, applied by the in-process queue only. */
-const NOT_QUEUED = ["retry", "debounce", "rate-limit", "async-response", "status-from-exit-code", "exclude-stderr-from-response"] as const;
+/** A request whose answer is read from elsewhere (-queue: /jobs from the shared key-value store). */
+export interface Pending extends Accepted {
+  answer: Promise<HttpResponse>;
+}
 
-export class HookServer implements HttpApp<Matched> {
+export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
   private readonly prefix: string;
   private readonly allowedMethods: string[];
   /** False once graceful shutdown has begun: /healthz then answers 503. */
@@ -115,21 +118,35 @@ export class HookServer implements HttpApp<Matched> {
   setHooks(hooks: HookSet): void {
     this.hooks = hooks;
     if (!this.queue) return;
-    for (const h of hooks.values()) {
-      const ignored = NOT_QUEUED.filter((field) => h[field] !== undefined);
-      if (ignored.length > 0) this.log.always(`warning: hook ${goQuote(h.id)} sets ${ignored.join(", ")}, which a job of the shared queue (-queue) does not apply yet`);
-    }
     this.queueReady = this.queue.serve([...hooks.values()].map((h) => this.queueHook(h)));
   }
 
-  /** Runs a job pulled from the shared queue; undefined when this instance has no such hook. */
-  runQueued(hookId: string, req: HookRequest, onOutput?: OutputSink): Promise<ExecuteResult> | undefined {
+  // JobRunner: the jobs this instance pulls from the shared queue (-queue).
+  serves(hookId: string): boolean {
+    return this.hooks.get(hookId) !== undefined;
+  }
+
+  run(hookId: string, req: HookRequest, onOutput?: OutputSink): Promise<AttemptRun> {
     const hook = this.hooks.get(hookId);
-    return hook ? this.execute(hook, req, onOutput) : undefined;
+    if (!hook) return Promise.resolve({ output: Buffer.alloc(0), error: `this instance has no hook ${goQuote(hookId)}`, exitCode: null });
+    return this.execute(hook, req, onOutput);
+  }
+
+  retryIn(hookId: string, jobId: string, attempt: number, result: AttemptRun): number | undefined {
+    const hook = this.hooks.get(hookId);
+    return hook && this.executions.retryIn(hook, this.executions.policy(hook), attempt, result, { rid: jobId, hook: hookId });
+  }
+
+  ended(hookId: string, state: JobState): void {
+    this.executions.counters.job(hookId, state);
+  }
+
+  superseded(hookId: string): void {
+    this.executions.counters.debounce(hookId);
   }
 
   /** Step one: decide from the method and URL alone. */
-  route(head: RequestHead): Routed<Matched> {
+  route(head: RequestHead): Routed<Matched | Pending> {
     const q = head.url.indexOf("?");
     const rawPath = q === -1 ? head.url : head.url.slice(0, q);
     const query = q === -1 ? "" : head.url.slice(q + 1);
@@ -138,7 +155,7 @@ export class HookServer implements HttpApp<Matched> {
       return { kind: "response", response: { status: 400, headers: [["Content-Type", "text/plain; charset=utf-8"], ["Connection", "close"]], body: "400 Bad Request" } };
     }
     const logging = this.log.enabled;
-    const rid = logging || this.opts.jobs ? this.requestId(head) : "";
+    const rid = logging || this.opts.jobs || this.queue ? this.requestId(head) : "";
     const start = logging ? process.hrtime.bigint() : 0n;
     if (path.includes("//") || path.includes("/.")) {
       const clean = cleanPath(path);
@@ -161,7 +178,8 @@ export class HookServer implements HttpApp<Matched> {
       }
       if (this.opts.jobs && isJobsPath(path)) {
         const authorization = rawHeader(head.rawHeaders, "authorization");
-        return { kind: "response", response: answerJobs({ method: head.method, path, query, authorization }, this.opts.jobs, this.opts.jobsAccess ?? {}) };
+        const answer = answerJobs({ method: head.method, path, query, authorization }, this.opts.jobs, this.opts.jobsAccess ?? {});
+        return answer instanceof Promise ? { kind: "accepted", answer } : { kind: "response", response: answer };
       }
       const h = new Headers();
       h.set("Content-Type", "text/plain; charset=utf-8");
@@ -200,8 +218,8 @@ export class HookServer implements HttpApp<Matched> {
         return limit > 0 ? given.slice(0, limit) : given;
       }
     }
-    // A job id (-jobs) must stay unique among the jobs kept: longer.
-    return this.opts.jobs ? randomUUID().replace(/-/g, "").slice(0, 12) : randomUUID().slice(0, 6);
+    // A job id (-jobs, -queue) must stay unique among the jobs kept, of every instance: longer.
+    return this.opts.jobs || this.queue ? randomUUID().replace(/-/g, "").slice(0, 12) : randomUUID().slice(0, 6);
   }
 
   private methodAllowed(hook: Hook, method: string): boolean {
@@ -212,7 +230,8 @@ export class HookServer implements HttpApp<Matched> {
   }
 
   /** The answer when the body is larger than -max-body. */
-  tooLarge(m: Matched, limit: number): HttpResponse {
+  tooLarge(m: Matched | Pending, limit: number): HttpResponse {
+    if ("answer" in m) return respond(413, new Headers(), MSG.tooLarge);
     this.log.print(`[${m.rid}] request body is larger than the -max-body limit of ${limit} bytes`, m.fields);
     this.runner.metrics.request(m.hook.id, 413);
     return this.finish(m, respond(413, new Headers(), MSG.tooLarge));
@@ -222,7 +241,8 @@ export class HookServer implements HttpApp<Matched> {
    * Step two: parse the body, evaluate the rules, run the command, build the response. Answers
    * synchronously unless a multipart body must be parsed or the response waits for a command.
    */
-  handle(m: Matched, body: Buffer): HttpResponse | Promise<HttpResponse> {
+  handle(m: Matched | Pending, body: Buffer): HttpResponse | Promise<HttpResponse> {
+    if ("answer" in m) return m.answer;
     const response = this.process(m, body);
     if (response instanceof Promise) {
       return response.then((r) => {
@@ -380,15 +400,37 @@ export class HookServer implements HttpApp<Matched> {
    */
   private async enqueue(m: Matched, req: HookRequest, out: Headers, queue: SharedQueue): Promise<HttpResponse> {
     const { hook, rid } = m;
+    const policy = this.executions.policy(hook);
+    if (policy.rate) {
+      const wait = await queue.limited(hook.id, policy.rate.requests, policy.rate.periodMs);
+      if (wait !== undefined) {
+        this.executions.counters.rateLimit(hook.id);
+        this.log.print(`[${rid}] ${hook.id} got matched, but its rate-limit of ${policy.rate.requests} per ${msText(policy.rate.periodMs)} is reached over all instances - answering 429`, m.fields);
+        out.set("Retry-After", String(wait));
+        out.set("Content-Type", "text/plain; charset=utf-8");
+        return respond(429, out, MSG.rateLimited);
+      }
+    }
     const streamed = hook["stream-command-output"] === true;
-    const tail = !streamed && hook["include-command-output-in-response"] ? new Tail(this.opts.maxOutput ?? 0) : undefined;
+    const captured = !streamed && hook["include-command-output-in-response"] === true;
+    const maxOutput = this.opts.maxOutput ?? 0;
+    let tail = new Tail(maxOutput);
     // A streamed job's first chunks may come before the job is known to be stored.
     const early: Buffer[] = [];
     let sink: OutputSink = (c) => early.push(c);
-    const onOutput: OutputSink | undefined = streamed ? (c) => sink(c) : tail ? (c) => tail.push(c) : undefined;
+    const onOutput: OutputSink | undefined = streamed ? (c) => sink(c) : captured ? (c) => tail.push(c) : undefined;
     const dedup = hook.deduplicate?.id;
     const deliveryId = dedup ? readArgument(dedup, req, "deduplicate", this.log, m.fields) : undefined;
-    const submitted = await queue.submit({ hook: this.queueHook(hook), id: rid || randomUUID(), req, ...(deliveryId ? { deliveryId } : {}), ...(onOutput ? { onOutput } : {}) });
+    const submitted = await queue.submit({
+      hook: this.queueHook(hook),
+      id: rid,
+      req,
+      debounceMs: policy.debounceMs,
+      ...(deliveryId ? { deliveryId } : {}),
+      ...(onOutput ? { onOutput } : {}),
+      // The answer is the last attempt's output.
+      ...(captured ? { onAttempt: () => (tail = new Tail(maxOutput)) } : {}),
+    });
     if (submitted.kind === "full") {
       const { max, maxQueue } = this.limitsOf(hook);
       this.log.print(`[${rid}] ${hook.id} got matched, but ${max} commands are running (max-concurrency) and ${maxQueue} are waiting (max-queue) over all instances - answering 429`, m.fields);
@@ -409,17 +451,26 @@ export class HookServer implements HttpApp<Matched> {
       this.log.print(`[${rid}] ${hook.id} got matched, but delivery ${goQuote(deliveryId ?? "")} was already accepted as job ${submitted.id} (deduplicate): nothing runs`, m.fields);
       return this.respondWith(m, hook["success-http-response-code"], out, hook["response-message"] ?? "");
     }
-    this.log.print(`[${rid}] ${hook.id} hook triggered successfully: queued as job ${submitted.id}`, m.fields);
+    this.log.print(`[${rid}] ${hook.id} hook triggered successfully: queued as job ${submitted.id}${policy.debounceMs > 0 ? ` (debounced: it runs once no other trigger came for ${policy.debounceMs}ms)` : ""}`, m.fields);
     const result = submitted.result;
-    if (!result) return this.respondWith(m, hook["success-http-response-code"], out, hook["response-message"] ?? "");
+    if (!result) {
+      if (!policy.async) return this.respondWith(m, hook["success-http-response-code"], out, hook["response-message"] ?? "");
+      if (this.opts.jobs) out.set("Location", `/jobs/${submitted.id}`);
+      return respond(202, out, hook["response-message"] ?? "");
+    }
     if (streamed) {
       return this.stream(m, out, (onChunk) => {
         sink = onChunk;
         for (const c of early.splice(0)) onChunk(c);
-        return result;
+        return result.then((r) => {
+          if (r.fromRecord) onChunk(Buffer.from(`${MSG.endFromRecord}\n`));
+          return r;
+        });
       });
     }
-    return this.captured(m, out, { ...(await result), output: tail!.result() });
+    const r = await result;
+    // Read back from the record, the output sent as it came may be incomplete: the record's is whole (its last -jobs-output bytes).
+    return this.captured(m, out, r.fromRecord ? r : { ...r, output: tail.result() }, policy.statusFromExit);
   }
 
   /**

@@ -1,0 +1,184 @@
+// Job records in JetStream key-value storage (-queue): every instance reads and writes the same
+// records, so /jobs answers the same everywhere. One key per job, its id (bucket webhook_jobs, file
+// storage, one revision kept). Retention as in-process: the bucket forgets a record -jobs-max-age
+// after its last change and keeps at most -jobs-keep records (the least recently changed go first).
+// With -queue-key-file every record is stored signed (queue-signing.ts) and one that is not signed
+// with the key is never read as a record: not by /jobs, not by a request waiting for its job's end.
+import { DiscardPolicy, nanos, StorageType, type JetStreamClient, type JetStreamManager, type KV, type KvEntry, type NatsError } from "nats";
+import { isJob, type Job } from "./job.js";
+import type { RetentionOptions } from "./memory-records.js";
+import type { JobRecords } from "./records.js";
+import { JOBS_BUCKET, jobKey, jobKeySubject } from "../run/nats-names.js";
+import type { QueueSigner } from "../run/queue-signing.js";
+
+/** How long reading the records for /jobs may take. */
+const READ_TIMEOUT_MS = 5000;
+/** Bytes of a record's message left for NATS headers. */
+const HEADER_ROOM = 1024;
+/** Suffixes tried for an id already taken before giving up. */
+const MAX_SUFFIX = 100;
+
+/**
+ * A record as stored (sealed by `signer`), in at most `maxBytes` when its output can be cut to fit
+ * (its tail is kept, `outputCut` tells). Every record is encoded here and read by decodeRecord.
+ */
+function encodeRecord(job: Job, maxBytes: number, signer: QueueSigner): Buffer {
+  const subject = jobKeySubject(jobKey(job.id));
+  let fitted = job;
+  let data = signer.seal(subject, Buffer.from(JSON.stringify(fitted)));
+  while (data.length > maxBytes && (fitted.output !== "" || (fitted.stderr ?? "") !== "")) {
+    const half = (s: string): string => s.slice(Math.ceil(s.length / 2));
+    fitted = { ...fitted, output: half(fitted.output), outputCut: job.outputCut ?? Buffer.byteLength(job.output), ...(fitted.stderr !== undefined ? { stderr: half(fitted.stderr) } : {}) };
+    data = signer.seal(subject, Buffer.from(JSON.stringify(fitted)));
+  }
+  return data;
+}
+
+/**
+ * The record stored on `subject` (its key's subject), or why it is refused (-queue-key-file: not
+ * signed with the key); undefined for anything else that is not a record (written by another client).
+ */
+export function decodeRecord(subject: string, value: Uint8Array, signer: QueueSigner): { job: Job; refusal?: never } | { refusal: string; job?: never } | undefined {
+  const { data, refusal } = signer.unseal(subject, value);
+  if (refusal !== undefined) return { refusal };
+  try {
+    const v = JSON.parse(Buffer.from(data).toString()) as unknown;
+    return isJob(v) ? { job: v } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The line logged for a record refused by decodeRecord. */
+export function refusedRecord(subject: string, refusal: string): string {
+  return `NATS queue: ignored a job record on ${subject} with ${refusal} (-queue-key-file)`;
+}
+
+export class KvRecords implements JobRecords {
+  private readonly writes = new WeakMap<Job, Promise<void>>();
+  /** Every write under way, for close. */
+  private readonly pending = new Set<Promise<void>>();
+
+  private constructor(
+    private readonly kv: KV,
+    /** The NATS server's max_payload less room for the message's headers. */
+    private readonly maxBytes: number,
+    private readonly signer: QueueSigner,
+    private readonly warn: (message: string) => void,
+  ) {}
+
+  /** Opens (creating or re-configuring) the bucket with the retention given; `maxBytes` is the NATS server's max_payload. */
+  static async open(js: JetStreamClient, jsm: JetStreamManager, retention: RetentionOptions & { maxBytes: number }, signer: QueueSigner, warn: (message: string) => void): Promise<KvRecords> {
+    const kv = await js.views.kv(JOBS_BUCKET, { history: 1, storage: StorageType.File });
+    const name = `KV_${JOBS_BUCKET}`;
+    const { config } = await jsm.streams.info(name);
+    // Old records make room for new ones (the bucket default refuses new ones when full). The
+    // stream's de-duplication window (unused here) may not outlast max_age.
+    const maxAge = nanos(retention.maxAgeMs);
+    const duplicates = maxAge > 0 && (config.duplicate_window ?? 0) > maxAge ? { duplicate_window: maxAge } : {};
+    await jsm.streams.update(name, { ...config, max_age: maxAge, max_msgs: retention.keep, discard: DiscardPolicy.Old, ...duplicates });
+    return new KvRecords(kv, retention.maxBytes - HEADER_ROOM, signer, warn);
+  }
+
+  add(job: Job): void {
+    this.write(job, () => this.create(job));
+  }
+
+  changed(job: Job): void {
+    this.write(job, async () => void (await this.kv.put(jobKey(job.id), encodeRecord(job, this.maxBytes, this.signer))));
+  }
+
+  stored(job: Job): Promise<void> {
+    return this.writes.get(job) ?? Promise.resolve();
+  }
+
+  async get(id: string): Promise<Job | undefined> {
+    const e = await this.kv.get(jobKey(id));
+    return e && e.operation === "PUT" ? this.read(e) : undefined;
+  }
+
+  /** A stored entry's record, undefined when it is none; one not signed with the key is logged and ignored. */
+  private read(e: KvEntry): Job | undefined {
+    const subject = jobKeySubject(e.key);
+    const r = decodeRecord(subject, e.value, this.signer);
+    if (r?.refusal !== undefined) this.warn(refusedRecord(subject, r.refusal));
+    return r?.job;
+  }
+
+  /** Removes a record (a job the queue refused: it never existed). */
+  async remove(job: Job): Promise<void> {
+    await this.stored(job).catch(() => undefined);
+    await this.kv.delete(jobKey(job.id));
+  }
+
+  /** Reads every record (a hook's are not kept apart: ids are unique over all hooks). */
+  async list(hook?: string): Promise<Job[]> {
+    const jobs = await this.all();
+    return jobs.filter((j) => hook === undefined || j.hook === hook).sort((a, b) => (a.created < b.created ? 1 : a.created > b.created ? -1 : 0));
+  }
+
+  held(): Iterable<Job> {
+    return [];
+  }
+
+  /** Waits for the writes under way (before the connection is drained). */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.pending]);
+  }
+
+  /** Runs `step` after the job's earlier writes, so changes are stored in order. */
+  private write(job: Job, step: () => Promise<void>): void {
+    const next = (this.writes.get(job) ?? Promise.resolve()).catch(() => undefined).then(step);
+    const settled = next.catch((e: Error) => this.warn(`cannot store the record of job ${job.id} in the NATS key-value bucket ${JOBS_BUCKET}: ${e.message}`));
+    this.writes.set(job, next);
+    this.pending.add(settled);
+    void settled.finally(() => this.pending.delete(settled));
+  }
+
+  /** Stores a new record; an id another job has gets the next free suffix (anything else stored there is replaced). */
+  private async create(job: Job): Promise<void> {
+    const base = job.id;
+    for (let n = 2; ; n++) {
+      const key = jobKey(job.id);
+      try {
+        await this.kv.create(key, encodeRecord(job, this.maxBytes, this.signer));
+        return;
+      } catch (e) {
+        if (!taken(e) || n > MAX_SUFFIX) throw e;
+        const there = await this.kv.get(key);
+        if (there?.operation === "PUT" && !this.read(there)) {
+          await this.kv.put(key, encodeRecord(job, this.maxBytes, this.signer));
+          return;
+        }
+        job.id = `${base}-${n}`;
+      }
+    }
+  }
+
+  /** Every record, read through a short-lived ordered consumer (the last value of each key). */
+  private async all(): Promise<Job[]> {
+    const jobs: Job[] = [];
+    let initialized = false;
+    let watch: Awaited<ReturnType<KV["watch"]>> | undefined;
+    // Called once the last value there was has come (at once, within watch(), when there were none).
+    watch = await this.kv.watch({ ignoreDeletes: true, initializedFn: () => ((initialized = true), watch?.stop()) });
+    if (initialized) watch.stop();
+    const w = watch;
+    const timer = setTimeout(() => w.stop(new Error(`no answer within ${READ_TIMEOUT_MS}ms`) as NatsError), READ_TIMEOUT_MS);
+    try {
+      for await (const e of w as AsyncIterable<KvEntry>) {
+        if (e.operation !== "PUT") continue;
+        const job = this.read(e);
+        if (job) jobs.push(job);
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+    return jobs;
+  }
+}
+
+/** Whether a create failed because the key exists. */
+function taken(e: unknown): boolean {
+  return (e as NatsError).api_error?.err_code === 10071 || /wrong last sequence/i.test((e as Error).message);
+}
