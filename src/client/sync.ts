@@ -217,8 +217,11 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     result.failed.push({ rel, reason });
     events.failed(rel, reason);
   };
-  /** Runs `op` on each item (one at a time when order matters); a refusal by the server fails that item only. */
-  const perItem = async (pool: FtpPool, items: readonly string[], inOrder: boolean, op: (conn: FtpConnection, rel: string) => Promise<void>, failure: string): Promise<void> => {
+  /**
+   * Runs `op` on each item; a refusal by the server fails that item only. `byDepth`: the items are folders sorted by
+   * depth, done one depth after the other (a parent before its children, or after them), each depth at once.
+   */
+  const perItem = async (pool: FtpPool, items: readonly string[], byDepth: boolean, op: (conn: FtpConnection, rel: string) => Promise<void>, failure: string): Promise<void> => {
     const one = async (conn: FtpConnection, rel: string): Promise<void> => {
       try {
         await withReconnect(conn, signal, () => op(conn, rel));
@@ -227,8 +230,17 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
         fail(rel, `${failure}: ${e.message}`);
       }
     };
-    if (!inOrder) await pool.each(items, one);
-    else for (const rel of items) await pool.each([rel], one);
+    if (!byDepth) await pool.each(items, one);
+    else {
+      const depth = (rel: string): number => rel.split("/").length;
+      const levels: string[][] = [];
+      for (const rel of items) {
+        const level = levels.at(-1);
+        if (level && depth(level[0]!) === depth(rel)) level.push(rel);
+        else levels.push([rel]);
+      }
+      for (const level of levels) await pool.each(level, one);
+    }
     if (signal.aborted) throw signal.reason;
   };
 
