@@ -303,13 +303,15 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
       }
     }
     const quiet = ctx.flags.json || dryRun;
-    const bar = !quiet && process.stderr.isTTY ? barEvents(process.stderr) : undefined;
-    const events = quiet ? quietEvents(ctx.err) : (bar ?? lineEvents(ctx.out, ctx.err));
+    const events = quiet ? quietEvents(ctx.err) : process.stderr.isTTY ? barEvents(process.stderr) : lineEvents(ctx.out, ctx.err);
 
     const controller = new AbortController();
     let interrupts = 0;
     const onSignal = (): void => {
-      if (++interrupts > 1) process.exit(EXIT.interrupted);
+      if (++interrupts > 1) {
+        events.stop();
+        process.exit(EXIT.interrupted);
+      }
       ctx.err("Stopping: putting the device back in the mode it was in… (Ctrl-C again to quit at once)");
       controller.abort(new Error("Interrupted."));
     };
@@ -346,7 +348,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
       });
     } finally {
       await unlock();
-      bar?.stop();
+      events.stop();
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
     }

@@ -8,8 +8,9 @@ import type { SyncEvents } from "./sync.js";
 type Write = (line: string) => void;
 
 /** Says nothing but failures and steps (for --json and --dry-run, whose output is printed at the end). */
-export function quietEvents(err: Write): SyncEvents {
+export function quietEvents(err: Write): SyncEvents & { stop(): void } {
   return {
+    stop: () => undefined,
     step: (text) => err(text),
     planned: () => undefined,
     uploadStarted: () => undefined,
@@ -22,17 +23,36 @@ export function quietEvents(err: Write): SyncEvents {
   };
 }
 
-/** One line per file on `out`; steps and failures on `err`. */
-export function lineEvents(out: Write, err: Write): SyncEvents {
+/** How often the per-file lines are written: a write per file costs more CPU than sending a small file. */
+const LINES_EVERY_MS = 100;
+
+/**
+ * One line per file on `out`, written in batches (at most LINES_EVERY_MS late); steps and failures on `err` at
+ * once. Call `stop()` when the sync is over: it writes what is left.
+ */
+export function lineEvents(out: Write, err: Write): SyncEvents & { stop(): void } {
+  let lines: string[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const flush = (): void => {
+    clearTimeout(timer);
+    timer = undefined;
+    if (lines.length > 0) out(lines.join("\n"));
+    lines = [];
+  };
+  const line = (text: string): void => {
+    lines.push(text);
+    timer ??= setTimeout(flush, LINES_EVERY_MS);
+  };
   return {
     ...quietEvents(err),
     planned: (plan) => err(planLine(plan)),
-    uploaded: (u) => out(`uploaded ${u.rel} (${bytes(u.size)})`),
-    deleted: (rel, type) => out(type === "dir" ? `deleted folder ${rel}/` : `deleted ${rel}`),
-    created: (rel) => out(`created folder ${rel}/`),
+    uploaded: (u) => line(`uploaded ${u.rel} (${bytes(u.size)})`),
+    deleted: (rel, type) => line(type === "dir" ? `deleted folder ${rel}/` : `deleted ${rel}`),
+    created: (rel) => line(`created folder ${rel}/`),
     photoDone: (rel, source, size) => {
-      if (size !== undefined) out(`converted ${source} → ${rel} (${bytes(size)})`);
+      if (size !== undefined) line(`converted ${source} → ${rel} (${bytes(size)})`);
     },
+    stop: flush,
   };
 }
 
