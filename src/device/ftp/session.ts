@@ -624,18 +624,14 @@ export class Session {
         const bytes = await work(socket, controller.signal);
         if (report) Object.assign(report, { bytes: bytes ?? 0, ok: true });
       } catch (e) {
-        if (e instanceof CardError && (e.code === "no-space" || e.code === "too-big")) throw new Reply(552, `Upload aborted: ${e.message}`);
-        if (e instanceof ShortUploadError) throw new Reply(426, `${e.message}`);
-        if (controller.signal.aborted) throw new Reply(426, "Transfer aborted; the connection was closed.");
-        if (e instanceof Reply) throw e;
-        const code = (e as NodeJS.ErrnoException).code;
-        if (code === "ECONNRESET" || code === "EPIPE" || code === "ERR_STREAM_PREMATURE_CLOSE") throw new Reply(426, "Data connection lost; transfer aborted.");
-        return fsReply(e);
-      } finally {
         channel.close();
         if (report) this.transferred("end", report);
+        return failedTransfer(e, controller.signal.aborted);
       }
+      channel.close();
+      // The client hears of its file first; the device's own bookkeeping (LED, panel, MQTT) comes after.
       this.write(226, "Transfer complete.");
+      if (report) this.transferred("end", report);
     })();
     this.transfer = { controller, done };
     try {
@@ -653,6 +649,17 @@ export class Session {
       this.ctx.log(`ftp: onTransfer failed: ${(e as Error).message}`);
     }
   }
+}
+
+/** A transfer's failure → the reply that says why (a file-system error through fsReply; anything else rethrown). */
+function failedTransfer(e: unknown, aborted: boolean): never {
+  if (e instanceof CardError && (e.code === "no-space" || e.code === "too-big")) throw new Reply(552, `Upload aborted: ${e.message}`);
+  if (e instanceof ShortUploadError) throw new Reply(426, `${e.message}`);
+  if (aborted) throw new Reply(426, "Transfer aborted; the connection was closed.");
+  if (e instanceof Reply) throw e;
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === "ECONNRESET" || code === "EPIPE" || code === "ERR_STREAM_PREMATURE_CLOSE") throw new Reply(426, "Data connection lost; transfer aborted.");
+  return fsReply(e);
 }
 
 /** Removes Telnet IAC sequences (clients send IAC IP / IAC DM before ABOR). 0xFF never occurs in UTF-8. */
