@@ -8,7 +8,10 @@ export function plainAddress(address: string | undefined): string {
   return (address ?? "").replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, "");
 }
 
-/** A data connection prepared by PASV/EPSV/PORT/EPRT and consumed by the next transfer. */
+/**
+ * A data connection prepared by PASV/EPSV/PORT/EPRT and consumed by the next transfer. Half-open: the client's end of
+ * an upload does not end our side, so the socket is closed once, by close(), after the transfer's reply.
+ */
 export interface DataChannel {
   readonly port: number;
   /** The connected socket; rejects after a timeout or when closed first. */
@@ -18,7 +21,7 @@ export interface DataChannel {
 
 /** Listens for one data connection from `peer` (the control connection's client); others are dropped. */
 export async function listenPassive(host: string, peer: string, range: [number, number] | undefined): Promise<DataChannel> {
-  const server = createServer({ noDelay: true });
+  const server = createServer({ noDelay: true, allowHalfOpen: true });
   const port = await listenInRange(server, host, range);
   let socket: Socket | undefined;
   let waiting: ((s: Socket) => void) | undefined;
@@ -65,7 +68,7 @@ export function activeChannel(host: string, port: number): DataChannel {
     port,
     connect: () =>
       new Promise<Socket>((resolve, reject) => {
-        const s = createConnection({ host, port, noDelay: true, timeout: CONNECT_TIMEOUT_MS });
+        const s = createConnection({ host, port, noDelay: true, allowHalfOpen: true, timeout: CONNECT_TIMEOUT_MS });
         socket = s;
         s.once("connect", () => {
           s.setTimeout(0);

@@ -628,9 +628,10 @@ export class Session {
         if (report) this.transferred("end", report);
         return failedTransfer(e, controller.signal.aborted);
       }
-      channel.close();
-      // The client hears of its file first; the device's own bookkeeping (LED, panel, MQTT) comes after.
+      // The client hears of its file first (its data, and a download's end, are already sent); closing the data
+      // connection and the device's own bookkeeping (LED, panel, MQTT) come after.
       this.write(226, "Transfer complete.");
+      channel.close();
       if (report) this.transferred("end", report);
     })();
     this.transfer = { controller, done };
