@@ -9,7 +9,7 @@ import { activeChannel, listenPassive, parseEprt, parsePort, pasvAddress, plainA
 import { ALL_FACTS, entryOf, factsLine, listLine, parseTimeVal, readFolder, timeVal, type Fact } from "./listing.js";
 import { CardError, type CardFileSystem, type CardPath } from "../card/card.js";
 import { cardPath } from "./paths.js";
-import { fsReply, pathReply, quote, Reply } from "./replies.js";
+import { freeSpaceText, fsReply, pathReply, quote, Reply } from "./replies.js";
 import { receiveFile, sendFile, ShortUploadError } from "./transfer.js";
 import type { FtpServerOptions } from "./types.js";
 import { ThrottledError } from "../throttle.js";
@@ -33,7 +33,7 @@ const KEEPS_REST = new Set(["REST", "PASV", "EPSV", "PORT", "EPRT", "TYPE"]);
 /** An ALLO size holds for the next upload; these may come between. */
 const KEEPS_ALLO = new Set([...KEEPS_REST, "ALLO", "STOR", "APPE"]);
 
-const FEATURES = ["EPSV", "MDTM", "MFMT", "MLST type*;size*;modify*;perm*;", "PASV", "REST STREAM", "SIZE", "TVFS", "UTF8"];
+const FEATURES = ["EPSV", "MDTM", "MFMT", "MLST type*;size*;modify*;perm*;", "PASV", "REST STREAM", "SITE FREE", "SIZE", "TVFS", "UTF8"];
 
 interface Transfer {
   controller: AbortController;
@@ -199,7 +199,7 @@ export class Session {
       case "FEAT":
         return this.write(211, "Features:", FEATURES);
       case "HELP":
-        return this.write(214, "Commands: USER PASS PWD CWD CDUP TYPE PASV EPSV PORT EPRT LIST NLST MLSD MLST SIZE MDTM MFMT STOR APPE RETR REST ABOR DELE MKD RMD RNFR RNTO ALLO FEAT OPTS SYST NOOP QUIT.");
+        return this.write(214, "Commands: USER PASS PWD CWD CDUP TYPE PASV EPSV PORT EPRT LIST NLST MLSD MLST SIZE MDTM MFMT STOR APPE RETR REST ABOR DELE MKD RMD RNFR RNTO ALLO SITE FREE FEAT OPTS SYST NOOP QUIT.");
       case "OPTS":
         return this.optsCmd(arg);
       case "AUTH":
@@ -270,6 +270,8 @@ export class Session {
         return this.rntoCmd(arg);
       case "ALLO":
         return this.alloCmd(arg);
+      case "SITE":
+        return this.siteCmd(arg);
       default:
         throw new Reply(502, `Command not implemented: ${verb.slice(0, 20)}.`);
     }
@@ -324,6 +326,14 @@ export class Session {
     const size = arg.trim().split(/\s+/)[0] ?? "";
     this.announced = /^\d{1,15}$/.test(size) ? Number(size) : undefined;
     this.write(202, "No storage allocation necessary.");
+  }
+
+  /** SITE FREE, worded as the firmware's FTP server does (its parameter exactly "FREE"), with the card's figures. */
+  private async siteCmd(arg: string): Promise<void> {
+    const what = arg.replace(/^ +/, "");
+    if (what !== "FREE") throw new Reply(500, `Unknown SITE command ${what.slice(0, 100).replace(/[\x00-\x1f\x7f]/g, "?")}`);
+    const { freeSize, totalSize } = await this.ctx.card.figures();
+    this.write(200, freeSpaceText(freeSize, totalSize));
   }
 
   private optsCmd(arg: string): void {
