@@ -5,7 +5,7 @@ import { lstatSync, utimesSync, type Stats } from "node:fs";
 import { mkdir, rename, rmdir, stat, unlink } from "node:fs/promises";
 import type { Socket } from "node:net";
 import { isIP } from "node:net";
-import { activeChannel, listenPassive, parseEprt, parsePort, pasvAddress, plainAddress, type DataChannel } from "./data.js";
+import { activeChannel, listenPassive, parseEprt, parsePort, PassivePort, pasvAddress, plainAddress, type DataChannel } from "./data.js";
 import { ALL_FACTS, entryOf, factsLine, listLine, parseTimeVal, readFolder, timeVal, type Fact } from "./listing.js";
 import { CardError, type CardFileSystem, type CardPath } from "../card/card.js";
 import { cardPath } from "./paths.js";
@@ -63,6 +63,7 @@ export class Session {
   private renameFrom: string | undefined;
   private facts = new Set<Fact>(ALL_FACTS);
   private data: DataChannel | undefined;
+  private passivePort: PassivePort | undefined;
   private transfer: Transfer | undefined;
   private abortedByClient = false;
   private pending: Buffer = Buffer.alloc(0);
@@ -105,6 +106,7 @@ export class Session {
     this.transfer?.controller.abort();
     this.data?.close();
     this.data = undefined;
+    this.passivePort?.close();
     await this.transfer?.done.catch(() => undefined);
     if (goodbye && !this.socket.destroyed) this.socket.end(goodbye + "\r\n");
     this.socket.destroy();
@@ -583,13 +585,28 @@ export class Session {
 
   private async openPassive(): Promise<DataChannel> {
     this.closeData();
+    const { host, passivePortRange } = this.ctx.options;
+    let channel: DataChannel;
     try {
-      this.data = await listenPassive(this.ctx.options.host, this.peer, this.ctx.options.passivePortRange);
+      // A port range may be a single port shared by every session (--firmware-ports): then each transfer listens
+      // anew and frees the port once connected. Otherwise the session keeps one port.
+      if (passivePortRange) channel = await listenPassive(host, this.peer, passivePortRange);
+      else {
+        this.passivePort ??= await PassivePort.open(host, this.peer);
+        channel = this.passivePort.next();
+      }
     } catch (e) {
       this.ctx.log(`ftp ${this.label}: passive listen failed: ${(e as Error).message}`);
       throw new Reply(425, "Cannot open a passive data port; try again.");
     }
-    return this.data;
+    if (this.closing) {
+      // closed while listening: close() could not see these yet
+      channel.close();
+      this.passivePort?.close();
+      throw new Reply(421, "Closing the connection.");
+    }
+    this.data = channel;
+    return channel;
   }
 
   private portCmd(target: { host: string; port: number } | undefined): void {
