@@ -1,4 +1,4 @@
-// Data connections: passive (PASV/EPSV, we listen) and active (PORT/EPRT, we connect), one per transfer.
+// Data connections, one per transfer: passive (PASV/EPSV, we listen) and active (PORT/EPRT, we connect).
 import { createConnection, createServer, isIPv4, type Server, type Socket } from "node:net";
 
 const CONNECT_TIMEOUT_MS = 30_000;
