@@ -30,7 +30,7 @@ it("an upload and a download each leave the LED on, purple, after it was switche
     assert.equal((await led()).state, "off");
     const r = await curl(args);
     assert.equal(r.code, 0, r.stderr);
-    // The 226 reaches curl right after the transfer's end is recorded; the LED state is read over HTTP.
+    // The transfer's end is recorded right after its 226 reply reaches curl; the LED state is read over HTTP.
     assert.deepEqual(await eventually(async () => {
       const l = await led();
       return l.state === "on" ? l : undefined;

@@ -29,6 +29,8 @@ export interface CardFileSystem {
   isInternal(name: string): boolean;
   /** Whether a real path lies inside the card. */
   inside(real: string): boolean;
+  /** Capacity, space used and free, file count (as GET / reports them). */
+  figures(): Promise<CardFigures>;
 }
 
 export interface CardOptions {

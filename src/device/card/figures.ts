@@ -1,7 +1,7 @@
 // The card's figures (bytes used, recursive file count, free space), kept in memory so GET / never walks the tree:
 // updated by the card's own writes, by a watcher on every folder, and by a periodic rescan.
 import { lstatSync, readdirSync, watch, type Dirent, type FSWatcher } from "node:fs";
-import { lstat, statfs } from "node:fs/promises";
+import { statfs } from "node:fs/promises";
 import { setImmediate } from "node:timers/promises";
 import { basename, dirname, join, sep } from "node:path";
 import { isInternalName } from "./paths.js";
@@ -255,15 +255,21 @@ export class Inventory {
     this.flushTimer = undefined;
     const paths = [...this.pending];
     this.pending.clear();
-    for (const p of paths) await this.reconcile(p);
+    let seen = 0;
+    for (const p of paths) {
+      await this.reconcile(p);
+      if (++seen % 256 === 0) await setImmediate();
+    }
     this.opts.onChange?.();
   }
 
   private async reconcile(path: string): Promise<void> {
     if (!this.inside(path) || this.inProgress(basename(path))) return;
+    // Synchronous, as the walk: the watcher reports every file a sync lands, and a promise per file cost more
+    // than the stat itself.
     let st;
     try {
-      st = await lstat(path);
+      st = lstatSync(path, { throwIfNoEntry: false });
     } catch {
       st = undefined;
     }

@@ -18,7 +18,13 @@ export interface CardWrite {
   readonly signal: AbortSignal;
   /** Claims `bytes` more space; throws CardError "no-space" or "too-big" when the card cannot hold them. */
   grow(bytes: number): void;
-  /** A stream into the temp file (after the kept bytes); a full filesystem fails it with CardError "no-space". */
+  /**
+   * Appends `chunks` to the temp file at once, in one writev (synchronous, as vsftpd writes: a write into the page
+   * cache takes microseconds, while a round trip through libuv's thread pool per chunk was most of an upload's
+   * time). A full filesystem throws CardError "no-space". The bytes must have been claimed with grow().
+   */
+  put(chunks: readonly Buffer[]): void;
+  /** A stream into the temp file (after the kept bytes) through put(); a full filesystem fails it with CardError "no-space". */
   sink(highWaterMark: number): Writable;
   /**
    * Renames the temp file into place (creating missing folders, re-checking links) and counts it in the figures.
@@ -171,27 +177,37 @@ export class Writes {
     }
 
     let position = keep;
+    const put = (chunks: readonly Buffer[]): void => {
+      let total = 0;
+      for (const c of chunks) total += c.length;
+      try {
+        // A regular file takes it all at once but for a full disk (which then throws); finish a short write all the same.
+        const written = writevSync(fd, chunks as Buffer[], position);
+        if (written < total) {
+          const rest = Buffer.concat(chunks).subarray(written);
+          for (let done = 0; done < rest.length; ) done += writeSync(fd, rest, done, rest.length - done, position + written + done);
+        }
+        position += total;
+      } catch (e) {
+        const err = e as NodeJS.ErrnoException;
+        throw err.code === "ENOSPC" ? new CardError("no-space", "Not enough free space on the card's filesystem: the upload was stopped and nothing was stored.", { cause: err }) : err;
+      }
+    };
     return {
       target,
       tempPath,
       signal: controller.signal,
       grow,
       abort,
-      // The chunks that arrived since the last write go out in one writev. Synchronous, as vsftpd writes: a write
-      // into the page cache takes microseconds, while a round trip through libuv's thread pool per chunk was most
-      // of an upload's time.
+      put,
       sink: (highWaterMark) =>
         new Writable({
           highWaterMark,
           writev: (chunks, done) => {
-            const data = chunks.length === 1 ? (chunks[0]!.chunk as Buffer) : Buffer.concat(chunks.map((c) => c.chunk as Buffer));
             try {
-              // A regular file takes it all at once but for a full disk (which then throws); loop all the same.
-              for (let written = writevSync(fd, [data], position); written < data.length; ) written += writeSync(fd, data, written, data.length - written, position + written);
-              position += data.length;
+              put(chunks.map((c) => c.chunk as Buffer));
             } catch (e) {
-              const err = e as NodeJS.ErrnoException;
-              return done(err.code === "ENOSPC" ? new CardError("no-space", "Not enough free space on the card's filesystem: the upload was stopped and nothing was stored.", { cause: err }) : err);
+              return done(e as Error);
             }
             done();
           },

@@ -1,4 +1,4 @@
-// Data connections: passive (PASV/EPSV, we listen) and active (PORT/EPRT, we connect), one per transfer.
+// Data connections, one per transfer: passive (PASV/EPSV, we listen) and active (PORT/EPRT, we connect).
 import { createConnection, createServer, isIPv4, type Server, type Socket } from "node:net";
 
 const CONNECT_TIMEOUT_MS = 30_000;
@@ -8,7 +8,10 @@ export function plainAddress(address: string | undefined): string {
   return (address ?? "").replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, "");
 }
 
-/** A data connection prepared by PASV/EPSV/PORT/EPRT and consumed by the next transfer. */
+/**
+ * A data connection prepared by PASV/EPSV/PORT/EPRT and consumed by the next transfer. Half-open: the client's end of
+ * an upload does not end our side, so the socket is closed once, by close(), after the transfer's reply.
+ */
 export interface DataChannel {
   readonly port: number;
   /** The connected socket; rejects after a timeout or when closed first. */
@@ -16,25 +19,25 @@ export interface DataChannel {
   close(): void;
 }
 
-/** Listens for one data connection from `peer` (the control connection's client); others are dropped. */
-export async function listenPassive(host: string, peer: string, range: [number, number] | undefined): Promise<DataChannel> {
-  const server = createServer({ noDelay: true });
-  const port = await listenInRange(server, host, range);
+/** A channel that waits for the connection a listener offers it. */
+interface PassiveChannel extends DataChannel {
+  /** Takes `s` as this channel's connection; false when it has one already or was closed. */
+  offer(s: Socket): boolean;
+}
+
+function passiveChannel(port: number, onClose: () => void): PassiveChannel {
   let socket: Socket | undefined;
   let waiting: ((s: Socket) => void) | undefined;
   let failed: ((e: Error) => void) | undefined;
   let closed = false;
-  server.on("connection", (s) => {
-    if (socket || plainAddress(s.remoteAddress) !== peer) {
-      s.destroy(); // only the logged-in client may connect to its data port
-      return;
-    }
-    socket = s;
-    server.close();
-    waiting?.(s);
-  });
   return {
     port,
+    offer: (s) => {
+      if (socket || closed) return false;
+      socket = s;
+      waiting?.(s);
+      return true;
+    },
     connect: () =>
       new Promise<Socket>((resolve, reject) => {
         if (socket) return resolve(socket);
@@ -51,11 +54,64 @@ export async function listenPassive(host: string, peer: string, range: [number, 
       }),
     close: () => {
       closed = true;
-      server.close();
+      onClose();
       socket?.destroy();
       failed?.(new Error("data channel closed"));
     },
   };
+}
+
+/** Listens for one data connection from `peer` (the control connection's client) in `range`; others are dropped. */
+export async function listenPassive(host: string, peer: string, range: [number, number]): Promise<DataChannel> {
+  const server = createServer({ noDelay: true, allowHalfOpen: true });
+  const port = await listenInRange(server, host, range);
+  const channel = passiveChannel(port, () => server.close());
+  server.on("connection", (s) => {
+    // only the logged-in client may connect to its data port
+    if (plainAddress(s.remoteAddress) !== peer || !channel.offer(s)) s.destroy();
+    else server.close();
+  });
+  return channel;
+}
+
+/**
+ * A session's passive data port when no port range is set: one listener (any free port) for the whole session,
+ * sparing a listen and a close per transfer. Each PASV/EPSV gets a channel for the next connection from the peer;
+ * any other connection is dropped.
+ */
+export class PassivePort {
+  private current: PassiveChannel | undefined;
+
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+    private readonly peer: string,
+  ) {
+    server.on("connection", (s) => {
+      if (plainAddress(s.remoteAddress) !== this.peer || !this.current?.offer(s)) s.destroy();
+    });
+  }
+
+  static async open(host: string, peer: string): Promise<PassivePort> {
+    const server = createServer({ noDelay: true, allowHalfOpen: true });
+    const port = await listenInRange(server, host, undefined);
+    return new PassivePort(server, port, peer);
+  }
+
+  /** The channel for the next connection; a previous one still open stops waiting. */
+  next(): DataChannel {
+    this.current?.close();
+    const channel: PassiveChannel = passiveChannel(this.port, () => {
+      if (this.current === channel) this.current = undefined;
+    });
+    this.current = channel;
+    return channel;
+  }
+
+  close(): void {
+    this.current?.close();
+    this.server.close();
+  }
 }
 
 /** Connects to the client's announced address when the transfer starts. */
@@ -65,7 +121,7 @@ export function activeChannel(host: string, port: number): DataChannel {
     port,
     connect: () =>
       new Promise<Socket>((resolve, reject) => {
-        const s = createConnection({ host, port, noDelay: true, timeout: CONNECT_TIMEOUT_MS });
+        const s = createConnection({ host, port, noDelay: true, allowHalfOpen: true, timeout: CONNECT_TIMEOUT_MS });
         socket = s;
         s.once("connect", () => {
           s.setTimeout(0);
@@ -89,6 +145,7 @@ async function listenInRange(server: Server, host: string, range: [number, numbe
         server.once("error", reject);
         server.listen(port, host, () => {
           server.off("error", reject);
+          server.on("error", () => undefined); // a failed accept (out of file descriptors) drops that connection only
           resolve();
         });
       });

@@ -11,6 +11,17 @@ export class Reply extends Error {
   }
 }
 
+/**
+ * `SITE FREE`'s text as the firmware's FTP server (SimpleFTPServer, FtpServer.cpp) words it: free space and capacity
+ * in kB (1 024 bytes) while the capacity is under 1 000 MB, else in MB (1 024 kB), each rounded down.
+ */
+export function freeSpaceText(freeBytes: number, totalBytes: number): string {
+  const free = Math.floor(freeBytes / 1024);
+  const capacity = Math.floor(totalBytes / 1024);
+  if (Math.floor(capacity / 1024) < 1000) return `${free} kB free of ${capacity} kB capacity`;
+  return `${Math.floor(free / 1024)} MB free of ${Math.floor(capacity / 1024)} MB capacity`;
+}
+
 /** `"` inside a quoted path is doubled (RFC 959 §7). */
 export function quote(path: string): string {
   return `"${path.replaceAll('"', '""')}"`;

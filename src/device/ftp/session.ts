@@ -5,11 +5,11 @@ import { lstatSync, utimesSync, type Stats } from "node:fs";
 import { mkdir, rename, rmdir, stat, unlink } from "node:fs/promises";
 import type { Socket } from "node:net";
 import { isIP } from "node:net";
-import { activeChannel, listenPassive, parseEprt, parsePort, pasvAddress, plainAddress, type DataChannel } from "./data.js";
+import { activeChannel, listenPassive, parseEprt, parsePort, PassivePort, pasvAddress, plainAddress, type DataChannel } from "./data.js";
 import { ALL_FACTS, entryOf, factsLine, listLine, parseTimeVal, readFolder, timeVal, type Fact } from "./listing.js";
 import { CardError, type CardFileSystem, type CardPath } from "../card/card.js";
 import { cardPath } from "./paths.js";
-import { fsReply, pathReply, quote, Reply } from "./replies.js";
+import { freeSpaceText, fsReply, pathReply, quote, Reply } from "./replies.js";
 import { receiveFile, sendFile, ShortUploadError } from "./transfer.js";
 import type { FtpServerOptions } from "./types.js";
 import { ThrottledError } from "../throttle.js";
@@ -33,7 +33,7 @@ const KEEPS_REST = new Set(["REST", "PASV", "EPSV", "PORT", "EPRT", "TYPE"]);
 /** An ALLO size holds for the next upload; these may come between. */
 const KEEPS_ALLO = new Set([...KEEPS_REST, "ALLO", "STOR", "APPE"]);
 
-const FEATURES = ["EPSV", "MDTM", "MFMT", "MLST type*;size*;modify*;perm*;", "PASV", "REST STREAM", "SIZE", "TVFS", "UTF8"];
+const FEATURES = ["EPSV", "MDTM", "MFMT", "MLST type*;size*;modify*;perm*;", "PASV", "REST STREAM", "SITE FREE", "SIZE", "TVFS", "UTF8"];
 
 interface Transfer {
   controller: AbortController;
@@ -63,6 +63,7 @@ export class Session {
   private renameFrom: string | undefined;
   private facts = new Set<Fact>(ALL_FACTS);
   private data: DataChannel | undefined;
+  private passivePort: PassivePort | undefined;
   private transfer: Transfer | undefined;
   private abortedByClient = false;
   private pending: Buffer = Buffer.alloc(0);
@@ -105,6 +106,7 @@ export class Session {
     this.transfer?.controller.abort();
     this.data?.close();
     this.data = undefined;
+    this.passivePort?.close();
     await this.transfer?.done.catch(() => undefined);
     if (goodbye && !this.socket.destroyed) this.socket.end(goodbye + "\r\n");
     this.socket.destroy();
@@ -199,7 +201,7 @@ export class Session {
       case "FEAT":
         return this.write(211, "Features:", FEATURES);
       case "HELP":
-        return this.write(214, "Commands: USER PASS PWD CWD CDUP TYPE PASV EPSV PORT EPRT LIST NLST MLSD MLST SIZE MDTM MFMT STOR APPE RETR REST ABOR DELE MKD RMD RNFR RNTO ALLO FEAT OPTS SYST NOOP QUIT.");
+        return this.write(214, "Commands: USER PASS PWD CWD CDUP TYPE PASV EPSV PORT EPRT LIST NLST MLSD MLST SIZE MDTM MFMT STOR APPE RETR REST ABOR DELE MKD RMD RNFR RNTO ALLO SITE FREE FEAT OPTS SYST NOOP QUIT.");
       case "OPTS":
         return this.optsCmd(arg);
       case "AUTH":
@@ -270,6 +272,8 @@ export class Session {
         return this.rntoCmd(arg);
       case "ALLO":
         return this.alloCmd(arg);
+      case "SITE":
+        return this.siteCmd(arg);
       default:
         throw new Reply(502, `Command not implemented: ${verb.slice(0, 20)}.`);
     }
@@ -324,6 +328,14 @@ export class Session {
     const size = arg.trim().split(/\s+/)[0] ?? "";
     this.announced = /^\d{1,15}$/.test(size) ? Number(size) : undefined;
     this.write(202, "No storage allocation necessary.");
+  }
+
+  /** SITE FREE, worded as the firmware's FTP server does (its parameter exactly "FREE"), with the card's figures. */
+  private async siteCmd(arg: string): Promise<void> {
+    const what = arg.replace(/^ +/, "");
+    if (what !== "FREE") throw new Reply(500, `Unknown SITE command ${what.slice(0, 100).replace(/[\x00-\x1f\x7f]/g, "?")}`);
+    const { freeSize, totalSize } = await this.ctx.card.figures();
+    this.write(200, freeSpaceText(freeSize, totalSize));
   }
 
   private optsCmd(arg: string): void {
@@ -573,13 +585,28 @@ export class Session {
 
   private async openPassive(): Promise<DataChannel> {
     this.closeData();
+    const { host, passivePortRange } = this.ctx.options;
+    let channel: DataChannel;
     try {
-      this.data = await listenPassive(this.ctx.options.host, this.peer, this.ctx.options.passivePortRange);
+      // A port range may be a single port shared by every session (--firmware-ports): then each transfer listens
+      // anew and frees the port once connected. Otherwise the session keeps one port.
+      if (passivePortRange) channel = await listenPassive(host, this.peer, passivePortRange);
+      else {
+        this.passivePort ??= await PassivePort.open(host, this.peer);
+        channel = this.passivePort.next();
+      }
     } catch (e) {
       this.ctx.log(`ftp ${this.label}: passive listen failed: ${(e as Error).message}`);
       throw new Reply(425, "Cannot open a passive data port; try again.");
     }
-    return this.data;
+    if (this.closing) {
+      // closed while listening: close() could not see these yet
+      channel.close();
+      this.passivePort?.close();
+      throw new Reply(421, "Closing the connection.");
+    }
+    this.data = channel;
+    return channel;
   }
 
   private portCmd(target: { host: string; port: number } | undefined): void {
@@ -624,18 +651,15 @@ export class Session {
         const bytes = await work(socket, controller.signal);
         if (report) Object.assign(report, { bytes: bytes ?? 0, ok: true });
       } catch (e) {
-        if (e instanceof CardError && (e.code === "no-space" || e.code === "too-big")) throw new Reply(552, `Upload aborted: ${e.message}`);
-        if (e instanceof ShortUploadError) throw new Reply(426, `${e.message}`);
-        if (controller.signal.aborted) throw new Reply(426, "Transfer aborted; the connection was closed.");
-        if (e instanceof Reply) throw e;
-        const code = (e as NodeJS.ErrnoException).code;
-        if (code === "ECONNRESET" || code === "EPIPE" || code === "ERR_STREAM_PREMATURE_CLOSE") throw new Reply(426, "Data connection lost; transfer aborted.");
-        return fsReply(e);
-      } finally {
         channel.close();
         if (report) this.transferred("end", report);
+        return failedTransfer(e, controller.signal.aborted);
       }
+      // The client hears of its file first (its data, and a download's end, are already sent); closing the data
+      // connection and the device's own bookkeeping (LED, panel, MQTT) come after.
       this.write(226, "Transfer complete.");
+      channel.close();
+      if (report) this.transferred("end", report);
     })();
     this.transfer = { controller, done };
     try {
@@ -653,6 +677,17 @@ export class Session {
       this.ctx.log(`ftp: onTransfer failed: ${(e as Error).message}`);
     }
   }
+}
+
+/** A transfer's failure → the reply that says why (a file-system error through fsReply; anything else rethrown). */
+function failedTransfer(e: unknown, aborted: boolean): never {
+  if (e instanceof CardError && (e.code === "no-space" || e.code === "too-big")) throw new Reply(552, `Upload aborted: ${e.message}`);
+  if (e instanceof ShortUploadError) throw new Reply(426, `${e.message}`);
+  if (aborted) throw new Reply(426, "Transfer aborted; the connection was closed.");
+  if (e instanceof Reply) throw e;
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === "ECONNRESET" || code === "EPIPE" || code === "ERR_STREAM_PREMATURE_CLOSE") throw new Reply(426, "Data connection lost; transfer aborted.");
+  return fsReply(e);
 }
 
 /** Removes Telnet IAC sequences (clients send IAC IP / IAC DM before ABOR). 0xFF never occurs in UTF-8. */

@@ -2,12 +2,14 @@
 // that lands by an atomic rename once complete.
 import { createReadStream } from "node:fs";
 import type { Socket } from "node:net";
-import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CardError, type CardWrite } from "../card/card.js";
+import { Reply } from "./replies.js";
 
 const DRAIN_LIMIT = 16 * 1024 * 1024;
+/** Bytes gathered from the data connection before they go to the card in one write (a 200 KB photo lands in one). */
+const WRITE_BATCH = 256 * 1024;
 /**
  * How long an upload that replaces a file waits, after its data connection ended, for the control connection
  * to close too. A client killed mid-upload closes both, but its control close arrives up to a few
@@ -19,36 +21,6 @@ const REPLACE_GRACE_MS = 25;
 export class ShortUploadError extends Error {
   override readonly name = "ShortUploadError";
   readonly code = "short-upload";
-}
-
-/**
- * A pass-through that claims each chunk's bytes on the card and fails with CardError once the upload does not fit
- * (on the card, or in the largest file it holds). It first discards up to DRAIN_LIMIT more bytes so that a client
- * still sending (curl does not read replies while it sends) finishes and sees the 552 reply rather than a reset
- * connection. `count` hears of every byte kept.
- */
-function meter(write: CardWrite, count: (bytes: number) => void): Transform {
-  let refused: CardError | undefined;
-  let discarded = 0;
-  const full = (): CardError =>
-    new CardError(refused!.code, refused!.code === "too-big" ? "The card cannot hold a file this big (FAT32: under 4 GiB)." : "Not enough space on the card.", { cause: refused });
-  return new Transform({
-    transform: (chunk: Buffer, _enc, done) => {
-      if (!refused) {
-        try {
-          write.grow(chunk.length);
-          count(chunk.length);
-          return done(null, chunk);
-        } catch (e) {
-          if (!(e instanceof CardError)) return done(e as Error);
-          refused = e;
-        }
-      }
-      discarded += chunk.length;
-      done(discarded > DRAIN_LIMIT ? full() : null);
-    },
-    flush: (done) => done(refused ? full() : null),
-  });
 }
 
 export async function sendFile(real: string, offset: number, socket: Socket, signal: AbortSignal): Promise<void> {
@@ -68,18 +40,90 @@ export interface Receive {
  * and vsftpd does not sync either.
  */
 export async function receiveFile(write: CardWrite, socket: Socket, signal: AbortSignal, opts: Receive): Promise<number> {
-  let received = 0;
-  const both = AbortSignal.any([signal, write.signal]);
-  await pipeline(socket, meter(write, (n) => (received += n)), write.sink(1024 * 1024), { signal: both });
+  const received = await receiveData(write, socket, signal);
   // In stream mode the end of data means "complete", but a client that died also closes its data connection; its
   // control connection closes just after, which aborts us. A new file only waits for one more poll of the sockets
   // (a mirror of many files must not pay the grace); a replacement waits longer.
-  if (opts.replaces) await sleep(REPLACE_GRACE_MS, undefined, { signal: both });
+  if (opts.replaces) await sleep(REPLACE_GRACE_MS, undefined, { signal });
   else await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
-  both.throwIfAborted();
+  signal.throwIfAborted();
+  write.signal.throwIfAborted();
   if (opts.announced !== undefined && received !== opts.announced) {
     throw new ShortUploadError(`Upload incomplete: ${received} of the ${opts.announced} bytes announced with ALLO arrived; the file was not changed.`);
   }
   await write.commit();
   return received;
+}
+
+/**
+ * Reads the data connection to its end into `write`, claiming each chunk's bytes on the card, and resolves with
+ * the bytes kept. Chunks are gathered up to WRITE_BATCH and written at once. Once the
+ * upload does not fit (on the card, or in the largest file it holds) it fails with CardError, but first discards up
+ * to DRAIN_LIMIT more bytes so that a client still sending (curl does not read replies while it sends) finishes
+ * and sees the 552 reply rather than a reset connection.
+ */
+function receiveData(write: CardWrite, socket: Socket, signal: AbortSignal): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let batch: Buffer[] = [];
+    let batched = 0;
+    let received = 0;
+    let refused: CardError | undefined;
+    let discarded = 0;
+    const flush = (): void => {
+      if (batched === 0) return;
+      const chunks = batch;
+      batch = [];
+      batched = 0;
+      write.put(chunks);
+    };
+    const full = (): CardError =>
+      new CardError(refused!.code, refused!.code === "too-big" ? "The card cannot hold a file this big (FAT32: under 4 GiB)." : "Not enough space on the card.", { cause: refused });
+    const settle = (failure?: unknown): void => {
+      socket.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
+      signal.removeEventListener("abort", onAbort);
+      write.signal.removeEventListener("abort", onAbort);
+      if (failure === undefined) return resolve(received);
+      socket.destroy();
+      reject(failure);
+    };
+    const onData = (chunk: Buffer): void => {
+      if (!refused) {
+        try {
+          write.grow(chunk.length);
+        } catch (e) {
+          if (!(e instanceof CardError)) return settle(e);
+          refused = e;
+        }
+      }
+      if (refused) {
+        discarded += chunk.length;
+        if (discarded > DRAIN_LIMIT) settle(full());
+        return;
+      }
+      received += chunk.length;
+      batch.push(chunk);
+      batched += chunk.length;
+      if (batched < WRITE_BATCH) return;
+      try {
+        flush();
+      } catch (e) {
+        settle(e);
+      }
+    };
+    const onEnd = (): void => {
+      if (refused) return settle(full());
+      try {
+        flush();
+      } catch (e) {
+        return settle(e);
+      }
+      settle();
+    };
+    const onClose = (): void => settle(new Reply(426, "Data connection lost; transfer aborted."));
+    const onAbort = (): void => settle(signal.aborted ? signal.reason : write.signal.reason);
+    if (signal.aborted || write.signal.aborted) return onAbort();
+    socket.on("data", onData).on("end", onEnd).on("error", settle).on("close", onClose);
+    signal.addEventListener("abort", onAbort);
+    write.signal.addEventListener("abort", onAbort);
+  });
 }
