@@ -384,8 +384,11 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     }
     const ftpHost = opts.ftp.host.includes(":") ? `[${opts.ftp.host}]` : opts.ftp.host;
     events.step(`Waiting for the FTP server at ${opts.ftp.ports.map((p) => `${ftpHost}:${p}`).join(" or ")}…`);
-    const { client: first, port } = await waitForFtp(opts.ftp, waitMs, signal);
-    pool = await FtpPool.open(first, opts.ftp, port, opts.parallel);
+    // Our device service announces its FTP port; a server found there reads pipelined commands.
+    const announced = await client.ftpPort();
+    const target: FtpTarget = { ...opts.ftp, pipeline: announced !== undefined && opts.ftp.ports.includes(announced) };
+    const { connection: first, port } = await waitForFtp(target, waitMs, signal);
+    pool = await FtpPool.open(first, target, port, opts.parallel);
     const openPool = pool;
     signal.addEventListener("abort", () => openPool.abort(), { once: true });
     if (signal.aborted) throw signal.reason;
