@@ -45,7 +45,9 @@ const EXTRA_LOGIN_TIMEOUT_MS = 3_000;
 /** The names FEAT lists ("MFMT", "MLST", "EPSV", ...), upper case. */
 function featureNames(reply: FtpReply): Set<string> {
   const names = new Set<string>();
+  // Feature lines start with a space (RFC 2389); other lines are the reply's own.
   for (const line of reply.text.split("\n").slice(1, -1)) {
+    if (!line.startsWith(" ")) continue;
     const name = line.trim().split(" ", 1)[0];
     if (name) names.add(name.toUpperCase());
   }
@@ -264,7 +266,7 @@ export class FtpConnection {
    * The server's 4xx/5xx answer rejects with FtpReplyError and leaves the connection good; anything else (a
    * broken data connection, a server out of step) drops the control connection too, so that it is not reused.
    */
-  private async transfer<T>(command: string, use: (data: Socket, failed: Promise<never>) => Promise<T>): Promise<T> {
+  private async transfer<T>(command: string, direction: "send" | "receive", use: (data: Socket, failed: Promise<never>) => Promise<T>): Promise<T> {
     const port = await this.passive();
     // The server's address as the control connection sees it: a PASV address behind NAT would be wrong.
     const data = connect({ host: this.control.remoteAddress, port });
@@ -281,7 +283,9 @@ export class FtpConnection {
     refused.catch(() => undefined);
     let connected = false;
     try {
-      await Promise.race([Promise.all([new Promise((resolve) => data.once("connect", resolve)).then(() => (connected = true)), start]), failed, refused]);
+      // What is sent waits for the server's 150; what is received is read from the start (some servers say 150 late).
+      const opened = new Promise((resolve) => data.once("connect", resolve)).then(() => (connected = true));
+      await Promise.race([direction === "send" ? Promise.all([opened, start]) : opened, failed, refused]);
       this.control.pauseTimeout(true);
       let result: T;
       try {
@@ -308,7 +312,7 @@ export class FtpConnection {
 
   async list(dir: string): Promise<Map<string, RemoteEntry>> {
     const mlsd = this.features.has("MLST");
-    const text = await this.transfer(mlsd ? `MLSD ${dir}` : `LIST ${dir}`, async (data, failed) => {
+    const text = await this.transfer(mlsd ? `MLSD ${dir}` : `LIST ${dir}`, "receive", async (data, failed) => {
       data.setEncoding("utf8");
       let text = "";
       data.on("data", (piece: string) => (text += piece));
@@ -320,7 +324,7 @@ export class FtpConnection {
 
   /** Uploads a file's content, streamed with backpressure; `onBytes` hears the bytes sent of this file so far. */
   async upload(source: Readable, remotePath: string, onBytes: (sent: number) => void): Promise<void> {
-    await this.transfer(`STOR ${remotePath}`, async (data, failed) => {
+    await this.transfer(`STOR ${remotePath}`, "send", async (data, failed) => {
       let sent = 0;
       for await (const piece of source) {
         sent += (piece as Buffer).length;
@@ -336,7 +340,7 @@ export class FtpConnection {
    * file sets the pace, and this costs less than `upload`: no stream pipeline, no progress.
    */
   async store(bytes: Buffer, remotePath: string): Promise<void> {
-    await this.transfer(`STOR ${remotePath}`, async (data, failed) => {
+    await this.transfer(`STOR ${remotePath}`, "send", async (data, failed) => {
       for (let at = PIECE; at < bytes.length; at += PIECE) data.write(bytes.subarray(at - PIECE, at));
       const last = bytes.subarray(Math.max(0, Math.ceil(bytes.length / PIECE) - 1) * PIECE);
       await Promise.race([new Promise<void>((resolve) => data.end(last, () => resolve())), failed]);
