@@ -214,6 +214,29 @@ describe("the sync's FTP client against a scripted peer", () => {
     assert.equal(conn.closed, true);
   });
 
+  test("a server without MLSD: LIST, read as a Unix listing", async () => {
+    const p = await use(
+      startPeer(
+        async (verb, _arg, s) => {
+          if (verb !== "LIST") return false;
+          s.write("150 listing\r\n");
+          (await s.data!).end("drwxr-xr-x 1 ftp ftp 0 Jan 02 2024 album\r\n-rw-r--r-- 1 ftp ftp 12345 Jan 02 2024 a.jpg\r\n");
+          s.write("226 done\r\n");
+          return true;
+        },
+        ["EPSV", "MFMT"],
+      ),
+    );
+    const conn = await connectTo(p.port);
+    try {
+      const listed = await conn.list("/");
+      assert.deepEqual([...listed].map(([name, e]) => [name, e.type, e.size]), [["album", "dir", 0], ["a.jpg", "file", 12345]]);
+    } finally {
+      conn.close();
+    }
+    assert.ok(p.commands.includes("LIST /"), p.commands.join(", "));
+  });
+
   test("a refused login", async () => {
     const p = await use(startPeer((verb, _arg, s) => (verb === "PASS" ? (s.write("530 Login incorrect.\r\n"), true) : false)));
     const e = await rejection(connectTo(p.port));
