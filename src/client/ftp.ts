@@ -182,18 +182,26 @@ async function parseLongList(text: string): Promise<Map<string, RemoteEntry>> {
   return out;
 }
 
-/** A data connection's failure, its silence for TIMEOUT_MS, or its end before `use` is done with it. */
-function dataFailure(socket: Socket, where: string): Promise<never> {
+/**
+ * A data connection's failure, its silence for TIMEOUT_MS, or its end before `use` is done with it; `over()` once
+ * the transfer ended (no error is made then: each costs a stack trace, and this runs for every file).
+ */
+function dataFailure(socket: Socket, where: string): { failed: Promise<never>; over(): void } {
+  let ended = false;
   const failed = new Promise<never>((_, reject) => {
-    socket.on("error", (e: NodeJS.ErrnoException) => reject(new FtpConnectionError(`The FTP data connection to ${where} failed (${e.code ?? e.message}).`, { cause: e })));
+    socket.on("error", (e: NodeJS.ErrnoException) => {
+      if (!ended) reject(new FtpConnectionError(`The FTP data connection to ${where} failed (${e.code ?? e.message}).`, { cause: e }));
+    });
     socket.on("timeout", () => {
       reject(new FtpConnectionError(`The FTP data connection to ${where} made no progress for ${TIMEOUT_MS / 1000} s.`));
       socket.destroy();
     });
-    socket.on("close", () => reject(new FtpConnectionError(`The FTP server at ${where} closed the data connection before the transfer ended.`)));
+    socket.on("close", () => {
+      if (!ended) reject(new FtpConnectionError(`The FTP server at ${where} closed the data connection before the transfer ended.`));
+    });
   });
   failed.catch(() => undefined);
-  return failed;
+  return { failed, over: () => (ended = true) };
 }
 
 /** One logged-in connection with the operations a mirror needs. Paths are absolute on the server. */
@@ -203,6 +211,7 @@ export class FtpConnection {
   /** An EPSV sent ahead (pipelined after the last MFMT), for the next transfer. */
   private nextPassive: Promise<FtpReply> | undefined;
   private data: Socket | undefined;
+  private buffer: Buffer | undefined;
 
   constructor(
     private control: FtpControl,
@@ -211,6 +220,12 @@ export class FtpConnection {
     private readonly target: FtpTarget,
     private readonly port: number,
   ) {}
+
+  /** A buffer of at least `size` bytes for this connection's next `store`, reused from one file to the next. */
+  scratch(size: number): Buffer {
+    if (!this.buffer || this.buffer.length < size) this.buffer = Buffer.allocUnsafe(Math.max(size, 256 * 1024));
+    return this.buffer;
+  }
 
   /** Replaces a broken connection with a fresh login. */
   async reconnect(): Promise<void> {
@@ -272,7 +287,7 @@ export class FtpConnection {
     const data = connect({ host: this.control.remoteAddress, port });
     this.data = data;
     data.setTimeout(TIMEOUT_MS);
-    const failed = dataFailure(data, this.control.where);
+    const { failed, over } = dataFailure(data, this.control.where);
     let started!: () => void;
     const start = new Promise<void>((resolve) => (started = resolve));
     const final = this.control.send(command, (reply) => {
@@ -290,6 +305,8 @@ export class FtpConnection {
       let result: T;
       try {
         result = await Promise.race([use(data, failed), refused]);
+        // All sent or received: the data connection may close now (the server closes it before its 226).
+        over();
       } finally {
         this.control.pauseTimeout(false);
       }
@@ -305,6 +322,7 @@ export class FtpConnection {
       this.control.destroy();
       throw e;
     } finally {
+      over();
       data.destroy();
       this.data = undefined;
     }

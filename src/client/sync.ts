@@ -151,11 +151,12 @@ async function openLocal(abs: string): Promise<ReturnType<typeof createReadStrea
 }
 
 /**
- * Reads a small file whole (SMALL_FILE), one byte past its planned size so that one that grew is caught. A
- * synchronous read: from the page cache it takes less time than handing it to the thread pool and back.
+ * Reads a small file whole (SMALL_FILE) into `into` (the connection's reused buffer: a fresh one per file costs
+ * its page faults), one byte past its planned size so that one that grew is caught. A synchronous read: from the
+ * page cache it takes less time than handing it to the thread pool and back.
  */
-function readSmall(abs: string, size: number): Buffer {
-  const data = Buffer.allocUnsafe(size + 1);
+function readSmall(abs: string, size: number, into: Buffer): Buffer {
+  const data = into.subarray(0, size + 1);
   let length = 0;
   try {
     const fd = openSync(abs, "r");
@@ -181,7 +182,7 @@ function readSmall(abs: string, size: number): Buffer {
  */
 async function uploadOne(conn: FtpConnection, u: Upload, remotePath: string, setTime: boolean, events: SyncEvents): Promise<void> {
   if (u.size <= SMALL_FILE) {
-    await conn.store(readSmall(u.abs, u.size), remotePath);
+    await conn.store(readSmall(u.abs, u.size, conn.scratch(u.size + 1)), remotePath);
   } else {
     const stream = await openLocal(u.abs);
     try {
