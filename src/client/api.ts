@@ -1,5 +1,4 @@
-// The typed client of the FrameFi web API (our device service and the real firmware alike). Built on node:http(s),
-// or on a fetch given in the options.
+// The typed client of the FrameFi web API (our device service and the real firmware alike). Built on fetch.
 // Every endpoint has a method with typed request and response; failures are typed errors:
 // DeviceUnreachableError (no answer), AuthenticationError (401), ForbiddenError (403), DeviceHttpError (any other
 // error status, carrying the status and the device's message) and ProtocolError (an answer that is not the JSON
@@ -8,7 +7,6 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { Readable } from "node:stream";
-import { HttpNoAnswer, send, type HttpAnswer } from "./http-transport.js";
 import type { ActionResult, Brightness, DeviceStatus, DisplayStatus, LedStatus, Mode, ModeStatus, MqttStatus } from "../shared/firmware.js";
 
 export {
@@ -80,7 +78,6 @@ export interface ClientOptions {
   /** Per request, except uploads (which have none unless given `uploadTimeoutMs`). Default 10 s. */
   timeoutMs?: number;
   uploadTimeoutMs?: number;
-  /** A fetch to send requests with (a proxy, a test double); default: node:http(s). */
   fetch?: typeof fetch;
 }
 
@@ -111,7 +108,7 @@ export class FrameFiClient {
   private readonly auth: string | undefined;
   private readonly timeoutMs: number;
   private readonly uploadTimeoutMs: number | undefined;
-  private readonly fetch: typeof fetch | undefined;
+  private readonly fetch: typeof fetch;
   /** Each result this client returned, with the body it was parsed from. */
   private readonly bodies = new WeakMap<object, string>();
   /** X-FrameFi-FTP-Port of the last answer: null when it had none (the firmware), undefined before any answer. */
@@ -125,7 +122,7 @@ export class FrameFiClient {
         : undefined;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.uploadTimeoutMs = opts.uploadTimeoutMs;
-    this.fetch = opts.fetch;
+    this.fetch = opts.fetch ?? globalThis.fetch;
   }
 
   status(): Promise<DeviceStatus> {
@@ -254,17 +251,26 @@ export class FrameFiClient {
     if (this.auth) headers.Authorization = this.auth;
     if (opts.contentType) headers["Content-Type"] = opts.contentType;
     const timeout = path === "/upload" ? opts.timeoutMs : this.timeoutMs;
-    let res: HttpAnswer;
+    const init: RequestInit & { duplex?: "half" } = {
+      method,
+      headers,
+      signal: timeout ? AbortSignal.timeout(timeout) : null,
+    };
+    if (opts.body !== undefined) {
+      init.body = opts.body as BodyInit;
+      if (typeof opts.body !== "string") init.duplex = "half";
+    }
+    let res: Response;
+    let text: string;
     try {
-      res = this.fetch ? await this.viaFetch(this.fetch, path, method, headers, opts.body, timeout) : await send(this.url + path, { method, headers, body: opts.body, timeoutMs: timeout });
+      res = await this.fetch(this.url + path, init);
+      text = await res.text();
     } catch (e) {
-      if (e instanceof HttpNoAnswer) throw new DeviceUnreachableError(this.url, e.reason);
       const err = e as Error & { cause?: { code?: string; message?: string } };
       const reason = err.name === "TimeoutError" ? `no answer within ${timeout} ms` : (err.cause?.code ?? err.cause?.message ?? err.message);
       throw new DeviceUnreachableError(this.url, reason);
     }
-    const text = res.text;
-    const announced = Number(res.header("x-framefi-ftp-port") ?? NaN);
+    const announced = Number(res.headers.get("x-framefi-ftp-port") ?? NaN);
     this.announcedFtp = Number.isInteger(announced) && announced > 0 && announced < 65536 ? announced : null;
     let json: unknown;
     try {
@@ -272,14 +278,14 @@ export class FrameFiClient {
     } catch {
       json = undefined;
     }
-    if (res.status < 200 || res.status > 299) {
+    if (!res.ok) {
       const message = isObject(json) && typeof json.message === "string" ? json.message : text.trim() || res.statusText;
       if (res.status === 401) throw new AuthenticationError(res.status, message, text, request);
       if (res.status === 403) throw new ForbiddenError(res.status, message, text, request);
       throw new DeviceHttpError(res.status, message, text, request);
     }
     if (!isObject(json)) {
-      const page = /html/i.test(res.header("content-type") ?? "") || /^\s*</.test(text);
+      const page = /html/i.test(res.headers.get("content-type") ?? "") || /^\s*</.test(text);
       const what = page ? "a web page" : `"${text.slice(0, 60).replace(/\s+/g, " ").trim()}"`;
       throw new ProtocolError(`${request}: ${this.url} answered ${what}, not the device API's JSON. Give the device's address without a path, e.g. ${new URL(this.url).origin}.`);
     }
@@ -289,23 +295,6 @@ export class FrameFiClient {
     }
     this.bodies.set(json, text);
     return json as T;
-  }
-
-  private async viaFetch(
-    fetcher: typeof fetch,
-    path: string,
-    method: string,
-    headers: Record<string, string>,
-    body: string | AsyncIterable<Uint8Array> | undefined,
-    timeout: number | undefined,
-  ): Promise<HttpAnswer> {
-    const init: RequestInit & { duplex?: "half" } = { method, headers, signal: timeout ? AbortSignal.timeout(timeout) : null };
-    if (body !== undefined) {
-      init.body = body as BodyInit;
-      if (typeof body !== "string") init.duplex = "half";
-    }
-    const res = await fetcher(this.url + path, init);
-    return { status: res.status, statusText: res.statusText, header: (name) => res.headers.get(name), text: await res.text() };
   }
 
   /** The device's answer that `result` (a result of this client) was read from, exactly as it was sent. */
