@@ -151,12 +151,11 @@ async function openLocal(abs: string): Promise<ReturnType<typeof createReadStrea
 }
 
 /**
- * Reads a small file whole (SMALL_FILE) into `into` (the connection's reused buffer: a fresh one per file costs
- * its page faults), one byte past its planned size so that one that grew is caught. A synchronous read: from the
- * page cache it takes less time than handing it to the thread pool and back.
+ * Reads a small file whole (SMALL_FILE), one byte past its planned size so that one that grew is caught. A
+ * synchronous read: from the page cache it takes less time than handing it to the thread pool and back.
  */
-function readSmall(abs: string, size: number, into: Buffer): Buffer {
-  const data = into.subarray(0, size + 1);
+function readSmall(abs: string, size: number): Buffer {
+  const data = Buffer.allocUnsafe(size + 1);
   let length = 0;
   try {
     const fd = openSync(abs, "r");
@@ -182,7 +181,7 @@ function readSmall(abs: string, size: number, into: Buffer): Buffer {
  */
 async function uploadOne(conn: FtpConnection, u: Upload, remotePath: string, setTime: boolean, events: SyncEvents): Promise<void> {
   if (u.size <= SMALL_FILE) {
-    await conn.store(readSmall(u.abs, u.size, conn.scratch(u.size + 1)), remotePath);
+    await conn.store(readSmall(u.abs, u.size), remotePath);
   } else {
     const stream = await openLocal(u.abs);
     try {
@@ -385,11 +384,8 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     }
     const ftpHost = opts.ftp.host.includes(":") ? `[${opts.ftp.host}]` : opts.ftp.host;
     events.step(`Waiting for the FTP server at ${opts.ftp.ports.map((p) => `${ftpHost}:${p}`).join(" or ")}…`);
-    // Our device service announces its FTP port; a server found there reads pipelined commands.
-    const announced = await client.ftpPort();
-    const target: FtpTarget = { ...opts.ftp, pipeline: announced !== undefined && opts.ftp.ports.includes(announced) };
-    const { connection: first, port } = await waitForFtp(target, waitMs, signal);
-    pool = await FtpPool.open(first, target, port, opts.parallel);
+    const { client: first, port } = await waitForFtp(opts.ftp, waitMs, signal);
+    pool = await FtpPool.open(first, opts.ftp, port, opts.parallel);
     const openPool = pool;
     signal.addEventListener("abort", () => openPool.abort(), { once: true });
     if (signal.aborted) throw signal.reason;
