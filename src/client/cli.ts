@@ -303,15 +303,13 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
       }
     }
     const quiet = ctx.flags.json || dryRun;
-    const events = quiet ? quietEvents(ctx.err) : process.stderr.isTTY ? barEvents(process.stderr) : lineEvents(ctx.out, ctx.err);
+    const bar = !quiet && process.stderr.isTTY ? barEvents(process.stderr) : undefined;
+    const events = quiet ? quietEvents(ctx.err) : (bar ?? lineEvents(ctx.out, ctx.err));
 
     const controller = new AbortController();
     let interrupts = 0;
     const onSignal = (): void => {
-      if (++interrupts > 1) {
-        events.stop();
-        process.exit(EXIT.interrupted);
-      }
+      if (++interrupts > 1) process.exit(EXIT.interrupted);
       ctx.err("Stopping: putting the device back in the mode it was in… (Ctrl-C again to quit at once)");
       controller.abort(new Error("Interrupted."));
     };
@@ -348,7 +346,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
       });
     } finally {
       await unlock();
-      events.stop();
+      bar?.stop();
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
     }

@@ -1,6 +1,6 @@
 // The FTP side of a sync, on basic-ftp: finding the device's FTP server once FTP mode is on, a small pool of
 // logged-in connections (several files travel at once), the card's file tree, and the operations a mirror needs.
-import { Client, FTPError, FileType, type FTPResponse } from "basic-ftp";
+import { Client, FTPError, FileType } from "basic-ftp";
 import { posix } from "node:path";
 import type { Readable } from "node:stream";
 import { FtpLoginError, FtpUnreachableError } from "./sync-errors.js";
@@ -29,10 +29,6 @@ export function isReply(e: unknown): e is FTPError {
 
 /** Time without an answer or progress before a login, command or transfer is given up. */
 const TIMEOUT_MS = 10_000;
-/** Files up to this size travel through `FtpConnection.store`, read whole; larger ones are streamed. */
-export const SMALL_FILE = 1024 * 1024;
-/** A small file is written in pieces of this size: each piece written re-arms the data connection's timeout. */
-const PIECE = 64 * 1024;
 /** A server that serves one client at a time (the firmware's) may leave extra logins hanging: give up sooner. */
 const EXTRA_LOGIN_TIMEOUT_MS = 3_000;
 
@@ -137,43 +133,6 @@ export class FtpConnection {
       await this.client.uploadFrom(source, remotePath);
     } finally {
       this.client.trackProgress();
-    }
-  }
-
-  /**
-   * Uploads bytes held in memory (a small file: see SMALL_FILE). For many small files the client's CPU time per
-   * file sets the pace, and this costs about half of `upload`'s: no stream pipeline, no progress polling.
-   */
-  async store(data: Buffer, remotePath: string): Promise<void> {
-    const ftp = this.client.ftp;
-    await this.client.prepareTransfer(ftp);
-    const socket = ftp.dataSocket!;
-    let sent = false;
-    let reply: FTPResponse | undefined;
-    try {
-      await ftp.handle(`STOR ${remotePath}`, (res, task) => {
-        if (res instanceof Error) task.reject(res);
-        else if (res.code === 150 || res.code === 125) {
-          if (socket.writableEnded) return;
-          // While the bytes travel, the data connection's timeout watches them instead of the control connection's.
-          ftp.socket.setTimeout(0);
-          socket.setTimeout(TIMEOUT_MS);
-          for (let at = 0; at < data.length; at += PIECE) socket.write(data.subarray(at, at + PIECE));
-          socket.end((err?: Error) => {
-            if (err) return;
-            sent = true;
-            ftp.socket.setTimeout(TIMEOUT_MS);
-            if (reply) task.resolve(reply);
-          });
-        } else if (res.code < 300) {
-          reply = res;
-          if (sent) task.resolve(res);
-        } else {
-          ftp.closeWithError(new Error(`The FTP server answered STOR with ${res.message}, which asks for more than a client can give.`));
-        }
-      });
-    } finally {
-      ftp.dataSocket = undefined;
     }
   }
 

@@ -1,5 +1,4 @@
 // The local side of a sync: every file and folder under the folder to mirror, by relative posix path.
-import type { Dirent, Stats } from "node:fs";
 import { lstat, readdir, realpath, stat } from "node:fs/promises";
 import { join, sep } from "node:path";
 
@@ -40,35 +39,31 @@ export async function scanLocal(root: string, opts: ScanOptions = {}): Promise<L
     const id = `${st.dev}:${st.ino}`;
     if (seen.has(id)) return;
     seen.add(id);
-    let children: Dirent[];
+    let names: string[];
     try {
-      children = (await readdir(abs, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      names = (await readdir(abs)).sort();
     } catch (e) {
       tree.unreadable.set(rel, (e as NodeJS.ErrnoException).code ?? (e as Error).message);
       return;
     }
-    // The folder's listing tells links apart: a plain file or folder takes one stat. All of a folder's at once.
-    const looked = await Promise.all(
-      children.map(async (d): Promise<Stats | "outside" | undefined> => {
-        const childAbs = join(abs, d.name);
-        try {
-          const link = d.isSymbolicLink() || (!d.isFile() && !d.isDirectory() && (await lstat(childAbs)).isSymbolicLink());
-          if (link && !opts.followLinksOutside && !inside(await realpath(childAbs))) return "outside";
-          return await stat(childAbs);
-        } catch {
-          return undefined;
+    for (const name of names) {
+      const childAbs = join(abs, name);
+      const childRel = rel === "" ? name : `${rel}/${name}`;
+      let st2;
+      try {
+        if ((await lstat(childAbs)).isSymbolicLink() && !opts.followLinksOutside && !inside(await realpath(childAbs))) {
+          tree.outside.push(childRel);
+          continue;
         }
-      }),
-    );
-    for (const [i, d] of children.entries()) {
-      const childAbs = join(abs, d.name);
-      const childRel = rel === "" ? d.name : `${rel}/${d.name}`;
-      const st2 = looked[i];
-      if (st2 === "outside") tree.outside.push(childRel);
-      else if (st2?.isDirectory()) {
+        st2 = await stat(childAbs);
+      } catch {
+        tree.skipped.push(childRel);
+        continue;
+      }
+      if (st2.isDirectory()) {
         tree.entries.set(childRel, { type: "dir", abs: childAbs, size: 0, mtimeMs: st2.mtimeMs });
         await walk(childAbs, childRel);
-      } else if (st2?.isFile()) {
+      } else if (st2.isFile()) {
         tree.entries.set(childRel, { type: "file", abs: childAbs, size: st2.size, mtimeMs: st2.mtimeMs });
       } else {
         tree.skipped.push(childRel);

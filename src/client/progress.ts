@@ -8,9 +8,8 @@ import type { SyncEvents } from "./sync.js";
 type Write = (line: string) => void;
 
 /** Says nothing but failures and steps (for --json and --dry-run, whose output is printed at the end). */
-export function quietEvents(err: Write): SyncEvents & { stop(): void } {
+export function quietEvents(err: Write): SyncEvents {
   return {
-    stop: () => undefined,
     step: (text) => err(text),
     planned: () => undefined,
     uploadStarted: () => undefined,
@@ -23,36 +22,17 @@ export function quietEvents(err: Write): SyncEvents & { stop(): void } {
   };
 }
 
-/** How often the per-file lines are written: a write per file costs more CPU than sending a small file. */
-const LINES_EVERY_MS = 100;
-
-/**
- * One line per file on `out`, written in batches (at most LINES_EVERY_MS late); steps and failures on `err` at
- * once. Call `stop()` when the sync is over: it writes what is left.
- */
-export function lineEvents(out: Write, err: Write): SyncEvents & { stop(): void } {
-  let lines: string[] = [];
-  let timer: NodeJS.Timeout | undefined;
-  const flush = (): void => {
-    clearTimeout(timer);
-    timer = undefined;
-    if (lines.length > 0) out(lines.join("\n"));
-    lines = [];
-  };
-  const line = (text: string): void => {
-    lines.push(text);
-    timer ??= setTimeout(flush, LINES_EVERY_MS);
-  };
+/** One line per file on `out`; steps and failures on `err`. */
+export function lineEvents(out: Write, err: Write): SyncEvents {
   return {
     ...quietEvents(err),
     planned: (plan) => err(planLine(plan)),
-    uploaded: (u) => line(`uploaded ${u.rel} (${bytes(u.size)})`),
-    deleted: (rel, type) => line(type === "dir" ? `deleted folder ${rel}/` : `deleted ${rel}`),
-    created: (rel) => line(`created folder ${rel}/`),
+    uploaded: (u) => out(`uploaded ${u.rel} (${bytes(u.size)})`),
+    deleted: (rel, type) => out(type === "dir" ? `deleted folder ${rel}/` : `deleted ${rel}`),
+    created: (rel) => out(`created folder ${rel}/`),
     photoDone: (rel, source, size) => {
-      if (size !== undefined) line(`converted ${source} → ${rel} (${bytes(size)})`);
+      if (size !== undefined) out(`converted ${source} → ${rel} (${bytes(size)})`);
     },
-    stop: flush,
   };
 }
 

@@ -3,12 +3,12 @@
 // connections at once, then leaves the device in MSC mode (or FTP with `stay`). Ctrl-C or a failure puts the
 // device back in the mode it was in. Uploaded files carry the local modification time (MFMT), so a rerun skips
 // what already arrived. With a frame profile, photos are converted (photos/) while the first files travel.
-import { closeSync, createReadStream, openSync, readSync } from "node:fs";
+import { createReadStream } from "node:fs";
 import { MODE_FTP, MODE_NAMES, modeOf, type Mode, type ModeName } from "../shared/firmware.js";
 import type { FrameFiClient } from "./api.js";
 import { switchMode } from "./modes.js";
 import { SyncStopped } from "./sync-errors.js";
-import { FtpPool, isReply, remoteJoin, SMALL_FILE, waitForFtp, type FtpConnection, type FtpTarget, type RemoteEntry } from "./ftp.js";
+import { FtpPool, isReply, remoteJoin, waitForFtp, type FtpConnection, type FtpTarget, type RemoteEntry } from "./ftp.js";
 import { scanLocal, type LocalTree } from "./local-tree.js";
 import { decideUpload, makePlan, type Plan, type PlanInput, type Upload } from "./plan.js";
 import { PhotoCache } from "./photos/cache.js";
@@ -131,12 +131,6 @@ async function listRemote(pool: FtpPool, root: string, signal: AbortSignal): Pro
   return { tree, rootMissing };
 }
 
-function unreadable(e: unknown): LocalFileError {
-  return new LocalFileError(`cannot read the local file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-}
-
-const CHANGED = "the file changed while it was being sent; run the sync again";
-
 async function openLocal(abs: string): Promise<ReturnType<typeof createReadStream>> {
   const stream = createReadStream(abs, { highWaterMark: 256 * 1024 });
   try {
@@ -145,54 +139,22 @@ async function openLocal(abs: string): Promise<ReturnType<typeof createReadStrea
       stream.once("error", reject);
     });
   } catch (e) {
-    throw unreadable(e);
+    throw new LocalFileError(`cannot read the local file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
   return stream;
 }
 
-/**
- * Reads a small file whole (SMALL_FILE), one byte past its planned size so that one that grew is caught. A
- * synchronous read: from the page cache it takes less time than handing it to the thread pool and back.
- */
-function readSmall(abs: string, size: number): Buffer {
-  const data = Buffer.allocUnsafe(size + 1);
-  let length = 0;
-  try {
-    const fd = openSync(abs, "r");
-    try {
-      let n: number;
-      do {
-        n = readSync(fd, data, length, data.length - length, length);
-        length += n;
-      } while (n > 0 && length < data.length);
-    } finally {
-      closeSync(fd);
-    }
-  } catch (e) {
-    throw unreadable(e);
-  }
-  if (length !== size) throw new LocalFileError(CHANGED);
-  return data.subarray(0, size);
-}
-
-/**
- * Sends one file and gives it the local modification time. A file whose size is no longer the planned one is not
- * sent (a small one) or removed again (a streamed one).
- */
+/** Sends one file and gives it the local modification time; a file that changed while sent is removed again. */
 async function uploadOne(conn: FtpConnection, u: Upload, remotePath: string, setTime: boolean, events: SyncEvents): Promise<void> {
-  if (u.size <= SMALL_FILE) {
-    await conn.store(readSmall(u.abs, u.size), remotePath);
-  } else {
-    const stream = await openLocal(u.abs);
-    try {
-      await conn.upload(stream, remotePath, (sent) => events.uploadProgress(u, sent));
-    } finally {
-      stream.destroy();
-    }
-    if (stream.bytesRead !== u.size) {
-      await conn.removeFile(remotePath).catch(() => undefined);
-      throw new LocalFileError(CHANGED);
-    }
+  const stream = await openLocal(u.abs);
+  try {
+    await conn.upload(stream, remotePath, (sent) => events.uploadProgress(u, sent));
+  } finally {
+    stream.destroy();
+  }
+  if (stream.bytesRead !== u.size) {
+    await conn.removeFile(remotePath).catch(() => undefined);
+    throw new LocalFileError("the file changed while it was being sent; run the sync again");
   }
   if (setTime) await conn.setMtime(remotePath, u.mtimeMs);
 }
@@ -217,11 +179,8 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     result.failed.push({ rel, reason });
     events.failed(rel, reason);
   };
-  /**
-   * Runs `op` on each item; a refusal by the server fails that item only. `byDepth`: the items are folders sorted by
-   * depth, done one depth after the other (a parent before its children, or after them), each depth at once.
-   */
-  const perItem = async (pool: FtpPool, items: readonly string[], byDepth: boolean, op: (conn: FtpConnection, rel: string) => Promise<void>, failure: string): Promise<void> => {
+  /** Runs `op` on each item (one at a time when order matters); a refusal by the server fails that item only. */
+  const perItem = async (pool: FtpPool, items: readonly string[], inOrder: boolean, op: (conn: FtpConnection, rel: string) => Promise<void>, failure: string): Promise<void> => {
     const one = async (conn: FtpConnection, rel: string): Promise<void> => {
       try {
         await withReconnect(conn, signal, () => op(conn, rel));
@@ -230,17 +189,8 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
         fail(rel, `${failure}: ${e.message}`);
       }
     };
-    if (!byDepth) await pool.each(items, one);
-    else {
-      const depth = (rel: string): number => rel.split("/").length;
-      const levels: string[][] = [];
-      for (const rel of items) {
-        const level = levels.at(-1);
-        if (level && depth(level[0]!) === depth(rel)) level.push(rel);
-        else levels.push([rel]);
-      }
-      for (const level of levels) await pool.each(level, one);
-    }
+    if (!inOrder) await pool.each(items, one);
+    else for (const rel of items) await pool.each([rel], one);
     if (signal.aborted) throw signal.reason;
   };
 

@@ -4,9 +4,7 @@
 // sharp's prebuilt libvips reads HEIF only with AV1 inside (AVIF); iPhone HEIC holds HEVC, decoded here by
 // heic-decode (libheif compiled to WebAssembly, in a worker thread: heic.ts) and handed to sharp as pixels.
 import { extname } from "node:path";
-// sharp is loaded on first use: a sync without photo options never needs it, and loading it takes longer than
-// sending a few hundred small files.
-import type { Metadata, Sharp } from "sharp";
+import sharp, { type Metadata, type Sharp } from "sharp";
 import exifReader from "exif-reader";
 import { MAX_HEIC_PIXELS, type HeicDecoder } from "./heic.js";
 import type { FrameProfile } from "./profile.js";
@@ -72,7 +70,6 @@ function isHevcHeif(meta: Metadata): boolean {
 /** Reads the date a photo was taken (EXIF DateTimeOriginal), or undefined; never throws. */
 export async function dateTaken(path: string): Promise<number | undefined> {
   try {
-    const { default: sharp } = await import("sharp");
     return exifDate((await sharp(path).metadata()).exif);
   } catch {
     return undefined;
@@ -82,7 +79,6 @@ export async function dateTaken(path: string): Promise<number | undefined> {
 /** The photo (a file's content) as a JPEG for the profile; `mtimeMs` gives the date taken when asked and the photo has none. */
 export async function convertPhoto(data: Buffer, profile: FrameProfile, mtimeMs: number, heic: HeicDecoder): Promise<Buffer> {
   try {
-    const { default: sharp } = await import("sharp");
     const meta = await sharp(data, { limitInputPixels: false }).metadata();
     checkSize(meta);
     const takenMs = exifDate(meta.exif);
