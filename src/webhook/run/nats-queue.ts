@@ -529,36 +529,37 @@ export class NatsQueue implements SharedQueue {
    * Stores a job's final record, again while the server is away (until -queue-ack-wait has
    * passed): a request waiting for the job's end is answered from it.
    */
-  private async storeFinal(job: Job, msg: JobMessage): Promise<void> {
-    const until = Date.now() + this.opts.ackWaitMs;
-    for (;;) {
-      try {
-        await this.jobs.stored(job);
-        return;
-      } catch (e) {
-        if (Date.now() >= until) {
-          this.opts.log.print(`[${msg.id}] ${msg.hook}: the job's final record could not be stored (${(e as Error).message}): a request waiting for it is not answered`, { rid: msg.id, hook: msg.hook });
-          return;
-        }
-        await new Promise((r) => setTimeout(r, RETRY_MS));
-        this.records.changed(job);
-      }
-    }
+  private storeFinal(job: Job, msg: JobMessage): Promise<void> {
+    return this.untilAckWait(
+      (again) => {
+        if (again) this.records.changed(job);
+        return this.jobs.stored(job);
+      },
+      (e) => this.opts.log.print(`[${msg.id}] ${msg.hook}: the job's final record could not be stored (${e.message}): a request waiting for it is not answered`, { rid: msg.id, hook: msg.hook }),
+    );
   }
 
   /**
    * Acks a finished job, again while the server is away (until -queue-ack-wait has passed): a lost
    * ack would hold one of the hook's max-concurrency slots until the job is redelivered.
    */
-  private async ack(m: JsMsg, job: JobMessage): Promise<void> {
+  private ack(m: JsMsg, job: JobMessage): Promise<void> {
+    return this.untilAckWait(
+      () => m.ackAck({ timeout: Math.min(PUBLISH_TIMEOUT_MS, this.opts.ackWaitMs) }),
+      (e) => this.opts.log.print(`[${job.id}] ${job.hook}: the NATS server did not confirm the job's end (${e.message}): it may run again`, { rid: job.id, hook: job.hook }),
+    );
+  }
+
+  /** Tries `op` every RETRY_MS until it succeeds or -queue-ack-wait has passed; then `giveUp` with the last error. */
+  private async untilAckWait(op: (again: boolean) => Promise<unknown>, giveUp: (e: Error) => void): Promise<void> {
     const until = Date.now() + this.opts.ackWaitMs;
-    for (;;) {
+    for (let again = false; ; again = true) {
       try {
-        await m.ackAck({ timeout: Math.min(PUBLISH_TIMEOUT_MS, this.opts.ackWaitMs) });
+        await op(again);
         return;
       } catch (e) {
         if (Date.now() >= until) {
-          this.opts.log.print(`[${job.id}] ${job.hook}: the NATS server did not confirm the job's end (${(e as Error).message}): it may run again`, { rid: job.id, hook: job.hook });
+          giveUp(e as Error);
           return;
         }
         await new Promise((r) => setTimeout(r, RETRY_MS));
