@@ -123,10 +123,14 @@ describe("the setup page against a page of another origin", { skip }, () => {
 <input name="s" value="EvilNet"><input name="p" value="x"><input name="web_user" value="attacker"><input name="web_pass" value="owned">
 </form>
 <script>
-document.querySelector("img").onerror = () => {
+// The parser may yield before this script: the <img> can have failed already (complete), or fail later.
+const img = document.querySelector("img");
+const post = () => {
   document.querySelector("iframe").onload = () => { document.title = "done"; };
   document.getElementById("f").submit();
 };
+if (img.complete) post();
+else img.onerror = img.onload = post;
 </script>`,
     );
   });
