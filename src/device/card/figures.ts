@@ -279,11 +279,11 @@ export class Inventory {
     }
     this.removeFile(path);
     if (st?.isDirectory()) {
-      if (!this.watchers.has(path)) {
-        const files = new Map<string, number>();
-        await this.walk(path, files, new Set(), true);
-        for (const [p, size] of files) this.setFile(p, size);
-      }
+      // Read even when watched already: a file landing in a new folder watches it before that folder's own event
+      // comes, and what was put in the folder before then has sent no event.
+      const files = new Map<string, number>();
+      await this.walk(path, files, new Set(), true);
+      for (const [p, size] of files) this.setFile(p, size);
       return;
     }
     // Gone (or not a regular file): forget it, and everything below it if it was a folder.
