@@ -38,6 +38,8 @@ export interface DeviceConfig {
   ftpPassivePorts: [number, number] | undefined;
   /** IPv4 address announced in PASV replies (for clients behind NAT); undefined = the address the client reached. */
   ftpPublicAddress: string | undefined;
+  /** Refuse FTP block mode (MODE B) as the firmware's FTP server does. */
+  ftpStreamOnly: boolean;
   setupHost: string;
   setupPort: number;
   mqtt: MqttConfig;
@@ -83,6 +85,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "ftp-port", kind: "int", default: "2121", help: "FTP control port (the FTP server runs while the device is in FTP mode)" },
   { name: "ftp-passive-ports", kind: "string", help: "port range for passive FTP data connections, e.g. 50000-50100; default: any free port" },
   { name: "ftp-public-address", kind: "string", help: "IPv4 address announced in passive FTP replies when clients reach the device through NAT" },
+  { name: "ftp-stream-only", kind: "bool", help: "refuse FTP block mode (MODE B) with the firmware's 504, as the dongle does; framefi sync then opens a data connection per file" },
   { name: "setup-host", kind: "string", help: "address of the Wi-Fi setup page after a Wi-Fi reset (default: --host)" },
   { name: "setup-port", kind: "int", default: "8081", help: "port of the Wi-Fi setup page (the device's own access point)" },
   { name: "mqtt-url", kind: "string", help: "MQTT broker, mqtt://[user:password@]host[:port]; enables the MQTT client" },
@@ -309,6 +312,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     ftpPassword: str("ftp-password"),
     ftpPort: inRange("ftp-port", int("ftp-port"), 0, 65535),
     ftpPassivePorts: passivePorts ? parsePortRange(passivePorts) : undefined,
+    ftpStreamOnly: bool("ftp-stream-only", raw("ftp-stream-only")),
     ftpPublicAddress: publicAddress ? parseIpv4(publicAddress) : undefined,
     setupHost: raw("setup-host") ?? host,
     setupPort: inRange("setup-port", int("setup-port"), 0, 65535),

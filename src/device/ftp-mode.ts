@@ -18,6 +18,7 @@ export function ftpMode(ctx: DeviceContext): FtpShare {
         password: settings.ftpPassword,
         ...(config.ftpPassivePorts ? { passivePortRange: config.ftpPassivePorts } : {}),
         ...(config.ftpPublicAddress ? { publicAddress: config.ftpPublicAddress } : {}),
+        blockMode: !config.ftpStreamOnly,
         card,
         // The device's one throttle: leaving and re-entering FTP mode does not forgive failed logins.
         throttle: ctx.loginThrottle,

@@ -27,7 +27,7 @@ function argument(r: Random, sinkPort: number): string {
     case 3: return "a".repeat(r.int(5) === 0 ? 9000 : r.int(600));
     case 4: return r.bytes(1 + r.int(40)).toString("latin1");
     case 5: return String(r.pick([0, 1, -1, 2 ** 53, 1e21, NaN])) + r.pick(["", " R 5", "x"]);
-    case 6: return r.pick(["I", "A", "L 8", "E", "A N", "S", "F", "Z"]);
+    case 6: return r.pick(["I", "A", "L 8", "E", "A N", "S", "F", "Z", "B"]);
     case 7: return r.pick(["UTF8 ON", "MLST size;type;", "MLST", "utf-8", "FOO BAR"]);
     case 8: return r.pick(["127,0,0,1,0,21", "127,0,0,1,300,1", "1,2,3", `127,0,0,1,${sinkPort >> 8},${sinkPort & 255}`]);
     case 9: return r.pick(["|1|127.0.0.1|21|", "|2|::1|1|", "||||", `|1|127.0.0.1|${sinkPort}|`, "|3|x|1|"]);

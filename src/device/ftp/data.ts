@@ -1,4 +1,5 @@
-// Data connections, one per transfer: passive (PASV/EPSV, we listen) and active (PORT/EPRT, we connect).
+// Data connections: passive (PASV/EPSV, we listen) and active (PORT/EPRT, we connect); one per transfer in stream
+// mode, one for many in block mode.
 import { createConnection, createServer, isIPv4, type Server, type Socket } from "node:net";
 
 const CONNECT_TIMEOUT_MS = 30_000;
@@ -9,12 +10,13 @@ export function plainAddress(address: string | undefined): string {
 }
 
 /**
- * A data connection prepared by PASV/EPSV/PORT/EPRT and consumed by the next transfer. Half-open: the client's end of
- * an upload does not end our side, so the socket is closed once, by close(), after the transfer's reply.
+ * A data connection prepared by PASV/EPSV/PORT/EPRT and used by the next transfer (in block mode, the next ones).
+ * Half-open: the client's end of an upload does not end our side, so the socket is closed once, by close().
+ * The socket always has an error listener: a reset between transfers is seen by the next one, never thrown.
  */
 export interface DataChannel {
   readonly port: number;
-  /** The connected socket; rejects after a timeout or when closed first. */
+  /** The connected socket (the same one on every call); rejects after a timeout or when closed first. */
   connect(): Promise<Socket>;
   close(): void;
 }
@@ -34,7 +36,7 @@ function passiveChannel(port: number, onClose: () => void): PassiveChannel {
     port,
     offer: (s) => {
       if (socket || closed) return false;
-      socket = s;
+      socket = s.on("error", () => undefined);
       waiting?.(s);
       return true;
     },
@@ -117,10 +119,11 @@ export class PassivePort {
 /** Connects to the client's announced address when the transfer starts. */
 export function activeChannel(host: string, port: number): DataChannel {
   let socket: Socket | undefined;
+  let connected: Promise<Socket> | undefined;
   return {
     port,
     connect: () =>
-      new Promise<Socket>((resolve, reject) => {
+      (connected ??= new Promise<Socket>((resolve, reject) => {
         const s = createConnection({ host, port, noDelay: true, allowHalfOpen: true, timeout: CONNECT_TIMEOUT_MS });
         socket = s;
         s.once("connect", () => {
@@ -128,8 +131,8 @@ export function activeChannel(host: string, port: number): DataChannel {
           resolve(s);
         });
         s.once("timeout", () => s.destroy(new Error("data connection timed out")));
-        s.once("error", reject);
-      }),
+        s.on("error", reject);
+      })),
     close: () => socket?.destroy(),
   };
 }

@@ -10,7 +10,7 @@ import { ALL_FACTS, entryOf, factsLine, listLine, parseTimeVal, readFolder, time
 import { CardError, type CardFileSystem, type CardPath } from "../card/card.js";
 import { cardPath } from "./paths.js";
 import { freeSpaceText, fsReply, pathReply, quote, Reply } from "./replies.js";
-import { receiveFile, sendFile, ShortUploadError } from "./transfer.js";
+import { receiveFile, sendFile, sendText, ShortUploadError } from "./transfer.js";
 import type { FtpServerOptions } from "./types.js";
 import { ThrottledError } from "../throttle.js";
 
@@ -62,6 +62,8 @@ export class Session {
   private restOffset = 0;
   private renameFrom: string | undefined;
   private facts = new Set<Fact>(ALL_FACTS);
+  /** MODE B: transfers are framed in blocks and share one data connection, kept open between them. */
+  private blockMode = false;
   private data: DataChannel | undefined;
   private passivePort: PassivePort | undefined;
   private transfer: Transfer | undefined;
@@ -201,7 +203,7 @@ export class Session {
       case "FEAT":
         return this.write(211, "Features:", FEATURES);
       case "HELP":
-        return this.write(214, "Commands: USER PASS PWD CWD CDUP TYPE PASV EPSV PORT EPRT LIST NLST MLSD MLST SIZE MDTM MFMT STOR APPE RETR REST ABOR DELE MKD RMD RNFR RNTO ALLO SITE FREE FEAT OPTS SYST NOOP QUIT.");
+        return this.write(214, "Commands: USER PASS PWD CWD CDUP TYPE MODE PASV EPSV PORT EPRT LIST NLST MLSD MLST SIZE MDTM MFMT STOR APPE RETR REST ABOR DELE MKD RMD RNFR RNTO ALLO SITE FREE FEAT OPTS SYST NOOP QUIT.");
       case "OPTS":
         return this.optsCmd(arg);
       case "AUTH":
@@ -218,8 +220,7 @@ export class Session {
       case "TYPE":
         return this.typeCmd(arg);
       case "MODE":
-        if (arg.toUpperCase() !== "S") throw new Reply(504, "Only stream mode is supported.");
-        return this.write(200, "Mode set to S.");
+        return this.modeCmd(arg);
       case "STRU":
         if (arg.toUpperCase() !== "F") throw new Reply(504, "Only file structure is supported.");
         return this.write(200, "Structure set to F.");
@@ -389,6 +390,17 @@ export class Session {
     throw new Reply(504, "Only types A and I are supported.");
   }
 
+  /** MODE S or B; a data connection kept for block mode does not carry over to the other mode. */
+  private modeCmd(arg: string): void {
+    const mode = arg.trim().toUpperCase();
+    if (mode !== "S" && (mode !== "B" || !this.ctx.options.blockMode)) {
+      throw new Reply(504, this.ctx.options.blockMode ? "Only stream (S) and block (B) modes are supported." : "Only S(tream) is supported");
+    }
+    if (this.blockMode !== (mode === "B")) this.closeData();
+    this.blockMode = mode === "B";
+    this.write(200, `Mode set to ${mode}.`);
+  }
+
   private async mkdCmd(arg: string): Promise<void> {
     if (!arg) throw new Reply(501, "MKD needs a folder name.");
     const path = this.path(arg);
@@ -484,18 +496,14 @@ export class Session {
     const entries = st.isDirectory() ? await readFolder(this.ctx.card, real) : [await entryOf(real, path.split("/").pop()!)];
     const now = Date.now();
     const text = entries.map((e) => (verb === "LIST" ? listLine(e, now) : e.name) + "\r\n").join("");
-    await this.runTransfer(async (socket) => {
-      await new Promise<void>((resolve, reject) => socket.end(text, () => resolve()).once("error", reject));
-    });
+    await this.runTransfer((socket, signal) => sendText(text, socket, signal, this.blockMode));
   }
 
   private async mlsdCmd(arg: string): Promise<void> {
     const { real } = await this.resolveExisting(arg || ".");
     if (!(await stat(real)).isDirectory()) throw new Reply(501, "Not a folder; use MLST for files.");
     const text = (await readFolder(this.ctx.card, real)).map((e) => factsLine(e, this.facts) + "\r\n").join("");
-    await this.runTransfer(async (socket) => {
-      await new Promise<void>((resolve, reject) => socket.end(text, () => resolve()).once("error", reject));
-    });
+    await this.runTransfer((socket, signal) => sendText(text, socket, signal, this.blockMode));
   }
 
   // --- transfers ---
@@ -506,7 +514,7 @@ export class Session {
     const st = await stat(real);
     if (!st.isFile()) throw new Reply(550, "Not a regular file.");
     if (offset > st.size) throw new Reply(554, "Restart offset is beyond the end of the file.");
-    await this.runTransfer((socket, signal) => sendFile(real, offset, socket, signal), { direction: "download", path });
+    await this.runTransfer((socket, signal) => sendFile(real, offset, socket, signal, this.blockMode), { direction: "download", path });
     this.ctx.log(`ftp ${this.label}: sent ${path}`);
   }
 
@@ -537,7 +545,7 @@ export class Session {
     let received = 0;
     try {
       await this.runTransfer(async (socket, signal) => {
-        received = await receiveFile(write, socket, signal, { announced, replaces: existing !== undefined });
+        received = await receiveFile(write, socket, signal, { announced, replaces: existing !== undefined, blocks: this.blockMode });
         return received;
       }, { direction: "upload", path });
     } finally {
@@ -562,6 +570,8 @@ export class Session {
 
   private restCmd(arg: string): void {
     if (!/^\d+$/.test(arg.trim())) throw new Reply(501, "REST needs a byte offset.");
+    // Block mode's REST takes a restart marker, which this server never sends.
+    if (this.blockMode) throw new Reply(504, "REST is supported in stream mode only; send MODE S first.");
     this.restOffset = Number(arg.trim());
     this.write(350, `Restarting at ${this.restOffset}. Send STOR or RETR to start the transfer.`);
   }
@@ -625,15 +635,21 @@ export class Session {
 
   /**
    * Opens the prepared data connection, runs `work` on it, and replies 226 or the failure. A file transfer (`file`)
-   * is reported to onTransfer when it starts and ends; `work` returns its bytes.
+   * is reported to onTransfer when it starts and ends; `work` returns its bytes. In stream mode the connection is
+   * closed after the transfer; in block mode it is kept for the next one unless the transfer failed.
    */
   private async runTransfer(
     work: (socket: Socket, signal: AbortSignal) => Promise<number | void>,
     file?: { direction: "upload" | "download"; path: string },
   ): Promise<void> {
     const channel = this.data;
-    this.data = undefined;
+    const keep = this.blockMode;
+    if (!keep) this.data = undefined;
     if (!channel) throw new Reply(425, "Use PASV, EPSV or PORT first.");
+    const drop = (): void => {
+      channel.close();
+      if (this.data === channel) this.data = undefined;
+    };
     const controller = new AbortController();
     this.socket.setTimeout(0); // a long transfer keeps the control connection quiet; that is not idleness
     const done = (async (): Promise<void> => {
@@ -641,8 +657,12 @@ export class Session {
       try {
         socket = await channel.connect();
       } catch {
-        channel.close();
+        drop();
         throw new Reply(425, "Cannot open the data connection.");
+      }
+      if (socket.destroyed || socket.readableEnded) {
+        drop();
+        throw new Reply(425, "The data connection was closed; send PASV, EPSV or PORT again.");
       }
       this.write(150, "Opening data connection.");
       const report = file && { ...file, bytes: 0, ok: false };
@@ -651,14 +671,14 @@ export class Session {
         const bytes = await work(socket, controller.signal);
         if (report) Object.assign(report, { bytes: bytes ?? 0, ok: true });
       } catch (e) {
-        channel.close();
+        drop();
         if (report) this.transferred("end", report);
         return failedTransfer(e, controller.signal.aborted);
       }
       // The client hears of its file first (its data, and a download's end, are already sent); closing the data
       // connection and the device's own bookkeeping (LED, panel, MQTT) come after.
       this.write(226, "Transfer complete.");
-      channel.close();
+      if (!keep) channel.close();
       if (report) this.transferred("end", report);
     })();
     this.transfer = { controller, done };

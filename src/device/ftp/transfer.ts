@@ -1,9 +1,11 @@
 // File transfers: downloads stream from disk; uploads go into a card write (a temp file under an internal name)
-// that lands by an atomic rename once complete.
+// that lands by an atomic rename once complete. In stream mode the data connection carries one file and its end
+// ends the file; in block mode (MODE B) the file ends with the EOF block and the connection stays for the next.
 import { createReadStream } from "node:fs";
 import type { Socket } from "node:net";
 import { pipeline } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
+import { BlockDecoder, BlockFormatError, END_BLOCK, toBlocks } from "../../shared/ftp-blocks.js";
 import { CardError, type CardWrite } from "../card/card.js";
 import { Reply } from "./replies.js";
 
@@ -23,8 +25,41 @@ export class ShortUploadError extends Error {
   readonly code = "short-upload";
 }
 
-export async function sendFile(real: string, offset: number, socket: Socket, signal: AbortSignal): Promise<void> {
-  await pipeline(createReadStream(real, { start: offset, highWaterMark: 256 * 1024 }), socket, { signal });
+export async function sendFile(real: string, offset: number, socket: Socket, signal: AbortSignal, blocks: boolean): Promise<void> {
+  const source = createReadStream(real, { start: offset, highWaterMark: 256 * 1024 });
+  if (!blocks) return pipeline(source, socket, { signal });
+  try {
+    for await (const chunk of source) await writeBlocks(socket, toBlocks(chunk as Buffer), signal);
+  } finally {
+    source.destroy();
+  }
+  await writeBlocks(socket, [END_BLOCK], signal);
+}
+
+/** A listing's text: the whole connection in stream mode, blocks ending with EOF in block mode. */
+export async function sendText(text: string, socket: Socket, signal: AbortSignal, blocks: boolean): Promise<void> {
+  if (!blocks) return new Promise<void>((resolve, reject) => socket.end(text, () => resolve()).once("error", reject));
+  await writeBlocks(socket, [...toBlocks(Buffer.from(text)), END_BLOCK], signal);
+}
+
+/** Writes `buffers` at once and resolves when they are handed to the kernel (which paces a download). */
+function writeBlocks(socket: Socket, buffers: Buffer[], signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const finish = (failure?: unknown): void => {
+      socket.off("close", onClose).off("error", finish);
+      signal.removeEventListener("abort", onAbort);
+      if (failure) reject(failure);
+      else resolve();
+    };
+    const onClose = (): void => finish(new Reply(426, "Data connection lost; transfer aborted."));
+    const onAbort = (): void => finish(signal.reason);
+    if (signal.aborted || socket.destroyed) return signal.aborted ? onAbort() : onClose();
+    socket.on("close", onClose).on("error", finish);
+    signal.addEventListener("abort", onAbort);
+    socket.cork();
+    buffers.forEach((b, i) => socket.write(b, i === buffers.length - 1 ? (e) => finish(e ?? undefined) : undefined));
+    socket.uncork();
+  });
 }
 
 export interface Receive {
@@ -32,6 +67,8 @@ export interface Receive {
   replaces: boolean;
   /** Bytes the client announced it would send (ALLO); fewer arriving means it died mid-upload. */
   announced?: number | undefined;
+  /** Block mode: the EOF block ends the file, and the connection is left open (paused) for the next transfer. */
+  blocks?: boolean;
 }
 
 /**
@@ -40,12 +77,14 @@ export interface Receive {
  * and vsftpd does not sync either.
  */
 export async function receiveFile(write: CardWrite, socket: Socket, signal: AbortSignal, opts: Receive): Promise<number> {
-  const received = await receiveData(write, socket, signal);
+  const received = await receiveData(write, socket, signal, opts.blocks ? new BlockDecoder() : undefined);
   // In stream mode the end of data means "complete", but a client that died also closes its data connection; its
   // control connection closes just after, which aborts us. A new file only waits for one more poll of the sockets
-  // (a mirror of many files must not pay the grace); a replacement waits longer.
-  if (opts.replaces) await sleep(REPLACE_GRACE_MS, undefined, { signal });
-  else await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+  // (a mirror of many files must not pay the grace); a replacement waits longer. Block mode's EOF block is explicit.
+  if (!opts.blocks) {
+    if (opts.replaces) await sleep(REPLACE_GRACE_MS, undefined, { signal });
+    else await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+  }
   signal.throwIfAborted();
   write.signal.throwIfAborted();
   if (opts.announced !== undefined && received !== opts.announced) {
@@ -56,13 +95,14 @@ export async function receiveFile(write: CardWrite, socket: Socket, signal: Abor
 }
 
 /**
- * Reads the data connection to its end into `write`, claiming each chunk's bytes on the card, and resolves with
- * the bytes kept. Chunks are gathered up to WRITE_BATCH and written at once. Once the
+ * Reads the file from the data connection into `write` — to the connection's end, or with `blocks` to the EOF
+ * block (then the connection is paused with what followed put back) — claiming each chunk's bytes on the card,
+ * and resolves with the bytes kept. Chunks are gathered up to WRITE_BATCH and written at once. Once the
  * upload does not fit (on the card, or in the largest file it holds) it fails with CardError, but first discards up
  * to DRAIN_LIMIT more bytes so that a client still sending (curl does not read replies while it sends) finishes
  * and sees the 552 reply rather than a reset connection.
  */
-function receiveData(write: CardWrite, socket: Socket, signal: AbortSignal): Promise<number> {
+function receiveData(write: CardWrite, socket: Socket, signal: AbortSignal, blocks: BlockDecoder | undefined): Promise<number> {
   return new Promise((resolve, reject) => {
     let batch: Buffer[] = [];
     let batched = 0;
@@ -86,31 +126,47 @@ function receiveData(write: CardWrite, socket: Socket, signal: AbortSignal): Pro
       socket.destroy();
       reject(failure);
     };
-    const onData = (chunk: Buffer): void => {
-      if (!refused) {
-        try {
-          write.grow(chunk.length);
-        } catch (e) {
-          if (!(e instanceof CardError)) return settle(e);
-          refused = e;
-        }
-      }
-      if (refused) {
-        discarded += chunk.length;
-        if (discarded > DRAIN_LIMIT) settle(full());
-        return;
-      }
-      received += chunk.length;
-      batch.push(chunk);
-      batched += chunk.length;
-      if (batched < WRITE_BATCH) return;
+    /** Keeps one piece of the file; false once the transfer settled. */
+    const take = (piece: Buffer): boolean => {
       try {
-        flush();
+        if (!refused) {
+          try {
+            write.grow(piece.length);
+          } catch (e) {
+            if (!(e instanceof CardError)) throw e;
+            refused = e;
+          }
+        }
+        if (refused) {
+          discarded += piece.length;
+          if (discarded <= DRAIN_LIMIT) return true;
+          throw full();
+        }
+        received += piece.length;
+        batch.push(piece);
+        batched += piece.length;
+        if (batched >= WRITE_BATCH) flush();
+        return true;
       } catch (e) {
         settle(e);
+        return false;
       }
     };
-    const onEnd = (): void => {
+    const onData = (chunk: Buffer): void => {
+      if (!blocks) return void take(chunk);
+      let decoded: ReturnType<BlockDecoder["push"]>;
+      try {
+        decoded = blocks.push(chunk);
+      } catch (e) {
+        return settle(e instanceof BlockFormatError ? new Reply(426, `${e.message} Transfer aborted.`) : e);
+      }
+      for (const piece of decoded.data) if (!take(piece)) return;
+      if (!blocks.ended) return;
+      socket.pause();
+      if (decoded.rest) socket.unshift(decoded.rest);
+      finish();
+    };
+    const finish = (): void => {
       if (refused) return settle(full());
       try {
         flush();
@@ -119,10 +175,12 @@ function receiveData(write: CardWrite, socket: Socket, signal: AbortSignal): Pro
       }
       settle();
     };
+    const onEnd = (): void => (blocks ? settle(new Reply(426, "The data connection ended before the file's EOF block; transfer aborted.")) : finish());
     const onClose = (): void => settle(new Reply(426, "Data connection lost; transfer aborted."));
     const onAbort = (): void => settle(signal.aborted ? signal.reason : write.signal.reason);
     if (signal.aborted || write.signal.aborted) return onAbort();
     socket.on("data", onData).on("end", onEnd).on("error", settle).on("close", onClose);
+    socket.resume();
     signal.addEventListener("abort", onAbort);
     write.signal.addEventListener("abort", onAbort);
   });

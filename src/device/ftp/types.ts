@@ -17,6 +17,8 @@ export interface FtpServerOptions {
   passivePortRange?: [number, number];
   /** IPv4 address announced in PASV replies (when clients reach us through NAT); default: the control connection's local address. */
   publicAddress?: string;
+  /** Whether MODE B (block mode: one data connection for many transfers) is offered; the firmware refuses it. */
+  blockMode: boolean;
   /** Failed logins per address: delays and refusals (shared with other login surfaces). */
   throttle: LoginThrottle;
   /** Called when a file transfer (STOR, APPE, RETR) starts, after the 150 reply, and when it ends, done or not. */
