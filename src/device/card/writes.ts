@@ -1,6 +1,6 @@
 // Writes to the card: each new file goes to a temp file under an internal name, claims its bytes against the free
 // space together with every other write in progress (web and FTP alike), and lands by an atomic rename.
-import { closeSync, constants, ftruncate, openSync, renameSync, writeSync, writevSync } from "node:fs";
+import { closeSync, constants, ftruncate, open, openSync, renameSync, writeSync, writevSync } from "node:fs";
 import { copyFile, readdir, rm, lstat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { Writable } from "node:stream";
@@ -137,7 +137,11 @@ export class Writes {
         await rm(tempPath, { force: true });
         throw e;
       }
-    } else fd = openSync(tempPath, "wx");
+    } else {
+      // In libuv's thread pool: creating a file can take the kernel a millisecond of CPU (ext4 skips the inodes of
+      // files deleted moments before), while the event loop serves the other sessions.
+      fd = await new Promise<number>((resolve, reject) => open(tempPath, "wx", (e, fd) => (e ? reject(e) : resolve(fd))));
+    }
     if (opts.exclusive !== undefined) this.exclusive.add(opts.exclusive);
     const controller = new AbortController();
     let closed = false;
