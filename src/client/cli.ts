@@ -553,11 +553,18 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+// A reader that went away (framefi sync | head) must not stop a sync midway, leaving the device in FTP mode: the
+// rest of the output is dropped.
+process.stdout.on("error", (e: NodeJS.ErrnoException) => {
+  if (e.code !== "EPIPE" && e.code !== "ERR_STREAM_DESTROYED") throw e;
+});
+
 process.on("uncaughtException", (e) => {
   process.stderr.write(`framefi: unexpected error: ${e.message}. Please report it.\n`);
   process.exit(EXIT.deviceError);
 });
 
-void main(process.argv.slice(2)).then((code) => {
-  process.exitCode = code;
-});
+// Exits at once when done: everything is awaited by then, and stdout and stderr are written synchronously on
+// Linux. Left to drain, Node 20's exit cleanup sometimes spun at 100% CPU forever with only the terminal's
+// stdout and stderr handles left (seen after syncs on a pseudo-terminal; test/client/sync.test.ts).
+void main(process.argv.slice(2)).then((code) => process.exit(code));
