@@ -3,6 +3,7 @@
 import { Client, FTPError, FileType } from "basic-ftp";
 import { posix } from "node:path";
 import type { Readable } from "node:stream";
+import { BlockConnection } from "./ftp-block.js";
 import { FtpLoginError, FtpUnreachableError } from "./sync-errors.js";
 
 export interface FtpTarget {
@@ -147,6 +148,18 @@ export class FtpConnection {
     }
   }
 
+  /** Whether the server has block mode (MODE B); the connection is left in stream mode. */
+  async hasBlockMode(): Promise<boolean> {
+    try {
+      await this.client.send("MODE B");
+    } catch (e) {
+      if (isReply(e)) return false;
+      throw e;
+    }
+    await this.client.send("MODE S");
+    return true;
+  }
+
   /** Creates a folder and its missing parents. */
   async ensureDir(path: string): Promise<void> {
     await this.client.ensureDir(path);
@@ -166,14 +179,10 @@ export class FtpConnection {
 }
 
 /** Several connections to one server, handing out work to whichever is free. */
-export class FtpPool {
-  private readonly live: Set<FtpConnection>;
+export class Pool<C extends { close(): void; abort(): void }> {
+  protected readonly live: Set<C>;
 
-  private constructor(
-    connections: FtpConnection[],
-    /** The server takes MFMT: uploaded files can carry their local modification time. */
-    readonly canSetTimes: boolean,
-  ) {
+  constructor(connections: C[]) {
     this.live = new Set(connections);
   }
 
@@ -182,28 +191,14 @@ export class FtpPool {
   }
 
   /**
-   * Opens up to `size` connections (the first one given). A server that allows fewer (the firmware's allows one)
-   * still works: connections it refuses are simply not used.
-   */
-  static async open(first: Client, target: FtpTarget, port: number, size: number): Promise<FtpPool> {
-    const features = await first.features();
-    const extra = await Promise.allSettled(Array.from({ length: Math.max(0, size - 1) }, () => login(target, port, EXTRA_LOGIN_TIMEOUT_MS)));
-    const clients = [first, ...extra.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))];
-    return new FtpPool(
-      clients.map((c) => new FtpConnection(c, target, port)),
-      features.has("MFMT"),
-    );
-  }
-
-  /**
    * Runs `work` on each item (of a list, or of a queue as they come), each connection taking the next item when it is free. A `work` that throws takes
    * its connection out of service for good; the others carry on. Throws the first such error when no
    * connection is left.
    */
-  async each<T>(items: Iterable<T> | AsyncIterable<T>, work: (conn: FtpConnection, item: T) => Promise<void>): Promise<void> {
+  async each<T>(items: Iterable<T> | AsyncIterable<T>, work: (conn: C, item: T) => Promise<void>): Promise<void> {
     const it = Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : items[Symbol.iterator]();
     let firstError: unknown;
-    const worker = async (conn: FtpConnection): Promise<void> => {
+    const worker = async (conn: C): Promise<void> => {
       try {
         for (let next = await it.next(); !next.done; next = await it.next()) await work(conn, next.value);
       } catch (e) {
@@ -223,6 +218,48 @@ export class FtpPool {
   /** Drops every connection at once, transfers included (see FtpConnection.abort). */
   abort(): void {
     for (const c of this.live) c.abort();
+  }
+}
+
+/** The sync's connections (basic-ftp, stream mode): listings, folders, deletions, and uploads without block mode. */
+export class FtpPool extends Pool<FtpConnection> {
+  private constructor(
+    connections: FtpConnection[],
+    private readonly target: FtpTarget,
+    private readonly port: number,
+    /** The server takes MFMT: uploaded files can carry their local modification time. */
+    readonly canSetTimes: boolean,
+  ) {
+    super(connections);
+  }
+
+  /**
+   * Opens up to `size` connections (the first one given). A server that allows fewer (the firmware's allows one)
+   * still works: connections it refuses are simply not used.
+   */
+  static async open(first: Client, target: FtpTarget, port: number, size: number): Promise<FtpPool> {
+    const features = await first.features();
+    const extra = await Promise.allSettled(Array.from({ length: Math.max(0, size - 1) }, () => login(target, port, EXTRA_LOGIN_TIMEOUT_MS)));
+    const clients = [first, ...extra.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))];
+    return new FtpPool(
+      clients.map((c) => new FtpConnection(c, target, port)),
+      target,
+      port,
+      features.has("MFMT"),
+    );
+  }
+
+  /**
+   * As many block-mode connections as this pool has, for the uploads, when the server has block mode (asked on
+   * one of this pool's connections: a server that takes one login at a time is never asked for another); else
+   * undefined.
+   */
+  async blockConnections(): Promise<Pool<BlockConnection> | undefined> {
+    const [first] = this.live;
+    if (!first || !(await first.hasBlockMode())) return undefined;
+    const opened = await Promise.allSettled(Array.from({ length: this.size }, () => BlockConnection.open(this.target, this.port)));
+    const connections = opened.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    return connections.length > 0 ? new Pool(connections) : undefined;
   }
 }
 

@@ -12,6 +12,11 @@ export class FtpUnreachableError extends Error {
   override name = "FtpUnreachableError";
 }
 
+/** A local file could not be read, or changed while it was sent: that file fails, the connection is fine. */
+export class LocalFileError extends Error {
+  override name = "LocalFileError";
+}
+
 /** The sync stopped before its end (Ctrl-C, or no FTP connection left); the device is back in `mode`. */
 export class SyncStopped extends Error {
   override name = "SyncStopped";

@@ -7,8 +7,9 @@ import { createReadStream } from "node:fs";
 import { MODE_FTP, MODE_NAMES, modeOf, type Mode, type ModeName } from "../shared/firmware.js";
 import type { FrameFiClient } from "./api.js";
 import { switchMode } from "./modes.js";
-import { SyncStopped } from "./sync-errors.js";
-import { FtpPool, isReply, remoteJoin, waitForFtp, type FtpConnection, type FtpTarget, type RemoteEntry } from "./ftp.js";
+import { LocalFileError, SyncStopped } from "./sync-errors.js";
+import { FtpPool, isReply, remoteJoin, waitForFtp, type FtpConnection, type FtpTarget, type Pool, type RemoteEntry } from "./ftp.js";
+import { BlockConnection } from "./ftp-block.js";
 import { scanLocal, type LocalTree } from "./local-tree.js";
 import { decideUpload, makePlan, type Plan, type PlanInput, type Upload } from "./plan.js";
 import { PhotoCache } from "./photos/cache.js";
@@ -83,18 +84,13 @@ export interface SyncResult {
   photos: PhotoReport | undefined;
 }
 
-/** A local file could not be read: that file fails, the connection is fine. */
-class LocalFileError extends Error {
-  override name = "LocalFileError";
-}
-
 function message(e: unknown): string {
   const err = e as NodeJS.ErrnoException;
   return err.code && !isReply(e) ? `${err.code}: ${err.message}` : (err.message ?? String(e));
 }
 
 /** Runs `fn`; when the connection (not the server's answer) failed, logs in again and runs it once more. */
-async function withReconnect<T>(conn: FtpConnection, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+async function withReconnect<T>(conn: { reconnect(): Promise<void> }, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
@@ -144,17 +140,24 @@ async function openLocal(abs: string): Promise<ReturnType<typeof createReadStrea
   return stream;
 }
 
-/** Sends one file and gives it the local modification time; a file that changed while sent is removed again. */
-async function uploadOne(conn: FtpConnection, u: Upload, remotePath: string, setTime: boolean, events: SyncEvents): Promise<void> {
-  const stream = await openLocal(u.abs);
-  try {
-    await conn.upload(stream, remotePath, (sent) => events.uploadProgress(u, sent));
-  } finally {
-    stream.destroy();
-  }
-  if (stream.bytesRead !== u.size) {
-    await conn.removeFile(remotePath).catch(() => undefined);
-    throw new LocalFileError("the file changed while it was being sent; run the sync again");
+/**
+ * Sends one file and gives it the local modification time. A file that changed while sent is not kept: in block
+ * mode its EOF block is never sent, in stream mode it is removed again.
+ */
+async function uploadOne(conn: FtpConnection | BlockConnection, u: Upload, remotePath: string, setTime: boolean, events: SyncEvents): Promise<void> {
+  const onBytes = (sent: number): void => events.uploadProgress(u, sent);
+  if (conn instanceof BlockConnection) await conn.upload(u.abs, u.size, remotePath, onBytes);
+  else {
+    const stream = await openLocal(u.abs);
+    try {
+      await conn.upload(stream, remotePath, onBytes);
+    } finally {
+      stream.destroy();
+    }
+    if (stream.bytesRead !== u.size) {
+      await conn.removeFile(remotePath).catch(() => undefined);
+      throw new LocalFileError("the file changed while it was being sent; run the sync again");
+    }
   }
   if (setTime) await conn.setMtime(remotePath, u.mtimeMs);
 }
@@ -165,6 +168,8 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
   const original = (await client.mode()).mode;
   let switched = false;
   let pool: FtpPool | undefined;
+  /** Block-mode connections for the uploads, when the server has block mode. */
+  let uploaders: Pool<BlockConnection> | undefined;
   const result: SyncResult = {
     plan: { mkdirs: [], uploads: [], deleteFiles: [], deleteDirs: [], unchanged: 0, pending: [], problems: [] },
     uploaded: 0,
@@ -259,7 +264,12 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     for (const u of plan.uploads) queue.push(u);
     const stopConverting = new AbortController();
     const converting = convertPending(plan, pool.canSetTimes, queue, stopConverting.signal).finally(() => queue.close());
-    const uploading = pool.each(queue, async (conn, u) => {
+    uploaders = await pool.blockConnections();
+    const openUploaders = uploaders;
+    signal.addEventListener("abort", () => openUploaders?.abort(), { once: true });
+    if (signal.aborted) throw signal.reason;
+    const senders: Pool<FtpConnection | BlockConnection> = uploaders ?? pool;
+    const uploading = senders.each(queue, async (conn, u) => {
       if (failedDirs.some((d) => u.rel.startsWith(d + "/"))) {
         fail(u.rel, "its folder could not be created on the card");
         return;
@@ -356,11 +366,14 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
   } catch (e) {
     pool?.abort();
     pool = undefined;
+    uploaders?.abort();
+    uploaders = undefined;
     const back = switched ? await restore(client, modeOf(original), waitMs) : original;
     const interrupted = signal.aborted;
     throw new SyncStopped(interrupted ? "Interrupted." : message(e), e, back, interrupted);
   } finally {
     pool?.close();
+    uploaders?.close();
     await cache?.save().catch(() => undefined);
   }
 

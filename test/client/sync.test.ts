@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdir, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { bin, eventually, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { FrameFiClient, MODE_FTP, MODE_MSC } from "../../src/client/api.js";
 import { framefi, framefiOnTerminal, startFramefi, tree } from "./fixtures/cli.js";
 
@@ -61,6 +61,7 @@ describe("framefi sync", () => {
     assert.deepEqual(await tree(dev.card), await tree(local));
     assert.equal(await mode(), MODE_MSC);
     assert.equal((await api.status()).sd_card.file_count, 6);
+    assert.match(dev.program.stdout(), /ftp [\d.:]+: block mode/, "our device takes block mode: one data connection per FTP connection");
   });
 
   test("a second run uploads nothing", async () => {
@@ -212,6 +213,21 @@ describe("framefi sync", () => {
     assert.ok(!r.stderr.includes(FTP_PASS));
     assert.equal(await mode(), MODE_MSC);
   });
+
+  test("output piped into a reader that stops early (| head -1): the sync still ends, and in MSC mode", async () => {
+    const dir = await tempDir("framefi-piped-");
+    try {
+      for (let i = 0; i < 50; i++) await put(dir, `p${i}.jpg`, 20_000);
+      const script = '"$@" | head -1; echo "exit=${PIPESTATUS[0]}" >&2';
+      const r = await run("bash", ["-c", script, "_", bin("framefi"), ...base(), "sync", ...ftp(), dir, "--to", "/piped"], { timeoutMs: 60_000 });
+      assert.match(r.stderr, /exit=0$/m, r.stderr);
+      assert.doesNotMatch(r.stderr, /unexpected error/);
+      assert.deepEqual(await tree(join(dev.card, "piped")), await tree(dir));
+      assert.equal(await mode(), MODE_MSC);
+    } finally {
+      await removeDir(dir);
+    }
+  });
 });
 
 describe("framefi sync on a card that fills up", () => {
@@ -255,5 +271,43 @@ describe("framefi sync on a card that fills up", () => {
     } finally {
       await removeDir(dir);
     }
+  });
+});
+
+describe("framefi sync against an FTP server without block mode (the firmware's)", () => {
+  let dev: RunningDevice;
+  let local: string;
+  before(async () => {
+    dev = await startDevice({ args: ["--ftp-stream-only"] });
+    local = await tempDir("framefi-stream-");
+  });
+  after(async () => {
+    await dev?.stop();
+    await removeDir(local);
+  });
+
+  test("mirrors over a data connection per file, times kept: a rerun sends nothing; Ctrl-C keeps no partial file", async () => {
+    await put(local, "a.jpg", 300_000);
+    await put(local, "2024/b.jpg", 80_000);
+    await put(local, "zero.jpg", 0);
+    const host = ["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort)];
+    const r = await framefi([...host, local]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Sync done: 3 uploaded/);
+    assert.deepEqual(await tree(dev.card), await tree(local));
+    assert.doesNotMatch(dev.program.stdout(), /block mode/);
+    const again = await framefi([...host, local]);
+    assert.match(again.stdout, /Sync done: 0 uploaded \(0 B\), 0 deleted, 0 folders created, 3 unchanged\./);
+
+    const many = join(local, "many");
+    for (let i = 0; i < 200; i++) await put(local, `many/f${String(i).padStart(3, "0")}.jpg`, 100_000);
+    const p = startFramefi([...host, many, "--to", "/many", "--parallel", "1"], { cwd: many });
+    await p.waitFor(/(?:uploaded f\d+\.jpg [^\n]*\n){3}/, 30_000);
+    p.child.kill("SIGINT");
+    assert.equal(await p.exited, 130, p.stderr());
+    const want = await tree(many);
+    const got = await tree(join(dev.card, "many"));
+    assert.ok(Object.keys(got).length < 200, "stopped midway");
+    for (const [rel, hash] of Object.entries(got)) assert.equal(hash, want[rel], `${rel} on the card is whole`);
   });
 });

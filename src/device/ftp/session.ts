@@ -396,7 +396,10 @@ export class Session {
     if (mode !== "S" && (mode !== "B" || !this.ctx.options.blockMode)) {
       throw new Reply(504, this.ctx.options.blockMode ? "Only stream (S) and block (B) modes are supported." : "Only S(tream) is supported");
     }
-    if (this.blockMode !== (mode === "B")) this.closeData();
+    if (this.blockMode !== (mode === "B")) {
+      this.closeData();
+      this.ctx.log(`ftp ${this.label}: ${mode === "B" ? "block" : "stream"} mode`);
+    }
     this.blockMode = mode === "B";
     this.write(200, `Mode set to ${mode}.`);
   }

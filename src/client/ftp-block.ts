@@ -1,0 +1,271 @@
+// Uploads in FTP block mode (RFC 959 `MODE B`) when the server has it (our device service does; the firmware and
+// most servers do not, and then basic-ftp's stream mode is used). One data connection carries every file of a
+// connection, each ending with an EOF block: a file costs STOR, its blocks and MFMT — no passive port, connect and
+// close per file, and an interrupted upload is never taken for a complete one.
+import { FTPError } from "basic-ftp";
+import { closeSync, openSync, readSync } from "node:fs";
+import { connect, type Socket } from "node:net";
+import { END_BLOCK, toBlocks } from "../shared/ftp-blocks.js";
+import { FtpLoginError, LocalFileError } from "./sync-errors.js";
+import type { FtpTarget } from "./ftp.js";
+
+/** Time without an answer or progress before a command or transfer is given up (as basic-ftp's connections). */
+const TIMEOUT_MS = 10_000;
+/** Bytes read from the local file at once. */
+const CHUNK = 256 * 1024;
+/** Bounds on what a server may send before it completes a reply, and on replies nobody asked for. */
+const MAX_REPLY_BYTES = 64 * 1024;
+const MAX_UNASKED = 16;
+
+interface Reply {
+  code: number;
+  message: string;
+}
+
+/** A server's refusal as basic-ftp reports it, so a sync treats both kinds of connection alike. */
+function refusal(reply: Reply): FTPError {
+  return new FTPError({ code: reply.code, message: reply.message });
+}
+
+/** A control connection: commands go out, replies come back in order. Every wait ends when the connection does. */
+class Control {
+  private text = "";
+  private lines: string[] = [];
+  private readonly replies: Reply[] = [];
+  private readonly waiting: { resolve: (r: Reply) => void; reject: (e: Error) => void }[] = [];
+  private failure: Error | undefined;
+
+  constructor(readonly socket: Socket) {
+    socket.setEncoding("utf8");
+    socket.on("data", (text: string) => this.read(text));
+    socket.on("error", (e) => this.fail(e));
+    socket.on("close", () => this.fail(new Error("The FTP server closed the connection.")));
+    socket.on("timeout", () => socket.destroy(new Error(`The FTP server did not answer within ${TIMEOUT_MS / 1000} s.`)));
+  }
+
+  static open(host: string, port: number): Promise<Control> {
+    return new Promise((resolve, reject) => {
+      const socket = connect({ host, port, noDelay: true, timeout: TIMEOUT_MS });
+      const slow = (): void => void socket.destroy(new Error(`No connection to the FTP server within ${TIMEOUT_MS / 1000} s.`));
+      socket.once("connect", () => {
+        socket.off("error", reject).off("timeout", slow).setTimeout(0);
+        resolve(new Control(socket));
+      });
+      socket.once("timeout", slow);
+      socket.once("error", reject);
+    });
+  }
+
+  /** The next reply: the greeting, or the answer to the command sent before. */
+  next(): Promise<Reply> {
+    const ready = this.replies.shift();
+    if (ready) return Promise.resolve(ready);
+    if (this.failure) return Promise.reject(this.failure);
+    this.socket.setTimeout(TIMEOUT_MS);
+    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
+  }
+
+  send(command: string): Promise<Reply> {
+    this.socket.write(`${command}\r\n`);
+    return this.next();
+  }
+
+  private read(text: string): void {
+    this.text += text;
+    if (this.text.length + this.lines.length * 80 > MAX_REPLY_BYTES) return void this.socket.destroy(new Error("The FTP server sent an overlong reply."));
+    for (let nl = this.text.indexOf("\n"); nl >= 0; nl = this.text.indexOf("\n")) {
+      const line = this.text.slice(0, nl).replace(/\r$/, "");
+      this.text = this.text.slice(nl + 1);
+      this.lines.push(line);
+      const first = this.lines[0]!;
+      if (!/^\d{3}[ -]/.test(first)) return void this.socket.destroy(new Error(`The FTP server sent "${first.slice(0, 60)}", not a reply.`));
+      // A reply ends with a line "ddd text" of its first line's code (RFC 959 §4.2).
+      if (first[3] === "-" && (this.lines.length === 1 || !line.startsWith(`${first.slice(0, 3)} `))) continue;
+      this.deliver({ code: Number(first.slice(0, 3)), message: this.lines.join("\n") });
+      this.lines = [];
+    }
+  }
+
+  private deliver(reply: Reply): void {
+    const waiter = this.waiting.shift();
+    if (this.waiting.length === 0) this.socket.setTimeout(0);
+    if (waiter) return waiter.resolve(reply);
+    this.replies.push(reply);
+    if (this.replies.length > MAX_UNASKED) this.socket.destroy(new Error("The FTP server sent replies nobody asked for."));
+  }
+
+  private fail(e: Error): void {
+    this.failure ??= e;
+    for (const w of this.waiting.splice(0)) w.reject(this.failure);
+  }
+}
+
+/** One logged-in connection in block mode, with its data connection opened on first use and kept. */
+export class BlockConnection {
+  private data: Socket | undefined;
+  /** Where the local file is read into, a chunk at a time (each chunk is in the kernel before the next read). */
+  private readonly chunk = Buffer.allocUnsafe(CHUNK);
+
+  private constructor(
+    private control: Control,
+    private readonly target: FtpTarget,
+    private readonly port: number,
+  ) {}
+
+  /** Logs in and switches to binary block mode; a server without block mode fails it with an FTPError. */
+  static async open(target: FtpTarget, port: number): Promise<BlockConnection> {
+    return new BlockConnection(await login(target, port), target, port);
+  }
+
+  /** Replaces a broken connection with a fresh login. */
+  async reconnect(): Promise<void> {
+    this.abort();
+    this.control = await login(this.target, this.port);
+  }
+
+  close(): void {
+    this.dropData();
+    this.control.socket.end("QUIT\r\n");
+  }
+
+  /** Drops both connections at once; the server discards a file whose EOF block did not arrive. */
+  abort(): void {
+    this.dropData();
+    this.control.socket.resetAndDestroy();
+  }
+
+  /**
+   * Sends the local file `abs` of `size` bytes; `onBytes` hears the bytes sent so far. The file is read
+   * synchronously, a chunk at a time: a read from the page cache takes microseconds, far less than a trip through
+   * libuv's thread pool, and the CLI has nothing else to do meanwhile.
+   */
+  async upload(abs: string, size: number, remotePath: string, onBytes: (sent: number) => void): Promise<void> {
+    const local = (e: unknown): LocalFileError => {
+      const err = e as NodeJS.ErrnoException;
+      return new LocalFileError(`cannot read the local file (${err.code ?? err.message})`, { cause: e });
+    };
+    let file: number;
+    try {
+      file = openSync(abs, "r");
+    } catch (e) {
+      throw local(e);
+    }
+    try {
+      const data = await this.dataConnection();
+      const started = await this.control.send(`STOR ${remotePath}`);
+      if (started.code !== 150 && started.code !== 125) throw refusal(started);
+      const ended = this.control.next();
+      ended.catch(() => undefined);
+      try {
+        let sent = 0;
+        for (;;) {
+          // Past the expected size one byte is asked for, to see a file that grew.
+          const chunk = this.chunk.subarray(0, Math.max(1, Math.min(CHUNK, size - sent)));
+          let bytesRead: number;
+          try {
+            bytesRead = readSync(file, chunk, 0, chunk.length, sent);
+          } catch (e) {
+            throw local(e);
+          }
+          if (bytesRead === 0) break;
+          if (sent + bytesRead > size) break;
+          await send(data, toBlocks(chunk.subarray(0, bytesRead)));
+          sent += bytesRead;
+          onBytes(sent);
+        }
+        if (sent !== size) throw new LocalFileError("the file changed while it was being sent; run the sync again");
+        await send(data, [END_BLOCK]);
+      } catch (e) {
+        // Without its EOF block the server keeps nothing; its reply (a full card, say) says more than a lost connection.
+        this.dropData();
+        const answer = await ended.catch(() => undefined);
+        if (answer && answer.code >= 400 && !(e instanceof LocalFileError)) throw refusal(answer);
+        throw e;
+      }
+      const answer = await ended;
+      if (answer.code >= 300) {
+        this.dropData();
+        throw refusal(answer);
+      }
+    } finally {
+      closeSync(file);
+    }
+  }
+
+  /** Sets a file's modification time (MFMT); false when the server does not support it. */
+  async setMtime(remotePath: string, mtimeMs: number): Promise<boolean> {
+    const when = new Date(Math.floor(mtimeMs / 1000) * 1000).toISOString().replace(/[-:T]/g, "").slice(0, 14);
+    const reply = await this.control.send(`MFMT ${when} ${remotePath}`);
+    if (reply.code < 300) return true;
+    if ([500, 501, 502, 504].includes(reply.code)) return false;
+    throw refusal(reply);
+  }
+
+  private async dataConnection(): Promise<Socket> {
+    if (this.data && !this.data.destroyed && !this.data.readableEnded) return this.data;
+    this.dropData();
+    let reply = await this.control.send("EPSV");
+    let port = Number(/\|\|\|(\d+)\|/.exec(reply.message)?.[1]);
+    if (reply.code >= 500) {
+      reply = await this.control.send("PASV");
+      const n = /(\d+),(\d+),(\d+),(\d+),(\d+),(\d+)/.exec(reply.message);
+      port = n ? Number(n[5]) * 256 + Number(n[6]) : NaN;
+    }
+    if (reply.code >= 300) throw refusal(reply);
+    if (!(port > 0 && port < 65536)) throw new Error(`The FTP server's passive reply gave no port: ${reply.message.slice(0, 80)}`);
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = connect({ host: this.control.socket.remoteAddress!, port, noDelay: true, timeout: TIMEOUT_MS });
+      s.once("connect", () => resolve(s.setTimeout(0)));
+      s.once("error", reject);
+      // Armed while connecting and while a write waits (see send()).
+      s.on("timeout", () => s.destroy(new Error(`The FTP server's data connection stalled for ${TIMEOUT_MS / 1000} s.`)));
+    });
+    // Errors show in the transfer that meets them; none may go unheard between transfers.
+    socket.on("error", () => undefined);
+    this.data = socket;
+    return socket;
+  }
+
+  private dropData(): void {
+    this.data?.resetAndDestroy();
+    this.data = undefined;
+  }
+}
+
+async function login(target: FtpTarget, port: number): Promise<Control> {
+  const control = await Control.open(target.host, port);
+  try {
+    let reply = await control.next();
+    while (reply.code === 120) reply = await control.next();
+    if (reply.code !== 220) throw refusal(reply);
+    reply = await control.send(`USER ${target.user}`);
+    if (reply.code === 331) reply = await control.send(`PASS ${target.password}`);
+    if (reply.code === 530) throw new FtpLoginError(`The FTP server at ${target.host}:${port} refused user "${target.user}" (530). Pass the device's FTP user and password with --ftp-user USER:PASSWORD.`);
+    if (reply.code !== 230) throw refusal(reply);
+    for (const command of ["TYPE I", "MODE B"]) {
+      reply = await control.send(command);
+      if (reply.code !== 200) throw refusal(reply);
+    }
+    return control;
+  } catch (e) {
+    control.socket.destroy();
+    throw e;
+  }
+}
+
+/** Hands `buffers` to the data connection and resolves once the kernel has them; rejects once it is closed. */
+function send(socket: Socket, buffers: Buffer[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (socket.destroyed) return reject(new Error("The data connection was closed."));
+    const done = (e?: Error | null): void => {
+      socket.off("close", onClose).setTimeout(0);
+      if (e) reject(e);
+      else resolve();
+    };
+    const onClose = (): void => done(new Error("The data connection was closed."));
+    socket.on("close", onClose).setTimeout(TIMEOUT_MS);
+    socket.cork();
+    buffers.forEach((b, i) => socket.write(b, i === buffers.length - 1 ? done : undefined));
+    socket.uncork();
+  });
+}
