@@ -1,5 +1,5 @@
 // The local side of a sync: every file and folder under the folder to mirror, by relative posix path.
-import { lstat, readdir, realpath, stat } from "node:fs/promises";
+import { readdirSync, realpathSync, statSync } from "node:fs";
 import { join, sep } from "node:path";
 
 export interface LocalEntry {
@@ -27,42 +27,44 @@ export interface ScanOptions {
 
 /**
  * Walks `root`, following symbolic links to files and folders inside it (a link loop is read once); links that
- * lead outside it are skipped and listed unless `followLinksOutside`.
+ * lead outside it are skipped and listed unless `followLinksOutside`. Synchronous calls: a thousand files take
+ * milliseconds this way, against a tenth of a second through libuv's thread pool, one call after the other.
  */
 export async function scanLocal(root: string, opts: ScanOptions = {}): Promise<LocalTree> {
   const tree: LocalTree = { entries: new Map(), unreadable: new Map(), skipped: [], outside: [] };
   const seen = new Set<string>();
-  const realRoot = await realpath(root);
+  const realRoot = realpathSync(root);
   const inside = (p: string): boolean => p === realRoot || p.startsWith(realRoot + sep);
-  const walk = async (abs: string, rel: string): Promise<void> => {
-    const st = await stat(abs);
+  const walk = (abs: string, rel: string): void => {
+    const st = statSync(abs);
     const id = `${st.dev}:${st.ino}`;
     if (seen.has(id)) return;
     seen.add(id);
-    let names: string[];
+    let entries;
     try {
-      names = (await readdir(abs)).sort();
+      entries = readdirSync(abs, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     } catch (e) {
       tree.unreadable.set(rel, (e as NodeJS.ErrnoException).code ?? (e as Error).message);
       return;
     }
-    for (const name of names) {
+    for (const entry of entries) {
+      const name = entry.name;
       const childAbs = join(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
       let st2;
       try {
-        if ((await lstat(childAbs)).isSymbolicLink() && !opts.followLinksOutside && !inside(await realpath(childAbs))) {
+        if (entry.isSymbolicLink() && !opts.followLinksOutside && !inside(realpathSync(childAbs))) {
           tree.outside.push(childRel);
           continue;
         }
-        st2 = await stat(childAbs);
+        st2 = statSync(childAbs);
       } catch {
         tree.skipped.push(childRel);
         continue;
       }
       if (st2.isDirectory()) {
         tree.entries.set(childRel, { type: "dir", abs: childAbs, size: 0, mtimeMs: st2.mtimeMs });
-        await walk(childAbs, childRel);
+        walk(childAbs, childRel);
       } else if (st2.isFile()) {
         tree.entries.set(childRel, { type: "file", abs: childAbs, size: st2.size, mtimeMs: st2.mtimeMs });
       } else {
@@ -70,6 +72,6 @@ export async function scanLocal(root: string, opts: ScanOptions = {}): Promise<L
       }
     }
   };
-  await walk(root, "");
+  walk(root, "");
   return tree;
 }

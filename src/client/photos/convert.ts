@@ -4,7 +4,7 @@
 // sharp's prebuilt libvips reads HEIF only with AV1 inside (AVIF); iPhone HEIC holds HEVC, decoded here by
 // heic-decode (libheif compiled to WebAssembly, in a worker thread: heic.ts) and handed to sharp as pixels.
 import { extname } from "node:path";
-import sharp, { type Metadata, type Sharp } from "sharp";
+import type { Metadata, Sharp } from "sharp";
 import exifReader from "exif-reader";
 import { MAX_HEIC_PIXELS, type HeicDecoder } from "./heic.js";
 import type { FrameProfile } from "./profile.js";
@@ -67,9 +67,15 @@ function isHevcHeif(meta: Metadata): boolean {
   return meta.format === "heif" && meta.compression === "hevc";
 }
 
+/** sharp, loaded on first use: libvips takes tens of milliseconds to load, which a sync without photos to convert need not pay. */
+async function loadSharp(): Promise<typeof import("sharp").default> {
+  return (await import("sharp")).default;
+}
+
 /** Reads the date a photo was taken (EXIF DateTimeOriginal), or undefined; never throws. */
 export async function dateTaken(path: string): Promise<number | undefined> {
   try {
+    const sharp = await loadSharp();
     return exifDate((await sharp(path).metadata()).exif);
   } catch {
     return undefined;
@@ -79,6 +85,7 @@ export async function dateTaken(path: string): Promise<number | undefined> {
 /** The photo (a file's content) as a JPEG for the profile; `mtimeMs` gives the date taken when asked and the photo has none. */
 export async function convertPhoto(data: Buffer, profile: FrameProfile, mtimeMs: number, heic: HeicDecoder): Promise<Buffer> {
   try {
+    const sharp = await loadSharp();
     const meta = await sharp(data, { limitInputPixels: false }).metadata();
     checkSize(meta);
     const takenMs = exifDate(meta.exif);
