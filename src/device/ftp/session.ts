@@ -532,9 +532,10 @@ export class Session {
     // Existing content is kept for APPE and REST; through a symlink only when it stays inside the card.
     let here: Stats | undefined;
     try {
-      here = lstatSync(target.absolute);
+      // No exception for a new file: building one (with its stack) cost more than the lookup itself.
+      here = lstatSync(target.absolute, { throwIfNoEntry: false });
     } catch {
-      // nothing there (or a name too long: refused when the file lands)
+      // a name too long, say: refused when the file lands
     }
     const source = here?.isSymbolicLink() ? await this.ctx.card.existing(path).catch(pathReply) : target.absolute;
     const existing = here?.isSymbolicLink() ? await stat(source).catch(() => undefined) : here;
