@@ -1,13 +1,12 @@
-// Uploads in FTP block mode (RFC 959 `MODE B`) when the server has it (our device service does; the firmware and
-// most servers do not, and then basic-ftp's stream mode is used). One data connection carries every file of a
-// connection, each ending with an EOF block: a file costs STOR, its blocks and MFMT — no passive port, connect and
-// close per file, and an interrupted upload is never taken for a complete one.
-import { FTPError } from "basic-ftp";
-import { closeSync, openSync, readSync } from "node:fs";
+// A sync's FTP connection in block mode (RFC 959 `MODE B`), for servers that have it (our device service does; the
+// firmware and most servers do not, and then basic-ftp's stream mode is used: ftp.ts). One data connection carries
+// every transfer of a connection, each ending with an EOF block: a file costs STOR, its blocks and MFMT — no
+// passive port, connect and close per file — and an interrupted upload is never taken for a complete one.
+import { closeSync, fstatSync, openSync, read } from "node:fs";
 import { connect, type Socket } from "node:net";
-import { END_BLOCK, toBlocks } from "../shared/ftp-blocks.js";
+import { BlockDecoder, END_BLOCK, toBlocks } from "../shared/ftp-blocks.js";
+import { FtpReplyError, mfmtTime, mfmtUnknown, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
 import { FtpLoginError, LocalFileError } from "./sync-errors.js";
-import type { FtpTarget } from "./ftp.js";
 
 /** Time without an answer or progress before a command or transfer is given up (as basic-ftp's connections). */
 const TIMEOUT_MS = 10_000;
@@ -22,9 +21,8 @@ interface Reply {
   message: string;
 }
 
-/** A server's refusal as basic-ftp reports it, so a sync treats both kinds of connection alike. */
-function refusal(reply: Reply): FTPError {
-  return new FTPError({ code: reply.code, message: reply.message });
+function refusal(reply: Reply): FtpReplyError {
+  return new FtpReplyError(reply.code, reply.message);
 }
 
 /** A control connection: commands go out, replies come back in order. Every wait ends when the connection does. */
@@ -101,7 +99,7 @@ class Control {
 }
 
 /** One logged-in connection in block mode, with its data connection opened on first use and kept. */
-export class BlockConnection {
+export class BlockConnection implements RemoteConnection {
   private data: Socket | undefined;
   /** Where the local file is read into, a chunk at a time (each chunk is in the kernel before the next read). */
   private readonly chunk = Buffer.allocUnsafe(CHUNK);
@@ -112,9 +110,78 @@ export class BlockConnection {
     private readonly port: number,
   ) {}
 
-  /** Logs in and switches to binary block mode; a server without block mode fails it with an FTPError. */
+  /** Logs in and switches to binary block mode; a server without block mode fails it with an FtpReplyError. */
   static async open(target: FtpTarget, port: number): Promise<BlockConnection> {
     return new BlockConnection(await login(target, port), target, port);
+  }
+
+  /**
+   * Logs in on `port` and asks for block mode; when the server refuses it, logs out (a server that takes one
+   * client at a time is free again) and gives undefined.
+   */
+  static async tryOpen(target: FtpTarget, port: number): Promise<BlockConnection | undefined> {
+    try {
+      return await BlockConnection.open(target, port);
+    } catch (e) {
+      if (!(e instanceof NoBlockMode)) throw e;
+      await e.control.send("QUIT").catch(() => undefined);
+      e.control.socket.destroy();
+      return undefined;
+    }
+  }
+
+  /** The server's FEAT lines, as names ("MFMT", "MLST"…). */
+  async features(): Promise<Set<string>> {
+    const reply = await this.control.send("FEAT");
+    if (reply.code !== 211) return new Set();
+    return new Set(reply.message.split("\n").slice(1, -1).map((l) => l.trim().split(" ")[0]!.toUpperCase()));
+  }
+
+  async list(dir: string): Promise<Map<string, RemoteEntry>> {
+    const data = await this.dataConnection();
+    const listing = readBlocks(data);
+    const started = await this.control.send(`MLSD ${dir}`);
+    if (started.code !== 150 && started.code !== 125) {
+      listing.cancel();
+      throw refusal(started);
+    }
+    const ended = await this.control.next();
+    try {
+      if (ended.code >= 300) throw refusal(ended);
+      return parseMlsd((await listing.done).toString("utf8"));
+    } catch (e) {
+      this.dropData();
+      throw e;
+    }
+  }
+
+  async ensureDir(path: string): Promise<void> {
+    let at = "";
+    for (const segment of path.split("/").filter(Boolean)) {
+      at += `/${segment}`;
+      const made = await this.control.send(`MKD ${at}`);
+      if (made.code < 300) continue;
+      // Refused: fine when it is a folder already.
+      const there = await this.control.send(`MLST ${at}`);
+      if (there.code !== 250 || !/type=dir;/i.test(there.message)) throw refusal(made);
+    }
+  }
+
+  mkdir(path: string): Promise<void> {
+    return this.command(`MKD ${path}`);
+  }
+
+  removeFile(path: string): Promise<void> {
+    return this.command(`DELE ${path}`);
+  }
+
+  removeDir(path: string): Promise<void> {
+    return this.command(`RMD ${path}`);
+  }
+
+  private async command(line: string): Promise<void> {
+    const reply = await this.control.send(line);
+    if (reply.code >= 300) throw refusal(reply);
   }
 
   /** Replaces a broken connection with a fresh login. */
@@ -135,11 +202,12 @@ export class BlockConnection {
   }
 
   /**
-   * Sends the local file `abs` of `size` bytes; `onBytes` hears the bytes sent so far. The file is read
-   * synchronously, a chunk at a time: a read from the page cache takes microseconds, far less than a trip through
-   * libuv's thread pool, and the CLI has nothing else to do meanwhile.
+   * Sends the local file `abs` of `size` bytes; `onBytes` hears the bytes sent so far. Each chunk is read into
+   * one buffer once the previous one is in the kernel, the first while STOR is on its way; the reads go through
+   * libuv's thread pool, so the connections' reads from a cold disk overlap. With `mtimeMs`, MFMT follows the EOF
+   * block at once (the server runs commands in order, so it sets the time of the file just stored).
    */
-  async upload(abs: string, size: number, remotePath: string, onBytes: (sent: number) => void): Promise<void> {
+  async upload(abs: string, size: number, remotePath: string, mtimeMs: number | undefined, onBytes: (sent: number) => void): Promise<void> {
     const local = (e: unknown): LocalFileError => {
       const err = e as NodeJS.ErrnoException;
       return new LocalFileError(`cannot read the local file (${err.code ?? err.message})`, { cause: e });
@@ -150,6 +218,10 @@ export class BlockConnection {
     } catch (e) {
       throw local(e);
     }
+    const readAt = (position: number): Promise<number> =>
+      new Promise((resolve, reject) => read(file, this.chunk, 0, Math.min(CHUNK, size - position), position, (e, n) => (e ? reject(local(e)) : resolve(n))));
+    let reading = readAt(0);
+    reading.catch(() => undefined);
     try {
       const data = await this.dataConnection();
       const started = await this.control.send(`STOR ${remotePath}`);
@@ -158,22 +230,15 @@ export class BlockConnection {
       ended.catch(() => undefined);
       try {
         let sent = 0;
-        for (;;) {
-          // Past the expected size one byte is asked for, to see a file that grew.
-          const chunk = this.chunk.subarray(0, Math.max(1, Math.min(CHUNK, size - sent)));
-          let bytesRead: number;
-          try {
-            bytesRead = readSync(file, chunk, 0, chunk.length, sent);
-          } catch (e) {
-            throw local(e);
-          }
-          if (bytesRead === 0) break;
-          if (sent + bytesRead > size) break;
-          await send(data, toBlocks(chunk.subarray(0, bytesRead)));
-          sent += bytesRead;
+        while (sent < size) {
+          const n = await reading;
+          if (n === 0) break;
+          await send(data, toBlocks(this.chunk.subarray(0, n)));
+          sent += n;
           onBytes(sent);
+          if (sent < size) reading = readAt(sent);
         }
-        if (sent !== size) throw new LocalFileError("the file changed while it was being sent; run the sync again");
+        if (sent !== size || fstatSync(file).size !== size) throw new LocalFileError("the file changed while it was being sent; run the sync again");
         await send(data, [END_BLOCK]);
       } catch (e) {
         // Without its EOF block the server keeps nothing; its reply (a full card, say) says more than a lost connection.
@@ -182,23 +247,20 @@ export class BlockConnection {
         if (answer && answer.code >= 400 && !(e instanceof LocalFileError)) throw refusal(answer);
         throw e;
       }
+      const timed = mtimeMs === undefined ? undefined : this.control.send(`MFMT ${mfmtTime(mtimeMs)} ${remotePath}`);
+      timed?.catch(() => undefined);
       const answer = await ended;
       if (answer.code >= 300) {
         this.dropData();
         throw refusal(answer);
       }
+      const set = timed && (await timed);
+      if (set && set.code >= 300 && !mfmtUnknown(set.code)) throw refusal(set);
     } finally {
+      // A read still running must not meet a closed (or reused) descriptor.
+      await reading.catch(() => undefined);
       closeSync(file);
     }
-  }
-
-  /** Sets a file's modification time (MFMT); false when the server does not support it. */
-  async setMtime(remotePath: string, mtimeMs: number): Promise<boolean> {
-    const when = new Date(Math.floor(mtimeMs / 1000) * 1000).toISOString().replace(/[-:T]/g, "").slice(0, 14);
-    const reply = await this.control.send(`MFMT ${when} ${remotePath}`);
-    if (reply.code < 300) return true;
-    if ([500, 501, 502, 504].includes(reply.code)) return false;
-    throw refusal(reply);
   }
 
   private async dataConnection(): Promise<Socket> {
@@ -232,6 +294,37 @@ export class BlockConnection {
   }
 }
 
+/** A server that refused MODE B, with the logged-in control connection to leave politely. */
+class NoBlockMode extends Error {
+  override readonly name = "NoBlockMode";
+  constructor(readonly control: Control) {
+    super("The FTP server has no block mode.");
+  }
+}
+
+/** MLSD lines ("type=file;size=12;modify=20240101120000; a.jpg") → the folder's files and folders by name. */
+export function parseMlsd(text: string): Map<string, RemoteEntry> {
+  const out = new Map<string, RemoteEntry>();
+  for (const line of text.split(/\r?\n/)) {
+    const space = line.indexOf(" ");
+    if (space < 0) continue;
+    const name = line.slice(space + 1);
+    const facts = new Map(
+      line
+        .slice(0, space)
+        .split(";")
+        .filter(Boolean)
+        .map((f) => [f.slice(0, f.indexOf("=")).toLowerCase(), f.slice(f.indexOf("=") + 1)] as const),
+    );
+    const type = facts.get("type")?.toLowerCase();
+    if ((type !== "file" && type !== "dir") || name === "" || name === "." || name === "..") continue;
+    const m = /^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(?:\.(\d{1,3}))?$/.exec(facts.get("modify") ?? "");
+    const mtimeMs = m ? Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!, m[7] ? Number(m[7].padEnd(3, "0")) : 0) : undefined;
+    out.set(name, { type, size: Number(facts.get("size") ?? 0) || 0, mtimeMs });
+  }
+  return out;
+}
+
 async function login(target: FtpTarget, port: number): Promise<Control> {
   const control = await Control.open(target.host, port);
   try {
@@ -242,15 +335,47 @@ async function login(target: FtpTarget, port: number): Promise<Control> {
     if (reply.code === 331) reply = await control.send(`PASS ${target.password}`);
     if (reply.code === 530) throw new FtpLoginError(`The FTP server at ${target.host}:${port} refused user "${target.user}" (530). Pass the device's FTP user and password with --ftp-user USER:PASSWORD.`);
     if (reply.code !== 230) throw refusal(reply);
-    for (const command of ["TYPE I", "MODE B"]) {
-      reply = await control.send(command);
-      if (reply.code !== 200) throw refusal(reply);
-    }
+    reply = await control.send("TYPE I");
+    if (reply.code !== 200) throw refusal(reply);
+    reply = await control.send("MODE B");
+    if (reply.code >= 500) throw new NoBlockMode(control);
+    if (reply.code !== 200) throw refusal(reply);
     return control;
   } catch (e) {
-    control.socket.destroy();
+    if (!(e instanceof NoBlockMode)) control.socket.destroy();
     throw e;
   }
+}
+
+/**
+ * Reads one transfer's blocks from the data connection up to its EOF block; the connection is then paused for
+ * the next transfer. `cancel()` stops reading when the transfer was refused.
+ */
+function readBlocks(socket: Socket): { done: Promise<Buffer>; cancel(): void } {
+  const decoder = new BlockDecoder();
+  const pieces: Buffer[] = [];
+  let stop!: (failure?: Error) => void;
+  const done = new Promise<Buffer>((resolve, reject) => {
+    const onData = (chunk: Buffer): void => {
+      try {
+        const { data, rest } = decoder.push(chunk);
+        pieces.push(...data);
+        if (rest) socket.unshift(rest);
+      } catch (e) {
+        return stop(e as Error);
+      }
+      if (decoder.ended) stop();
+    };
+    const onClose = (): void => stop(new Error("The data connection closed before the transfer's end."));
+    stop = (failure) => {
+      socket.off("data", onData).off("close", onClose).pause();
+      if (failure) reject(failure);
+      else resolve(Buffer.concat(pieces));
+    };
+    socket.on("data", onData).on("close", onClose).resume();
+  });
+  done.catch(() => undefined);
+  return { done, cancel: () => stop() };
 }
 
 /** Hands `buffers` to the data connection and resolves once the kernel has them; rejects once it is closed. */

@@ -3,22 +3,19 @@
 // connections at once, then leaves the device in MSC mode (or FTP with `stay`). Ctrl-C or a failure puts the
 // device back in the mode it was in. Uploaded files carry the local modification time (MFMT), so a rerun skips
 // what already arrived. With a frame profile, photos are converted (photos/) while the first files travel.
-import { createReadStream } from "node:fs";
 import { MODE_FTP, MODE_NAMES, modeOf, type Mode, type ModeName } from "../shared/firmware.js";
 import type { FrameFiClient } from "./api.js";
 import { switchMode } from "./modes.js";
 import { LocalFileError, SyncStopped } from "./sync-errors.js";
-import { FtpPool, isReply, remoteJoin, waitForFtp, type FtpConnection, type FtpTarget, type Pool, type RemoteEntry } from "./ftp.js";
-import { BlockConnection } from "./ftp-block.js";
+import { connectCard } from "./ftp-connect.js";
+import { isReply, remoteJoin, type CardPool, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
 import { scanLocal, type LocalTree } from "./local-tree.js";
 import { decideUpload, makePlan, type Plan, type PlanInput, type Upload } from "./plan.js";
-import { PhotoCache } from "./photos/cache.js";
-import { selectNewest, type Candidate } from "./photos/capacity.js";
-import { PhotoDecodeError } from "./photos/convert.js";
-import { HeicDecoder } from "./photos/heic.js";
-import { forEachLimited, preparePhotos, runJob, WORKERS, type ConvertJob, type Prepared } from "./photos/prepare.js";
+import type { PhotoCache } from "./photos/cache.js";
+import type { Candidate } from "./photos/capacity.js";
+import type { ConvertJob, Prepared } from "./photos/prepare.js";
 import type { PhotoOptions } from "./photos/profile.js";
-import { AsyncQueue } from "./photos/queue.js";
+import { AsyncQueue, forEachLimited, WORKERS } from "./photos/queue.js";
 
 export interface SyncOptions {
   client: FrameFiClient;
@@ -89,8 +86,27 @@ function message(e: unknown): string {
   return err.code && !isReply(e) ? `${err.code}: ${err.message}` : (err.message ?? String(e));
 }
 
+/** The photo pipeline (sharp, the cache, HEIC workers), loaded only by a sync with photo options. */
+async function photoTools() {
+  const [cache, capacity, convert, heic, prepare] = await Promise.all([
+    import("./photos/cache.js"),
+    import("./photos/capacity.js"),
+    import("./photos/convert.js"),
+    import("./photos/heic.js"),
+    import("./photos/prepare.js"),
+  ]);
+  return {
+    PhotoCache: cache.PhotoCache,
+    selectNewest: capacity.selectNewest,
+    PhotoDecodeError: convert.PhotoDecodeError,
+    heic: new heic.HeicDecoder(),
+    preparePhotos: prepare.preparePhotos,
+    runJob: prepare.runJob,
+  };
+}
+
 /** Runs `fn`; when the connection (not the server's answer) failed, logs in again and runs it once more. */
-async function withReconnect<T>(conn: { reconnect(): Promise<void> }, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+async function withReconnect<T>(conn: RemoteConnection, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
@@ -100,7 +116,7 @@ async function withReconnect<T>(conn: { reconnect(): Promise<void> }, signal: Ab
   }
 }
 
-async function listRemote(pool: FtpPool, root: string, signal: AbortSignal): Promise<{ tree: Map<string, RemoteEntry>; rootMissing: boolean }> {
+async function listRemote(pool: CardPool<RemoteConnection>, root: string, signal: AbortSignal): Promise<{ tree: Map<string, RemoteEntry>; rootMissing: boolean }> {
   const tree = new Map<string, RemoteEntry>();
   let rootMissing = false;
   let failure: Error | undefined;
@@ -127,49 +143,12 @@ async function listRemote(pool: FtpPool, root: string, signal: AbortSignal): Pro
   return { tree, rootMissing };
 }
 
-async function openLocal(abs: string): Promise<ReturnType<typeof createReadStream>> {
-  const stream = createReadStream(abs, { highWaterMark: 256 * 1024 });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      stream.once("open", () => resolve());
-      stream.once("error", reject);
-    });
-  } catch (e) {
-    throw new LocalFileError(`cannot read the local file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-  }
-  return stream;
-}
-
-/**
- * Sends one file and gives it the local modification time. A file that changed while sent is not kept: in block
- * mode its EOF block is never sent, in stream mode it is removed again.
- */
-async function uploadOne(conn: FtpConnection | BlockConnection, u: Upload, remotePath: string, setTime: boolean, events: SyncEvents): Promise<void> {
-  const onBytes = (sent: number): void => events.uploadProgress(u, sent);
-  if (conn instanceof BlockConnection) await conn.upload(u.abs, u.size, remotePath, onBytes);
-  else {
-    const stream = await openLocal(u.abs);
-    try {
-      await conn.upload(stream, remotePath, onBytes);
-    } finally {
-      stream.destroy();
-    }
-    if (stream.bytesRead !== u.size) {
-      await conn.removeFile(remotePath).catch(() => undefined);
-      throw new LocalFileError("the file changed while it was being sent; run the sync again");
-    }
-  }
-  if (setTime) await conn.setMtime(remotePath, u.mtimeMs);
-}
-
 export async function sync(opts: SyncOptions): Promise<SyncResult> {
   const { client, events, signal } = opts;
   const waitMs = opts.waitMs ?? 30_000;
   const original = (await client.mode()).mode;
   let switched = false;
-  let pool: FtpPool | undefined;
-  /** Block-mode connections for the uploads, when the server has block mode. */
-  let uploaders: Pool<BlockConnection> | undefined;
+  let pool: CardPool<RemoteConnection> | undefined;
   const result: SyncResult = {
     plan: { mkdirs: [], uploads: [], deleteFiles: [], deleteDirs: [], unchanged: 0, pending: [], problems: [] },
     uploaded: 0,
@@ -185,8 +164,8 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     events.failed(rel, reason);
   };
   /** Runs `op` on each item (one at a time when order matters); a refusal by the server fails that item only. */
-  const perItem = async (pool: FtpPool, items: readonly string[], inOrder: boolean, op: (conn: FtpConnection, rel: string) => Promise<void>, failure: string): Promise<void> => {
-    const one = async (conn: FtpConnection, rel: string): Promise<void> => {
+  const perItem = async (pool: CardPool<RemoteConnection>, items: readonly string[], inOrder: boolean, op: (conn: RemoteConnection, rel: string) => Promise<void>, failure: string): Promise<void> => {
+    const one = async (conn: RemoteConnection, rel: string): Promise<void> => {
       try {
         await withReconnect(conn, signal, () => op(conn, rel));
       } catch (e) {
@@ -201,7 +180,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
 
   let cache: PhotoCache | undefined;
   let prepared: Prepared | undefined;
-  const heic = new HeicDecoder();
+  const tools = opts.photos ? await photoTools() : undefined;
   let firstStart = 0;
   let lastEnd = 0;
   /** Converts a photo into the cache; its size on the card, or undefined when it failed (reported). */
@@ -209,14 +188,14 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     const report = result.photos!;
     firstStart ||= performance.now();
     try {
-      const size = await runJob(job, opts.photos!.profile!, cache!, heic);
+      const size = await tools!.runJob(job, opts.photos!.profile!, cache!, tools!.heic);
       report.converted++;
       report.sourceBytes += job.size;
       report.outputBytes += size;
       prepared!.input.entries.get(job.rel)!.size = size;
       return size;
     } catch (e) {
-      fail(job.source, e instanceof PhotoDecodeError ? e.message : `cannot convert this photo (${message(e)}); skipped`);
+      fail(job.source, e instanceof tools!.PhotoDecodeError ? e.message : `cannot convert this photo (${message(e)}); skipped`);
       return undefined;
     } finally {
       lastEnd = performance.now();
@@ -238,7 +217,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     });
   };
 
-  const apply = async (pool: FtpPool, plan: Plan, rootMissing: boolean): Promise<void> => {
+  const apply = async (pool: CardPool<RemoteConnection>, plan: Plan, rootMissing: boolean): Promise<void> => {
     const remotePath = (rel: string): string => remoteJoin(opts.remoteDir, rel);
     if (rootMissing) await pool.each([opts.remoteDir], (conn, dir) => withReconnect(conn, signal, () => conn.ensureDir(dir)));
     // Deletions first: they free space on the card for what comes. Folders after their files, deepest first.
@@ -264,19 +243,14 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     for (const u of plan.uploads) queue.push(u);
     const stopConverting = new AbortController();
     const converting = convertPending(plan, pool.canSetTimes, queue, stopConverting.signal).finally(() => queue.close());
-    uploaders = await pool.blockConnections();
-    const openUploaders = uploaders;
-    signal.addEventListener("abort", () => openUploaders?.abort(), { once: true });
-    if (signal.aborted) throw signal.reason;
-    const senders: Pool<FtpConnection | BlockConnection> = uploaders ?? pool;
-    const uploading = senders.each(queue, async (conn, u) => {
+    const uploading = pool.each(queue, async (conn, u) => {
       if (failedDirs.some((d) => u.rel.startsWith(d + "/"))) {
         fail(u.rel, "its folder could not be created on the card");
         return;
       }
       events.uploadStarted(u);
       try {
-        await withReconnect(conn, signal, () => uploadOne(conn, u, remotePath(u.rel), pool.canSetTimes, events));
+        await withReconnect(conn, signal, () => conn.upload(u.abs, u.size, remotePath(u.rel), pool.canSetTimes ? u.mtimeMs : undefined, (sent) => events.uploadProgress(u, sent)));
         result.uploaded++;
         result.uploadedBytes += u.size;
         events.uploaded(u);
@@ -297,11 +271,11 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
 
   /** With photo options: what the card should hold instead of the local tree, within the capacity limit. */
   const preparedInput = async (local: LocalTree, remote: Map<string, RemoteEntry>, photos: PhotoOptions): Promise<PlanInput> => {
-    cache = await PhotoCache.open(photos.cacheDir).catch((e: unknown) => {
+    cache = await tools!.PhotoCache.open(photos.cacheDir).catch((e: unknown) => {
       throw new Error(`Cannot use the photo cache ${photos.cacheDir} (${message(e)}); give another folder with --cache DIR.`);
     });
     events.step("Reading the photos…");
-    prepared = await preparePhotos(local, photos, cache);
+    prepared = await tools!.preparePhotos(local, photos, cache);
     const report: PhotoReport = { converted: 0, fromCache: prepared.fromCache, convertMs: 0, sourceBytes: 0, outputBytes: 0, duplicates: prepared.duplicates, skipped: prepared.skipped, leftOut: [] };
     result.photos = report;
     for (const p of prepared.problems) fail(p.rel, p.reason);
@@ -330,7 +304,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
       const replaces = !opts.delete && onCard?.type === "file" ? onCard.size : 0;
       candidates.push({ rel, size: e.size ?? 0, dateMs: prepared.dates.get(rel) ?? e.mtimeMs, replaces });
     }
-    const { leftOut } = selectNewest(candidates, { maxFiles: limit.maxFiles ?? Infinity, maxBytes, fixedBytes });
+    const { leftOut } = tools!.selectNewest(candidates, { maxFiles: limit.maxFiles ?? Infinity, maxBytes, fixedBytes });
     for (const c of leftOut) prepared.input.entries.delete(c.rel);
     report.leftOut = leftOut.map((c) => ({ rel: c.rel, size: c.size, dateMs: c.dateMs }));
     return prepared.input;
@@ -344,8 +318,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     }
     const ftpHost = opts.ftp.host.includes(":") ? `[${opts.ftp.host}]` : opts.ftp.host;
     events.step(`Waiting for the FTP server at ${opts.ftp.ports.map((p) => `${ftpHost}:${p}`).join(" or ")}…`);
-    const { client: first, port } = await waitForFtp(opts.ftp, waitMs, signal);
-    pool = await FtpPool.open(first, opts.ftp, port, opts.parallel);
+    pool = await connectCard(opts.ftp, waitMs, opts.parallel, signal);
     const openPool = pool;
     signal.addEventListener("abort", () => openPool.abort(), { once: true });
     if (signal.aborted) throw signal.reason;
@@ -366,14 +339,11 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
   } catch (e) {
     pool?.abort();
     pool = undefined;
-    uploaders?.abort();
-    uploaders = undefined;
     const back = switched ? await restore(client, modeOf(original), waitMs) : original;
     const interrupted = signal.aborted;
     throw new SyncStopped(interrupted ? "Interrupted." : message(e), e, back, interrupted);
   } finally {
     pool?.close();
-    uploaders?.close();
     await cache?.save().catch(() => undefined);
   }
 

@@ -2,10 +2,10 @@
 // every file identified by its content (hash, date taken), duplicates set aside, photos renamed to `.jpg` and
 // found in the conversion cache or queued for conversion, files that are not photos copied or skipped.
 import { readFile } from "node:fs/promises";
-import { availableParallelism } from "node:os";
 import type { LocalTree } from "../local-tree.js";
 import type { PlanInput } from "../plan.js";
 import { hashOf, type PhotoCache } from "./cache.js";
+import { forEachLimited, WORKERS } from "./queue.js";
 import type { HeicDecoder } from "./heic.js";
 import { convertPhoto, dateTaken, isPhotoName } from "./convert.js";
 import { profileId, type FrameProfile, type PhotoOptions } from "./profile.js";
@@ -36,18 +36,6 @@ export interface Prepared {
   problems: { rel: string; reason: string }[];
   /** Photos found converted in the cache. */
   fromCache: number;
-}
-
-/** How many conversions (and file reads) run at once: one per core. */
-export const WORKERS = availableParallelism();
-
-/** Runs `fn` on every item, at most `limit` at once. */
-export async function forEachLimited<T>(items: Iterable<T>, limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  const it = items[Symbol.iterator]();
-  const worker = async (): Promise<void> => {
-    for (let next = it.next(); !next.done; next = it.next()) await fn(next.value);
-  };
-  await Promise.all(Array.from({ length: limit }, worker));
 }
 
 /** "2024/IMG_1.HEIC" → "2024/IMG_1.jpg". */

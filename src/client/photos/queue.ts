@@ -1,5 +1,18 @@
 // A queue between producers (conversions) and consumers (FTP connections): consumers wait for the next item
-// until the queue is closed and empty.
+// until the queue is closed and empty. And the limit on conversions at once.
+import { availableParallelism } from "node:os";
+
+/** How many conversions (and file reads) run at once: one per core. */
+export const WORKERS = availableParallelism();
+
+/** Runs `fn` on every item, at most `limit` at once. */
+export async function forEachLimited<T>(items: Iterable<T>, limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  const it = items[Symbol.iterator]();
+  const worker = async (): Promise<void> => {
+    for (let next = it.next(); !next.done; next = it.next()) await fn(next.value);
+  };
+  await Promise.all(Array.from({ length: limit }, worker));
+}
 
 export class AsyncQueue<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];

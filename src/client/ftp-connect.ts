@@ -1,0 +1,74 @@
+// Which FTP connections a sync gets: waits until the device's FTP server logs us in, then opens the pool — in
+// block mode when the server takes it (ftp-block.ts), else basic-ftp's stream mode (ftp.ts, loaded only then).
+import { BlockConnection } from "./ftp-block.js";
+import { CardPool, type FtpTarget, type RemoteConnection } from "./remote.js";
+import { FtpLoginError, FtpUnreachableError } from "./sync-errors.js";
+
+/** A server that serves one client at a time (the firmware's) may leave extra logins hanging: give up sooner. */
+const EXTRA_LOGIN_TIMEOUT_MS = 3_000;
+
+/**
+ * Tries the target's ports until one logs in, retrying until `timeoutMs` passes (a refused login fails at once),
+ * and opens up to `size` connections on it.
+ */
+export async function connectCard(target: FtpTarget, timeoutMs: number, size: number, signal?: AbortSignal): Promise<CardPool<RemoteConnection>> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  for (;;) {
+    for (const port of target.ports) {
+      if (signal?.aborted) throw signal.reason;
+      let first: BlockConnection | undefined;
+      try {
+        first = await BlockConnection.tryOpen(target, port);
+      } catch (e) {
+        if (e instanceof FtpLoginError) throw e;
+        const err = e as NodeJS.ErrnoException;
+        last = `${port}: ${err.code ?? err.message}`;
+        continue;
+      }
+      if (!first) {
+        const { openStreamPool } = await import("./ftp.js");
+        return openStreamPool(target, port, size);
+      }
+      return blockPool(first, target, port, size);
+    }
+    if (Date.now() > deadline) {
+      const ports = target.ports.join(" or ");
+      throw new FtpUnreachableError(`No FTP server answered at ${target.host} port ${ports} within ${Math.round(timeoutMs / 1000)} s (${last}). Check that the device is in FTP mode, or give its FTP port with --ftp-port.`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function blockPool(first: BlockConnection, target: FtpTarget, port: number, size: number): Promise<CardPool<BlockConnection>> {
+  const extra = Promise.allSettled(Array.from({ length: Math.max(0, size - 1) }, () => withTimeout(BlockConnection.open(target, port), EXTRA_LOGIN_TIMEOUT_MS)));
+  const opened = async (): Promise<BlockConnection[]> => (await extra).flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+  let features: Set<string>;
+  try {
+    features = await first.features();
+  } catch (e) {
+    for (const c of [first, ...(await opened())]) c.abort();
+    throw e;
+  }
+  return new CardPool([first, ...(await opened())], features.has("MFMT"));
+}
+
+/** `opening`, or its failure after `ms`; a connection that opens later is dropped. */
+function withTimeout(opening: Promise<BlockConnection>, ms: number): Promise<BlockConnection> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error(`no login within ${ms} ms`));
+      void opening.then((c) => c.abort(), () => undefined);
+    }, ms);
+    opening.then(
+      (c) => {
+        clearTimeout(timer);
+        resolve(c);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
+}

@@ -1,0 +1,125 @@
+// What a sync needs of the card over FTP, whichever client speaks it (ftp-block.ts in block mode, ftp.ts with
+// basic-ftp in stream mode): the server to reach, the card's entries, the operations of a mirror, and a pool of
+// connections handing out work. Free of basic-ftp, so a sync in block mode never loads it.
+import { posix } from "node:path";
+
+export interface FtpTarget {
+  host: string;
+  /** Ports to try in order until one greets. */
+  ports: readonly number[];
+  user: string;
+  password: string;
+}
+
+/** A remote entry, by its path relative to the sync's remote folder ("2024/a.jpg"). */
+export interface RemoteEntry {
+  type: "file" | "dir";
+  size: number;
+  /** Modification time in ms since the epoch; undefined when the server's listing has none. */
+  mtimeMs: number | undefined;
+}
+
+/** One logged-in connection with the operations a mirror needs. Paths are absolute on the server. */
+export interface RemoteConnection {
+  list(dir: string): Promise<Map<string, RemoteEntry>>;
+  /** Creates a folder and its missing parents. */
+  ensureDir(path: string): Promise<void>;
+  mkdir(path: string): Promise<void>;
+  removeFile(path: string): Promise<void>;
+  removeDir(path: string): Promise<void>;
+  /**
+   * Sends the local file `abs` of `size` bytes to `remotePath`, with `mtimeMs` as its time when given (MFMT);
+   * `onBytes` hears the bytes sent so far. A local file that cannot be read, or changes while it is sent, fails
+   * with LocalFileError and is not kept.
+   */
+  upload(abs: string, size: number, remotePath: string, mtimeMs: number | undefined, onBytes: (sent: number) => void): Promise<void>;
+  /** Replaces a broken connection with a fresh login. */
+  reconnect(): Promise<void>;
+  close(): void;
+  /** Drops the connection at once, a transfer included, so that the server keeps no part of a file. */
+  abort(): void;
+}
+
+/** A refusal the FTP server answered (a 4xx/5xx reply): the connection is still good. */
+export class FtpReplyError extends Error {
+  override readonly name = "FtpReplyError";
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Whether `e` is a server's refusal: ours, or basic-ftp's FTPError (told by name, so this module need not load it). */
+export function isReply(e: unknown): e is Error & { code: number } {
+  return e instanceof FtpReplyError || (e instanceof Error && e.name === "FTPError" && typeof (e as { code?: unknown }).code === "number");
+}
+
+/** Several connections to one server, handing out work to whichever is free. */
+export class Pool<C extends { close(): void; abort(): void }> {
+  private readonly live: Set<C>;
+
+  constructor(connections: C[]) {
+    this.live = new Set(connections);
+  }
+
+  get size(): number {
+    return this.live.size;
+  }
+
+  /**
+   * Runs `work` on each item (of a list, or of a queue as they come), each connection taking the next item when it is free. A `work` that throws takes
+   * its connection out of service for good; the others carry on. Throws the first such error when no
+   * connection is left.
+   */
+  async each<T>(items: Iterable<T> | AsyncIterable<T>, work: (conn: C, item: T) => Promise<void>): Promise<void> {
+    const it = Symbol.asyncIterator in items ? items[Symbol.asyncIterator]() : items[Symbol.iterator]();
+    let firstError: unknown;
+    const worker = async (conn: C): Promise<void> => {
+      try {
+        for (let next = await it.next(); !next.done; next = await it.next()) await work(conn, next.value);
+      } catch (e) {
+        firstError ??= e;
+        this.live.delete(conn);
+        conn.close();
+      }
+    };
+    await Promise.all([...this.live].map(worker));
+    if (this.live.size === 0) throw firstError ?? new Error("No FTP connection is left.");
+  }
+
+  close(): void {
+    for (const c of this.live) c.close();
+  }
+
+  /** Drops every connection at once, transfers included. */
+  abort(): void {
+    for (const c of this.live) c.abort();
+  }
+}
+
+/** The sync's connections to the card, and whether the server takes MFMT (uploads can carry their local time). */
+export class CardPool<C extends RemoteConnection> extends Pool<C> {
+  constructor(
+    connections: C[],
+    readonly canSetTimes: boolean,
+  ) {
+    super(connections);
+  }
+}
+
+/** Joins a remote folder and a relative posix path into an absolute server path. */
+export function remoteJoin(root: string, rel: string): string {
+  return posix.join("/", root, rel);
+}
+
+/** An MFMT refused as unknown (a server that listed it in FEAT all the same): the file stays, without its time. */
+export function mfmtUnknown(code: number): boolean {
+  return [500, 501, 502, 504].includes(code);
+}
+
+/** MFMT's argument: the time in UTC as YYYYMMDDHHMMSS. */
+export function mfmtTime(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/[-:T]/g, "").slice(0, 14);
+}
