@@ -132,9 +132,10 @@ async function listRemote(pool: CardPool<RemoteConnection>, root: string, signal
           if (entry.type === "dir") next.push(child);
         }
       } catch (e) {
+        if (isReply(e) && rel === "" && e.code === 550) rootMissing = true;
+        else failure ??= new Error(`Cannot list ${remoteJoin(root, rel)} on the card: ${(e as Error).message}`, { cause: e });
+        // A broken connection leaves the pool; the folder is not lost with it: the sync stops below.
         if (!isReply(e)) throw e;
-        if (rel === "" && e.code === 550) rootMissing = true;
-        else failure ??= new Error(`Cannot list ${remoteJoin(root, rel)} on the card: ${e.message}`);
       }
     });
     if (failure) throw failure;

@@ -1,0 +1,112 @@
+// `framefi sync` against FTP servers that misbehave: a reply without end, lines that are not replies, a listing
+// whose blocks break off, and a server that closes mid-upload. The real bin/framefi talks to the real device's
+// web API (in FTP mode) while --ftp-port points at a small server this test runs. The sync must end on its own
+// with a clear error, never hang or crash, and the device must be back in USB MSC mode.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
+import { createServer, type Server, type Socket } from "node:net";
+import { join } from "node:path";
+import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { framefi } from "./fixtures/cli.js";
+
+/** A control connection's script: what the server does with each command line (after its 220 greeting). */
+type Script = (command: string, control: Socket, data: () => Promise<Socket>) => void | Promise<void>;
+
+/** An FTP server on a free port that logs anyone in, takes MODE B and then follows `script`. */
+async function hostileServer(script: Script): Promise<{ server: Server; port: number }> {
+  const server = createServer((control) => {
+    control.on("error", () => undefined);
+    let dataServer: Server | undefined;
+    let dataSocket: Promise<Socket> | undefined;
+    const data = (): Promise<Socket> => dataSocket ?? Promise.reject(new Error("no EPSV"));
+    let pending = "";
+    control.write("220 hostile\r\n");
+    control.on("data", (chunk: Buffer) => {
+      pending += chunk.toString("latin1");
+      for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
+        const line = pending.slice(0, nl).replace(/\r$/, "");
+        pending = pending.slice(nl + 1);
+        const verb = line.split(" ")[0]!.toUpperCase();
+        if (verb === "USER") control.write("331 password\r\n");
+        else if (verb === "PASS") control.write("230 in\r\n");
+        else if (verb === "TYPE" || verb === "MODE") control.write("200 ok\r\n");
+        else if (verb === "FEAT") control.write("211-Features:\r\n MLST type*;size*;modify*;\r\n MFMT\r\n211 End\r\n");
+        else if (verb === "EPSV") {
+          dataServer = createServer();
+          dataSocket = new Promise((resolve) => dataServer!.once("connection", (s: Socket) => resolve(s.on("error", () => undefined))));
+          dataServer.listen(0, "127.0.0.1", () => control.write(`229 Entering Extended Passive Mode (|||${(dataServer!.address() as { port: number }).port}|)\r\n`));
+        } else if (verb === "QUIT") control.end("221 bye\r\n");
+        else void script(line, control, data);
+      }
+    });
+    control.on("close", () => dataServer?.close());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, port: (server.address() as { port: number }).port };
+}
+
+describe("framefi sync against a misbehaving FTP server", () => {
+  let dev: RunningDevice;
+  let photos: string;
+
+  before(async () => {
+    dev = await startDevice();
+    photos = await tempDir("framefi-hostile-");
+    await writeFile(join(photos, "a.jpg"), Buffer.alloc(300_000, 1));
+  });
+  after(async () => {
+    await dev?.stop();
+    await removeDir(photos);
+  });
+
+  const cases: [string, Script, RegExp][] = [
+    ["a reply that never ends (one line of 100 kB)", (_c, control) => void control.write("150 " + "x".repeat(100_000)), /overlong reply/],
+    ["lines that are not replies", (_c, control) => void control.write("hello there\r\n"), /not a reply/],
+    [
+      "a listing whose blocks break off",
+      async (command, control, data) => {
+        if (!command.startsWith("MLSD")) return void control.write("502 no\r\n");
+        control.write("150 here\r\n");
+        (await data()).end(Buffer.from([0, 0, 50, 65, 66]));
+        control.write("226 done\r\n");
+      },
+      /Cannot list \/ on the card: The data connection closed before the transfer's end/,
+    ],
+  ];
+  for (const [name, script, error] of cases) {
+    test(name, async () => {
+      const { server, port } = await hostileServer(script);
+      try {
+        const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), photos], { cwd: photos, timeoutMs: 60_000 });
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, error);
+        assert.doesNotMatch(r.stderr, /unexpected error/);
+        await eventually(async () => ((await (await fetch(`${dev.url}/`)).json()) as { mode: string }).mode === "USB MSC");
+      } finally {
+        server.close();
+      }
+    });
+  }
+
+  test("a server that closes during an upload: the file is reported failed and the sync ends", async () => {
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      if (command.startsWith("MLSD")) {
+        control.write("150 here\r\n");
+        (await data()).write(Buffer.from([64, 0, 0]));
+        control.write("226 done\r\n");
+      } else if (command.startsWith("STOR")) {
+        control.write("150 go\r\n");
+        (await data()).once("data", () => control.destroy());
+      } else control.write("502 no\r\n");
+    });
+    try {
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "1", photos], { cwd: photos, timeoutMs: 60_000 });
+      assert.notEqual(r.code, 0, r.stdout);
+      assert.match(r.stderr, /closed the connection|ECONNREFUSED|data connection/);
+      assert.doesNotMatch(r.stderr, /unexpected error/);
+    } finally {
+      server.close();
+    }
+  });
+});
