@@ -112,7 +112,7 @@ export class BlockConnection implements RemoteConnection {
 
   /** Logs in and switches to binary block mode; a server without block mode fails it with an FtpReplyError. */
   static async open(target: FtpTarget, port: number): Promise<BlockConnection> {
-    return new BlockConnection(await login(target, port), target, port);
+    return new BlockConnection(await blockLogin(target, port), target, port);
   }
 
   /**
@@ -120,14 +120,11 @@ export class BlockConnection implements RemoteConnection {
    * client at a time is free again) and gives undefined.
    */
   static async tryOpen(target: FtpTarget, port: number): Promise<BlockConnection | undefined> {
-    try {
-      return await BlockConnection.open(target, port);
-    } catch (e) {
-      if (!(e instanceof NoBlockMode)) throw e;
-      await e.control.send("QUIT").catch(() => undefined);
-      e.control.socket.destroy();
-      return undefined;
-    }
+    const { control, blockMode } = await login(target, port);
+    if (blockMode) return new BlockConnection(control, target, port);
+    await control.send("QUIT").catch(() => undefined);
+    control.socket.destroy();
+    return undefined;
   }
 
   /** The server's FEAT lines, as names ("MFMT", "MLST"…). */
@@ -187,7 +184,7 @@ export class BlockConnection implements RemoteConnection {
   /** Replaces a broken connection with a fresh login. */
   async reconnect(): Promise<void> {
     this.abort();
-    this.control = await login(this.target, this.port);
+    this.control = await blockLogin(this.target, this.port);
   }
 
   close(): void {
@@ -294,14 +291,6 @@ export class BlockConnection implements RemoteConnection {
   }
 }
 
-/** A server that refused MODE B, with the logged-in control connection to leave politely. */
-class NoBlockMode extends Error {
-  override readonly name = "NoBlockMode";
-  constructor(readonly control: Control) {
-    super("The FTP server has no block mode.");
-  }
-}
-
 /** MLSD lines ("type=file;size=12;modify=20240101120000; a.jpg") → the folder's files and folders by name. */
 export function parseMlsd(text: string): Map<string, RemoteEntry> {
   const out = new Map<string, RemoteEntry>();
@@ -325,7 +314,8 @@ export function parseMlsd(text: string): Map<string, RemoteEntry> {
   return out;
 }
 
-async function login(target: FtpTarget, port: number): Promise<Control> {
+/** Logs in, in binary mode, and asks for block mode: the control connection, and whether the server took it. */
+async function login(target: FtpTarget, port: number): Promise<{ control: Control; blockMode: boolean }> {
   const control = await Control.open(target.host, port);
   try {
     let reply = await control.next();
@@ -338,13 +328,20 @@ async function login(target: FtpTarget, port: number): Promise<Control> {
     reply = await control.send("TYPE I");
     if (reply.code !== 200) throw refusal(reply);
     reply = await control.send("MODE B");
-    if (reply.code >= 500) throw new NoBlockMode(control);
-    if (reply.code !== 200) throw refusal(reply);
-    return control;
+    if (reply.code !== 200 && reply.code < 500) throw refusal(reply);
+    return { control, blockMode: reply.code === 200 };
   } catch (e) {
-    if (!(e instanceof NoBlockMode)) control.socket.destroy();
+    control.socket.destroy();
     throw e;
   }
+}
+
+/** A login for a further connection to a server that took block mode before. */
+async function blockLogin(target: FtpTarget, port: number): Promise<Control> {
+  const { control, blockMode } = await login(target, port);
+  if (blockMode) return control;
+  control.socket.destroy();
+  throw new FtpReplyError(504, "The FTP server no longer takes block mode (MODE B).");
 }
 
 /**

@@ -137,9 +137,11 @@ export class Writes {
         await rm(tempPath, { force: true });
         throw e;
       }
-    } else {
-      // In libuv's thread pool: creating a file can take the kernel a millisecond of CPU (ext4 skips the inodes of
-      // files deleted moments before), while the event loop serves the other sessions.
+    } else if (this.active.size === 0) fd = openSync(tempPath, "wx");
+    else {
+      // With other writes under way, in libuv's thread pool: creating a file can take the kernel a millisecond of
+      // CPU (ext4 skips the inodes of files deleted moments before), and the event loop serves the others meanwhile.
+      // Alone, the trip through the pool would only add to the upload's time.
       fd = await new Promise<number>((resolve, reject) => open(tempPath, "wx", (e, fd) => (e ? reject(e) : resolve(fd))));
     }
     if (opts.exclusive !== undefined) this.exclusive.add(opts.exclusive);
