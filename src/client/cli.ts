@@ -479,7 +479,8 @@ function stoppedMessage(e: SyncStopped): string {
   const where = e.mode ? `The device is back in ${e.mode} mode.` : "Could not put the device back in its mode: check it with framefi status.";
   if (e.interrupted) return `Sync interrupted. ${where} Run the same command again to finish; what arrived is kept.`;
   const again = exitCodeOf(e.cause) === EXIT.auth ? "" : " Run the same command again to finish.";
-  return `Sync stopped: ${explain(e.cause)} ${where}${again}`;
+  const why = explain(e.cause);
+  return `Sync stopped: ${why}${/[.!?]$/.test(why) ? "" : "."} ${where}${again}`;
 }
 
 function version(): string {

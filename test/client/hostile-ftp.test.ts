@@ -103,7 +103,9 @@ describe("framefi sync against a misbehaving FTP server", () => {
     try {
       const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "1", photos], { cwd: photos, timeoutMs: 60_000 });
       assert.notEqual(r.code, 0, r.stdout);
-      assert.match(r.stderr, /closed the connection|ECONNREFUSED|data connection/);
+      // How the loss shows (a reset, a closed pipe) depends on timing; that the file failed and the sync ended does not.
+      assert.match(r.stderr, /^failed a\.jpg: /m);
+      assert.match(r.stderr, /^framefi: Sync stopped: [^\n]*\. The device is back in USB MSC mode\./m);
       assert.doesNotMatch(r.stderr, /unexpected error/);
     } finally {
       server.close();
