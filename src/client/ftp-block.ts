@@ -12,6 +12,8 @@ import { FtpLoginError, LocalFileError } from "./sync-errors.js";
 const TIMEOUT_MS = 10_000;
 /** Bytes read from the local file at once. */
 const CHUNK = 256 * 1024;
+/** The largest listing taken from a server: 64 MiB (our device's for 100 000 files is under 10). */
+const MAX_LISTING = 64 * 1024 * 1024;
 /** Bounds on what a server may send before it completes a reply, and on replies nobody asked for. */
 const MAX_REPLY_BYTES = 64 * 1024;
 const MAX_UNASKED = 16;
@@ -54,13 +56,21 @@ class Control {
     });
   }
 
-  /** The next reply: the greeting, or the answer to the command sent before. */
-  next(): Promise<Reply> {
+  /**
+   * The next reply: the greeting, or the answer to the command sent before. Unless `untimed` (the end of a
+   * transfer, which the control connection is silent for, however long it takes), it must come within TIMEOUT_MS.
+   */
+  next(untimed = false): Promise<Reply> {
     const ready = this.replies.shift();
     if (ready) return Promise.resolve(ready);
     if (this.failure) return Promise.reject(this.failure);
-    this.socket.setTimeout(TIMEOUT_MS);
+    if (!untimed) this.expectSoon();
     return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
+  }
+
+  /** The replies awaited must come within TIMEOUT_MS from now. */
+  expectSoon(): void {
+    this.socket.setTimeout(TIMEOUT_MS);
   }
 
   send(command: string): Promise<Reply> {
@@ -223,7 +233,7 @@ export class BlockConnection implements RemoteConnection {
       const data = await this.dataConnection();
       const started = await this.control.send(`STOR ${remotePath}`);
       if (started.code !== 150 && started.code !== 125) throw refusal(started);
-      const ended = this.control.next();
+      const ended = this.control.next(true);
       ended.catch(() => undefined);
       try {
         let sent = 0;
@@ -237,6 +247,7 @@ export class BlockConnection implements RemoteConnection {
         }
         if (sent !== size || fstatSync(file).size !== size) throw new LocalFileError("the file changed while it was being sent; run the sync again");
         await send(data, [END_BLOCK]);
+        this.control.expectSoon();
       } catch (e) {
         // Without its EOF block the server keeps nothing; its reply (a full card, say) says more than a lost connection.
         this.dropData();
@@ -244,15 +255,16 @@ export class BlockConnection implements RemoteConnection {
         if (answer && answer.code >= 400 && !(e instanceof LocalFileError)) throw refusal(answer);
         throw e;
       }
-      const timed = mtimeMs === undefined ? undefined : this.control.send(`MFMT ${mfmtTime(mtimeMs)} ${remotePath}`);
-      timed?.catch(() => undefined);
       const answer = await ended;
       if (answer.code >= 300) {
         this.dropData();
         throw refusal(answer);
       }
-      const set = timed && (await timed);
-      if (set && set.code >= 300 && !mfmtUnknown(set.code)) throw refusal(set);
+      // Only now: sent ahead, MFMT would also stamp the card's old file when the upload fails (552 after its
+      // EOF block), and a later sync would take that file for the new one.
+      if (mtimeMs === undefined) return;
+      const set = await this.control.send(`MFMT ${mfmtTime(mtimeMs)} ${remotePath}`);
+      if (set.code >= 300 && !mfmtUnknown(set.code)) throw refusal(set);
     } finally {
       // A read still running must not meet a closed (or reused) descriptor.
       await reading.catch(() => undefined);
@@ -345,31 +357,43 @@ async function blockLogin(target: FtpTarget, port: number): Promise<Control> {
 }
 
 /**
- * Reads one transfer's blocks from the data connection up to its EOF block; the connection is then paused for
- * the next transfer. `cancel()` stops reading when the transfer was refused.
+ * Reads one listing's blocks from the data connection up to its EOF block (at most MAX_LISTING bytes, with no
+ * pause of TIMEOUT_MS); the connection is then paused for the next transfer. `cancel()` stops reading when the
+ * transfer was refused.
  */
 function readBlocks(socket: Socket): { done: Promise<Buffer>; cancel(): void } {
   const decoder = new BlockDecoder();
   const pieces: Buffer[] = [];
+  let bytes = 0;
   let stop!: (failure?: Error) => void;
   const done = new Promise<Buffer>((resolve, reject) => {
     const onData = (chunk: Buffer): void => {
+      let rest: Buffer | undefined;
       try {
-        const { data, rest } = decoder.push(chunk);
-        pieces.push(...data);
-        if (rest) socket.unshift(rest);
+        const out = decoder.push(chunk);
+        rest = out.rest;
+        for (const piece of out.data) {
+          pieces.push(piece);
+          bytes += piece.length;
+        }
       } catch (e) {
         return stop(e as Error);
       }
-      if (decoder.ended) stop();
+      if (bytes > MAX_LISTING) return stop(new Error(`The FTP server's listing is over ${MAX_LISTING >> 20} MiB; giving up.`));
+      if (!decoder.ended) return;
+      stop();
+      // Put back after the listener is gone (and reading paused): it would get the bytes straight back otherwise.
+      if (rest) socket.unshift(rest);
     };
+    // The data connection's own timeout handler destroys it with the reason, which ends the wait here.
     const onClose = (): void => stop(new Error("The data connection closed before the transfer's end."));
     stop = (failure) => {
-      socket.off("data", onData).off("close", onClose).pause();
+      socket.off("data", onData).off("close", onClose).pause().setTimeout(0);
       if (failure) reject(failure);
       else resolve(Buffer.concat(pieces));
     };
-    socket.on("data", onData).on("close", onClose).resume();
+    socket.on("data", onData).on("close", onClose).setTimeout(TIMEOUT_MS);
+    socket.resume();
   });
   done.catch(() => undefined);
   return { done, cancel: () => stop() };

@@ -27,8 +27,16 @@ export async function connectCard(target: FtpTarget, timeoutMs: number, size: nu
         continue;
       }
       if (!first) {
+        // A server that takes one client at a time may take a moment to free the slot the probe had.
         const { openStreamPool } = await import("./ftp.js");
-        return openStreamPool(target, port, size);
+        try {
+          return await openStreamPool(target, port, size);
+        } catch (e) {
+          if (e instanceof FtpLoginError) throw e;
+          const err = e as NodeJS.ErrnoException;
+          last = `${port}: ${err.code ?? err.message}`;
+          continue;
+        }
       }
       return blockPool(first, target, port, size);
     }

@@ -51,9 +51,13 @@ export class FtpReplyError extends Error {
   }
 }
 
-/** Whether `e` is a server's refusal: ours, or basic-ftp's FTPError (told by name, so this module need not load it). */
+/**
+ * Whether `e` is a server's refusal (ours, or basic-ftp's FTPError, told by name so that this module need not load
+ * it) that leaves the connection good: not 421, with which a server closes it (an idle timeout, say).
+ */
 export function isReply(e: unknown): e is Error & { code: number } {
-  return e instanceof FtpReplyError || (e instanceof Error && e.name === "FTPError" && typeof (e as { code?: unknown }).code === "number");
+  const reply = e instanceof FtpReplyError || (e instanceof Error && e.name === "FTPError" && typeof (e as { code?: unknown }).code === "number");
+  return reply && (e as { code: number }).code !== 421;
 }
 
 /** Several connections to one server, handing out work to whichever is free. */

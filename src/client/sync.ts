@@ -112,6 +112,11 @@ async function withReconnect<T>(conn: RemoteConnection, signal: AbortSignal, fn:
   } catch (e) {
     if (signal.aborted || isReply(e) || e instanceof LocalFileError) throw e;
     await conn.reconnect();
+    // Ctrl-C while logging in again: the pool's abort reached the old connection, not this one.
+    if (signal.aborted) {
+      conn.abort();
+      throw signal.reason;
+    }
     return await fn();
   }
 }

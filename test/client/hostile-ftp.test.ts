@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
+import { BlockDecoder } from "../../src/shared/ftp-blocks.js";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { framefi } from "./fixtures/cli.js";
 
@@ -44,6 +45,31 @@ async function hostileServer(script: Script): Promise<{ server: Server; port: nu
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return { server, port: (server.address() as { port: number }).port };
+}
+
+/** An empty folder, in blocks. */
+async function emptyListing(control: Socket, data: () => Promise<Socket>, after: Buffer = Buffer.alloc(0)): Promise<void> {
+  control.write("150 here\r\n");
+  (await data()).write(Buffer.concat([Buffer.from([64, 0, 0]), after]));
+  control.write("226 done\r\n");
+}
+
+/** Reads one upload's blocks (each chunk after `delayMs`, to be slow) and resolves once its EOF block is in. */
+function uploadEnd(socket: Socket, delayMs = 0): Promise<void> {
+  const decoder = new BlockDecoder();
+  return new Promise((resolve) => {
+    const onData = (chunk: Buffer): void => {
+      decoder.push(chunk);
+      if (decoder.ended) {
+        socket.off("data", onData);
+        return resolve();
+      }
+      if (delayMs === 0) return;
+      socket.pause();
+      setTimeout(() => socket.resume(), delayMs);
+    };
+    socket.on("data", onData);
+  });
 }
 
 describe("framefi sync against a misbehaving FTP server", () => {
@@ -107,6 +133,87 @@ describe("framefi sync against a misbehaving FTP server", () => {
       assert.match(r.stderr, /^failed a\.jpg: /m);
       assert.match(r.stderr, /^framefi: Sync stopped: [^\n]*\. The device is back in USB MSC mode\./m);
       assert.doesNotMatch(r.stderr, /unexpected error/);
+    } finally {
+      server.close();
+    }
+  });
+
+  test("an upload slower than the reply timeout (10 s) completes: the control connection waits as long as data flows", async () => {
+    const big = await tempDir("framefi-slow-");
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      if (command.startsWith("MLSD")) return emptyListing(control, data);
+      if (command.startsWith("STOR")) {
+        control.write("150 go\r\n");
+        await uploadEnd(await data(), 25);
+        return void control.write("226 done\r\n");
+      }
+      control.write(command.startsWith("MFMT") ? "213 ok\r\n" : "502 no\r\n");
+    });
+    try {
+      await writeFile(join(big, "video.mp4"), Buffer.alloc(30 * 1024 * 1024));
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), big], { cwd: big, timeoutMs: 120_000 });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /^uploaded video\.mp4 /m);
+    } finally {
+      server.close();
+      await removeDir(big);
+    }
+  });
+
+  test("an upload refused after its EOF block (552): the file fails, and the card's old file keeps its time (no MFMT)", async () => {
+    const commands: string[] = [];
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      commands.push(command.split(" ")[0]!);
+      if (command.startsWith("MLSD")) return emptyListing(control, data);
+      if (command.startsWith("STOR")) {
+        control.write("150 go\r\n");
+        await uploadEnd(await data());
+        return void control.write("552 Upload aborted: Not enough space on the card.\r\n");
+      }
+      control.write(command.startsWith("MFMT") ? "213 ok\r\n" : "502 no\r\n");
+    });
+    try {
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "1", photos], { cwd: photos });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /^failed a\.jpg: 552 /m);
+      assert.ok(commands.includes("STOR") && !commands.includes("MFMT"), commands.join(" "));
+    } finally {
+      server.close();
+    }
+  });
+
+  test("a 421 (the server closes an idle session) is a lost connection: logged in again, the file is sent", async () => {
+    let stors = 0;
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      if (command.startsWith("MLSD")) return emptyListing(control, data);
+      if (command.startsWith("STOR") && ++stors === 1) return void control.end("421 Idle timeout; closing the connection.\r\n");
+      if (command.startsWith("STOR")) {
+        control.write("150 go\r\n");
+        await uploadEnd(await data());
+        return void control.write("226 done\r\n");
+      }
+      control.write(command.startsWith("MFMT") ? "213 ok\r\n" : "502 no\r\n");
+    });
+    try {
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "1", photos], { cwd: photos });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /^uploaded a\.jpg /m);
+      assert.equal(stors, 2);
+    } finally {
+      server.close();
+    }
+  });
+
+  test("bytes after a listing's EOF block do not loop the client", async () => {
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      if (command.startsWith("MLSD")) return emptyListing(control, data, Buffer.from("trailing bytes"));
+      control.write("550 no\r\n");
+    });
+    try {
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "1", photos], { cwd: photos });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /^failed a\.jpg: 550 no/m);
+      assert.doesNotMatch(r.stderr, /unexpected error|stack/i);
     } finally {
       server.close();
     }

@@ -108,10 +108,15 @@ export class Writes {
 
   /** Starts writing `target`'s new content. Throws CardError when the card is not writable or cannot hold it. */
   async begin(target: CardPath, opts: WriteOptions = {}): Promise<CardWrite> {
-    if (!this.writable) throw new CardError("not-writable", errors.uploadInMsc);
-    if (opts.exclusive !== undefined && this.exclusive.has(opts.exclusive)) {
-      throw new CardError("busy", "Another upload to this file is in progress; try again when it is done.");
-    }
+    const refusal = (): CardError | undefined => {
+      if (!this.writable) return new CardError("not-writable", errors.uploadInMsc);
+      if (opts.exclusive !== undefined && this.exclusive.has(opts.exclusive)) {
+        return new CardError("busy", "Another upload to this file is in progress; try again when it is done.");
+      }
+      return undefined;
+    };
+    const refused = refusal();
+    if (refused) throw refused;
     const keep = opts.keep?.bytes ?? 0;
     // Next to the target when its folder exists (the rename stays in one folder); else at the root.
     const tempPath = join(target.folder ?? this.paths.root, tempName());
@@ -143,6 +148,13 @@ export class Writes {
       // CPU (ext4 skips the inodes of files deleted moments before), and the event loop serves the others meanwhile.
       // Alone, the trip through the pool would only add to the upload's time.
       fd = await new Promise<number>((resolve, reject) => open(tempPath, "wx", (e, fd) => (e ? reject(e) : resolve(fd))));
+    }
+    // The card may have been taken back, or another exclusive write begun, while this one waited above.
+    const late = refusal();
+    if (late) {
+      closeSync(fd);
+      await rm(tempPath, { force: true });
+      throw late;
     }
     if (opts.exclusive !== undefined) this.exclusive.add(opts.exclusive);
     const controller = new AbortController();
