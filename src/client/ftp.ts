@@ -43,10 +43,6 @@ export class FtpConnection implements RemoteConnection {
     this.client = await login(this.target, this.port);
   }
 
-  get closed(): boolean {
-    return this.client.closed;
-  }
-
   close(): void {
     this.client.close();
   }

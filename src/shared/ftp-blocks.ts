@@ -9,7 +9,7 @@ export const EOF = 64;
 export const SUSPECT = 32;
 export const RESTART = 16;
 const KNOWN = EOR | EOF | SUSPECT | RESTART;
-export const MAX_BLOCK = 0xffff;
+const MAX_BLOCK = 0xffff;
 
 /** The closing block: no bytes, EOF set. */
 export const END_BLOCK: Buffer = Buffer.from([EOF, 0, 0]);
