@@ -211,22 +211,18 @@ export class BlockConnection implements RemoteConnection {
   /**
    * Sends the local file `abs` of `size` bytes; `onBytes` hears the bytes sent so far. Each chunk is read into
    * one buffer once the previous one is in the kernel, the first while STOR is on its way; the reads go through
-   * libuv's thread pool, so the connections' reads from a cold disk overlap. With `mtimeMs`, MFMT follows the EOF
-   * block at once (the server runs commands in order, so it sets the time of the file just stored).
+   * libuv's thread pool, so the connections' reads from a cold disk overlap. With `mtimeMs`, MFMT follows the
+   * upload's 226.
    */
   async upload(abs: string, size: number, remotePath: string, mtimeMs: number | undefined, onBytes: (sent: number) => void): Promise<void> {
-    const local = (e: unknown): LocalFileError => {
-      const err = e as NodeJS.ErrnoException;
-      return new LocalFileError(`cannot read the local file (${err.code ?? err.message})`, { cause: e });
-    };
     let file: number;
     try {
       file = openSync(abs, "r");
     } catch (e) {
-      throw local(e);
+      throw LocalFileError.unreadable(e);
     }
     const readAt = (position: number): Promise<number> =>
-      new Promise((resolve, reject) => read(file, this.chunk, 0, Math.min(CHUNK, size - position), position, (e, n) => (e ? reject(local(e)) : resolve(n))));
+      new Promise((resolve, reject) => read(file, this.chunk, 0, Math.min(CHUNK, size - position), position, (e, n) => (e ? reject(LocalFileError.unreadable(e)) : resolve(n))));
     let reading = readAt(0);
     reading.catch(() => undefined);
     try {
@@ -245,7 +241,7 @@ export class BlockConnection implements RemoteConnection {
           onBytes(sent);
           if (sent < size) reading = readAt(sent);
         }
-        if (sent !== size || fstatSync(file).size !== size) throw new LocalFileError("the file changed while it was being sent; run the sync again");
+        if (sent !== size || fstatSync(file).size !== size) throw LocalFileError.changed();
         await send(data, [END_BLOCK]);
         this.control.expectSoon();
       } catch (e) {

@@ -1,11 +1,8 @@
 // Which FTP connections a sync gets: waits until the device's FTP server logs us in, then opens the pool — in
 // block mode when the server takes it (ftp-block.ts), else basic-ftp's stream mode (ftp.ts, loaded only then).
 import { BlockConnection } from "./ftp-block.js";
-import { CardPool, type FtpTarget, type RemoteConnection } from "./remote.js";
+import { CardPool, EXTRA_LOGIN_TIMEOUT_MS, type FtpTarget, type RemoteConnection } from "./remote.js";
 import { FtpLoginError, FtpUnreachableError } from "./sync-errors.js";
-
-/** A server that serves one client at a time (the firmware's) may leave extra logins hanging: give up sooner. */
-const EXTRA_LOGIN_TIMEOUT_MS = 3_000;
 
 /**
  * Tries the target's ports until one logs in, retrying until `timeoutMs` passes (a refused login fails at once),
@@ -17,28 +14,18 @@ export async function connectCard(target: FtpTarget, timeoutMs: number, size: nu
   for (;;) {
     for (const port of target.ports) {
       if (signal?.aborted) throw signal.reason;
-      let first: BlockConnection | undefined;
       try {
-        first = await BlockConnection.tryOpen(target, port);
+        const first = await BlockConnection.tryOpen(target, port);
+        if (first) return await blockPool(first, target, port, size);
+        // Retried like the probe when it fails: a server that takes one client at a time may take a moment to
+        // free the slot the probe had.
+        const { openStreamPool } = await import("./ftp.js");
+        return await openStreamPool(target, port, size);
       } catch (e) {
         if (e instanceof FtpLoginError) throw e;
         const err = e as NodeJS.ErrnoException;
         last = `${port}: ${err.code ?? err.message}`;
-        continue;
       }
-      if (!first) {
-        // A server that takes one client at a time may take a moment to free the slot the probe had.
-        const { openStreamPool } = await import("./ftp.js");
-        try {
-          return await openStreamPool(target, port, size);
-        } catch (e) {
-          if (e instanceof FtpLoginError) throw e;
-          const err = e as NodeJS.ErrnoException;
-          last = `${port}: ${err.code ?? err.message}`;
-          continue;
-        }
-      }
-      return blockPool(first, target, port, size);
     }
     if (Date.now() > deadline) {
       const ports = target.ports.join(" or ");

@@ -3,13 +3,11 @@
 // mirror needs. Loaded only when the server refused block mode (ftp-connect.ts).
 import { Client, FileType } from "basic-ftp";
 import { createReadStream } from "node:fs";
-import { CardPool, isReply, mfmtTime, mfmtUnknown, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
+import { CardPool, EXTRA_LOGIN_TIMEOUT_MS, isReply, mfmtTime, mfmtUnknown, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
 import { FtpLoginError, LocalFileError } from "./sync-errors.js";
 
 /** Time without an answer or progress before a login, command or transfer is given up. */
 const TIMEOUT_MS = 10_000;
-/** A server that serves one client at a time (the firmware's) may leave extra logins hanging: give up sooner. */
-const EXTRA_LOGIN_TIMEOUT_MS = 3_000;
 
 /** Logs in; `giveUpMs` bounds the whole login (the connection's own timeout stays the usual one). */
 async function login(target: FtpTarget, port: number, giveUpMs?: number): Promise<Client> {
@@ -85,7 +83,7 @@ export class FtpConnection implements RemoteConnection {
     }
     if (stream.bytesRead !== size) {
       await this.removeFile(remotePath).catch(() => undefined);
-      throw new LocalFileError("the file changed while it was being sent; run the sync again");
+      throw LocalFileError.changed();
     }
     if (mtimeMs === undefined) return;
     await this.client.send(`MFMT ${mfmtTime(mtimeMs)} ${remotePath}`).catch((e: unknown) => {
@@ -119,7 +117,7 @@ async function openLocal(abs: string): Promise<ReturnType<typeof createReadStrea
       stream.once("error", reject);
     });
   } catch (e) {
-    throw new LocalFileError(`cannot read the local file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { cause: e });
+    throw LocalFileError.unreadable(e);
   }
   return stream;
 }

@@ -60,11 +60,20 @@ export function isReply(e: unknown): e is Error & { code: number } {
   return reply && (e as { code: number }).code !== 421;
 }
 
-/** Several connections to one server, handing out work to whichever is free. */
-export class Pool<C extends { close(): void; abort(): void }> {
+/** A server that serves one client at a time (the firmware's) may leave extra logins hanging: give up sooner. */
+export const EXTRA_LOGIN_TIMEOUT_MS = 3_000;
+
+/**
+ * The sync's connections to the card, handing out work to whichever is free, and whether the server takes MFMT
+ * (uploads can carry their local time).
+ */
+export class CardPool<C extends RemoteConnection> {
   private readonly live: Set<C>;
 
-  constructor(connections: C[]) {
+  constructor(
+    connections: C[],
+    readonly canSetTimes: boolean,
+  ) {
     this.live = new Set(connections);
   }
 
@@ -100,16 +109,6 @@ export class Pool<C extends { close(): void; abort(): void }> {
   /** Drops every connection at once, transfers included. */
   abort(): void {
     for (const c of this.live) c.abort();
-  }
-}
-
-/** The sync's connections to the card, and whether the server takes MFMT (uploads can carry their local time). */
-export class CardPool<C extends RemoteConnection> extends Pool<C> {
-  constructor(
-    connections: C[],
-    readonly canSetTimes: boolean,
-  ) {
-    super(connections);
   }
 }
 

@@ -15,6 +15,15 @@ export class FtpUnreachableError extends Error {
 /** A local file could not be read, or changed while it was sent: that file fails, the connection is fine. */
 export class LocalFileError extends Error {
   override name = "LocalFileError";
+
+  static unreadable(cause: unknown): LocalFileError {
+    const e = cause as NodeJS.ErrnoException;
+    return new LocalFileError(`cannot read the local file (${e.code ?? e.message})`, { cause });
+  }
+
+  static changed(): LocalFileError {
+    return new LocalFileError("the file changed while it was being sent; run the sync again");
+  }
 }
 
 /** The sync stopped before its end (Ctrl-C, or no FTP connection left); the device is back in `mode`. */
