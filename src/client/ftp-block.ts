@@ -31,6 +31,8 @@ function refusal(reply: Reply): FtpReplyError {
 class Control {
   private text = "";
   private lines: string[] = [];
+  /** Characters of the reply being read: its complete lines and what came of the next one. */
+  private held = 0;
   private readonly replies: Reply[] = [];
   private readonly waiting: { resolve: (r: Reply) => void; reject: (e: Error) => void }[] = [];
   private failure: Error | undefined;
@@ -80,7 +82,8 @@ class Control {
 
   private read(text: string): void {
     this.text += text;
-    if (this.text.length + this.lines.length * 80 > MAX_REPLY_BYTES) return void this.socket.destroy(new Error("The FTP server sent an overlong reply."));
+    this.held += text.length;
+    if (this.held > MAX_REPLY_BYTES) return void this.socket.destroy(new Error("The FTP server sent an overlong reply."));
     for (let nl = this.text.indexOf("\n"); nl >= 0; nl = this.text.indexOf("\n")) {
       const line = this.text.slice(0, nl).replace(/\r$/, "");
       this.text = this.text.slice(nl + 1);
@@ -91,6 +94,7 @@ class Control {
       if (first[3] === "-" && (this.lines.length === 1 || !line.startsWith(`${first.slice(0, 3)} `))) continue;
       this.deliver({ code: Number(first.slice(0, 3)), message: this.lines.join("\n") });
       this.lines = [];
+      this.held = this.text.length;
     }
   }
 

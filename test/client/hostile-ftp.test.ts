@@ -88,6 +88,7 @@ describe("framefi sync against a misbehaving FTP server", () => {
 
   const cases: [string, Script, RegExp][] = [
     ["a reply that never ends (one line of 100 kB)", (_c, control) => void control.write("150 " + "x".repeat(100_000)), /overlong reply/],
+    ["a multi-line reply that never ends (long lines, 200 kB)", (_c, control) => void control.write(("150-" + "x".repeat(2_000) + "\r\n").repeat(100)), /overlong reply/],
     ["lines that are not replies", (_c, control) => void control.write("hello there\r\n"), /not a reply/],
     [
       "a listing whose blocks break off",
