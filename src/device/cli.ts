@@ -5,13 +5,13 @@ import { ConfigError, helpText, parseCli, type DeviceConfig } from "./config.js"
 import { GadgetError } from "./gadget/system.js";
 import { GadgetUsb } from "./gadget/usb.js";
 import { ftpMode } from "./ftp-mode.js";
+import { deviceLog } from "./log.js";
 import { mqttPlugin } from "./mqtt-plugin.js";
 import { simulatedHardware } from "./hardware.js";
 import { DeviceService, urlOf } from "./service.js";
 
 /** --usb-gadget: the real USB drive, ready before the service starts (or a one-line reason and exit 1). */
-async function prepareGadget(config: DeviceConfig): Promise<GadgetUsb> {
-  const log = (m: string): void => console.log(`framefi-device: ${m}`);
+async function prepareGadget(config: DeviceConfig, log: (message: string) => void): Promise<GadgetUsb> {
   const gadget = new GadgetUsb({ image: config.usbGadget!.image, createBytes: config.cardSize, mountPoint: config.card, udc: config.usbGadget!.udc, log });
   try {
     await gadget.prepare();
@@ -75,8 +75,10 @@ async function main(): Promise<void> {
     process.exit(1);
   });
   const config = parsed.config;
-  const gadget = config.usbGadget ? await prepareGadget(config) : undefined;
+  const log = deviceLog();
+  const gadget = config.usbGadget ? await prepareGadget(config, log) : undefined;
   const device: DeviceService = new DeviceService(gadget ? { ...config, cardSize: undefined } : config, {
+    log,
     ...(gadget ? { hardware: { ...simulatedHardware(urlOf(config.host, config.port), urlOf(config.setupHost, config.setupPort)), usb: gadget } } : {}),
     ftp: ftpMode,
     plugins: [(ctx) => mqttPlugin(ctx, () => device.restart())],

@@ -15,6 +15,7 @@ import { defaultSettings, SettingsStore, type Settings } from "./settings.js";
 import { createSetupHandler, type SetupValues } from "./setup.js";
 import { DeviceState, noFtpShare, type FtpShare } from "./state.js";
 import { createLoginThrottle, type LoginThrottle } from "./throttle.js";
+import { deviceLog } from "./log.js";
 
 /** What plug-ins (the FTP server, the MQTT client) get to work with. */
 export interface DeviceContext {
@@ -114,7 +115,7 @@ export class DeviceService {
     private readonly config: DeviceConfig,
     opts: DeviceServiceOptions = {},
   ) {
-    this.log = opts.log ?? ((m) => console.log(`framefi-device: ${m}`));
+    this.log = opts.log ?? deviceLog();
     this.fatal = opts.fatal ?? ((e) => this.log(`error: the device is down: ${e.message}`));
     this.hosts = hostPolicy(config.host, config.allowedHosts);
     this.loginThrottle = createLoginThrottle({ freeFailures: config.loginAttempts });
