@@ -1,6 +1,5 @@
 // Card paths: a client's name → a path inside the card, never outside it; the card's own internal names (writes
 // in progress); the rules for new names (FAT's, when the card has them).
-import { randomBytes } from "node:crypto";
 import { realpathSync } from "node:fs";
 import { lstat, mkdir, realpath } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
@@ -25,9 +24,9 @@ export function isInternalName(name: string): boolean {
   return TEMP_NAME.test(name) || LEGACY_FTP_TEMP.test(name);
 }
 
-/** A fresh temp name for a write in progress. */
-export function tempName(): string {
-  return `.framefi-upload-${randomBytes(8).toString("hex")}.part`;
+/** The temp name of a write in progress: `prefix` tells the writer (random per card), `sequence` the write. */
+export function tempName(prefix: string, sequence: number): string {
+  return `.framefi-upload-${prefix}${sequence.toString(16)}.part`;
 }
 
 export class CardPaths {

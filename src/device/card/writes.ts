@@ -1,5 +1,6 @@
 // Writes to the card: each new file goes to a temp file under an internal name, claims its bytes against the free
 // space together with every other write in progress (web and FTP alike), and lands by an atomic rename.
+import { randomBytes } from "node:crypto";
 import { closeSync, constants, ftruncate, open, openSync, renameSync, writeSync, writevSync } from "node:fs";
 import { copyFile, readdir, rm, lstat } from "node:fs/promises";
 import { basename, join } from "node:path";
@@ -56,6 +57,9 @@ export class Writes {
   private readonly exclusive = new Set<string>();
   /** Groups of writes being committed: taking the card back waits for them, so a group lands whole or not at all. */
   private readonly committing = new Set<Promise<void>>();
+  /** Temp names: a random prefix (no clash with a crashed run's files) and a count (cheaper than random bytes each). */
+  private readonly tempPrefix = randomBytes(6).toString("hex");
+  private writesBegun = 0;
 
   constructor(
     private readonly paths: CardPaths,
@@ -119,7 +123,7 @@ export class Writes {
     if (refused) throw refused;
     const keep = opts.keep?.bytes ?? 0;
     // Next to the target when its folder exists (the rename stays in one folder); else at the root.
-    const tempPath = join(target.folder ?? this.paths.root, tempName());
+    const tempPath = join(target.folder ?? this.paths.root, tempName(this.tempPrefix, this.writesBegun++));
     const entry: ActiveWrite = { tempPath, claimed: 0, abort: async () => undefined };
     const grow = (bytes: number): void => {
       if (finished) return;
