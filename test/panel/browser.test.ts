@@ -137,10 +137,12 @@ describe("web panel in Chromium", { skip }, () => {
     });
     await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
     await page.mouse.down();
-    const reset = await eventually(
-      async () => (await page.evaluate(() => (window as unknown as { seen: string[] }).seen)).find((t) => /Resetting Wi-Fi\.\.\./.test(t)),
-      15_000,
-    );
+    const seen = (): Promise<string[]> => page.evaluate(() => (window as unknown as { seen: string[] }).seen);
+    const reset = await eventually(async () => (await seen()).find((t) => /Resetting Wi-Fi\.\.\./.test(t)), 15_000).catch(async (e: Error) => {
+      // Seen once in many runs and not reproduced: say what the page drew and what the device did.
+      const status = await page.textContent("#status");
+      throw new Error(`${e.message}; the page drew ${JSON.stringify(await seen())}, its status says "${status}"; device log:\n${dev.program.stdout()}${dev.program.stderr()}`, { cause: e });
+    });
     await page.mouse.up();
     assert.match(reset, /Restarting\.\.\./);
     await until(page, (x) => x.link === "not answering", 15_000);

@@ -11,7 +11,14 @@ interface DeviceEvent {
 }
 
 /** Reads a server-sent event stream; `next()` resolves with the next "device" event's data. */
-async function openEvents(url: string, headers: Record<string, string> = {}): Promise<{ next(timeoutMs?: number): Promise<DeviceEvent>; close(): void }> {
+interface EventStream {
+  next(timeoutMs?: number): Promise<DeviceEvent>;
+  /** "ended" when the device ended the stream, else why it broke off. */
+  finished: Promise<string>;
+  close(): void;
+}
+
+async function openEvents(url: string, headers: Record<string, string> = {}): Promise<EventStream> {
   const controller = new AbortController();
   const res = await fetch(url, { headers, signal: controller.signal });
   assert.equal(res.status, 200);
@@ -20,11 +27,11 @@ async function openEvents(url: string, headers: Record<string, string> = {}): Pr
   let buffer = "";
   const queue: DeviceEvent[] = [];
   const waiting: Array<(v: DeviceEvent) => void> = [];
-  void (async () => {
+  const finished = (async () => {
     try {
       for (;;) {
         const { value, done } = await reader.read();
-        if (done) return;
+        if (done) return "ended";
         buffer += value;
         let end;
         while ((end = buffer.indexOf("\n\n")) >= 0) {
@@ -38,11 +45,12 @@ async function openEvents(url: string, headers: Record<string, string> = {}): Pr
           else queue.push(parsed);
         }
       }
-    } catch {
-      // aborted
+    } catch (e) {
+      return `broke off: ${(e as Error).message}`;
     }
   })();
   return {
+    finished,
     next: (timeoutMs = 10_000) =>
       queue.length > 0
         ? Promise.resolve(queue.shift()!)
@@ -203,6 +211,8 @@ describe("a Wi-Fi reset shows its screen, whoever asks for it", () => {
       while (e.view.display.screen.kind !== "info");
       assert.deepEqual(e.view.display.screen, { kind: "info", title: "FrameFi", message: "Resetting Wi-Fi...", detail: "Restarting...", header: "red" });
       assert.match(e.svg, /data-text="Resetting Wi-Fi\.\.\."/);
+      // Ended, not cut off: a browser may drop the last event of a stream that breaks off.
+      assert.equal(await events.finished, "ended");
       const setup = `http://127.0.0.1:${dev.setupPort}`;
       const view = await eventually(async () => {
         const r = await fetch(`${setup}/panel/state`).catch(() => undefined);

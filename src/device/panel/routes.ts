@@ -30,8 +30,9 @@ export interface PanelRoute {
 export interface Panel {
   routes: PanelRoute[];
   /**
-   * Resolves once every open event stream has been handed the device as it is now, or after 1 s (a panel that
-   * does not read its stream does not hold the device up): what a device about to go down awaits.
+   * Hands every open event stream the device as it is now and ends the stream, resolving once they are sent, or
+   * after 1 s (a panel that does not read its stream does not hold the device up): what a device about to go down
+   * awaits. Ended, not cut: a browser can drop the last event of a stream that breaks off.
    */
   shown(): Promise<void>;
 }
@@ -69,17 +70,21 @@ export function createPanel(ctx: PanelContext): Panel {
 
   // One subscription to the state and the display, shared by every open event stream: each change is drawn once
   // (at most once per turn of the event loop) and sent to all of them.
-  /**
-   * Sends `data` unless it is what this client last got; resolves once it has been handed to the network, or at
-   * once when the client lags (it then gets the latest state when it catches up).
-   */
-  type Client = (data: string) => Promise<void>;
+  interface Client {
+    /**
+     * Sends `data` unless it is what this client last got; resolves once it has been handed to the network, or at
+     * once when the client lags (it then gets the latest state when it catches up).
+     */
+    send(data: string): Promise<void>;
+    /** Sends the latest state if it has not gone out yet (also to a lagging client), then ends the stream. */
+    end(): Promise<void>;
+  }
   const clients = new Set<Client>();
   const perAddress = new Map<string, number>();
   let scheduled: NodeJS.Immediate | undefined;
   const sendAll = async (): Promise<void> => {
     const data = JSON.stringify(current());
-    await Promise.all([...clients].map((send) => send(data)));
+    await Promise.all([...clients].map((c) => c.send(data)));
   };
   const onChange = (): void => {
     scheduled ??= setImmediate(() => {
@@ -109,7 +114,11 @@ export function createPanel(ctx: PanelContext): Panel {
     return false;
   };
 
-  const shown = (): Promise<void> => Promise.race([sendAll(), sleep(SHOWN_MS, undefined, { ref: false })]);
+  const endAll = async (): Promise<void> => {
+    await sendAll();
+    await Promise.all([...clients].map((c) => c.end()));
+  };
+  const shown = (): Promise<void> => Promise.race([endAll(), sleep(SHOWN_MS, undefined, { ref: false })]);
 
   const routes: PanelRoute[] = [
     {
@@ -177,7 +186,7 @@ export function createPanel(ctx: PanelContext): Panel {
           last = data;
           res.write(`event: device\ndata: ${data}\n\n`, () => done());
         };
-        const send: Client = (data) =>
+        const send = (data: string): Promise<void> =>
           new Promise((resolve) => {
             latest = data;
             if (data === last || res.writableEnded) return resolve();
@@ -191,9 +200,18 @@ export function createPanel(ctx: PanelContext): Panel {
           stalled = undefined;
           if (latest !== last && !res.writableEnded) write(latest, () => undefined);
         });
+        const client: Client = {
+          send,
+          end: () =>
+            new Promise((resolve) => {
+              if (res.writableEnded) return resolve();
+              if (latest !== last) write(latest, () => undefined);
+              res.end(resolve);
+            }),
+        };
         res.write("retry: 1000\n\n");
         void send(JSON.stringify(current()));
-        join(send);
+        join(client);
         const keepAlive = setInterval(() => {
           if (res.writableLength === 0) res.write(": keep-alive\n\n");
         }, KEEP_ALIVE_MS);
@@ -202,7 +220,7 @@ export function createPanel(ctx: PanelContext): Panel {
         res.on("close", () => {
           clearInterval(keepAlive);
           clearTimeout(stalled);
-          leave(send);
+          leave(client);
           const left = (perAddress.get(address) ?? 1) - 1;
           if (left > 0) perAddress.set(address, left);
           else perAddress.delete(address);
