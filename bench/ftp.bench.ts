@@ -146,12 +146,13 @@ export async function run(): Promise<void> {
     const targets = typeof vs === "string" ? [ours] : [ours, vs];
     if (typeof vs === "string") console.log(`  vsftpd column skipped: ${vs}`);
 
-    // Rounds alternate between the servers and the best time counts: other work on the machine
-    // (this box is shared) then weighs on both columns alike.
+    // Rounds alternate between the servers, each round in the other order (the first to run after a pause finds
+    // the machine in another state), and the best time counts: other work on the machine (this box is shared)
+    // then weighs on both columns alike.
     const best: Record<string, { up: number; down: number; mirror: number }> = {};
     try {
       for (let round = 1; round <= ROUNDS; round++) {
-        for (const t of targets) {
+        for (const t of round % 2 === 1 ? targets : [...targets].reverse()) {
           console.log(`${t.name}, round ${round}:`);
           const remote = `${t.remoteCard}/big-${t.name}.bin`.replace("//", "/");
           const up = await time("upload 1 GB", () => lftp(t, `put big.bin -o ${remote}`, src));
