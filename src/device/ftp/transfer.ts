@@ -2,6 +2,7 @@
 // that lands by an atomic rename once complete. In stream mode the data connection carries one file and its end
 // ends the file; in block mode (MODE B) the file ends with the EOF block and the connection stays for the next.
 import { open } from "node:fs/promises";
+import { finished } from "node:stream/promises";
 import type { Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { BlockDecoder, BlockFormatError, END_BLOCK, toBlocks } from "../../shared/ftp-blocks.js";
@@ -30,17 +31,20 @@ const READ_CHUNK = 1024 * 1024;
 /**
  * Sends the file from `offset`: each chunk is read while the one before it goes out, into two buffers used in turn
  * (a fresh buffer per chunk made the kernel fault in new pages for every megabyte, most of a download's time here).
+ * Resolves once the client has all of it; a connection closed or aborted first rejects (the reply is 426).
  */
 export async function sendFile(real: string, offset: number, socket: Socket, signal: AbortSignal, blocks: boolean): Promise<void> {
+  const buffers: Buffer[] = [];
   const file = await open(real, "r");
-  const buffers = [Buffer.allocUnsafeSlow(READ_CHUNK), Buffer.allocUnsafeSlow(READ_CHUNK)];
   let sending: Promise<void> = Promise.resolve();
   try {
     for (let position = offset, turn = 0; ; turn ^= 1) {
-      const buffer = buffers[turn]!;
+      const buffer = (buffers[turn] ??= Buffer.allocUnsafeSlow(READ_CHUNK));
       const { bytesRead } = await file.read(buffer, 0, READ_CHUNK, position);
       // The other buffer is free again once its bytes are with the kernel.
       await sending;
+      signal.throwIfAborted();
+      if (socket.destroyed) throw new Reply(426, "Data connection lost; transfer aborted.");
       if (bytesRead === 0) break;
       position += bytesRead;
       const chunk = buffer.subarray(0, bytesRead);
@@ -50,8 +54,11 @@ export async function sendFile(real: string, offset: number, socket: Socket, sig
   } finally {
     await file.close();
   }
-  if (blocks) await writeBlocks(socket, [END_BLOCK], signal);
-  else await new Promise<void>((resolve, reject) => socket.end(() => resolve()).once("error", reject));
+  if (blocks) return writeBlocks(socket, [END_BLOCK], signal);
+  // The end of the connection ends the file. A socket destroyed before its end finished rejects (premature close):
+  // end()'s own callback is never called then.
+  socket.end();
+  await finished(socket, { readable: false, signal });
 }
 
 /** A listing's text: the whole connection in stream mode, blocks ending with EOF in block mode. */
