@@ -5,18 +5,19 @@ import { ConfigError, helpText, parseCli, type DeviceConfig } from "./config.js"
 import { GadgetError } from "./gadget/system.js";
 import { GadgetUsb } from "./gadget/usb.js";
 import { ftpMode } from "./ftp-mode.js";
-import { deviceLog } from "./log.js";
+import { deviceLog, type DeviceLog } from "./log.js";
 import { mqttPlugin } from "./mqtt-plugin.js";
 import { simulatedHardware } from "./hardware.js";
 import { DeviceService, urlOf } from "./service.js";
 
 /** --usb-gadget: the real USB drive, ready before the service starts (or a one-line reason and exit 1). */
-async function prepareGadget(config: DeviceConfig, log: (message: string) => void): Promise<GadgetUsb> {
+async function prepareGadget(config: DeviceConfig, log: DeviceLog): Promise<GadgetUsb> {
   const gadget = new GadgetUsb({ image: config.usbGadget!.image, createBytes: config.cardSize, mountPoint: config.card, udc: config.usbGadget!.udc, log });
   try {
     await gadget.prepare();
   } catch (e) {
     if (!(e instanceof GadgetError)) throw e;
+    log.flush();
     process.stderr.write(`framefi-device: ${e.message}\n`);
     process.exit(1);
   }
@@ -66,16 +67,21 @@ async function main(): Promise<void> {
     process.stdout.write(`framefi-device ${version()}\n`);
     return;
   }
+  const log = deviceLog();
+  /** A last word on stderr, after the log lines still gathered. */
+  const lastWord = (message: string): void => {
+    log.flush();
+    process.stderr.write(`framefi-device: ${message}\n`);
+  };
   // After an uncaught exception Node cannot say what state the program is in, so going on is unsafe: say why and
   // exit non-zero, and a supervisor (systemd, a container runtime) starts a fresh device. A request's own errors
   // never get here: the API answers them with a 500. A rejection nobody handles arrives here too (Node's default).
   process.on("uncaughtException", (e: unknown, origin) => {
     const what = origin === "unhandledRejection" ? "unhandled promise rejection" : "unexpected error";
-    process.stderr.write(`framefi-device: ${what}, exiting: ${(e as Error)?.stack ?? String(e)}\n`);
+    lastWord(`${what}, exiting: ${(e as Error)?.stack ?? String(e)}`);
     process.exit(1);
   });
   const config = parsed.config;
-  const log = deviceLog();
   const gadget = config.usbGadget ? await prepareGadget(config, log) : undefined;
   const device: DeviceService = new DeviceService(gadget ? { ...config, cardSize: undefined } : config, {
     log,
@@ -83,7 +89,7 @@ async function main(): Promise<void> {
     ftp: ftpMode,
     plugins: [(ctx) => mqttPlugin(ctx, () => device.restart())],
     fatal: (e) => {
-      process.stderr.write(`framefi-device: ${e.message}; exiting\n`);
+      lastWord(`${e.message}; exiting`);
       process.exit(1);
     },
   });
@@ -97,7 +103,7 @@ async function main(): Promise<void> {
       .then(
         () => process.exit(0),
         (e: Error) => {
-          process.stderr.write(`framefi-device: ${e.message}\n`);
+          lastWord(e.message);
           process.exit(1);
         },
       );
@@ -107,7 +113,7 @@ async function main(): Promise<void> {
   try {
     await device.start();
   } catch (e) {
-    process.stderr.write(`framefi-device: cannot start: ${startFailure(e, config)}.\n`);
+    lastWord(`cannot start: ${startFailure(e, config)}.`);
     process.exit(1);
   }
 }
