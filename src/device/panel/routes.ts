@@ -213,7 +213,7 @@ export function createPanel(ctx: PanelContext): Panel {
         void send(JSON.stringify(current()));
         join(client);
         const keepAlive = setInterval(() => {
-          if (res.writableLength === 0) res.write(": keep-alive\n\n");
+          if (res.writableLength === 0 && !res.writableEnded) res.write(": keep-alive\n\n");
         }, KEEP_ALIVE_MS);
         keepAlive.unref();
         req.socket.setTimeout(0);
