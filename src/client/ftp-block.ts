@@ -216,7 +216,8 @@ export class BlockConnection implements RemoteConnection {
    * Sends the local file `abs` of `size` bytes; `onBytes` hears the bytes sent so far. Each chunk is read into
    * one buffer once the previous one is in the kernel, the first before STOR goes out. The reads are synchronous,
    * as lftp's: a sync's files are mostly in the page cache, where a trip through libuv's thread pool (a thread
-   * woken, the CPU handed over and back) cost more than the read. With `mtimeMs`, MFMT follows the upload's 226.
+   * woken, the CPU handed over and back) cost more than the read. The price, lftp's too: a read from a slow disk
+   * holds up the other connections while it lasts. With `mtimeMs`, MFMT follows the upload's 226.
    */
   async upload(abs: string, size: number, remotePath: string, mtimeMs: number | undefined, onBytes: (sent: number) => void): Promise<void> {
     let file: number;
