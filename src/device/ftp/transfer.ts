@@ -48,27 +48,32 @@ export async function sendFile(real: string, offset: number, socket: Socket, sig
       if (bytesRead === 0) break;
       position += bytesRead;
       const chunk = buffer.subarray(0, bytesRead);
-      sending = writeBlocks(socket, blocks ? toBlocks(chunk) : [chunk], signal);
+      sending = sendBuffers(socket, blocks ? toBlocks(chunk) : [chunk], signal);
       sending.catch(() => undefined); // seen by the next await; a read failure meanwhile must not leave it unhandled
     }
   } finally {
     await file.close();
   }
-  if (blocks) return writeBlocks(socket, [END_BLOCK], signal);
-  // The end of the connection ends the file. A socket destroyed before its end finished rejects (premature close):
-  // end()'s own callback is never called then.
-  socket.end();
-  await finished(socket, { readable: false, signal });
+  return blocks ? sendBuffers(socket, [END_BLOCK], signal) : endConnection(socket, signal);
 }
 
 /** A listing's text: the whole connection in stream mode, blocks ending with EOF in block mode. */
-export async function sendText(text: string, socket: Socket, signal: AbortSignal, blocks: boolean): Promise<void> {
-  if (!blocks) return new Promise<void>((resolve, reject) => socket.end(text, () => resolve()).once("error", reject));
-  await writeBlocks(socket, [...toBlocks(Buffer.from(text)), END_BLOCK], signal);
+export function sendText(text: string, socket: Socket, signal: AbortSignal, blocks: boolean): Promise<void> {
+  return blocks ? sendBuffers(socket, [...toBlocks(Buffer.from(text)), END_BLOCK], signal) : endConnection(socket, signal, text);
+}
+
+/**
+ * Stream mode: the end of the connection ends the file. Resolves once the end has gone out; a socket destroyed
+ * before (the client hung up, the session closed) or an abort rejects — end()'s own callback never comes then.
+ */
+async function endConnection(socket: Socket, signal: AbortSignal, last?: string): Promise<void> {
+  if (last === undefined) socket.end();
+  else socket.end(last);
+  await finished(socket, { readable: false, signal });
 }
 
 /** Writes `buffers` at once and resolves when they are handed to the kernel (which paces a download). */
-function writeBlocks(socket: Socket, buffers: Buffer[], signal: AbortSignal): Promise<void> {
+function sendBuffers(socket: Socket, buffers: Buffer[], signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const finish = (failure?: unknown): void => {
       socket.off("close", onClose).off("error", finish);
