@@ -108,6 +108,21 @@ describe("FTP mode: login and confinement", () => {
     assert.equal(await readFile(join(dir, "outside/secret.txt"), "utf8"), secret);
   });
 
+  it("symlinks that stay inside the card are followed, at any depth", async () => {
+    await mkdir(join(card, "albums/2024"), { recursive: true });
+    await writeFile(join(card, "albums/2024/beach.jpg"), "beach");
+    await symlink(join(card, "albums/2024"), join(card, "albums/latest"));
+    await symlink("2024/beach.jpg", join(card, "albums/best.jpg"));
+    assert.equal((await curl([`${ftp.url}/albums/latest/beach.jpg`])).stdout, "beach");
+    assert.equal((await curl([`${ftp.url}/albums/best.jpg`])).stdout, "beach");
+    await writeFile(join(dir, "new.txt"), "new photo");
+    const put = await curl(["-T", join(dir, "new.txt"), `${ftp.url}/albums/latest/new.jpg`]);
+    assert.equal(put.code, 0, put.stderr);
+    assert.equal(await readFile(join(card, "albums/2024/new.jpg"), "utf8"), "new photo");
+    const mdtm = await lftp(ftp, "quote MDTM /albums/latest/new.jpg");
+    assert.match(mdtm.stdout, /^213 \d{14}/m);
+  });
+
   it("PORT to another address is refused (no FTP bounce)", async () => {
     const r = await lftp(ftp, "quote PORT 10,0,0,1,20,20");
     assert.match(r.stderr + r.stdout, /504/);

@@ -1,6 +1,6 @@
 // Card paths: a client's name → a path inside the card, never outside it; the card's own internal names (writes
 // in progress); the rules for new names (FAT's, when the card has them).
-import { realpathSync } from "node:fs";
+import { lstatSync, realpathSync } from "node:fs";
 import { lstat, mkdir, realpath } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
 import { fatCaseTwin, fatNameProblem } from "../fat-names.js";
@@ -53,12 +53,29 @@ export class CardPaths {
     if (path.split("/").some(isInternalName)) throw new CardError("not-found", "No such file or folder.");
     let real: string;
     try {
-      real = realpathSync.native(join(this.root, path));
+      real = this.real(join(this.root, path));
     } catch (e) {
       throw new CardError("not-found", "No such file or folder.", { cause: e });
     }
     if (!this.inside(real)) throw new CardError("outside", "Permission denied: the path leads outside the card.");
     return real;
+  }
+
+  /**
+   * The real path of `absolute`, which must exist (else the errno error, as realpath's). The root is real (Card.open
+   * made it so), so only the components below it are checked, each with one lstat: libc's realpath would call
+   * readlink on every component up to "/", and a file server resolves a path or two for every file it stores. A link
+   * on the way is resolved in full.
+   */
+  private real(path: string): string {
+    const absolute = path.length > 1 && path.endsWith(sep) ? path.slice(0, -1) : path;
+    if (absolute === this.root) return absolute;
+    const base = this.root.endsWith(sep) ? this.root : this.root + sep;
+    if (!absolute.startsWith(base)) return realpathSync.native(absolute);
+    for (let end = absolute.indexOf(sep, base.length); ; end = absolute.indexOf(sep, end + 1)) {
+      if (lstatSync(end < 0 ? absolute : absolute.slice(0, end)).isSymbolicLink()) return realpathSync.native(absolute);
+      if (end < 0) return absolute;
+    }
   }
 
   /** Where a new entry at the card path `path` goes (or the entry itself, to remove or rename it): its folder must exist. */
@@ -150,7 +167,7 @@ export class CardPaths {
     };
     let real: string | undefined;
     try {
-      real = realpathSync.native(dir);
+      real = this.real(dir);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
     }
