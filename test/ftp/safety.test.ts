@@ -2,7 +2,7 @@
 // leaving FTP mode (MSC, restart, Wi-Fi reset) in the middle of transfers.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -18,6 +18,39 @@ async function portIsFree(port: number): Promise<boolean> {
     srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
 }
+
+describe("FTP mode: the card folder replaced while the device runs", () => {
+  it("a card folder swapped for a link leading out is not followed; one made anew in place is served", async (t) => {
+    const dir = await tempDir("framefi-ftp-root-swap-");
+    const card = join(dir, "card");
+    await mkdir(card);
+    await mkdir(join(dir, "outside"));
+    await writeFile(join(dir, "outside/secret.txt"), "secret");
+    await writeFile(join(card, "photo.jpg"), "photo");
+    const ftp = await startFtp(card);
+    t.after(async () => {
+      await ftp.stop();
+      await removeDir(dir);
+    });
+    await writeFile(join(dir, "local.txt"), "planted");
+    assert.equal((await curl([`${ftp.url}/photo.jpg`])).stdout, "photo");
+
+    await rename(card, join(dir, "card.old"));
+    await symlink(join(dir, "outside"), card);
+    const get = await curl([`${ftp.url}/secret.txt`]);
+    assert.notEqual(get.code, 0);
+    assert.doesNotMatch(get.stdout, /secret/);
+    const put = await curl(["-T", join(dir, "local.txt"), `${ftp.url}/planted.txt`]);
+    assert.notEqual(put.code, 0);
+    assert.deepEqual(await listTree(join(dir, "outside")), ["secret.txt"], "nothing written outside the card");
+
+    await rm(card);
+    await mkdir(card);
+    const again = await curl(["-T", join(dir, "local.txt"), `${ftp.url}/again.txt`]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(await readFile(join(card, "again.txt"), "utf8"), "planted");
+  });
+});
 
 describe("FTP mode: login and confinement", () => {
   let dir: string;

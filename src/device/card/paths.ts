@@ -1,6 +1,6 @@
 // Card paths: a client's name → a path inside the card, never outside it; the card's own internal names (writes
 // in progress); the rules for new names (FAT's, when the card has them).
-import { lstatSync, realpathSync } from "node:fs";
+import { lstatSync, realpathSync, statSync } from "node:fs";
 import { lstat, mkdir, realpath } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
 import { fatCaseTwin, fatNameProblem } from "../fat-names.js";
@@ -30,14 +30,22 @@ export function tempName(prefix: string, sequence: number): string {
 }
 
 export class CardPaths {
-  /** The card folder's real path (set by Card.open). */
+  /** The card folder's real path (set by open()). */
   root: string;
+  /** The folder the root's path led to at open() (device and inode): resolving a path checks it still does. */
+  private rootId = "";
 
   constructor(
     root: string,
     private readonly fatNames: boolean,
   ) {
     this.root = root;
+  }
+
+  /** Takes the card folder's real path and identity; the folder must exist. */
+  async open(): Promise<void> {
+    this.root = await realpath(this.root);
+    this.rootId = folderId(this.root) ?? "";
   }
 
   /** Whether a real path lies inside the card. */
@@ -62,20 +70,27 @@ export class CardPaths {
   }
 
   /**
-   * The real path of `absolute`, which must exist (else the errno error, as realpath's). The root is real (Card.open
-   * made it so), so only the components below it are checked, each with one lstat: libc's realpath would call
-   * readlink on every component up to "/", and a file server resolves a path or two for every file it stores. A link
-   * on the way is resolved in full.
+   * The real path of `path` (absolute, normalised), which must exist (else the errno error, as realpath's). While the
+   * root's path still leads to the folder open() found, only the components below the root are checked, one lstat
+   * each: libc's realpath calls readlink on every component up to "/", and a file server resolves a path or two for
+   * every file it stores. A link on the way, a trailing slash, or a root that is not the same folder any more (made
+   * anew, mounted again, or a folder above it replaced by a link) and the path is resolved in full.
    */
   private real(path: string): string {
-    const absolute = path.length > 1 && path.endsWith(sep) ? path.slice(0, -1) : path;
-    if (absolute === this.root) return absolute;
     const base = this.root.endsWith(sep) ? this.root : this.root + sep;
-    if (!absolute.startsWith(base)) return realpathSync.native(absolute);
-    for (let end = absolute.indexOf(sep, base.length); ; end = absolute.indexOf(sep, end + 1)) {
-      if (lstatSync(end < 0 ? absolute : absolute.slice(0, end)).isSymbolicLink()) return realpathSync.native(absolute);
-      if (end < 0) return absolute;
+    if (!path.startsWith(base) || path.endsWith(sep) || !this.sameRoot()) return realpathSync.native(path);
+    for (let end = path.indexOf(sep, base.length); ; end = path.indexOf(sep, end + 1)) {
+      if (lstatSync(end < 0 ? path : path.slice(0, end)).isSymbolicLink()) return realpathSync.native(path);
+      if (end < 0) return path;
     }
+  }
+
+  /** Whether the root's path leads to the folder open() found; a new folder there is taken once its path is real. */
+  private sameRoot(): boolean {
+    const id = folderId(this.root);
+    if (id === this.rootId) return true;
+    if (id !== undefined && realpathSync.native(this.root) === this.root) this.rootId = id;
+    return false;
   }
 
   /** Where a new entry at the card path `path` goes (or the entry itself, to remove or rename it): its folder must exist. */
@@ -179,4 +194,10 @@ export class CardPaths {
     const created = await realpath(dir);
     return this.inside(created) ? created : refuse();
   }
+}
+
+/** A folder's device and inode, following links; undefined when nothing is there. */
+function folderId(path: string): string | undefined {
+  const st = statSync(path, { throwIfNoEntry: false });
+  return st && `${st.dev}:${st.ino}`;
 }
