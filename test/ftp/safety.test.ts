@@ -35,6 +35,24 @@ describe("FTP mode: the card folder replaced while the device runs", () => {
     await writeFile(join(dir, "local.txt"), "planted");
     assert.equal((await curl([`${ftp.url}/photo.jpg`])).stdout, "photo");
 
+    // A folder served a moment ago, swapped for a link leading out.
+    await mkdir(join(card, "album"));
+    await writeFile(join(card, "album/a.jpg"), "a");
+    assert.equal((await curl([`${ftp.url}/album/a.jpg`])).stdout, "a");
+    assert.equal((await curl(["-T", join(dir, "local.txt"), `${ftp.url}/album/b.jpg`])).code, 0);
+    await rename(join(card, "album"), join(dir, "album.old"));
+    await symlink(join(dir, "outside"), join(card, "album"));
+    const viaFolder = await curl([`${ftp.url}/album/secret.txt`]);
+    assert.notEqual(viaFolder.code, 0);
+    assert.doesNotMatch(viaFolder.stdout, /secret/);
+    assert.notEqual((await curl(["-T", join(dir, "local.txt"), `${ftp.url}/album/c.jpg`])).code, 0);
+    const mtime = (await stat(join(dir, "outside/secret.txt"))).mtimeMs;
+    const mfmt = await lftp(ftp, "quote MFMT 20200101000000 /album/secret.txt");
+    assert.match(mfmt.stderr + mfmt.stdout, /550/);
+    assert.equal((await stat(join(dir, "outside/secret.txt"))).mtimeMs, mtime, "the outside file's time is untouched");
+    assert.deepEqual(await listTree(join(dir, "outside")), ["secret.txt"], "nothing written outside the card");
+    await rm(join(card, "album"));
+
     await rename(card, join(dir, "card.old"));
     await symlink(join(dir, "outside"), card);
     const get = await curl([`${ftp.url}/secret.txt`]);
