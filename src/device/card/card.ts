@@ -1,6 +1,6 @@
 // The SD card: a folder, and the one owner of its paths, its writes and its space. The web upload and the FTP
 // server both work through its file-system interface (CardFileSystem); the API, MQTT and the panel read its figures.
-import { mkdir } from "node:fs/promises";
+import { mkdir, realpath } from "node:fs/promises";
 import { Inventory, type CardFigures } from "./figures.js";
 import { CardPaths, isInternalName, type CardPath } from "./paths.js";
 import { Writes, type CardWrite, type WriteOptions } from "./writes.js";
@@ -83,7 +83,7 @@ export class Card implements CardFileSystem {
   /** Creates the folder if missing, takes the first inventory and starts watching. */
   async open(): Promise<void> {
     await mkdir(this.paths.root, { recursive: true });
-    await this.paths.open();
+    this.paths.root = await realpath(this.paths.root);
     await this.inventory.refreshStatfs();
     await this.inventory.rescan(true);
     this.rescanTimer = setInterval(

@@ -1,6 +1,6 @@
 // Card paths: a client's name → a path inside the card, never outside it; the card's own internal names (writes
 // in progress); the rules for new names (FAT's, when the card has them).
-import { lstatSync, realpathSync, statSync, type Stats } from "node:fs";
+import { realpathSync } from "node:fs";
 import { lstat, mkdir, realpath } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
 import { fatCaseTwin, fatNameProblem } from "../fat-names.js";
@@ -30,24 +30,14 @@ export function tempName(prefix: string, sequence: number): string {
 }
 
 export class CardPaths {
-  /** The card folder's real path (set by open()). */
+  /** The card folder's real path (set by Card.open). */
   root: string;
-  /** The folder the root's path led to at open(): resolving a path checks it still does. */
-  private rootId = "";
-  /** Folders below the root that real() walked to, by path, with their identity then. */
-  private readonly walked = new Map<string, string>();
 
   constructor(
     root: string,
     private readonly fatNames: boolean,
   ) {
     this.root = root;
-  }
-
-  /** Takes the card folder's real path and identity; the folder must exist. */
-  async open(): Promise<void> {
-    this.root = await realpath(this.root);
-    this.rootId = folderId(this.root) ?? "";
   }
 
   /** Whether a real path lies inside the card. */
@@ -63,64 +53,12 @@ export class CardPaths {
     if (path.split("/").some(isInternalName)) throw new CardError("not-found", "No such file or folder.");
     let real: string;
     try {
-      real = this.real(join(this.root, path));
+      real = realpathSync.native(join(this.root, path));
     } catch (e) {
       throw new CardError("not-found", "No such file or folder.", { cause: e });
     }
     if (!this.inside(real)) throw new CardError("outside", "Permission denied: the path leads outside the card.");
     return real;
-  }
-
-  /**
-   * The real path of `path` (absolute, normalised), which must exist (else the errno error, as realpath's). libc's
-   * realpath calls readlink on every component up to "/", and a file server resolves a path or two for every file
-   * it stores; instead, while the root's path leads to the folder open() found, the components below it are checked
-   * with one lstat each, and a folder walked so is remembered with its identity: later, one lstat tells its path
-   * still leads to that very folder (a path that now leads elsewhere, through a link put on the way, is walked
-   * again). A link on the way, a trailing slash, or a root that is not the same folder any more (made anew, mounted
-   * again, or a folder above it replaced by a link) and the path is resolved in full.
-   */
-  private real(path: string): string {
-    const base = this.root.endsWith(sep) ? this.root : this.root + sep;
-    if (!path.startsWith(base) || path.endsWith(sep)) return realpathSync.native(path);
-    if (this.stillWalked(path)) return path;
-    const parent = path.slice(0, path.lastIndexOf(sep));
-    if (parent.length >= base.length && this.stillWalked(parent)) return this.walkedTo(path, path) ?? path;
-    if (!this.sameRoot()) return realpathSync.native(path);
-    for (let end = path.indexOf(sep, base.length); ; end = path.indexOf(sep, end + 1)) {
-      const real = this.walkedTo(end < 0 ? path : path.slice(0, end), path);
-      if (real !== undefined) return real;
-      if (end < 0) return path;
-    }
-  }
-
-  /** One step of a walk to `path`: `at` is lstat'ed and remembered if a folder; a link → `path` resolved in full. */
-  private walkedTo(at: string, path: string): string | undefined {
-    const st = lstatSync(at);
-    if (st.isSymbolicLink()) return realpathSync.native(path);
-    if (st.isDirectory()) {
-      if (this.walked.size >= MAX_WALKED) this.walked.clear();
-      this.walked.set(at, identity(st));
-    }
-    return undefined;
-  }
-
-  /** Whether `folder` was walked before and its path still leads to the same folder. */
-  private stillWalked(folder: string): boolean {
-    const known = this.walked.get(folder);
-    if (known === undefined) return false;
-    const st = lstatSync(folder, { throwIfNoEntry: false });
-    if (st && identity(st) === known) return true;
-    this.walked.delete(folder);
-    return false;
-  }
-
-  /** Whether the root's path leads to the folder open() found; a new folder there is taken once its path is real. */
-  private sameRoot(): boolean {
-    const id = folderId(this.root);
-    if (id === this.rootId) return true;
-    if (id !== undefined && realpathSync.native(this.root) === this.root) this.rootId = id;
-    return false;
   }
 
   /** Where a new entry at the card path `path` goes (or the entry itself, to remove or rename it): its folder must exist. */
@@ -212,7 +150,7 @@ export class CardPaths {
     };
     let real: string | undefined;
     try {
-      real = this.real(dir);
+      real = realpathSync.native(dir);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
     }
@@ -224,21 +162,4 @@ export class CardPaths {
     const created = await realpath(dir);
     return this.inside(created) ? created : refuse();
   }
-}
-
-/** Folders real() remembers at most; past that it starts afresh. */
-const MAX_WALKED = 1024;
-
-/**
- * Which file-system object this is: device, inode, and birth time (so that an inode number used again for another
- * folder is not taken for the one remembered).
- */
-function identity(st: Stats): string {
-  return `${st.dev}:${st.ino}:${st.birthtimeMs}`;
-}
-
-/** A folder's identity, following links; undefined when nothing is there. */
-function folderId(path: string): string | undefined {
-  const st = statSync(path, { throwIfNoEntry: false });
-  return st && identity(st);
 }
