@@ -3,8 +3,8 @@
 import { lstatSync, readdirSync, watch, type Dirent, type FSWatcher } from "node:fs";
 import { statfs } from "node:fs/promises";
 import { setImmediate } from "node:timers/promises";
-import { basename, dirname, join, sep } from "node:path";
-import { isInternalName } from "./paths.js";
+import { basename, dirname, sep } from "node:path";
+import { childPath, isInternalName } from "./paths.js";
 
 export interface CardFigures {
   totalSize: number;
@@ -200,7 +200,7 @@ export class Inventory {
     const subdirs: string[] = [];
     let seen = 0;
     for (const entry of entries) {
-      const p = join(dir, entry.name);
+      const p = childPath(dir, entry.name);
       if (entry.isFile() && isInternalName(entry.name)) this.internal.add(p);
       if (entry.isDirectory()) subdirs.push(p);
       else if (entry.isFile() && !this.inProgress(entry.name)) {
@@ -220,12 +220,12 @@ export class Inventory {
     try {
       const w = watch(dir, { persistent: false }, (_event, filename) => {
         if (filename === null) void this.rescan().catch((e) => this.opts.warn(`card rescan failed: ${(e as Error).message}`));
-        else this.touch(join(dir, filename.toString()));
+        else this.touch(dir, filename);
       });
       w.on("error", () => {
         w.close();
         if (this.watchers.get(dir) === w) this.watchers.delete(dir);
-        this.touch(dir);
+        this.touch(dirname(dir), basename(dir));
       });
       this.watchers.set(dir, w);
     } catch (e) {
@@ -233,15 +233,14 @@ export class Inventory {
     }
   }
 
-  /** A watcher event: re-read the path soon, together with the others that arrive meanwhile. */
-  private touch(path: string): void {
+  /** A watcher event on `dir`'s entry `name`: re-read it soon, together with the others that arrive meanwhile. */
+  private touch(dir: string, name: string): void {
     if (this.absent) return;
-    const name = basename(path);
-    if (isInternalName(name)) {
-      // The card's own writes in progress are counted by their claims and forgotten when they land.
-      if (!this.opts.writing()) this.internal.add(path);
-      if (this.inProgress(name)) return;
-    }
+    // The card's own writes in progress are counted by their claims and forgotten when they land.
+    const internal = isInternalName(name);
+    if (internal && this.opts.writing()) return;
+    const path = childPath(dir, name);
+    if (internal) this.internal.add(path);
     this.scanning?.add(path);
     this.pending.add(path);
     if (!this.flushTimer) {

@@ -21,7 +21,13 @@ const LEGACY_FTP_TEMP = /^\..*\.ftp-partial-[0-9a-f]{8}$/s;
 
 /** Whether a file name is the card's own (a write in progress): never listed, reached or created by clients. */
 export function isInternalName(name: string): boolean {
-  return TEMP_NAME.test(name) || LEGACY_FTP_TEMP.test(name);
+  // Both patterns start with a dot; most names don't, and the watcher asks for every event.
+  return name.charCodeAt(0) === 46 && (TEMP_NAME.test(name) || LEGACY_FTP_TEMP.test(name));
+}
+
+/** `dir`'s entry `name` (one component, as a folder listing or the watcher gives it): join() without its normalising. */
+export function childPath(dir: string, name: string): string {
+  return dir.endsWith(sep) ? dir + name : dir + sep + name;
 }
 
 /** The temp name of a write in progress: `prefix` tells the writer (random per card), `sequence` the write. */
@@ -53,7 +59,8 @@ export class CardPaths {
     if (path.split("/").some(isInternalName)) throw new CardError("not-found", "No such file or folder.");
     let real: string;
     try {
-      real = realpathSync.native(join(this.root, path));
+      // The FTP server's card paths come normalised already (see ftp/paths.ts); join() would only do it again.
+      real = realpathSync.native(path.startsWith("/") ? this.root + path : join(this.root, path));
     } catch (e) {
       throw new CardError("not-found", "No such file or folder.", { cause: e });
     }
@@ -64,11 +71,11 @@ export class CardPaths {
   /** Where a new entry at the card path `path` goes (or the entry itself, to remove or rename it): its folder must exist. */
   async creatable(path: string): Promise<CardPath> {
     const name = basename(path);
-    if (path === "/" || path === "" || name === "") throw new CardError("name-not-allowed", "The card's root cannot be replaced.");
+    if (path === "/" || path === "" || name === "" || name === "." || name === "..") throw new CardError("name-not-allowed", "The card's root cannot be replaced.");
     if (isInternalName(name)) throw new CardError("name-not-allowed", "That name is reserved for uploads in progress; choose another.");
     const folder = await this.existing(dirname(path));
     const relative = path.split("/").filter((s) => s !== "" && s !== ".").join("/");
-    return { relative, absolute: join(folder, name), folder };
+    return { relative, absolute: childPath(folder, name), folder };
   }
 
   /** Refuses a new entry's name the card cannot hold (FAT: forbidden characters, a case-insensitive twin). */

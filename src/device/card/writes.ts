@@ -9,7 +9,7 @@ import { errors } from "../../shared/firmware.js";
 import { fatSizeProblem } from "../fat-names.js";
 import { CardError, printable } from "./errors.js";
 import type { Inventory } from "./figures.js";
-import { isInternalName, tempName, type CardPath, type CardPaths } from "./paths.js";
+import { childPath, isInternalName, tempName, type CardPath, type CardPaths } from "./paths.js";
 
 /** One file being written: bytes go to the temp file through sink(); commit() lands it, abort() removes it. */
 export interface CardWrite {
@@ -43,6 +43,12 @@ export interface WriteOptions {
   keep?: { from: string; bytes: number };
   /** Refuse when another exclusive write to the same file is in progress (a resumed upload builds on its content). */
   exclusive?: string;
+  /**
+   * The controller behind the write's signal, when the caller has one already (an FTP transfer's): taking the card
+   * back aborts it, so the transfer hears of it without a second controller (each costs about as much CPU as the
+   * rest of a small file's bookkeeping).
+   */
+  controller?: AbortController;
 }
 
 interface ActiveWrite {
@@ -123,7 +129,7 @@ export class Writes {
     if (refused) throw refused;
     const keep = opts.keep?.bytes ?? 0;
     // Next to the target when its folder exists (the rename stays in one folder); else at the root.
-    const tempPath = join(target.folder ?? this.paths.root, tempName(this.tempPrefix, this.writesBegun++));
+    const tempPath = childPath(target.folder ?? this.paths.root, tempName(this.tempPrefix, this.writesBegun++));
     const entry: ActiveWrite = { tempPath, claimed: 0, abort: async () => undefined };
     const grow = (bytes: number): void => {
       if (finished) return;
@@ -161,7 +167,7 @@ export class Writes {
       throw late;
     }
     if (opts.exclusive !== undefined) this.exclusive.add(opts.exclusive);
-    const controller = new AbortController();
+    const controller = opts.controller ?? new AbortController();
     let closed = false;
     const close = (): void => {
       if (!closed) closeSync(fd);
@@ -237,7 +243,7 @@ export class Writes {
       commit: async () => {
         if (finished) throw new CardError("not-writable", "The write was aborted.");
         close();
-        const landed = join(await this.paths.landingFolder(target), basename(target.absolute));
+        const landed = childPath(await this.paths.landingFolder(target), basename(target.absolute));
         renameSync(tempPath, landed);
         release();
         this.inventory.landed(landed, position);

@@ -61,13 +61,16 @@ export function timeVal(d: Date): string {
 
 /** Parses an RFC 3659 time-val (fractional seconds allowed); undefined when malformed. */
 export function parseTimeVal(s: string): Date | undefined {
-  const m = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(?:\.(\d{1,3}))?$/.exec(s);
-  if (!m) return undefined;
-  const [y, mo, d, h, mi, se] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-  const ms = m[7] ? Number(m[7].padEnd(3, "0")) : 0;
-  const date = new Date(Date.UTC(y, mo - 1, d, h, mi, se, ms));
+  if (!TIME_VAL.test(s)) return undefined;
+  const at = (from: number, to: number): number => Number(s.slice(from, to));
+  const mo = at(4, 6);
+  const d = at(6, 8);
+  const ms = s.length > 15 ? Number(s.slice(15).padEnd(3, "0")) : 0;
+  const date = new Date(Date.UTC(at(0, 4), mo - 1, d, at(8, 10), at(10, 12), at(12, 14), ms));
   return date.getUTCMonth() === mo - 1 && date.getUTCDate() === d ? date : undefined;
 }
+
+const TIME_VAL = /^\d{14}(?:\.\d{1,3})?$/;
 
 /** "type=file;size=3;modify=…;perm=…; name" with the selected facts. */
 export function factsLine(e: Entry, facts: ReadonlySet<Fact>, name = e.name): string {

@@ -545,13 +545,17 @@ export class Session {
     const keep = verb === "APPE" ? size : offset;
     if (!this.data) throw new Reply(425, "Use PASV, EPSV or PORT first.");
     // Exclusive: two uploads to one file would each start from its old content, and the later would drop the other's.
-    const write = await this.ctx.card.beginWrite(target, { exclusive: source, ...(keep > 0 ? { keep: { from: source, bytes: keep } } : {}) }).catch(fsReply);
+    // The transfer and the write share one controller: ABOR, a closed session and the card taken back all abort it.
+    const controller = new AbortController();
+    const write = await this.ctx.card
+      .beginWrite(target, { exclusive: source, controller, ...(keep > 0 ? { keep: { from: source, bytes: keep } } : {}) })
+      .catch(fsReply);
     let received = 0;
     try {
       await this.runTransfer(async (socket, signal) => {
         received = await receiveFile(write, socket, signal, { announced, replaces: existing !== undefined, blocks: this.blockMode });
         return received;
-      }, { direction: "upload", path });
+      }, { direction: "upload", path }, controller);
     } finally {
       await write.abort();
     }
@@ -640,11 +644,13 @@ export class Session {
   /**
    * Opens the prepared data connection, runs `work` on it, and replies 226 or the failure. A file transfer (`file`)
    * is reported to onTransfer when it starts and ends; `work` returns its bytes. In stream mode the connection is
-   * closed after the transfer; in block mode it is kept for the next one unless the transfer failed.
+   * closed after the transfer; in block mode it is kept for the next one unless the transfer failed. `controller`
+   * is aborted by ABOR and by the session closing; an upload passes the one its card write shares.
    */
   private async runTransfer(
     work: (socket: Socket, signal: AbortSignal) => Promise<number | void>,
     file?: { direction: "upload" | "download"; path: string },
+    controller = new AbortController(),
   ): Promise<void> {
     const channel = this.data;
     const keep = this.blockMode;
@@ -654,7 +660,6 @@ export class Session {
       channel.close();
       if (this.data === channel) this.data = undefined;
     };
-    const controller = new AbortController();
     this.socket.setTimeout(0); // a long transfer keeps the control connection quiet; that is not idleness
     const done = (async (): Promise<void> => {
       let socket: Socket;

@@ -148,10 +148,11 @@ function receiveData(write: CardWrite, socket: Socket, signal: AbortSignal, bloc
     };
     const full = (): CardError =>
       new CardError(refused!.code, refused!.code === "too-big" ? "The card cannot hold a file this big (FAT32: under 4 GiB)." : "Not enough space on the card.", { cause: refused });
+    // The session passes the write's own signal (they share a controller); another one is listened to as well.
+    const signals = signal === write.signal ? [signal] : [signal, write.signal];
     const settle = (failure?: unknown): void => {
       socket.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
-      signal.removeEventListener("abort", onAbort);
-      write.signal.removeEventListener("abort", onAbort);
+      for (const s of signals) s.removeEventListener("abort", onAbort);
       if (failure === undefined) return resolve(received);
       socket.destroy();
       reject(failure);
@@ -211,7 +212,6 @@ function receiveData(write: CardWrite, socket: Socket, signal: AbortSignal, bloc
     if (signal.aborted || write.signal.aborted) return onAbort();
     socket.on("data", onData).on("end", onEnd).on("error", settle).on("close", onClose);
     socket.resume();
-    signal.addEventListener("abort", onAbort);
-    write.signal.addEventListener("abort", onAbort);
+    for (const s of signals) s.addEventListener("abort", onAbort);
   });
 }
