@@ -44,11 +44,11 @@ export interface WriteOptions {
   /** Refuse when another exclusive write to the same file is in progress (a resumed upload builds on its content). */
   exclusive?: string;
   /**
-   * The controller behind the write's signal, when the caller has one already (an FTP transfer's): taking the card
-   * back aborts it, so the transfer hears of it without a second controller (each costs about as much CPU as the
-   * rest of a small file's bookkeeping).
+   * Called when the write is aborted by the card being taken back (or by abort()): a cheaper way to hear of it
+   * than `signal`, which is made only when asked for (an AbortController costs about as much CPU as the rest of
+   * a small file's bookkeeping, and a sync writes thousands).
    */
-  controller?: AbortController;
+  onAbort?: () => void;
 }
 
 interface ActiveWrite {
@@ -167,7 +167,7 @@ export class Writes {
       throw late;
     }
     if (opts.exclusive !== undefined) this.exclusive.add(opts.exclusive);
-    const controller = opts.controller ?? new AbortController();
+    let controller: AbortController | undefined;
     let closed = false;
     const close = (): void => {
       if (!closed) closeSync(fd);
@@ -184,7 +184,8 @@ export class Writes {
       if (removed) return removed;
       if (finished) return;
       release();
-      controller.abort();
+      controller?.abort();
+      opts.onAbort?.();
       try {
         close();
       } catch {
@@ -206,6 +207,8 @@ export class Writes {
 
     let position = keep;
     const put = (chunks: readonly Buffer[]): void => {
+      // After an abort the descriptor is closed, and its number may already belong to another file.
+      if (finished) throw new CardError("not-writable", "The write was aborted.");
       let total = 0;
       for (const c of chunks) total += c.length;
       try {
@@ -224,7 +227,11 @@ export class Writes {
     return {
       target,
       tempPath,
-      signal: controller.signal,
+      get signal() {
+        controller ??= new AbortController();
+        if (removed) controller.abort();
+        return controller.signal;
+      },
       grow,
       abort,
       put,

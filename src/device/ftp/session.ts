@@ -36,7 +36,8 @@ const KEEPS_ALLO = new Set([...KEEPS_REST, "ALLO", "STOR", "APPE"]);
 const FEATURES = ["EPSV", "MDTM", "MFMT", "MLST type*;size*;modify*;perm*;", "PASV", "REST STREAM", "SITE FREE", "SIZE", "TVFS", "UTF8"];
 
 interface Transfer {
-  controller: AbortController;
+  /** Stops the transfer by destroying its data connection (at once, or as soon as it comes). */
+  abort(): void;
   done: Promise<void>;
 }
 
@@ -105,7 +106,7 @@ export class Session {
     this.closing = true;
     clearTimeout(this.loginTimer);
     this.ending.abort();
-    this.transfer?.controller.abort();
+    this.transfer?.abort();
     this.data?.close();
     this.data = undefined;
     this.passivePort?.close();
@@ -131,7 +132,7 @@ export class Session {
       // ABOR must reach a running transfer now, not after it (RFC 959 §4.1.3).
       if (line.trim().toUpperCase() === "ABOR" && this.transfer) {
         this.abortedByClient = true;
-        this.transfer.controller.abort();
+        this.transfer.abort();
       }
       this.queue.push(line);
     }
@@ -499,14 +500,14 @@ export class Session {
     const entries = st.isDirectory() ? await readFolder(this.ctx.card, real) : [await entryOf(real, path.split("/").pop()!)];
     const now = Date.now();
     const text = entries.map((e) => (verb === "LIST" ? listLine(e, now) : e.name) + "\r\n").join("");
-    await this.runTransfer((socket, signal) => sendText(text, socket, signal, this.blockMode));
+    await this.runTransfer((socket) => sendText(text, socket, this.blockMode));
   }
 
   private async mlsdCmd(arg: string): Promise<void> {
     const { real } = await this.resolveExisting(arg || ".");
     if (!(await stat(real)).isDirectory()) throw new Reply(501, "Not a folder; use MLST for files.");
     const text = (await readFolder(this.ctx.card, real)).map((e) => factsLine(e, this.facts) + "\r\n").join("");
-    await this.runTransfer((socket, signal) => sendText(text, socket, signal, this.blockMode));
+    await this.runTransfer((socket) => sendText(text, socket, this.blockMode));
   }
 
   // --- transfers ---
@@ -517,7 +518,7 @@ export class Session {
     const st = await stat(real);
     if (!st.isFile()) throw new Reply(550, "Not a regular file.");
     if (offset > st.size) throw new Reply(554, "Restart offset is beyond the end of the file.");
-    await this.runTransfer((socket, signal) => sendFile(real, offset, socket, signal, this.blockMode), { direction: "download", path });
+    await this.runTransfer((socket) => sendFile(real, offset, socket, this.blockMode), { direction: "download", path });
     this.ctx.log(`ftp ${this.label}: sent ${path}`);
   }
 
@@ -545,17 +546,16 @@ export class Session {
     const keep = verb === "APPE" ? size : offset;
     if (!this.data) throw new Reply(425, "Use PASV, EPSV or PORT first.");
     // Exclusive: two uploads to one file would each start from its old content, and the later would drop the other's.
-    // The transfer and the write share one controller: ABOR, a closed session and the card taken back all abort it.
-    const controller = new AbortController();
+    // The card taken back (the write aborted) stops the transfer.
     const write = await this.ctx.card
-      .beginWrite(target, { exclusive: source, controller, ...(keep > 0 ? { keep: { from: source, bytes: keep } } : {}) })
+      .beginWrite(target, { exclusive: source, onAbort: () => this.transfer?.abort(), ...(keep > 0 ? { keep: { from: source, bytes: keep } } : {}) })
       .catch(fsReply);
     let received = 0;
     try {
-      await this.runTransfer(async (socket, signal) => {
-        received = await receiveFile(write, socket, signal, { announced, replaces: existing !== undefined, blocks: this.blockMode });
+      await this.runTransfer(async (socket) => {
+        received = await receiveFile(write, socket, { announced, replaces: existing !== undefined, blocks: this.blockMode });
         return received;
-      }, { direction: "upload", path }, controller);
+      }, { direction: "upload", path });
     } finally {
       await write.abort();
     }
@@ -644,14 +644,10 @@ export class Session {
   /**
    * Opens the prepared data connection, runs `work` on it, and replies 226 or the failure. A file transfer (`file`)
    * is reported to onTransfer when it starts and ends; `work` returns its bytes. In stream mode the connection is
-   * closed after the transfer; in block mode it is kept for the next one unless the transfer failed. `controller`
-   * is aborted by ABOR and by the session closing; an upload passes the one its card write shares.
+   * closed after the transfer; in block mode it is kept for the next one unless the transfer failed. ABOR and the
+   * session closing stop it (Transfer.abort): `work` then sees its socket destroyed.
    */
-  private async runTransfer(
-    work: (socket: Socket, signal: AbortSignal) => Promise<number | void>,
-    file?: { direction: "upload" | "download"; path: string },
-    controller = new AbortController(),
-  ): Promise<void> {
+  private async runTransfer(work: (socket: Socket) => Promise<number | void>, file?: { direction: "upload" | "download"; path: string }): Promise<void> {
     const channel = this.data;
     const keep = this.blockMode;
     if (!keep) this.data = undefined;
@@ -661,15 +657,23 @@ export class Session {
       if (this.data === channel) this.data = undefined;
     };
     this.socket.setTimeout(0); // a long transfer keeps the control connection quiet; that is not idleness
+    let aborted = false;
+    let connected: Socket | undefined;
+    const abort = (): void => {
+      aborted = true;
+      connected?.destroy();
+    };
     const done = (async (): Promise<void> => {
       let socket: Socket;
       try {
-        socket = await channel.connect();
+        socket = connected = await channel.connect();
       } catch {
         drop();
         throw new Reply(425, "Cannot open the data connection.");
       }
-      if (socket.destroyed || socket.readableEnded) {
+      // Stopped while the connection was coming: `work` fails at once on the destroyed socket (426).
+      if (aborted) socket.destroy();
+      else if (socket.destroyed || socket.readableEnded) {
         drop();
         throw new Reply(425, "The data connection was closed; send PASV, EPSV or PORT again.");
       }
@@ -677,12 +681,12 @@ export class Session {
       const report = file && { ...file, bytes: 0, ok: false };
       if (report) this.transferred("start", report);
       try {
-        const bytes = await work(socket, controller.signal);
+        const bytes = await work(socket);
         if (report) Object.assign(report, { bytes: bytes ?? 0, ok: true });
       } catch (e) {
         drop();
         if (report) this.transferred("end", report);
-        return failedTransfer(e, controller.signal.aborted);
+        return failedTransfer(e, aborted);
       }
       // The client hears of its file first (its data, and a download's end, are already sent); closing the data
       // connection and the device's own bookkeeping (LED, panel, MQTT) come after.
@@ -690,7 +694,7 @@ export class Session {
       if (!keep) channel.close();
       if (report) this.transferred("end", report);
     })();
-    this.transfer = { controller, done };
+    this.transfer = { abort, done };
     try {
       await done;
     } finally {

@@ -1,6 +1,8 @@
 // File transfers: downloads stream from disk; uploads go into a card write (a temp file under an internal name)
 // that lands by an atomic rename once complete. In stream mode the data connection carries one file and its end
 // ends the file; in block mode (MODE B) the file ends with the EOF block and the connection stays for the next.
+// A transfer is stopped early (ABOR, the session closing) by destroying its data connection: every step here
+// watches the socket, so no abort signal is needed (one cost as much CPU as the rest of a small file's bookkeeping).
 import { open } from "node:fs/promises";
 import { finished } from "node:stream/promises";
 import type { Socket } from "node:net";
@@ -31,9 +33,9 @@ const READ_CHUNK = 1024 * 1024;
 /**
  * Sends the file from `offset`: each chunk is read while the one before it goes out, into two buffers used in turn
  * (a fresh buffer per chunk made the kernel fault in new pages for every megabyte, most of a download's time here).
- * Resolves once the client has all of it; a connection closed or aborted first rejects (the reply is 426).
+ * Resolves once the client has all of it; a connection closed or destroyed first rejects (the reply is 426).
  */
-export async function sendFile(real: string, offset: number, socket: Socket, signal: AbortSignal, blocks: boolean): Promise<void> {
+export async function sendFile(real: string, offset: number, socket: Socket, blocks: boolean): Promise<void> {
   const buffers: Buffer[] = [];
   const file = await open(real, "r");
   let sending: Promise<void> = Promise.resolve();
@@ -43,49 +45,45 @@ export async function sendFile(real: string, offset: number, socket: Socket, sig
       const { bytesRead } = await file.read(buffer, 0, READ_CHUNK, position);
       // The other buffer is free again once its bytes are with the kernel.
       await sending;
-      signal.throwIfAborted();
       if (socket.destroyed) throw new Reply(426, "Data connection lost; transfer aborted.");
       if (bytesRead === 0) break;
       position += bytesRead;
       const chunk = buffer.subarray(0, bytesRead);
-      sending = sendBuffers(socket, blocks ? toBlocks(chunk) : [chunk], signal);
+      sending = sendBuffers(socket, blocks ? toBlocks(chunk) : [chunk]);
       sending.catch(() => undefined); // seen by the next await; a read failure meanwhile must not leave it unhandled
     }
   } finally {
     await file.close();
   }
-  return blocks ? sendBuffers(socket, [END_BLOCK], signal) : endConnection(socket, signal);
+  return blocks ? sendBuffers(socket, [END_BLOCK]) : endConnection(socket);
 }
 
 /** A listing's text: the whole connection in stream mode, blocks ending with EOF in block mode. */
-export function sendText(text: string, socket: Socket, signal: AbortSignal, blocks: boolean): Promise<void> {
-  return blocks ? sendBuffers(socket, [...toBlocks(Buffer.from(text)), END_BLOCK], signal) : endConnection(socket, signal, text);
+export function sendText(text: string, socket: Socket, blocks: boolean): Promise<void> {
+  return blocks ? sendBuffers(socket, [...toBlocks(Buffer.from(text)), END_BLOCK]) : endConnection(socket, text);
 }
 
 /**
  * Stream mode: the end of the connection ends the file. Resolves once the end has gone out; a socket destroyed
- * before (the client hung up, the session closed) or an abort rejects — end()'s own callback never comes then.
+ * before (the client hung up, the transfer was stopped) rejects — end()'s own callback never comes then.
  */
-async function endConnection(socket: Socket, signal: AbortSignal, last?: string): Promise<void> {
+async function endConnection(socket: Socket, last?: string): Promise<void> {
   if (last === undefined) socket.end();
   else socket.end(last);
-  await finished(socket, { readable: false, signal });
+  await finished(socket, { readable: false });
 }
 
 /** Writes `buffers` at once and resolves when they are handed to the kernel (which paces a download). */
-function sendBuffers(socket: Socket, buffers: Buffer[], signal: AbortSignal): Promise<void> {
+function sendBuffers(socket: Socket, buffers: Buffer[]): Promise<void> {
   return new Promise((resolve, reject) => {
     const finish = (failure?: unknown): void => {
       socket.off("close", onClose).off("error", finish);
-      signal.removeEventListener("abort", onAbort);
       if (failure) reject(failure);
       else resolve();
     };
     const onClose = (): void => finish(new Reply(426, "Data connection lost; transfer aborted."));
-    const onAbort = (): void => finish(signal.reason);
-    if (signal.aborted || socket.destroyed) return signal.aborted ? onAbort() : onClose();
+    if (socket.destroyed) return onClose();
     socket.on("close", onClose).on("error", finish);
-    signal.addEventListener("abort", onAbort);
     socket.cork();
     buffers.forEach((b, i) => socket.write(b, i === buffers.length - 1 ? (e) => finish(e ?? undefined) : undefined));
     socket.uncork();
@@ -106,17 +104,17 @@ export interface Receive {
  * target is untouched. No fsync before the rename: it cost 3–4× on many small files (see bench/ftp.bench.ts),
  * and vsftpd does not sync either.
  */
-export async function receiveFile(write: CardWrite, socket: Socket, signal: AbortSignal, opts: Receive): Promise<number> {
-  const received = await receiveData(write, socket, signal, opts.blocks ? new BlockDecoder() : undefined);
+export async function receiveFile(write: CardWrite, socket: Socket, opts: Receive): Promise<number> {
+  const received = await receiveData(write, socket, opts.blocks ? new BlockDecoder() : undefined);
   // In stream mode the end of data means "complete", but a client that died also closes its data connection; its
-  // control connection closes just after, which aborts us. A new file only waits for one more poll of the sockets
-  // (a mirror of many files must not pay the grace); a replacement waits longer. Block mode's EOF block is explicit.
+  // control connection closes just after, which stops the transfer (destroying this socket). A new file only
+  // waits for one more poll of the sockets (a mirror of many files must not pay the grace); a replacement waits
+  // longer. Block mode's EOF block is explicit.
   if (!opts.blocks) {
-    if (opts.replaces) await sleep(REPLACE_GRACE_MS, undefined, { signal });
+    if (opts.replaces) await sleep(REPLACE_GRACE_MS);
     else await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
   }
-  signal.throwIfAborted();
-  write.signal.throwIfAborted();
+  if (socket.destroyed) throw new Reply(426, "Data connection lost; transfer aborted.");
   if (opts.announced !== undefined && received !== opts.announced) {
     throw new ShortUploadError(`Upload incomplete: ${received} of the ${opts.announced} bytes announced with ALLO arrived; the file was not changed.`);
   }
@@ -132,7 +130,7 @@ export async function receiveFile(write: CardWrite, socket: Socket, signal: Abor
  * to DRAIN_LIMIT more bytes so that a client still sending (curl does not read replies while it sends) finishes
  * and sees the 552 reply rather than a reset connection.
  */
-function receiveData(write: CardWrite, socket: Socket, signal: AbortSignal, blocks: BlockDecoder | undefined): Promise<number> {
+function receiveData(write: CardWrite, socket: Socket, blocks: BlockDecoder | undefined): Promise<number> {
   return new Promise((resolve, reject) => {
     let batch: Buffer[] = [];
     let batched = 0;
@@ -148,11 +146,8 @@ function receiveData(write: CardWrite, socket: Socket, signal: AbortSignal, bloc
     };
     const full = (): CardError =>
       new CardError(refused!.code, refused!.code === "too-big" ? "The card cannot hold a file this big (FAT32: under 4 GiB)." : "Not enough space on the card.", { cause: refused });
-    // The session passes the write's own signal (they share a controller); another one is listened to as well.
-    const signals = signal === write.signal ? [signal] : [signal, write.signal];
     const settle = (failure?: unknown): void => {
       socket.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
-      for (const s of signals) s.removeEventListener("abort", onAbort);
       if (failure === undefined) return resolve(received);
       socket.destroy();
       reject(failure);
@@ -208,10 +203,8 @@ function receiveData(write: CardWrite, socket: Socket, signal: AbortSignal, bloc
     };
     const onEnd = (): void => (blocks ? settle(new Reply(426, "The data connection ended before the file's EOF block; transfer aborted.")) : finish());
     const onClose = (): void => settle(new Reply(426, "Data connection lost; transfer aborted."));
-    const onAbort = (): void => settle(signal.aborted ? signal.reason : write.signal.reason);
-    if (signal.aborted || write.signal.aborted) return onAbort();
+    if (socket.destroyed) return onClose();
     socket.on("data", onData).on("end", onEnd).on("error", settle).on("close", onClose);
     socket.resume();
-    for (const s of signals) s.addEventListener("abort", onAbort);
   });
 }
