@@ -7,7 +7,8 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { eventually, freePort, removeDir, start, startDevice, tempDir } from "../helpers.js";
-import { curl, hasPartial, lftp, startFtp, type Ftp } from "./fixtures/ftp.js";
+import { curl, hasPartial, lftp, PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
+import { ftpConnection } from "./fixtures/raw.js";
 import { listTree } from "../fixtures/files.js";
 
 /** True when a listener can take the port again (the server released it). */
@@ -302,6 +303,30 @@ describe("FTP mode: leaving it during transfers", () => {
       assert.ok((got?.size ?? 0) < 8_000_000, "download was cut short");
       assert.ok(await portIsFree(ftp.port));
       assert.deepEqual(await listTree(card), ["large.bin"], "the card file is untouched");
+    } finally {
+      await ftp.stop();
+    }
+  });
+
+  it("an upload still waiting for its data connection does not hold up a switch to MSC (one passive port)", async () => {
+    const card = join(dir, "card-waiting");
+    await mkdir(card);
+    const low = await freePort();
+    const ftp = await startFtp(card, ["--ftp-passive-ports", `${low}-${low}`]);
+    try {
+      const c = await ftpConnection(ftp.port);
+      assert.match(await c.command(`USER ${USER}`), /^331 /);
+      assert.match(await c.command(`PASS ${PASSWORD}`), /^230 /);
+      assert.match(await c.command("PASV"), /^227 /);
+      // STOR, and no data connection ever: the server waits up to 30 s for one.
+      c.socket.write("STOR waiting.bin\r\n");
+      const started = Date.now();
+      await ftp.enterMsc();
+      await c.closed;
+      assert.ok(Date.now() - started < 20_000, `the switch took ${Date.now() - started} ms: it waited for the data connection`);
+      assert.match(c.replies().at(-1) ?? "", /^421 /, "the session was closed with 421");
+      assert.deepEqual(await listTree(card), [], "nothing stored");
+      assert.ok(await portIsFree(low), "passive port is free");
     } finally {
       await ftp.stop();
     }

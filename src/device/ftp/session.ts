@@ -659,9 +659,12 @@ export class Session {
     this.socket.setTimeout(0); // a long transfer keeps the control connection quiet; that is not idleness
     let aborted = false;
     let connected: Socket | undefined;
+    // Stopped before its data connection came, the transfer stops waiting for it (else up to 30 s: a mode switch
+    // would wait that long); stopped while it was being accepted, `work` fails at once on the destroyed socket.
     const abort = (): void => {
       aborted = true;
-      connected?.destroy();
+      if (connected) connected.destroy();
+      else channel.close();
     };
     const done = (async (): Promise<void> => {
       let socket: Socket;
@@ -669,9 +672,9 @@ export class Session {
         socket = connected = await channel.connect();
       } catch {
         drop();
+        if (aborted) throw new Reply(426, "Transfer aborted; the connection was closed.");
         throw new Reply(425, "Cannot open the data connection.");
       }
-      // Stopped while the connection was coming: `work` fails at once on the destroyed socket (426).
       if (aborted) socket.destroy();
       else if (socket.destroyed || socket.readableEnded) {
         drop();
