@@ -21,6 +21,7 @@ import { EnvFileError } from "./env-file.js";
 import { bytes, ledSummary, mqttSummary, statusSummary } from "./format.js";
 import { FtpLoginError, FtpUnreachableError, SyncStopped } from "./sync-errors.js";
 import { barEvents, lineEvents, planLine, quietEvents } from "./progress.js";
+import { batchedLines } from "../shared/batched-lines.js";
 import { askPassword, confirm, haveTerminal, PromptInterrupted } from "./prompt.js";
 import { switchMode } from "./modes.js";
 import { lockDevice } from "./sync-lock.js";
@@ -493,8 +494,12 @@ function version(): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const out = (line: string): void => void process.stdout.write(line + "\n");
-  const err = (line: string): void => void process.stderr.write(line + "\n");
+  // A sync prints a line per file: batched, so that a pipe's reader is not woken a thousand times.
+  const out = batchedLines(process.stdout);
+  const err = (line: string): void => {
+    out.flush();
+    process.stderr.write(line + "\n");
+  };
   let json = false;
   let conn: Connection | undefined;
   /** Says where the address came from when the answer was not the device's. */
