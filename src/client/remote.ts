@@ -2,6 +2,7 @@
 // basic-ftp in stream mode): the server to reach, the card's entries, the operations of a mirror, and a pool of
 // connections handing out work. Free of basic-ftp, so a sync in block mode never loads it.
 import { posix } from "node:path";
+import { timeVal } from "../shared/ftp-time.js";
 
 export interface FtpTarget {
   host: string;
@@ -114,6 +115,8 @@ export class CardPool<C extends RemoteConnection> {
 
 /** Joins a remote folder and a relative posix path into an absolute server path. */
 export function remoteJoin(root: string, rel: string): string {
+  // The card's root and a path from the local tree (names read from folders, joined by "/") need no normalising.
+  if (root === "/" && rel !== "" && !rel.split("/").some((s) => s === "" || s === "." || s === "..")) return "/" + rel;
   return posix.join("/", root, rel);
 }
 
@@ -124,5 +127,5 @@ export function mfmtUnknown(code: number): boolean {
 
 /** MFMT's argument: the time in UTC as YYYYMMDDHHMMSS. */
 export function mfmtTime(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/[-:T]/g, "").slice(0, 14);
+  return timeVal(new Date(ms));
 }

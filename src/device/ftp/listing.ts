@@ -2,6 +2,7 @@
 import { readdir, realpath, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { CardFileSystem } from "../card/card.js";
+import { timeVal } from "../../shared/ftp-time.js";
 
 export interface Entry {
   name: string;
@@ -53,24 +54,6 @@ export function listLine(e: Entry, now: number): string {
   const date = `${MONTHS[t.getUTCMonth()]} ${String(t.getUTCDate()).padStart(2, " ")} ${when}`;
   return `${mode}    1 ftp      ftp      ${String(e.size).padStart(12, " ")} ${date} ${e.name}`;
 }
-
-/** RFC 3659 time-val: YYYYMMDDHHMMSS in UTC. */
-export function timeVal(d: Date): string {
-  return `${d.getUTCFullYear()}${two(d.getUTCMonth() + 1)}${two(d.getUTCDate())}${two(d.getUTCHours())}${two(d.getUTCMinutes())}${two(d.getUTCSeconds())}`;
-}
-
-/** Parses an RFC 3659 time-val (fractional seconds allowed); undefined when malformed. */
-export function parseTimeVal(s: string): Date | undefined {
-  if (!TIME_VAL.test(s)) return undefined;
-  const at = (from: number, to: number): number => Number(s.slice(from, to));
-  const mo = at(4, 6);
-  const d = at(6, 8);
-  const ms = s.length > 15 ? Number(s.slice(15).padEnd(3, "0")) : 0;
-  const date = new Date(Date.UTC(at(0, 4), mo - 1, d, at(8, 10), at(10, 12), at(12, 14), ms));
-  return date.getUTCMonth() === mo - 1 && date.getUTCDate() === d ? date : undefined;
-}
-
-const TIME_VAL = /^\d{14}(?:\.\d{1,3})?$/;
 
 /** "type=file;size=3;modify=…;perm=…; name" with the selected facts. */
 export function factsLine(e: Entry, facts: ReadonlySet<Fact>, name = e.name): string {
