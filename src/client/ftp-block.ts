@@ -235,25 +235,34 @@ export class BlockConnection implements RemoteConnection {
     };
     try {
       let n = readAt(0);
+      // A file read whole at once (most photos are smaller than a chunk) goes out with its EOF block in one write.
+      const whole = n === size && fstatSync(file).size === size;
       const data = await this.dataConnection();
       const started = await this.control.send(`STOR ${remotePath}`);
       if (started.code !== 150 && started.code !== 125) throw refusal(started);
       const ended = this.control.next(true);
       ended.catch(() => undefined);
       try {
-        let sent = 0;
-        while (n > 0) {
-          await send(data, toBlocks(this.chunk.subarray(0, n)));
-          sent += n;
-          onBytes(sent);
-          n = sent < size ? readAt(sent) : 0;
+        if (whole) {
+          await send(data, [...toBlocks(this.chunk.subarray(0, n)), END_BLOCK]);
+          onBytes(size);
+        } else {
+          let sent = 0;
+          while (n > 0) {
+            await send(data, toBlocks(this.chunk.subarray(0, n)));
+            sent += n;
+            onBytes(sent);
+            n = sent < size ? readAt(sent) : 0;
+          }
+          if (sent !== size || fstatSync(file).size !== size) throw LocalFileError.changed();
+          await send(data, [END_BLOCK]);
         }
-        if (sent !== size || fstatSync(file).size !== size) throw LocalFileError.changed();
-        await send(data, [END_BLOCK]);
         this.control.expectSoon();
       } catch (e) {
         // Without its EOF block the server keeps nothing; its reply (a full card, say) says more than a lost connection.
+        // It must come soon: a server that stopped reading may never send one.
         this.dropData();
+        this.control.expectSoon();
         const answer = await ended.catch(() => undefined);
         if (answer && answer.code >= 400 && !(e instanceof LocalFileError)) throw refusal(answer);
         throw e;
@@ -287,10 +296,15 @@ export class BlockConnection implements RemoteConnection {
     if (!(port > 0 && port < 65536)) throw new Error(`The FTP server's passive reply gave no port: ${reply.message.slice(0, 80)}`);
     const socket = await new Promise<Socket>((resolve, reject) => {
       const s = connect({ host: this.control.socket.remoteAddress!, port, noDelay: true, timeout: TIMEOUT_MS });
-      s.once("connect", () => resolve(s.setTimeout(0)));
+      s.once("connect", () => resolve(s));
       s.once("error", reject);
-      // Armed while connecting and while a write waits (see send()).
-      s.on("timeout", () => s.destroy(new Error(`The FTP server's data connection stalled for ${TIMEOUT_MS / 1000} s.`)));
+      // Quiet between transfers is no stall (the next file waits for replies on the control connection); a write
+      // or a listing that waits is. Armed for good: setting and clearing it around each write cost more than the
+      // write, and a write re-arms it.
+      s.on("timeout", () => {
+        const waiting = s.connecting || s.writableLength > 0 || s.readableFlowing === true;
+        if (waiting) s.destroy(new Error(`The FTP server's data connection stalled for ${TIMEOUT_MS / 1000} s.`));
+      });
     });
     // Errors show in the transfer that meets them; none may go unheard between transfers.
     socket.on("error", () => undefined);
@@ -386,10 +400,11 @@ function readBlocks(socket: Socket): { done: Promise<Buffer>; cancel(): void } {
       // Put back after the listener is gone (and reading paused): it would get the bytes straight back otherwise.
       if (rest) socket.unshift(rest);
     };
-    // The data connection's own timeout handler destroys it with the reason, which ends the wait here.
+    // The data connection's own timeout handler destroys it with the reason, which ends the wait here. Set anew
+    // here: a quiet spell before may have spent it, and only a write or data coming re-arms it.
     const onClose = (): void => stop(new Error("The data connection closed before the transfer's end."));
     stop = (failure) => {
-      socket.off("data", onData).off("close", onClose).pause().setTimeout(0);
+      socket.off("data", onData).off("close", onClose).pause();
       if (failure) reject(failure);
       else resolve(Buffer.concat(pieces));
     };
@@ -405,12 +420,13 @@ function send(socket: Socket, buffers: Buffer[]): Promise<void> {
   return new Promise((resolve, reject) => {
     if (socket.destroyed) return reject(new Error("The data connection was closed."));
     const done = (e?: Error | null): void => {
-      socket.off("close", onClose).setTimeout(0);
+      socket.off("close", onClose).off("error", done);
       if (e) reject(e);
       else resolve();
     };
+    // A stall (see dataConnection) destroys the socket with the reason: "error" tells it, then "close".
     const onClose = (): void => done(new Error("The data connection was closed."));
-    socket.on("close", onClose).setTimeout(TIMEOUT_MS);
+    socket.on("close", onClose).on("error", done);
     socket.cork();
     buffers.forEach((b, i) => socket.write(b, i === buffers.length - 1 ? done : undefined));
     socket.uncork();

@@ -4,7 +4,7 @@
 // with a clear error, never hang or crash, and the device must be back in USB MSC mode.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { writeFile } from "node:fs/promises";
+import { appendFile, writeFile } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { BlockDecoder } from "../../src/shared/ftp-blocks.js";
@@ -158,6 +158,79 @@ describe("framefi sync against a misbehaving FTP server", () => {
     } finally {
       server.close();
       await removeDir(big);
+    }
+  });
+
+  test("a server that stops reading mid-upload: the file fails as stalled after 10 s, and the sync ends", async () => {
+    const big = await tempDir("framefi-stall-");
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      if (command.startsWith("MLSD")) return emptyListing(control, data);
+      if (command.startsWith("STOR")) {
+        control.write("150 go\r\n");
+        (await data()).pause();
+        return;
+      }
+      control.write("502 no\r\n");
+    });
+    try {
+      // More than the kernel's socket buffers take, so that the client's writes wait.
+      await writeFile(join(big, "video.mp4"), Buffer.alloc(32 * 1024 * 1024));
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), big], { cwd: big, timeoutMs: 120_000 });
+      assert.notEqual(r.code, 0, r.stdout);
+      assert.match(r.stderr, /^failed video\.mp4: .*data connection stalled for 10 s/m, r.stderr);
+      assert.doesNotMatch(r.stderr, /unexpected error/);
+    } finally {
+      server.close();
+      await removeDir(big);
+    }
+  });
+
+  test("a file that grows after the sync planned it is not stored (its EOF block is never sent); the others are", async () => {
+    const folder = await tempDir("framefi-grow-");
+    const stored: string[] = [];
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      if (command.startsWith("MLSD")) return emptyListing(control, data);
+      if (command.startsWith("STOR")) {
+        const name = command.slice(5);
+        // The sync has planned both files by now: b.jpg grows before its upload begins.
+        if (name.endsWith("a.jpg")) await appendFile(join(folder, "b.jpg"), Buffer.alloc(1_000, 2));
+        control.write("150 go\r\n");
+        const socket = await data();
+        const closed = new Promise<boolean>((resolve) => socket.once("close", () => resolve(false)));
+        const ended = await Promise.race([uploadEnd(socket).then(() => true), closed]);
+        if (!ended) return void control.write("426 aborted\r\n");
+        stored.push(name);
+        return void control.write("226 done\r\n");
+      }
+      control.write(command.startsWith("MFMT") ? "213 ok\r\n" : "502 no\r\n");
+    });
+    try {
+      await writeFile(join(folder, "a.jpg"), Buffer.alloc(1_000, 1));
+      await writeFile(join(folder, "b.jpg"), Buffer.alloc(1_000, 1));
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "1", folder], { cwd: folder, timeoutMs: 60_000 });
+      assert.notEqual(r.code, 0, r.stdout);
+      assert.match(r.stderr, /^failed b\.jpg: the file changed while it was being sent; run the sync again$/m);
+      assert.match(r.stdout, /^uploaded a\.jpg /m);
+      assert.deepEqual(stored, ["/a.jpg"]);
+    } finally {
+      server.close();
+      await removeDir(folder);
+    }
+  });
+
+  test("a listing that never comes (150, then silence): the sync ends, the data connection stalled", async () => {
+    const { server, port } = await hostileServer((command, control) => {
+      if (command.startsWith("MLSD")) return void control.write("150 here\r\n");
+      control.write("502 no\r\n");
+    });
+    try {
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), photos], { cwd: photos, timeoutMs: 120_000 });
+      assert.notEqual(r.code, 0, r.stdout);
+      // Whichever of the two waits gives up first: the reply's on the control connection, or the data's.
+      assert.match(r.stderr, /Cannot list \/ on the card: The FTP server (did not answer within 10 s|'s data connection stalled for 10 s)/);
+      assert.doesNotMatch(r.stderr, /unexpected error/);
+    } finally {
+      server.close();
     }
   });
 
