@@ -36,13 +36,21 @@ class Control {
   private readonly replies: Reply[] = [];
   private readonly waiting: { resolve: (r: Reply) => void; reject: (e: Error) => void }[] = [];
   private failure: Error | undefined;
+  /**
+   * Whether the replies awaited are on the clock (see next()). The socket's timeout stays armed, restarted by every
+   * command and reply, and ends only such a wait: setting and clearing it around each command cost more than the
+   * command.
+   */
+  private timed = false;
 
   constructor(readonly socket: Socket) {
     socket.setEncoding("utf8");
     socket.on("data", (text: string) => this.read(text));
     socket.on("error", (e) => this.fail(e));
     socket.on("close", () => this.fail(new Error("The FTP server closed the connection.")));
-    socket.on("timeout", () => socket.destroy(new Error(`The FTP server did not answer within ${TIMEOUT_MS / 1000} s.`)));
+    socket.on("timeout", () => {
+      if (this.timed) socket.destroy(new Error(`The FTP server did not answer within ${TIMEOUT_MS / 1000} s.`));
+    });
   }
 
   static open(host: string, port: number): Promise<Control> {
@@ -50,7 +58,7 @@ class Control {
       const socket = connect({ host, port, noDelay: true, timeout: TIMEOUT_MS });
       const slow = (): void => void socket.destroy(new Error(`No connection to the FTP server within ${TIMEOUT_MS / 1000} s.`));
       socket.once("connect", () => {
-        socket.off("error", reject).off("timeout", slow).setTimeout(0);
+        socket.off("error", reject).off("timeout", slow);
         resolve(new Control(socket));
       });
       socket.once("timeout", slow);
@@ -66,12 +74,14 @@ class Control {
     const ready = this.replies.shift();
     if (ready) return Promise.resolve(ready);
     if (this.failure) return Promise.reject(this.failure);
-    if (!untimed) this.expectSoon();
+    // The command just sent, or the reply just read, restarted the clock.
+    if (!untimed) this.timed = true;
     return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
   }
 
-  /** The replies awaited must come within TIMEOUT_MS from now. */
+  /** The replies awaited must come within TIMEOUT_MS from now (after a silence, such as a transfer's). */
   expectSoon(): void {
+    this.timed = true;
     this.socket.setTimeout(TIMEOUT_MS);
   }
 
@@ -100,7 +110,7 @@ class Control {
 
   private deliver(reply: Reply): void {
     const waiter = this.waiting.shift();
-    if (this.waiting.length === 0) this.socket.setTimeout(0);
+    if (this.waiting.length === 0) this.timed = false;
     if (waiter) return waiter.resolve(reply);
     this.replies.push(reply);
     if (this.replies.length > MAX_UNASKED) this.socket.destroy(new Error("The FTP server sent replies nobody asked for."));
