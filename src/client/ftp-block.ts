@@ -81,6 +81,8 @@ class Control {
 
   /** The replies awaited must come within TIMEOUT_MS from now (after a silence, such as a transfer's). */
   expectSoon(): void {
+    // None awaited (it came already, a 552 while the data still went out): an idle connection is no stall.
+    if (this.waiting.length === 0) return;
     this.timed = true;
     this.socket.setTimeout(TIMEOUT_MS);
   }
@@ -229,7 +231,7 @@ export class BlockConnection implements RemoteConnection {
    * woken, the CPU handed over and back) cost more than the read. The price, lftp's too: a read from a slow disk
    * holds up the other connections while it lasts. With `mtimeMs`, MFMT follows the upload's 226.
    */
-  async upload(abs: string, size: number, remotePath: string, mtimeMs: number | undefined, onBytes: (sent: number) => void): Promise<void> {
+  async upload(abs: string, size: number, remotePath: string, mtimeMs: number | undefined, onBytes: (sent: number) => void, fresh = false): Promise<void> {
     let file: number;
     try {
       file = openSync(abs, "r");
@@ -277,15 +279,19 @@ export class BlockConnection implements RemoteConnection {
         if (answer && answer.code >= 400 && !(e instanceof LocalFileError)) throw refusal(answer);
         throw e;
       }
+      // A new file's time goes right behind its EOF block, saving a round trip: should the upload fail (552 after
+      // its EOF block), MFMT finds no file and stamps nothing. Over an old file it waits for the 226: sent ahead, it
+      // would stamp the old file when the upload fails, and a later sync would take that file for the new one.
+      const stamp = (): Promise<Reply> => this.control.send(`MFMT ${mfmtTime(mtimeMs!)} ${remotePath}`);
+      const early = fresh && mtimeMs !== undefined ? stamp() : undefined;
+      early?.catch(() => undefined);
       const answer = await ended;
       if (answer.code >= 300) {
         this.dropData();
         throw refusal(answer);
       }
-      // Only now: sent ahead, MFMT would also stamp the card's old file when the upload fails (552 after its
-      // EOF block), and a later sync would take that file for the new one.
       if (mtimeMs === undefined) return;
-      const set = await this.control.send(`MFMT ${mfmtTime(mtimeMs)} ${remotePath}`);
+      const set = await (early ?? stamp());
       if (set.code >= 300 && !mfmtUnknown(set.code)) throw refusal(set);
     } finally {
       closeSync(file);

@@ -30,10 +30,11 @@ export interface RemoteConnection {
   removeDir(path: string): Promise<void>;
   /**
    * Sends the local file `abs` of `size` bytes to `remotePath`, with `mtimeMs` as its time when given (MFMT);
-   * `onBytes` hears the bytes sent so far. A local file that cannot be read, or changes while it is sent, fails
-   * with LocalFileError and is not kept.
+   * `onBytes` hears the bytes sent so far. `fresh`: the card had no file of that name when the sync looked (its
+   * time may then be sent without waiting for the upload's answer). A local file that cannot be read, or changes
+   * while it is sent, fails with LocalFileError and is not kept.
    */
-  upload(abs: string, size: number, remotePath: string, mtimeMs: number | undefined, onBytes: (sent: number) => void): Promise<void>;
+  upload(abs: string, size: number, remotePath: string, mtimeMs: number | undefined, onBytes: (sent: number) => void, fresh?: boolean): Promise<void>;
   /** Replaces a broken connection with a fresh login. */
   reconnect(): Promise<void>;
   close(): void;
@@ -127,5 +128,5 @@ export function mfmtUnknown(code: number): boolean {
 
 /** MFMT's argument: the time in UTC as YYYYMMDDHHMMSS. */
 export function mfmtTime(ms: number): string {
-  return timeVal(new Date(ms));
+  return timeVal(new Date(Math.floor(ms / 1000) * 1000));
 }

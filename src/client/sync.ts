@@ -256,7 +256,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
       }
       events.uploadStarted(u);
       try {
-        await withReconnect(conn, signal, () => conn.upload(u.abs, u.size, remotePath(u.rel), pool.canSetTimes ? u.mtimeMs : undefined, (sent) => events.uploadProgress(u, sent)));
+        await withReconnect(conn, signal, () => conn.upload(u.abs, u.size, remotePath(u.rel), pool.canSetTimes ? u.mtimeMs : undefined, (sent) => events.uploadProgress(u, sent), u.why === "new"));
         result.uploaded++;
         result.uploadedBytes += u.size;
         events.uploaded(u);

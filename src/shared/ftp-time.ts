@@ -4,7 +4,7 @@ const two = (n: number): string => String(n).padStart(2, "0");
 
 /** RFC 3659 time-val: YYYYMMDDHHMMSS in UTC. */
 export function timeVal(d: Date): string {
-  return `${d.getUTCFullYear()}${two(d.getUTCMonth() + 1)}${two(d.getUTCDate())}${two(d.getUTCHours())}${two(d.getUTCMinutes())}${two(d.getUTCSeconds())}`;
+  return `${String(d.getUTCFullYear()).padStart(4, "0")}${two(d.getUTCMonth() + 1)}${two(d.getUTCDate())}${two(d.getUTCHours())}${two(d.getUTCMinutes())}${two(d.getUTCSeconds())}`;
 }
 
 /** Parses an RFC 3659 time-val (fractional seconds allowed); undefined when malformed. */

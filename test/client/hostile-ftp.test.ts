@@ -22,6 +22,7 @@ async function hostileServer(script: Script): Promise<{ server: Server; port: nu
     let dataSocket: Promise<Socket> | undefined;
     const data = (): Promise<Socket> => dataSocket ?? Promise.reject(new Error("no EPSV"));
     let pending = "";
+    let turn: Promise<void> = Promise.resolve();
     control.write("220 hostile\r\n");
     control.on("data", (chunk: Buffer) => {
       pending += chunk.toString("latin1");
@@ -34,11 +35,13 @@ async function hostileServer(script: Script): Promise<{ server: Server; port: nu
         else if (verb === "TYPE" || verb === "MODE") control.write("200 ok\r\n");
         else if (verb === "FEAT") control.write("211-Features:\r\n MLST type*;size*;modify*;\r\n MFMT\r\n211 End\r\n");
         else if (verb === "EPSV") {
+          dataServer?.close(); // a client that dropped its data connection asks for another
           dataServer = createServer();
           dataSocket = new Promise((resolve) => dataServer!.once("connection", (s: Socket) => resolve(s.on("error", () => undefined))));
           dataServer.listen(0, "127.0.0.1", () => control.write(`229 Entering Extended Passive Mode (|||${(dataServer!.address() as { port: number }).port}|)\r\n`));
         } else if (verb === "QUIT") control.end("221 bye\r\n");
-        else void script(line, control, data);
+        // One command after the other, as a real server answers them (a client may send the next one early).
+        else turn = turn.then(() => script(line, control, data)).catch(() => undefined);
       }
     });
     control.on("close", () => dataServer?.close());
@@ -238,7 +241,13 @@ describe("framefi sync against a misbehaving FTP server", () => {
     const commands: string[] = [];
     const { server, port } = await hostileServer(async (command, control, data) => {
       commands.push(command.split(" ")[0]!);
-      if (command.startsWith("MLSD")) return emptyListing(control, data);
+      if (command.startsWith("MLSD")) {
+        // The card has an older a.jpg of another size: the upload replaces it.
+        const entry = Buffer.from("type=file;size=5;modify=20200101000000; a.jpg\r\n");
+        control.write("150 here\r\n");
+        (await data()).write(Buffer.concat([Buffer.from([0, 0, entry.length]), entry, Buffer.from([64, 0, 0])]));
+        return void control.write("226 done\r\n");
+      }
       if (command.startsWith("STOR")) {
         control.write("150 go\r\n");
         await uploadEnd(await data());
@@ -253,6 +262,34 @@ describe("framefi sync against a misbehaving FTP server", () => {
       assert.ok(commands.includes("STOR") && !commands.includes("MFMT"), commands.join(" "));
     } finally {
       server.close();
+    }
+  });
+
+  test("a new file's MFMT goes right behind its EOF block; refused (552), the file fails and the next one is sent", async () => {
+    const commands: string[] = [];
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      commands.push(command.replace(/^MFMT \d+ /, "MFMT "));
+      if (command.startsWith("MLSD")) return emptyListing(control, data);
+      if (command.startsWith("STOR")) {
+        control.write("150 go\r\n");
+        await uploadEnd(await data());
+        return void control.write(command.endsWith("a.jpg") ? "552 Upload aborted: Not enough space on the card.\r\n" : "226 done\r\n");
+      }
+      if (command.startsWith("MFMT")) return void control.write(command.endsWith("a.jpg") ? "550 No such file or folder.\r\n" : "213 ok\r\n");
+      control.write("502 no\r\n");
+    });
+    const folder = await tempDir("framefi-fresh-");
+    try {
+      await writeFile(join(folder, "a.jpg"), Buffer.alloc(1_000, 1));
+      await writeFile(join(folder, "b.jpg"), Buffer.alloc(1_000, 2));
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "1", folder], { cwd: folder });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /^failed a\.jpg: 552 /m);
+      assert.match(r.stdout, /^uploaded b\.jpg /m);
+      assert.deepEqual(commands.filter((c) => /^(STOR|MFMT)/.test(c)), ["STOR /a.jpg", "MFMT /a.jpg", "STOR /b.jpg", "MFMT /b.jpg"]);
+    } finally {
+      server.close();
+      await removeDir(folder);
     }
   });
 
