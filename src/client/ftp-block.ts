@@ -5,6 +5,7 @@
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { BlockDecoder, END_BLOCK, toBlocks } from "../shared/ftp-blocks.js";
+import { writeAll } from "../shared/socket-write.js";
 import { FtpReplyError, mfmtTime, mfmtUnknown, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
 import { FtpLoginError, LocalFileError } from "./sync-errors.js";
 
@@ -431,20 +432,10 @@ function readBlocks(socket: Socket): { done: Promise<Buffer>; cancel(): void } {
   return { done, cancel: () => stop() };
 }
 
-/** Hands `buffers` to the data connection and resolves once the kernel has them; rejects once it is closed. */
+/**
+ * Hands `buffers` to the data connection and resolves once the kernel has them; rejects once it is closed. A stall
+ * (see dataConnection) destroys the socket with the reason, which is the rejection then.
+ */
 function send(socket: Socket, buffers: Buffer[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (socket.destroyed) return reject(new Error("The data connection was closed."));
-    const done = (e?: Error | null): void => {
-      socket.off("close", onClose).off("error", done);
-      if (e) reject(e);
-      else resolve();
-    };
-    // A stall (see dataConnection) destroys the socket with the reason: "error" tells it, then "close".
-    const onClose = (): void => done(new Error("The data connection was closed."));
-    socket.on("close", onClose).on("error", done);
-    socket.cork();
-    buffers.forEach((b, i) => socket.write(b, i === buffers.length - 1 ? done : undefined));
-    socket.uncork();
-  });
+  return writeAll(socket, buffers, () => new Error("The data connection was closed."));
 }

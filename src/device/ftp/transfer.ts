@@ -10,6 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { BlockDecoder, BlockFormatError, END_BLOCK, toBlocks } from "../../shared/ftp-blocks.js";
 import { CardError, type CardWrite } from "../card/card.js";
 import { Reply } from "./replies.js";
+import { writeAll } from "../../shared/socket-write.js";
 
 const DRAIN_LIMIT = 16 * 1024 * 1024;
 /** Bytes gathered from the data connection before they go to the card in one write (a 200 KB photo lands in one). */
@@ -73,21 +74,9 @@ async function endConnection(socket: Socket, last?: string): Promise<void> {
   await finished(socket, { readable: false });
 }
 
-/** Writes `buffers` at once and resolves when they are handed to the kernel (which paces a download). */
+/** Writes `buffers` at once; resolves when the kernel has them (which paces a download); a lost connection is 426. */
 function sendBuffers(socket: Socket, buffers: Buffer[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const finish = (failure?: unknown): void => {
-      socket.off("close", onClose).off("error", finish);
-      if (failure) reject(failure);
-      else resolve();
-    };
-    const onClose = (): void => finish(new Reply(426, "Data connection lost; transfer aborted."));
-    if (socket.destroyed) return onClose();
-    socket.on("close", onClose).on("error", finish);
-    socket.cork();
-    buffers.forEach((b, i) => socket.write(b, i === buffers.length - 1 ? (e) => finish(e ?? undefined) : undefined));
-    socket.uncork();
-  });
+  return writeAll(socket, buffers, () => new Reply(426, "Data connection lost; transfer aborted."));
 }
 
 export interface Receive {
