@@ -39,7 +39,10 @@ async function connectedFrame(t: TestContext, name: string, extra: MqttLinkOptio
     await clearRetained(broker.url, prefix, options.discoveryPrefix);
   });
   await frame.waitEvent((e) => e.event === "state" && e.state === 0 && e.connected === true);
+  // On connect the frame publishes its state, then (once the broker acknowledged that) its display status: a
+  // client that subscribes before the second would get it live, not retained.
   await watcher.waitFor(`${prefix}/state`);
+  await watcher.waitFor(`${prefix}/display/status`);
   return { frame, watcher, prefix, options };
 }
 
