@@ -274,6 +274,35 @@ describe("framefi sync on a card that fills up", () => {
   });
 });
 
+describe("framefi sync to a card that refuses names (--fat-names)", () => {
+  let dev: RunningDevice;
+  let local: string;
+  before(async () => {
+    dev = await startDevice({ args: ["--fat-names"] });
+    local = await tempDir("framefi-fat-");
+  });
+  after(async () => {
+    await dev?.stop();
+    await removeDir(local);
+  });
+
+  test("a refused name fails alone; the files after it on the same connection arrive byte for byte", async () => {
+    // The client sends a file's first chunk along with STOR: a refusal (553) must drop those bytes, never hand them
+    // to the next file. a?.jpg is two chunks (the first goes early), c:.jpg one (it goes whole, with its EOF block).
+    await put(local, "a?.jpg", 300_000);
+    await put(local, "b.jpg", 100_000);
+    await put(local, "c:.jpg", 1_000);
+    await put(local, "d.jpg", 50_000);
+    const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), "--parallel", "1", local]);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /^failed a\?\.jpg: 553 /m);
+    assert.match(r.stderr, /^failed c:\.jpg: 553 /m);
+    assert.match(r.stdout, /2 uploaded .*, 2 failed\. The device is in USB MSC mode\./);
+    const { "a?.jpg": _a, "c:.jpg": _c, ...sent } = await tree(local);
+    assert.deepEqual(await tree(dev.card), sent);
+  });
+});
+
 describe("framefi sync against an FTP server without block mode (the firmware's)", () => {
   let dev: RunningDevice;
   let local: string;
