@@ -4,12 +4,13 @@
 // DeviceUnreachableError (no answer), AuthenticationError (401), ForbiddenError (403), DeviceHttpError (any other
 // error status, carrying the status and the device's message) and ProtocolError (an answer that is not the JSON
 // the API promises).
-import { createReadStream } from "node:fs";
+import { createReadStream, readFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import http, { type IncomingHttpHeaders } from "node:http";
 import https from "node:https";
 import { basename } from "node:path";
 import { pipeline, Readable } from "node:stream";
+import { rootCertificates } from "node:tls";
 import type { ActionResult, Brightness, DeviceStatus, DisplayStatus, LedStatus, Mode, ModeStatus, MqttStatus } from "../shared/firmware.js";
 
 export {
@@ -41,8 +42,15 @@ export class DeviceUnreachableError extends FrameFiError {
     readonly url: string,
     reason: string,
     options?: ErrorOptions,
+    /** The answer came over https, but from a certificate not trusted here. */
+    untrusted = false,
   ) {
-    super(`The device at ${url} did not answer (${reason}). Check the address and that the device is on.`, options);
+    super(
+      untrusted
+        ? `The device at ${url} answered with a certificate that is not trusted here (${reason}). If a private CA signed it, name that CA's certificate file in NODE_EXTRA_CA_CERTS.`
+        : `The device at ${url} did not answer (${reason}). Check the address and that the device is on.`,
+      options,
+    );
   }
 }
 
@@ -119,12 +127,29 @@ interface Answer {
 const HTTP_AGENT = new http.Agent({ keepAlive: false });
 const HTTPS_AGENT = new https.Agent({ keepAlive: false });
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** The error codes of a TLS certificate that does not check out (OpenSSL's verify codes, Node's host check). */
+const UNTRUSTED = /CERT|UNABLE_TO_VERIFY|SELF_SIGNED/;
+
+/**
+ * The certificate authorities of an https request when bin/framefi handed NODE_EXTRA_CA_CERTS on (see there): Node's
+ * own roots and the file's, as Node itself would trust. An unreadable file is, as in Node, a warning.
+ */
+function extraCa(): { ca: string[] } | undefined {
+  const file = process.env.FRAMEFI_EXTRA_CA_CERTS;
+  if (!file) return undefined;
+  try {
+    return { ca: [...rootCertificates, readFileSync(file, "utf8")] };
+  } catch (e) {
+    process.emitWarning(`Ignoring extra certs from \`${file}\`, load failed: ${(e as Error).message}`);
+    return undefined;
+  }
+}
 
 /** One request and its whole answer; rejects with the transport's error (an errno code, the abort, …). */
 function exchange(url: URL, method: string, headers: Record<string, string>, body: Body | undefined, signal: AbortSignal | undefined): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const options = { method, headers, signal };
-    const req = url.protocol === "https:" ? https.request(url, { ...options, agent: HTTPS_AGENT }) : http.request(url, { ...options, agent: HTTP_AGENT });
+    const req = url.protocol === "https:" ? https.request(url, { ...options, agent: HTTPS_AGENT, ...extraCa() }) : http.request(url, { ...options, agent: HTTP_AGENT });
     req.on("error", reject);
     req.on("response", (res) => {
       const chunks: Buffer[] = [];
@@ -326,8 +351,9 @@ export class FrameFiClient {
       res = await send(method, new URL(this.url + path), headers, opts.body, signal);
     } catch (e) {
       if (e instanceof FrameFiError) throw e;
-      const reason = signal?.aborted ? `no answer within ${timeout} ms` : ((e as NodeJS.ErrnoException).code ?? (e as Error).message);
-      throw new DeviceUnreachableError(this.url, reason, { cause: e });
+      const code = (e as NodeJS.ErrnoException).code;
+      const reason = signal?.aborted ? `no answer within ${timeout} ms` : (code ?? (e as Error).message);
+      throw new DeviceUnreachableError(this.url, reason, { cause: e }, code !== undefined && UNTRUSTED.test(code));
     }
     const { text } = res;
     const announced = Number(res.headers["x-framefi-ftp-port"] ?? NaN);
