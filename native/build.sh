@@ -1,18 +1,23 @@
 #!/bin/sh
-# Builds the spawn helper (native/spawn-helper.c) into dist/native/spawn-helper; run by `prepare`.
-# Without a working C compiler the hook server starts commands with child_process.spawn instead
-# (correct, but about 3x slower per command), so this never fails the install.
+# Builds the native helpers into dist/native/; run at install (`npm ci`) and by `npm run build`.
+#   spawn-helper (native/spawn-helper.c): starts the hook server's commands; without it they start through
+#     child_process.spawn (correct, but about 3x slower per command).
+#   sendfile-helper (native/sendfile-helper.c): the device's FTP downloads of large files with sendfile(2);
+#     without it they go through Node (correct, more CPU).
+# Without a working C compiler neither is built, so this never fails the install.
 cd "$(dirname "$0")/.." || exit 0
-out=dist/native/spawn-helper
 mkdir -p dist/native
-rm -f "$out"
 cc=${CC:-cc}
-if ! command -v "$cc" >/dev/null 2>&1; then
-  echo "webhook: no C compiler ($cc) found; commands will start through child_process.spawn (slower)."
-  exit 0
-fi
-if ! "$cc" -O2 -Wall -o "$out" native/spawn-helper.c; then
+build() { # name, what is used without it
+  out=dist/native/$1
   rm -f "$out"
-  echo "webhook: the spawn helper did not compile (see above); commands will start through child_process.spawn (slower)."
-fi
+  if ! command -v "$cc" >/dev/null 2>&1; then
+    echo "framefi-system: no C compiler ($cc) found; $2."
+  elif ! "$cc" -O2 -Wall -o "$out" "native/$1.c"; then
+    rm -f "$out"
+    echo "framefi-system: native/$1.c did not compile (see above); $2."
+  fi
+}
+build spawn-helper "the hook server starts commands through child_process.spawn (slower)"
+build sendfile-helper "the device sends large FTP downloads through Node (more CPU)"
 exit 0

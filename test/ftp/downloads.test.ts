@@ -1,14 +1,17 @@
 // Downloads (RETR) on bin/framefi-device over real sockets: a client that hangs up the moment its file has arrived
 // (a killed client, or one that knew the size) must not leave its session behind: sessions per address are
-// limited, and switching to MSC mode waits for every session to close.
+// limited, and switching to MSC mode waits for every session to close. Large files in stream mode go out through
+// the sendfile helper (native/sendfile-helper.c), a process of its own: byte for byte, from a REST offset, and
+// stopped with the transfer (ABOR, the client gone, the card taken back).
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { eventually, removeDir, tempDir } from "../helpers.js";
-import { PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
+import { eventually, removeDir, repoRoot, start, tempDir } from "../helpers.js";
+import { curl, PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
 import { ftpConnection } from "./fixtures/raw.js";
 
 const SESSIONS = 40;
@@ -55,5 +58,88 @@ describe("FTP downloads", () => {
     }
     await eventually(() => (ftp.device.program.stdout().match(/: closed/g) ?? []).length - closedBefore >= SESSIONS, 15_000);
     await ftp.enterMsc();
+  });
+});
+
+describe("FTP downloads of large files (the sendfile helper)", () => {
+  let dir: string;
+  let ftp: Ftp;
+  const big = randomBytes(12 * 1024 * 1024);
+  /** The device's sendfile helpers alive now (/proc: their parent is the device, their name the helper's). */
+  const helpers = async (): Promise<number> => {
+    const device = String(ftp.device.program.child.pid);
+    let n = 0;
+    for (const pid of (await readdir("/proc")).filter((name) => /^\d+$/.test(name))) {
+      const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+      const [comm, rest] = [stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), stat.slice(stat.lastIndexOf(")") + 2).split(" ")];
+      if (comm === "sendfile-helper" && rest[1] === device && rest[0] !== "Z") n++;
+    }
+    return n;
+  };
+  before(async () => {
+    assert.ok(existsSync(join(repoRoot, "dist", "native", "sendfile-helper")), "npm ci builds the helper (native/build.sh): is there a C compiler?");
+    dir = await tempDir();
+    const card = join(dir, "card");
+    await mkdir(card);
+    await writeFile(join(card, "big.bin"), big);
+    await writeFile(join(card, "huge.bin"), Buffer.alloc(64 * 1024 * 1024, 7));
+    ftp = await startFtp(card);
+  });
+  after(async () => {
+    await ftp?.stop();
+    await removeDir(dir);
+  });
+
+  it("arrives byte for byte, whole and from a REST offset (curl -C -)", async () => {
+    const whole = await curl(["-o", join(dir, "whole.bin"), `${ftp.url}/big.bin`]);
+    assert.equal(whole.code, 0, whole.stderr);
+    assert.ok((await readFile(join(dir, "whole.bin"))).equals(big));
+    await writeFile(join(dir, "resumed.bin"), big.subarray(0, 3_000_001));
+    const resumed = await curl(["-C", "-", "-o", join(dir, "resumed.bin"), `${ftp.url}/big.bin`]);
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assert.ok((await readFile(join(dir, "resumed.bin"))).equals(big));
+    assert.equal(await helpers(), 0, "no helper left once the downloads are done");
+  });
+
+  it("ABOR stops it at once (426, then 226), and the session downloads again", async () => {
+    const raw = await ftpConnection(ftp.port);
+    try {
+      assert.match(await raw.command(`USER ${USER}`), /^331/);
+      assert.match(await raw.command(`PASS ${PASSWORD}`), /^230/);
+      assert.match(await raw.command("TYPE I"), /^200/);
+      const port = Number(/\|\|\|(\d+)\|/.exec(await raw.command("EPSV"))?.[1]);
+      const data = connect(port, "127.0.0.1");
+      data.on("error", () => undefined);
+      await new Promise((resolve) => data.once("connect", resolve));
+      data.pause(); // a client that does not read: the helper waits on a full socket
+      assert.match(await raw.command("RETR huge.bin"), /^150/);
+      await eventually(async () => (await helpers()) === 1, 10_000);
+      const replies = raw.next((t) => /^226 /m.test(t));
+      raw.socket.write("ABOR\r\n");
+      assert.match(await replies, /^426 .*\r\n226 Abort successful\.\r\n$/m);
+      await eventually(async () => (await helpers()) === 0, 10_000);
+      data.destroy();
+      const again = await curl(["-o", join(dir, "again.bin"), `${ftp.url}/big.bin`]);
+      assert.equal(again.code, 0, again.stderr);
+      assert.ok((await readFile(join(dir, "again.bin"))).equals(big));
+    } finally {
+      raw.socket.destroy();
+    }
+  });
+
+  it("a client that hangs up, and the card taken back (MSC), stop it; the card file is untouched", async () => {
+    const slow = start("curl", ["-sS", "-v", "--limit-rate", "1M", "-o", join(dir, "cut.bin"), `${ftp.url}/huge.bin`]);
+    await slow.waitFor(/150 Opening data connection/, 15_000);
+    await eventually(async () => (await helpers()) === 1, 10_000);
+    await slow.stop();
+    await eventually(async () => (await helpers()) === 0, 10_000);
+
+    const taken = start("curl", ["-sS", "-v", "--limit-rate", "1M", "-o", join(dir, "cut.bin"), `${ftp.url}/huge.bin`]);
+    await taken.waitFor(/150 Opening data connection/, 15_000);
+    await eventually(async () => (await helpers()) === 1, 10_000);
+    await ftp.enterMsc();
+    assert.notEqual(await taken.exited, 0);
+    assert.equal(await helpers(), 0);
+    assert.ok((await readFile(join(ftp.card, "huge.bin"))).equals(Buffer.alloc(64 * 1024 * 1024, 7)));
   });
 });

@@ -64,12 +64,13 @@ describe("npm pack, then npm install -g of the tarball", () => {
     }
   });
 
-  test("the install built the spawn helper where a C compiler is; without one it says so and the hook server still works", async () => {
+  test("the install built the native helpers where a C compiler is; without one it says so and the programs still work", async () => {
     const cc = await run("sh", ["-c", "command -v cc"]);
-    if (cc.code === 0) assert.ok(existsSync(join(installed, "dist", "native", "spawn-helper")));
+    if (cc.code === 0) for (const helper of ["spawn-helper", "sendfile-helper"]) assert.ok(existsSync(join(installed, "dist", "native", helper)), helper);
     const fallback = await run("sh", [join(installed, "native", "build.sh")], { env: { ...process.env, CC: "no-such-compiler" } });
     assert.equal(fallback.code, 0);
-    assert.match(fallback.stdout, /no C compiler \(no-such-compiler\) found; commands will start through child_process\.spawn/);
+    assert.match(fallback.stdout, /no C compiler \(no-such-compiler\) found; the hook server starts commands through child_process\.spawn/);
+    assert.match(fallback.stdout, /no C compiler \(no-such-compiler\) found; the device sends large FTP downloads through Node/);
     const webhook = await run(inPrefix("webhook"), ["-version"]);
     assert.equal(webhook.code, 0);
   });

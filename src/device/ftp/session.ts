@@ -519,7 +519,7 @@ export class Session {
     const st = await stat(real);
     if (!st.isFile()) throw new Reply(550, "Not a regular file.");
     if (offset > st.size) throw new Reply(554, "Restart offset is beyond the end of the file.");
-    await this.runTransfer((socket) => sendFile(real, offset, socket, this.blockMode), { direction: "download", path });
+    await this.runTransfer((socket) => sendFile(real, st.size, offset, socket, this.blockMode), { direction: "download", path });
     this.ctx.log(`ftp ${this.label}: sent ${path}`);
   }
 
