@@ -2,11 +2,12 @@
  * page-cache pages to the socket; a Node download instead reads each megabyte into a buffer and writes it out
  * again, two copies that were most of the device's CPU in a large download.
  *
- * Usage: sendfile-helper FILE OFFSET   with fd 3 the connected data socket (blocking or not: it is shared with
- * Node, whose sockets are non-blocking). Not fd 1: libuv makes a child's fds 0-2 blocking, which would change
- * Node's own socket, the flag being shared.
+ * Usage: sendfile-helper FILE OFFSET PARENT   with fd 3 the connected data socket (blocking or not: it is shared
+ * with Node, whose sockets are non-blocking), PARENT the device's pid. Not fd 1: libuv makes a child's fds 0-2
+ * blocking, which would change Node's own socket, the flag being shared.
  * Exit: 0 all sent; 1 the file could not be read (why on stderr); 2 the connection failed; 3 bad usage.
- * Stopped early with SIGKILL (ABOR, the session closing). */
+ * Stopped early with SIGKILL (ABOR, the session closing), and when the device dies: else it would go on holding
+ * the connection and the card's file open. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/sendfile.h>
 #include <unistd.h>
 
@@ -47,10 +49,12 @@ static int copy(int fd, off_t at) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) return 3;
+  if (argc != 4) return 3;
   char *end;
   long long offset = strtoll(argv[2], &end, 10);
   if (*argv[2] == '\0' || *end != '\0' || offset < 0) return 3;
+  /* Dies with the device; a device that died before this line is no longer the parent. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != (pid_t)atol(argv[3])) return 2;
   signal(SIGPIPE, SIG_IGN); /* a closed connection is EPIPE: exit 2 */
   int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
   if (fd < 0) return perror("open"), 1;

@@ -184,6 +184,8 @@ export interface DeviceOptions {
   readyMs?: number;
   /** Working folder of the process; default the repository root. */
   cwd?: string;
+  /** The program; default bin/framefi-device (another copy of the install, say). */
+  program?: string;
 }
 
 /** Starts `bin/framefi-device` and resolves once its API answers any HTTP request. */
@@ -197,7 +199,7 @@ export async function startDevice(opts: DeviceOptions = {}): Promise<RunningDevi
     ? []
     : ["--host", "127.0.0.1", "--port", String(port), "--card", card, "--state", state,
        "--setup-port", String(setupPort), "--ftp-port", String(ftpPort)];
-  const program = start(bin("framefi-device"), [...base, ...(opts.args ?? [])], {
+  const program = start(opts.program ?? bin("framefi-device"), [...base, ...(opts.args ?? [])], {
     env: { ...process.env, ...(opts.env ?? {}) },
     cwd: opts.cwd,
   });

@@ -6,11 +6,11 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, cp, mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { eventually, removeDir, repoRoot, start, tempDir } from "../helpers.js";
+import { eventually, processAlive, removeDir, repoRoot, start, tempDir } from "../helpers.js";
 import { curl, PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
 import { ftpConnection } from "./fixtures/raw.js";
 
@@ -61,21 +61,24 @@ describe("FTP downloads", () => {
   });
 });
 
+/** The sendfile helpers alive now whose parent is `device` (/proc: their name and parent). */
+async function helperPids(device: number): Promise<number[]> {
+  const pids: number[] = [];
+  for (const pid of (await readdir("/proc")).filter((name) => /^\d+$/.test(name))) {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+    const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const [state, parent] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (comm === "sendfile-helper" && Number(parent) === device && state !== "Z") pids.push(Number(pid));
+  }
+  return pids;
+}
+
 describe("FTP downloads of large files (the sendfile helper)", () => {
   let dir: string;
   let ftp: Ftp;
   const big = randomBytes(12 * 1024 * 1024);
-  /** The device's sendfile helpers alive now (/proc: their parent is the device, their name the helper's). */
-  const helpers = async (): Promise<number> => {
-    const device = String(ftp.device.program.child.pid);
-    let n = 0;
-    for (const pid of (await readdir("/proc")).filter((name) => /^\d+$/.test(name))) {
-      const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-      const [comm, rest] = [stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), stat.slice(stat.lastIndexOf(")") + 2).split(" ")];
-      if (comm === "sendfile-helper" && rest[1] === device && rest[0] !== "Z") n++;
-    }
-    return n;
-  };
+  /** How many sendfile helpers of the device run now. */
+  const helpers = async (): Promise<number> => (await helperPids(ftp.device.program.child.pid!)).length;
   before(async () => {
     assert.ok(existsSync(join(repoRoot, "dist", "native", "sendfile-helper")), "npm ci builds the helper (native/build.sh): is there a C compiler?");
     dir = await tempDir();
@@ -124,6 +127,54 @@ describe("FTP downloads of large files (the sendfile helper)", () => {
       assert.ok((await readFile(join(dir, "again.bin"))).equals(big));
     } finally {
       raw.socket.destroy();
+    }
+  });
+
+  it("the device killed mid-download takes the helper with it (else it would hold the connection and the file)", async () => {
+    const card = join(dir, "card-killed");
+    await mkdir(card);
+    await writeFile(join(card, "huge.bin"), Buffer.alloc(64 * 1024 * 1024, 7));
+    const doomed = await startFtp(card);
+    const raw = await ftpConnection(doomed.port);
+    try {
+      assert.match(await raw.command(`USER ${USER}`), /^331/);
+      assert.match(await raw.command(`PASS ${PASSWORD}`), /^230/);
+      const port = Number(/\|\|\|(\d+)\|/.exec(await raw.command("EPSV"))?.[1]);
+      const data = connect(port, "127.0.0.1");
+      data.on("error", () => undefined);
+      await new Promise((resolve) => data.once("connect", resolve));
+      data.pause();
+      assert.match(await raw.command("RETR huge.bin"), /^150/);
+      let helper = 0;
+      await eventually(async () => (helper = (await helperPids(doomed.device.program.child.pid!))[0] ?? 0) > 0, 10_000);
+      doomed.device.program.child.kill("SIGKILL");
+      await eventually(() => !processAlive(helper), 10_000);
+      data.destroy();
+    } finally {
+      raw.socket.destroy();
+      await doomed.stop();
+    }
+  });
+
+  it("a helper that cannot run (not executable): the download goes through Node, byte for byte", async () => {
+    // A copy of the install whose helper lost its x bit: the device must not answer 550 for every large file.
+    const install = join(dir, "install");
+    await cp(join(repoRoot, "bin"), join(install, "bin"), { recursive: true });
+    await cp(join(repoRoot, "dist", "src"), join(install, "dist", "src"), { recursive: true });
+    await cp(join(repoRoot, "dist", "native"), join(install, "dist", "native"), { recursive: true });
+    await cp(join(repoRoot, "package.json"), join(install, "package.json"));
+    await symlink(join(repoRoot, "node_modules"), join(install, "node_modules"));
+    await chmod(join(install, "dist", "native", "sendfile-helper"), 0o644);
+    const card = join(dir, "card-no-helper");
+    await mkdir(card);
+    await writeFile(join(card, "big.bin"), big);
+    const other = await startFtp(card, [], {}, join(install, "bin", "framefi-device"));
+    try {
+      const r = await curl(["-o", join(dir, "through-node.bin"), `${other.url}/big.bin`]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.ok((await readFile(join(dir, "through-node.bin"))).equals(big));
+    } finally {
+      await other.stop();
     }
   });
 

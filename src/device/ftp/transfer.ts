@@ -46,8 +46,7 @@ const KERNEL_SEND_MIN = 8 * 1024 * 1024;
  * (the reply is 426).
  */
 export async function sendFile(real: string, size: number, offset: number, socket: Socket, blocks: boolean): Promise<void> {
-  if (!blocks && size - offset >= KERNEL_SEND_MIN && existsSync(SENDFILE_HELPER)) {
-    await sendByKernel(real, offset, socket);
+  if (!blocks && size - offset >= KERNEL_SEND_MIN && existsSync(SENDFILE_HELPER) && (await sendByKernel(real, offset, socket))) {
     return endConnection(socket);
   }
   const buffers: Buffer[] = [];
@@ -73,24 +72,26 @@ export async function sendFile(real: string, size: number, offset: number, socke
 }
 
 /**
- * Runs the sendfile helper with the data connection as its fd 3; resolves once it sent the file from `offset` to
- * its end. The connection closed or destroyed meanwhile (ABOR, the session ending) kills it: it holds the socket
- * open otherwise.
+ * Runs the sendfile helper with the data connection as its fd 3; resolves with true once it sent the file from
+ * `offset` to its end, with false when it could not start (not executable, built for another machine): nothing was
+ * sent then, and Node sends the file. The connection closed or destroyed meanwhile (ABOR, the session ending) kills
+ * it: it holds the socket open otherwise.
  */
-function sendByKernel(real: string, offset: number, socket: Socket): Promise<void> {
+function sendByKernel(real: string, offset: number, socket: Socket): Promise<boolean> {
   return new Promise((resolve, reject) => {
-    const child = spawn(SENDFILE_HELPER, [real, String(offset)], { stdio: ["ignore", "ignore", "pipe", socket] });
+    const child = spawn(SENDFILE_HELPER, [real, String(offset), String(process.pid)], { stdio: ["ignore", "ignore", "pipe", socket] });
     let why = "";
-    child.stderr!.setEncoding("utf8").on("data", (text: string) => (why = (why + text).slice(-300)));
+    child.stderr?.setEncoding("utf8").on("data", (text: string) => (why = (why + text).slice(-300)));
     const stop = (): boolean => child.kill("SIGKILL");
     socket.once("close", stop);
     child.once("error", (e) => {
       socket.off("close", stop);
-      reject(e);
+      if (child.pid === undefined) resolve(false);
+      else reject(e);
     });
     child.once("close", (code) => {
       socket.off("close", stop);
-      if (code === 0 && !socket.destroyed) resolve();
+      if (code === 0 && !socket.destroyed) resolve(true);
       else if (code === 1) reject(new Reply(451, `Cannot read the file from the card (${why.trim().split("\n").at(-1)}); transfer aborted.`));
       else reject(new Reply(426, "Data connection lost; transfer aborted."));
     });
