@@ -10,7 +10,7 @@ import http, { type IncomingHttpHeaders } from "node:http";
 import https from "node:https";
 import { basename } from "node:path";
 import { pipeline, Readable } from "node:stream";
-import { rootCertificates } from "node:tls";
+import { createSecureContext, type SecureContext } from "node:tls";
 import type { ActionResult, Brightness, DeviceStatus, DisplayStatus, LedStatus, Mode, ModeStatus, MqttStatus } from "../shared/firmware.js";
 
 export {
@@ -127,29 +127,39 @@ interface Answer {
 const HTTP_AGENT = new http.Agent({ keepAlive: false });
 const HTTPS_AGENT = new https.Agent({ keepAlive: false });
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
-/** The error codes of a TLS certificate that does not check out (OpenSSL's verify codes, Node's host check). */
-const UNTRUSTED = /CERT|UNABLE_TO_VERIFY|SELF_SIGNED/;
+/**
+ * The error codes of a certificate no trusted CA signed (OpenSSL's verify codes): the one case a CA file in
+ * NODE_EXTRA_CA_CERTS can cure. A wrong host name or an expired certificate keeps the plain message.
+ */
+const UNTRUSTED = new Set(["UNABLE_TO_VERIFY_LEAF_SIGNATURE", "UNABLE_TO_GET_ISSUER_CERT", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "SELF_SIGNED_CERT_IN_CHAIN", "DEPTH_ZERO_SELF_SIGNED_CERT"]);
 
 /**
- * The certificate authorities of an https request when bin/framefi handed NODE_EXTRA_CA_CERTS on (see there): Node's
- * own roots and the file's, as Node itself would trust. An unreadable file is, as in Node, a warning.
+ * What https requests trust when bin/framefi handed NODE_EXTRA_CA_CERTS on (see there): Node's default store,
+ * whichever it is (its own roots, or OpenSSL's with --use-openssl-ca), plus the file's certificates, as Node itself
+ * trusts them. Made once per client: parsing the roots takes tens of milliseconds. A file that cannot be read or
+ * holds no certificate is, as in Node, a warning.
  */
-function extraCa(): { ca: string[] } | undefined {
-  const file = process.env.FRAMEFI_EXTRA_CA_CERTS;
-  if (!file) return undefined;
+function trustWithExtraCa(file: string): SecureContext | undefined {
+  let pem: string;
   try {
-    return { ca: [...rootCertificates, readFileSync(file, "utf8")] };
+    pem = readFileSync(file, "utf8");
+    if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error("no PEM certificate in it");
   } catch (e) {
     process.emitWarning(`Ignoring extra certs from \`${file}\`, load failed: ${(e as Error).message}`);
     return undefined;
   }
+  const trust = createSecureContext();
+  // The native context adds to its own copy of the default store; the public `ca` option would replace the store.
+  (trust as unknown as { context: { addCACert(pem: string): void } }).context.addCACert(pem);
+  return trust;
 }
 
 /** One request and its whole answer; rejects with the transport's error (an errno code, the abort, …). */
-function exchange(url: URL, method: string, headers: Record<string, string>, body: Body | undefined, signal: AbortSignal | undefined): Promise<Answer> {
+function exchange(url: URL, method: string, headers: Record<string, string>, body: Body | undefined, signal: AbortSignal | undefined, trust: () => SecureContext | undefined): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const options = { method, headers, signal };
-    const req = url.protocol === "https:" ? https.request(url, { ...options, agent: HTTPS_AGENT, ...extraCa() }) : http.request(url, { ...options, agent: HTTP_AGENT });
+    const secureContext = url.protocol === "https:" ? trust() : undefined;
+    const req = url.protocol === "https:" ? https.request(url, { ...options, agent: HTTPS_AGENT, ...(secureContext && { secureContext }) }) : http.request(url, { ...options, agent: HTTP_AGENT });
     req.on("error", reject);
     req.on("response", (res) => {
       const chunks: Buffer[] = [];
@@ -171,9 +181,9 @@ function exchange(url: URL, method: string, headers: Record<string, string>, bod
  * a GET without body; the login goes to the device's own origin only. An upload's stream cannot be sent twice,
  * so a 307/308 to it is the answer.
  */
-async function send(method: string, url: URL, headers: Record<string, string>, body: Body | undefined, signal: AbortSignal | undefined): Promise<Answer> {
+async function send(method: string, url: URL, headers: Record<string, string>, body: Body | undefined, signal: AbortSignal | undefined, trust: () => SecureContext | undefined): Promise<Answer> {
   for (let redirects = 0; ; redirects++) {
-    const answer = await exchange(url, method, headers, body, signal);
+    const answer = await exchange(url, method, headers, body, signal, trust);
     const location = answer.headers.location;
     const resend = answer.status === 307 || answer.status === 308;
     if (!REDIRECTS.has(answer.status) || location === undefined || (resend && typeof body === "object")) return answer;
@@ -200,6 +210,8 @@ export class FrameFiClient {
   private readonly bodies = new WeakMap<object, string>();
   /** X-FrameFi-FTP-Port of the last answer: null when it had none (the firmware), undefined before any answer. */
   private announcedFtp: number | null | undefined;
+  /** What https requests trust beyond Node's default: made at the first https request; null when nothing is added. */
+  private trust: SecureContext | null | undefined;
 
   constructor(opts: ClientOptions) {
     this.url = baseUrl(opts.host);
@@ -228,6 +240,14 @@ export class FrameFiClient {
   async ftpPort(): Promise<number | undefined> {
     if (this.announcedFtp === undefined) await this.mode();
     return this.announcedFtp ?? undefined;
+  }
+
+  private secureContext(): SecureContext | undefined {
+    if (this.trust === undefined) {
+      const file = process.env.FRAMEFI_EXTRA_CA_CERTS;
+      this.trust = (file ? trustWithExtraCa(file) : undefined) ?? null;
+    }
+    return this.trust ?? undefined;
   }
 
   /** Switches mode; answers at once, the switch completes just after. */
@@ -348,12 +368,12 @@ export class FrameFiClient {
     const signal = timeout ? AbortSignal.timeout(timeout) : undefined;
     let res: Answer;
     try {
-      res = await send(method, new URL(this.url + path), headers, opts.body, signal);
+      res = await send(method, new URL(this.url + path), headers, opts.body, signal, () => this.secureContext());
     } catch (e) {
       if (e instanceof FrameFiError) throw e;
       const code = (e as NodeJS.ErrnoException).code;
       const reason = signal?.aborted ? `no answer within ${timeout} ms` : (code ?? (e as Error).message);
-      throw new DeviceUnreachableError(this.url, reason, { cause: e }, code !== undefined && UNTRUSTED.test(code));
+      throw new DeviceUnreachableError(this.url, reason, { cause: e }, code !== undefined && UNTRUSTED.has(code));
     }
     const { text } = res;
     const announced = Number(res.headers["x-framefi-ftp-port"] ?? NaN);

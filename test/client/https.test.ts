@@ -18,6 +18,7 @@ describe("framefi against a device behind https", () => {
   let dir: string;
   let proxy: Server;
   let ca: string;
+  let otherCa: string;
   let httpsUrl: string;
 
   before(async () => {
@@ -27,6 +28,8 @@ describe("framefi against a device behind https", () => {
     const [caKey, key, csr, cert, ext] = ["ca.key", "key.pem", "server.csr", "cert.pem", "san.cnf"].map((f) => join(dir, f));
     const ecKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
     execFileSync("openssl", ["req", "-x509", ...ecKey, "-keyout", caKey!, "-out", ca, "-days", "2", "-subj", "/CN=framefi test CA"], { stdio: "ignore" });
+    otherCa = join(dir, "other-ca.pem");
+    execFileSync("openssl", ["req", "-x509", ...ecKey, "-keyout", join(dir, "other-ca.key"), "-out", otherCa, "-days", "2", "-subj", "/CN=another CA"], { stdio: "ignore" });
     execFileSync("openssl", ["req", ...ecKey, "-keyout", key!, "-out", csr!, "-subj", "/CN=127.0.0.1"], { stdio: "ignore" });
     writeFileSync(ext!, "subjectAltName=IP:127.0.0.1\n");
     execFileSync("openssl", ["x509", "-req", "-in", csr!, "-CA", ca, "-CAkey", caKey!, "-CAcreateserial", "-out", cert!, "-days", "2", "-extfile", ext!], { stdio: "ignore" });
@@ -60,6 +63,19 @@ describe("framefi against a device behind https", () => {
     assert.equal(r.stdout, "");
   });
 
+  test("with --use-openssl-ca, OpenSSL's store (here SSL_CERT_FILE) stays trusted next to the file, as in Node", async () => {
+    const r = await framefi(["--host", httpsUrl, "status"], { env: { NODE_OPTIONS: "--use-openssl-ca", SSL_CERT_FILE: ca, NODE_EXTRA_CA_CERTS: otherCa } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^Mode: +USB MSC$/m);
+  });
+
+  test("a certificate for another name is not a CA problem: the message does not point at NODE_EXTRA_CA_CERTS", async () => {
+    const r = await framefi(["--host", httpsUrl.replace("127.0.0.1", "localhost"), "status"], { env: { NODE_EXTRA_CA_CERTS: ca } });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /did not answer \(ERR_TLS_CERT_ALTNAME_INVALID\)/);
+    assert.doesNotMatch(r.stderr, /NODE_EXTRA_CA_CERTS/);
+  });
+
   test("the file is read for https only: a missing one is a warning there, and nothing at all on plain http", async () => {
     const missing = join(dir, "no-such-ca.pem");
     const plain = await framefi(["--host", dev.url, "status"], { env: { NODE_EXTRA_CA_CERTS: missing } });
@@ -68,5 +84,9 @@ describe("framefi against a device behind https", () => {
     const secure = await framefi(["--host", httpsUrl, "status"], { env: { NODE_EXTRA_CA_CERTS: missing } });
     assert.notEqual(secure.code, 0);
     assert.ok(secure.stderr.includes(`Warning: Ignoring extra certs from \`${missing}\`, load failed: ENOENT`), secure.stderr);
+    const notPem = join(dir, "notes.txt");
+    writeFileSync(notPem, "not a certificate\n");
+    const text = await framefi(["--host", httpsUrl, "status"], { env: { NODE_EXTRA_CA_CERTS: notPem } });
+    assert.ok(text.stderr.includes(`Warning: Ignoring extra certs from \`${notPem}\`, load failed: no PEM certificate in it`), text.stderr);
   });
 });
