@@ -273,6 +273,8 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
       stopConverting.abort();
       await converting;
     }
+    // A connection stopped by Ctrl-C leaves the pool quietly while another is left (idle, its work done).
+    if (signal.aborted) throw signal.reason;
   };
 
   /** With photo options: what the card should hold instead of the local tree, within the capacity limit. */
@@ -331,6 +333,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
 
     events.step("Comparing the folder with the card…");
     const [local, remote] = await Promise.all([scanLocal(opts.localDir, { followLinksOutside: opts.followLinks }), listRemote(pool, opts.remoteDir, signal)]);
+    if (signal.aborted) throw signal.reason;
     const input = opts.photos ? await preparedInput(local, remote.tree, opts.photos) : local;
     const plan = makePlan(input, remote.tree, { delete: opts.delete, canSetTimes: pool.canSetTimes });
     result.plan = plan;

@@ -9,7 +9,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { BlockDecoder } from "../../src/shared/ftp-blocks.js";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
-import { framefi } from "./fixtures/cli.js";
+import { framefi, startFramefi } from "./fixtures/cli.js";
 
 /** A control connection's script: what the server does with each command line (after its 220 greeting). */
 type Script = (command: string, control: Socket, data: () => Promise<Socket>) => void | Promise<void>;
@@ -290,6 +290,32 @@ describe("framefi sync against a misbehaving FTP server", () => {
     } finally {
       server.close();
       await removeDir(folder);
+    }
+  });
+
+  test("Ctrl-C while the last file is sent and the other connection is idle: the sync says it was interrupted (130)", async () => {
+    let storing!: () => void;
+    const stored = new Promise<void>((resolve) => (storing = resolve));
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      if (command.startsWith("MLSD")) return emptyListing(control, data);
+      if (command.startsWith("STOR")) {
+        // Takes the upload and never reads it or answers: the file is being sent when Ctrl-C comes.
+        control.write("150 go\r\n");
+        return storing();
+      }
+      control.write("502 no\r\n");
+    });
+    const p = startFramefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "2", photos], { cwd: photos });
+    try {
+      await stored;
+      p.child.kill("SIGINT");
+      assert.equal(await p.exited, 130, p.stderr());
+      assert.match(p.stderr(), /Sync interrupted\./);
+      assert.doesNotMatch(p.stdout(), /Sync done/);
+      await eventually(async () => ((await (await fetch(`${dev.url}/`)).json()) as { mode: string }).mode === "USB MSC");
+    } finally {
+      await p.stop();
+      server.close();
     }
   });
 
