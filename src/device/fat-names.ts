@@ -1,5 +1,6 @@
 // What a FAT32 card can hold: the rules every write path checks on a USB gadget image (always) and on a folder
 // card started with --fat-names, so nothing is accepted that the frame could not read.
+import { readdirSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 
 /** FAT32 stores a file's size in 32 bits: 4 GiB minus one byte is the largest file. */
@@ -30,7 +31,21 @@ export function fatSizeProblem(bytes: number): string | undefined {
  * "A.JPG" are one file there), or undefined. An entry spelled exactly `name` is no collision: it is replaced.
  */
 export async function fatCaseTwin(folder: string, name: string): Promise<string | undefined> {
+  return twinIn(await readdir(folder).catch(() => [] as string[]), name);
+}
+
+/** fatCaseTwin without a turn of the event loop: nothing can land between this look and what follows it. */
+export function fatCaseTwinNow(folder: string, name: string): string | undefined {
+  let entries: string[];
+  try {
+    entries = readdirSync(folder);
+  } catch {
+    entries = [];
+  }
+  return twinIn(entries, name);
+}
+
+function twinIn(entries: readonly string[], name: string): string | undefined {
   const lower = name.toLowerCase();
-  const entries = await readdir(folder).catch(() => [] as string[]);
   return entries.find((e) => e !== name && e.toLowerCase() === lower);
 }

@@ -1,9 +1,13 @@
 // `framefi-device --fat-names` makes the folder card accept only what a real FAT32 card holds —
 // the rules the USB gadget backend always applies (src/device/fat-names.ts) — over HTTP and FTP alike.
 import assert from "node:assert/strict";
+import { mkdir, readdir } from "node:fs/promises";
 import { request } from "node:http";
+import { connect, type Socket } from "node:net";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { eventually, run, startDevice, type RunningDevice } from "../helpers.js";
+import { ftpConnection, type RawFtp } from "../ftp/fixtures/raw.js";
 
 async function upload(dev: RunningDevice, filename: string, body = "photo"): Promise<{ status: number; message: string }> {
   const form = new FormData();
@@ -67,6 +71,38 @@ describe("--fat-names on a folder card", () => {
     assert.equal(await ftpStore(dev, "what?.jpg"), "553");
     assert.equal(await ftpStore(dev, "photos/A.jpg"), "553");
     assert.equal(await ftpStore(dev, "photos/c.jpg"), "226");
+  });
+
+  it("two uploads at once to names differing in case: the first to land stays, the other gets 553 and leaves nothing", async () => {
+    // Both names are checked before their data comes, when neither file exists; the check that counts is at landing.
+    const start = async (name: string): Promise<{ raw: RawFtp; data: Socket }> => {
+      const raw = await ftpConnection(dev.ftpPort);
+      assert.match(await raw.command("USER user"), /^331/);
+      assert.match(await raw.command("PASS password"), /^230/);
+      const port = Number(/\|\|\|(\d+)\|/.exec(await raw.command("EPSV"))?.[1]);
+      const data = connect(port, "127.0.0.1");
+      await new Promise((resolve) => data.once("connect", resolve));
+      assert.match(await raw.command(`STOR ${name}`), /^150/);
+      data.write("photo of " + name);
+      return { raw, data };
+    };
+    await mkdir(join(dev.card, "race"));
+    const upper = await start("race/CASE.jpg");
+    const lower = await start("race/case.jpg");
+    try {
+      const upperDone = upper.raw.next((t) => /^\d{3} /m.test(t));
+      upper.data.end();
+      assert.match(await upperDone, /^226 /);
+      const lowerDone = lower.raw.next((t) => /^\d{3} /m.test(t));
+      lower.data.end();
+      assert.match(await lowerDone, /^553 File name not allowed: the card has "CASE\.jpg", and FAT cards ignore case in names; use that spelling\.\r\n$/);
+      assert.deepEqual(await readdir(join(dev.card, "race")), ["CASE.jpg"]);
+    } finally {
+      for (const side of [upper, lower]) {
+        side.raw.socket.destroy();
+        side.data.destroy();
+      }
+    }
   });
 });
 

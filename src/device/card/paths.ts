@@ -6,6 +6,11 @@ import { basename, dirname, join, sep } from "node:path";
 import { fatCaseTwin, fatNameProblem } from "../fat-names.js";
 import { CardError, printable } from "./errors.js";
 
+/** Why a name cannot go where `twin`, differing only in case, is: FAT keeps one of them. */
+export function caseTwinProblem(twin: string): string {
+  return `the card has "${printable(twin)}", and FAT cards ignore case in names; use that spelling`;
+}
+
 export interface CardPath {
   /** Card-relative path with "/" separators and no "." or ".." segments, e.g. "photos/2024/a.jpg". */
   relative: string;
@@ -88,7 +93,7 @@ export class CardPaths {
 
   private async caseTwin(folder: string, name: string): Promise<string | undefined> {
     const twin = await fatCaseTwin(folder, name);
-    return twin === undefined ? undefined : `the card has "${printable(twin)}", and FAT cards ignore case in names; use that spelling`;
+    return twin === undefined ? undefined : caseTwinProblem(twin);
   }
 
   /**
@@ -138,7 +143,7 @@ export class CardPaths {
       let folder = this.root;
       for (const segment of segments) {
         const twin = await fatCaseTwin(folder, segment);
-        if (twin !== undefined) refuse(`the card has "${printable(twin)}", and FAT cards ignore case in names; use that spelling`);
+        if (twin !== undefined) refuse(caseTwinProblem(twin));
         folder = join(folder, segment);
       }
     }

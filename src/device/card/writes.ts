@@ -6,10 +6,10 @@ import { copyFile, readdir, rm, lstat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { Writable } from "node:stream";
 import { errors } from "../../shared/firmware.js";
-import { fatSizeProblem } from "../fat-names.js";
+import { fatCaseTwinNow, fatSizeProblem } from "../fat-names.js";
 import { CardError, printable } from "./errors.js";
 import type { Inventory } from "./figures.js";
-import { childPath, isInternalName, tempName, type CardPath, type CardPaths } from "./paths.js";
+import { caseTwinProblem, childPath, isInternalName, tempName, type CardPath, type CardPaths } from "./paths.js";
 
 /** One file being written: bytes go to the temp file through sink(); commit() lands it, abort() removes it. */
 export interface CardWrite {
@@ -250,7 +250,12 @@ export class Writes {
       commit: async () => {
         if (finished) throw new CardError("not-writable", "The write was aborted.");
         close();
-        const landed = childPath(await this.paths.landingFolder(target), basename(target.absolute));
+        const folder = await this.paths.landingFolder(target);
+        const name = basename(target.absolute);
+        // Its name was checked before the data came; another upload may have landed its case twin since.
+        const twin = this.fatNames ? fatCaseTwinNow(folder, name) : undefined;
+        if (twin !== undefined) throw new CardError("name-not-allowed", caseTwinProblem(twin));
+        const landed = childPath(folder, name);
         renameSync(tempPath, landed);
         release();
         this.inventory.landed(landed, position);

@@ -719,6 +719,7 @@ export class Session {
 /** A transfer's failure → the reply that says why (a file-system error through fsReply; anything else rethrown). */
 function failedTransfer(e: unknown, aborted: boolean): never {
   if (e instanceof CardError && (e.code === "no-space" || e.code === "too-big")) throw new Reply(552, `Upload aborted: ${e.message}`);
+  if (e instanceof CardError && e.code === "name-not-allowed") throw new Reply(553, `File name not allowed: ${e.message}.`);
   if (e instanceof ShortUploadError) throw new Reply(426, `${e.message}`);
   if (aborted) throw new Reply(426, "Transfer aborted; the connection was closed.");
   if (e instanceof Reply) throw e;
