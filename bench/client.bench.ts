@@ -146,11 +146,14 @@ async function mirror(): Promise<void> {
       { label: "lftp mirror -R --parallel=1 (the firmware's sync.sh), in FTP mode", prepare: toFtp, go: () => lftp(1) },
       { label: "lftp mirror -R --parallel=4, in FTP mode", prepare: toFtp, go: () => lftp(4) },
     ];
-    // Rounds interleave the cases, so a burst of load from elsewhere on the machine hits them alike.
+    // Rounds interleave the cases, so a burst of load from elsewhere on the machine hits them alike, and each round
+    // starts one case later than the one before, so no case always follows the same one.
     console.log(`${FILES} files of ${SIZE / 1000} KB in ${FOLDERS} folders (${(FILES * SIZE) / 1e6} MB), ${ROUNDS} rounds, a new card folder each time:`);
     const times = cases.map(() => [] as number[]);
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [i, c] of cases.entries()) {
+      for (let k = 0; k < cases.length; k++) {
+        const i = (round + k) % cases.length;
+        const c = cases[i]!;
         folder = `run-${round}-${i}`;
         await c.prepare();
         await runProgram("sync", []);
@@ -162,7 +165,7 @@ async function mirror(): Promise<void> {
       const sorted = [...times[i]!].sort((a, b) => a - b);
       const best = sorted[0]!;
       const median = sorted[Math.floor(sorted.length / 2)]!;
-      console.log(`  ${c.label}: best ${best.toFixed(2)} s (${((FILES * SIZE) / 1e6 / best).toFixed(1)} MB/s, ${(FILES / best).toFixed(0)} files/s), median ${median.toFixed(2)} s`);
+      console.log(`  ${c.label}: best ${best.toFixed(2)} s (${((FILES * SIZE) / 1e6 / best).toFixed(1)} MB/s, ${(FILES / best).toFixed(0)} files/s), median ${median.toFixed(2)} s (all: ${sorted.map((t) => t.toFixed(2)).join(", ")})`);
     }
   } finally {
     await dev.stop();
