@@ -1,5 +1,7 @@
 // FTP throughput with real lftp: a 1 GB upload and download, and a mirror of 1 000 files of 200 KB,
-// against bin/framefi-device in FTP mode and against vsftpd serving the same card folder in the same run.
+// against bin/framefi-device in FTP mode and against vsftpd serving the same card folder in the same run. The
+// download is timed twice: into a file, as a user gets it, and to /dev/null (lftp's cat), the server's part alone:
+// writing the gigabyte costs lftp more than receiving it, and swings with the machine (see README).
 // BENCH_FTP_ROUNDS=N runs N rounds instead of two (this VM's speed swings by half from one minute to the next:
 // medians over more rounds tell a small difference from the swings).
 import { randomBytes } from "node:crypto";
@@ -43,6 +45,13 @@ async function lftp(t: Target, script: string, cwd: string): Promise<void> {
     { cwd, timeoutMs: 600_000 },
   );
   if (r.code !== 0) throw new Error(`lftp against ${t.name} failed (${r.code}): ${r.stderr}`);
+}
+
+/** lftp's `cat` of `remote` into /dev/null: the bytes are received and dropped. */
+async function lftpToNull(t: Target, remote: string): Promise<void> {
+  const script = `set ftp:ssl-allow no; set net:max-retries 1; open -u '${t.user}','${t.password}' -p ${t.port} 127.0.0.1; cat ${remote}`;
+  const r = await runProgram("sh", ["-c", 'exec lftp -c "$0" > /dev/null', script], { timeoutMs: 600_000 });
+  if (r.code !== 0) throw new Error(`lftp cat against ${t.name} failed (${r.code}): ${r.stderr}`);
 }
 
 async function listening(port: number): Promise<boolean> {
@@ -152,7 +161,7 @@ export async function run(): Promise<void> {
     // Rounds alternate between the servers, each round in the other order (the first to run after a pause finds
     // the machine in another state), and the best time counts: other work on the machine (this box is shared)
     // then weighs on both columns alike.
-    const times: Record<string, { up: number[]; down: number[]; mirror: number[] }> = {};
+    const times: Record<string, { up: number[]; down: number[]; toNull: number[]; mirror: number[] }> = {};
     try {
       for (let round = 1; round <= ROUNDS; round++) {
         for (const t of round % 2 === 1 ? targets : [...targets].reverse()) {
@@ -163,15 +172,17 @@ export async function run(): Promise<void> {
           const down = await time("download 1 GB", () => lftp(t, `get ${remote} -o down.bin`, dir));
           if ((await stat(join(dir, "down.bin"))).size !== GB) throw new Error(`${t.name}: downloaded size differs`);
           await rm(join(dir, "down.bin"));
+          const toNull = await time("download 1 GB to /dev/null", () => lftpToNull(t, remote));
           await rm(join(card, `big-${t.name}.bin`));
           const mirror = await time("mirror -R 1 000 files of 200 KB", () =>
             lftp(t, `mirror -R --only-missing --no-perms --parallel=1 tree ${t.remoteCard}/tree-${t.name}`.replace("//", "/"), src),
           );
           if ((await listFiles(join(card, `tree-${t.name}`))) !== 1000) throw new Error(`${t.name}: mirror incomplete`);
           await rm(join(card, `tree-${t.name}`), { recursive: true });
-          const r = (times[t.name] ??= { up: [], down: [], mirror: [] });
+          const r = (times[t.name] ??= { up: [], down: [], toNull: [], mirror: [] });
           r.up.push(up);
           r.down.push(down);
+          r.toNull.push(toNull);
           r.mirror.push(mirror);
         }
       }
@@ -187,8 +198,10 @@ export async function run(): Promise<void> {
     for (const [label, pick] of [["best", (xs: number[]) => Math.min(...xs)], ["median", median]] as const) {
       if (label === "median" && ROUNDS < 3) continue;
       console.log(`\n${label} of ${ROUNDS} rounds`);
-      console.log("| server | upload 1 GB | download 1 GB | mirror 1 000 × 200 KB |\n|---|---|---|---|");
-      for (const [name, r] of Object.entries(times)) console.log(`| ${name} | ${mbps(pick(r.up))} | ${mbps(pick(r.down))} | ${pick(r.mirror).toFixed(2)} s |`);
+      console.log("| server | upload 1 GB | download 1 GB | download 1 GB to /dev/null | mirror 1 000 × 200 KB |\n|---|---|---|---|---|");
+      for (const [name, r] of Object.entries(times)) {
+        console.log(`| ${name} | ${mbps(pick(r.up))} | ${mbps(pick(r.down))} | ${mbps(pick(r.toNull))} | ${pick(r.mirror).toFixed(2)} s |`);
+      }
     }
   } finally {
     await removeDir(dir);
