@@ -73,6 +73,40 @@ describe("--fat-names on a folder card", () => {
     assert.equal(await ftpStore(dev, "photos/c.jpg"), "226");
   });
 
+  it("a multi-file web upload with parts that are case twins lands none of them (400)", async () => {
+    const form = new FormData();
+    for (const name of ["group/one.jpg", "group/G.jpg", "group/g.jpg"]) form.append("file", new Blob(["photo"]), name);
+    const res = await fetch(`${dev.url}/upload`, { method: "POST", body: form });
+    assert.equal(res.status, 400);
+    assert.equal(((await res.json()) as { message: string }).message, 'Invalid file name "group/g.jpg": the card has "G.jpg", and FAT cards ignore case in names; use that spelling.');
+    assert.deepEqual(await readdir(join(dev.card, "group")).catch(() => []), [], "all land, or none");
+  });
+
+  it("two web uploads at once into folders differing in case: the first folder stays, the other upload gets 400", async () => {
+    // Each sends all but the end of its body, so both names are checked while neither folder exists.
+    const boundary = "fat-race";
+    const open = (name: string): { finish(): Promise<{ status: number; message: string }> } => {
+      const req = request(`${dev.url}/upload`, { method: "POST", headers: { "Content-Type": `multipart/form-data; boundary=${boundary}` } });
+      req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: image/jpeg\r\n\r\nphoto`);
+      const answer = new Promise<{ status: number; message: string }>((resolve, reject) => {
+        req.on("response", (res) => {
+          let body = "";
+          res.setEncoding("utf8").on("data", (t: string) => (body += t)).on("end", () => resolve({ status: res.statusCode!, message: (JSON.parse(body) as { message: string }).message }));
+        });
+        req.on("error", reject);
+      });
+      return { finish: () => (req.end(`\r\n--${boundary}--\r\n`), answer) };
+    };
+    const upper = open("Holiday/a.jpg");
+    const lower = open("holiday/b.jpg");
+    assert.equal((await upper.finish()).status, 200);
+    const refused = await lower.finish();
+    assert.equal(refused.status, 400);
+    assert.match(refused.message, /the card has "Holiday", and FAT cards ignore case in names/);
+    assert.deepEqual((await readdir(dev.card)).filter((n) => n.toLowerCase() === "holiday"), ["Holiday"]);
+    assert.deepEqual(await readdir(join(dev.card, "Holiday")), ["a.jpg"]);
+  });
+
   it("two uploads at once to names differing in case: the first to land stays, the other gets 553 and leaves nothing", async () => {
     // Both names are checked before their data comes, when neither file exists; the check that counts is at landing.
     const start = async (name: string): Promise<{ raw: RawFtp; data: Socket }> => {
@@ -95,7 +129,7 @@ describe("--fat-names on a folder card", () => {
       assert.match(await upperDone, /^226 /);
       const lowerDone = lower.raw.next((t) => /^\d{3} /m.test(t));
       lower.data.end();
-      assert.match(await lowerDone, /^553 File name not allowed: the card has "CASE\.jpg", and FAT cards ignore case in names; use that spelling\.\r\n$/);
+      assert.match(await lowerDone, /^553 Invalid file name "race\/case\.jpg": the card has "CASE\.jpg", and FAT cards ignore case in names; use that spelling\.\r\n$/);
       assert.deepEqual(await readdir(join(dev.card, "race")), ["CASE.jpg"]);
     } finally {
       for (const side of [upper, lower]) {

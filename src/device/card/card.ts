@@ -20,7 +20,7 @@ export interface CardFileSystem {
   /** Where a new entry goes, or the entry itself to remove or rename it (a symlink stays a link): its folder must exist. */
   creatable(path: string): Promise<CardPath>;
   /** Refuses a new entry's name the card cannot hold (the FAT rules when the card has them). */
-  allowNew(target: CardPath): Promise<void>;
+  allowNew(target: CardPath): void;
   /** Starts writing a file: claims its space, and lands it atomically on commit. */
   beginWrite(target: CardPath, opts?: WriteOptions): Promise<CardWrite>;
   /** Real paths whose entries the server changed itself (deleted, renamed, folders made or removed). */
@@ -129,8 +129,8 @@ export class Card implements CardFileSystem {
     return this.paths.creatable(path);
   }
 
-  allowNew(target: CardPath): Promise<void> {
-    return this.paths.allowNew(target);
+  allowNew(target: CardPath): void {
+    this.paths.allowNew(target);
   }
 
   /** A web upload's file name → where it goes (see CardPaths.uploadTarget); CardError "unsafe-path" if refused. */

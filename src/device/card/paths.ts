@@ -1,9 +1,9 @@
 // Card paths: a client's name → a path inside the card, never outside it; the card's own internal names (writes
 // in progress); the rules for new names (FAT's, when the card has them).
-import { realpathSync } from "node:fs";
+import { mkdirSync, realpathSync } from "node:fs";
 import { lstat, mkdir, realpath } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
-import { fatCaseTwin, fatNameProblem } from "../fat-names.js";
+import { fatCaseTwin, fatCaseTwinNow, fatNameProblem } from "../fat-names.js";
 import { CardError, printable } from "./errors.js";
 
 /** Why a name cannot go where `twin`, differing only in case, is: FAT keeps one of them. */
@@ -83,17 +83,16 @@ export class CardPaths {
     return { relative, absolute: childPath(folder, name), folder };
   }
 
-  /** Refuses a new entry's name the card cannot hold (FAT: forbidden characters, a case-insensitive twin). */
-  async allowNew(target: CardPath): Promise<void> {
+  /**
+   * Refuses a new entry's name the card cannot hold (FAT: forbidden characters, a case-insensitive twin).
+   * Synchronous: a caller that makes the entry in the same turn of the event loop cannot race another session.
+   */
+  allowNew(target: CardPath): void {
     if (!this.fatNames) return;
     const name = basename(target.absolute);
-    const why = fatNameProblem(name) ?? (await this.caseTwin(dirname(target.absolute), name));
+    const twin = fatCaseTwinNow(dirname(target.absolute), name);
+    const why = fatNameProblem(name) ?? (twin === undefined ? undefined : caseTwinProblem(twin));
     if (why) throw new CardError("name-not-allowed", why);
-  }
-
-  private async caseTwin(folder: string, name: string): Promise<string | undefined> {
-    const twin = await fatCaseTwin(folder, name);
-    return twin === undefined ? undefined : caseTwinProblem(twin);
   }
 
   /**
@@ -155,6 +154,20 @@ export class CardPaths {
    * become a link leading out of the card since the path was resolved, so it is checked again, before creating
    * anything and after.
    */
+  /**
+   * Makes the folders from `existing` down to `dir`, each refused when its folder holds a case twin (FAT), in one
+   * turn of the event loop: two uploads making "Photos" and "photos" at once cannot both pass.
+   */
+  private makeFolders(existing: string, dir: string): void {
+    let folder = existing;
+    for (const segment of dir.slice(existing.length + 1).split(sep)) {
+      const twin = fatCaseTwinNow(folder, segment);
+      if (twin !== undefined) throw new CardError("name-not-allowed", caseTwinProblem(twin));
+      folder = join(folder, segment);
+      mkdirSync(folder, { recursive: true });
+    }
+  }
+
   async landingFolder(target: CardPath): Promise<string> {
     const dir = dirname(target.absolute);
     const refuse = (cause?: unknown): never => {
@@ -170,7 +183,8 @@ export class CardPaths {
     let existing = dirname(dir);
     while (this.inside(existing) && existing !== this.root && !(await lstat(existing).then(() => true, () => false))) existing = dirname(existing);
     if (!this.inside(await realpath(existing))) refuse();
-    await mkdir(dir, { recursive: true });
+    if (this.fatNames) this.makeFolders(existing, dir);
+    else await mkdir(dir, { recursive: true });
     const created = await realpath(dir);
     return this.inside(created) ? created : refuse();
   }

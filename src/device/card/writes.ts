@@ -36,6 +36,14 @@ export interface CardWrite {
   abort(): Promise<void>;
 }
 
+/** A write ready to land: its folder exists; `land` renames it into place and counts it. */
+interface Landing {
+  target: CardPath;
+  folder: string;
+  name: string;
+  land(): void;
+}
+
 export interface WriteOptions {
   /** Bytes to claim at once, so a write that cannot fit is refused before any byte arrives. */
   expectedBytes?: number;
@@ -66,6 +74,8 @@ export class Writes {
   /** Temp names: a random prefix (no clash with a crashed run's files) and a count (cheaper than random bytes each). */
   private readonly tempPrefix = randomBytes(6).toString("hex");
   private writesBegun = 0;
+  /** How each write of this card lands (see land()). */
+  private readonly landings = new WeakMap<CardWrite, () => Promise<Landing>>();
 
   constructor(
     private readonly paths: CardPaths,
@@ -224,7 +234,7 @@ export class Writes {
         throw err.code === "ENOSPC" ? new CardError("no-space", "Not enough free space on the card's filesystem: the upload was stopped and nothing was stored.", { cause: err }) : err;
       }
     };
-    return {
+    const write: CardWrite = {
       target,
       tempPath,
       get signal() {
@@ -247,20 +257,44 @@ export class Writes {
             done();
           },
         }),
-      commit: async () => {
-        if (finished) throw new CardError("not-writable", "The write was aborted.");
-        close();
-        const folder = await this.paths.landingFolder(target);
-        const name = basename(target.absolute);
-        // Its name was checked before the data came; another upload may have landed its case twin since.
-        const twin = this.fatNames ? fatCaseTwinNow(folder, name) : undefined;
-        if (twin !== undefined) throw new CardError("name-not-allowed", caseTwinProblem(twin));
-        const landed = childPath(folder, name);
-        renameSync(tempPath, landed);
-        release();
-        this.inventory.landed(landed, position);
-      },
+      commit: () => this.land([write]),
     };
+    this.landings.set(write, async () => {
+      if (finished) throw new CardError("not-writable", "The write was aborted.");
+      close();
+      const folder = await this.paths.landingFolder(target);
+      const name = basename(target.absolute);
+      return {
+        target,
+        folder,
+        name,
+        land: () => {
+          const landed = childPath(folder, name);
+          renameSync(tempPath, landed);
+          release();
+          this.inventory.landed(landed, position);
+        },
+      };
+    });
+    return write;
+  }
+
+  /**
+   * Lands writes: their folders first, then — in one turn of the event loop, so that no other session lands in
+   * between — the FAT check (their names were checked before the data came; another upload may have landed a case
+   * twin since, or two of them may be twins) and the renames. A refused name lands none of them.
+   */
+  private async land(writes: readonly CardWrite[]): Promise<void> {
+    const landings: Landing[] = [];
+    for (const w of writes) landings.push(await this.landings.get(w)!());
+    if (this.fatNames) {
+      for (const [i, l] of landings.entries()) {
+        const lower = l.name.toLowerCase();
+        const twin = landings.slice(0, i).find((o) => o.folder === l.folder && o.name !== l.name && o.name.toLowerCase() === lower)?.name ?? fatCaseTwinNow(l.folder, l.name);
+        if (twin !== undefined) throw new CardError("name-not-allowed", `Invalid file name "${printable(l.target.relative)}": ${caseTwinProblem(twin)}.`);
+      }
+    }
+    for (const l of landings) l.land();
   }
 
   /**
@@ -269,9 +303,7 @@ export class Writes {
    */
   async commitAll(writes: readonly CardWrite[]): Promise<void> {
     if (!this.writable || writes.some((w) => w.signal.aborted)) throw new CardError("not-writable", errors.uploadInMsc);
-    const landing = (async () => {
-      for (const w of writes) await w.commit();
-    })();
+    const landing = this.land(writes);
     const settled = landing.catch(() => undefined);
     this.committing.add(settled);
     try {

@@ -1,8 +1,8 @@
 // One control connection: reads commands, checks the login, and runs them one at a time.
 import { sameSecret } from "../../shared/secret.js";
 import { setTimeout as sleep } from "node:timers/promises";
-import { lstatSync, utimesSync, type Stats } from "node:fs";
-import { mkdir, rename, rmdir, stat, unlink } from "node:fs/promises";
+import { lstatSync, mkdirSync, renameSync, utimesSync, type Stats } from "node:fs";
+import { rmdir, stat, unlink } from "node:fs/promises";
 import type { Socket } from "node:net";
 import { isIP } from "node:net";
 import { activeChannel, listenPassive, parseEprt, parsePort, PassivePort, pasvAddress, plainAddress, type DataChannel } from "./data.js";
@@ -410,8 +410,12 @@ export class Session {
     if (!arg) throw new Reply(501, "MKD needs a folder name.");
     const path = this.path(arg);
     const target = await this.entry(path);
-    await this.checkNewName(target);
-    await mkdir(target.absolute).catch(fsReply);
+    this.checkNewName(target);
+    try {
+      mkdirSync(target.absolute);
+    } catch (e) {
+      fsReply(e);
+    }
     this.ctx.card.changed([target.absolute]);
     this.write(257, `${quote(path)} created.`);
   }
@@ -452,9 +456,13 @@ export class Session {
     if (!arg) throw new Reply(501, "RNTO needs a name.");
     const path = this.path(arg);
     const target = await this.entry(path);
-    await this.checkNewName(target);
     const source = await this.entry(from);
-    await rename(source.absolute, target.absolute).catch(fsReply);
+    this.checkNewName(target);
+    try {
+      renameSync(source.absolute, target.absolute);
+    } catch (e) {
+      fsReply(e);
+    }
     this.ctx.card.changed([source.absolute, target.absolute]);
     this.write(250, "Rename successful.");
   }
@@ -530,7 +538,7 @@ export class Session {
     if (!arg) throw new Reply(501, `${verb} needs a file name.`);
     const path = this.path(arg);
     const target = await this.entry(path);
-    await this.checkNewName(target);
+    this.checkNewName(target);
     // Existing content is kept for APPE and REST; through a symlink only when it stays inside the card.
     let here: Stats | undefined;
     try {
@@ -563,12 +571,17 @@ export class Session {
     this.ctx.log(`ftp ${this.label}: stored ${path} (${received} bytes)`);
   }
 
-  /** A name the card cannot hold (the FAT rules) → 553, before any byte is sent. */
-  private async checkNewName(target: CardPath): Promise<void> {
-    await this.ctx.card.allowNew(target).catch((e: unknown) => {
+  /**
+   * A name the card cannot hold (the FAT rules) → 553, before any byte is sent. Synchronous, so that MKD and RNTO
+   * make the entry in the same turn of the event loop: two sessions cannot both pass with case twins.
+   */
+  private checkNewName(target: CardPath): void {
+    try {
+      this.ctx.card.allowNew(target);
+    } catch (e) {
       if (e instanceof CardError) throw new Reply(553, `File name not allowed: ${e.message}.`);
       throw e;
-    });
+    }
   }
 
   private takeRest(): number {
@@ -719,7 +732,7 @@ export class Session {
 /** A transfer's failure → the reply that says why (a file-system error through fsReply; anything else rethrown). */
 function failedTransfer(e: unknown, aborted: boolean): never {
   if (e instanceof CardError && (e.code === "no-space" || e.code === "too-big")) throw new Reply(552, `Upload aborted: ${e.message}`);
-  if (e instanceof CardError && e.code === "name-not-allowed") throw new Reply(553, `File name not allowed: ${e.message}.`);
+  if (e instanceof CardError && e.code === "name-not-allowed") throw new Reply(553, e.message);
   if (e instanceof ShortUploadError) throw new Reply(426, `${e.message}`);
   if (aborted) throw new Reply(426, "Transfer aborted; the connection was closed.");
   if (e instanceof Reply) throw e;
