@@ -42,13 +42,15 @@ export class DeviceUnreachableError extends FrameFiError {
     readonly url: string,
     reason: string,
     options?: ErrorOptions,
-    /** The answer came over https, but from a certificate not trusted here. */
-    untrusted = false,
+    /** The answer came over https with a certificate that does not check out: no trusted CA signed it, or another. */
+    certificate?: "untrusted" | "invalid",
   ) {
     super(
-      untrusted
+      certificate === "untrusted"
         ? `The device at ${url} answered with a certificate that is not trusted here (${reason}). If a private CA signed it, name that CA's certificate file in NODE_EXTRA_CA_CERTS.`
-        : `The device at ${url} did not answer (${reason}). Check the address and that the device is on.`,
+        : certificate === "invalid"
+          ? `The device at ${url} answered with a certificate that does not check out (${reason}): check the address, and the certificate's names and dates.`
+          : `The device at ${url} did not answer (${reason}). Check the address and that the device is on.`,
       options,
     );
   }
@@ -155,11 +157,10 @@ function trustWithExtraCa(file: string): SecureContext | undefined {
 }
 
 /** One request and its whole answer; rejects with the transport's error (an errno code, the abort, …). */
-function exchange(url: URL, method: string, headers: Record<string, string>, body: Body | undefined, signal: AbortSignal | undefined, trust: () => SecureContext | undefined): Promise<Answer> {
+function exchange(url: URL, method: string, headers: Record<string, string>, body: Body | undefined, signal: AbortSignal | undefined, httpsAgent: () => https.Agent): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const options = { method, headers, signal };
-    const secureContext = url.protocol === "https:" ? trust() : undefined;
-    const req = url.protocol === "https:" ? https.request(url, { ...options, agent: HTTPS_AGENT, ...(secureContext && { secureContext }) }) : http.request(url, { ...options, agent: HTTP_AGENT });
+    const req = url.protocol === "https:" ? https.request(url, { ...options, agent: httpsAgent() }) : http.request(url, { ...options, agent: HTTP_AGENT });
     req.on("error", reject);
     req.on("response", (res) => {
       const chunks: Buffer[] = [];
@@ -181,9 +182,9 @@ function exchange(url: URL, method: string, headers: Record<string, string>, bod
  * a GET without body; the login goes to the device's own origin only. An upload's stream cannot be sent twice,
  * so a 307/308 to it is the answer.
  */
-async function send(method: string, url: URL, headers: Record<string, string>, body: Body | undefined, signal: AbortSignal | undefined, trust: () => SecureContext | undefined): Promise<Answer> {
+async function send(method: string, url: URL, headers: Record<string, string>, body: Body | undefined, signal: AbortSignal | undefined, httpsAgent: () => https.Agent): Promise<Answer> {
   for (let redirects = 0; ; redirects++) {
-    const answer = await exchange(url, method, headers, body, signal, trust);
+    const answer = await exchange(url, method, headers, body, signal, httpsAgent);
     const location = answer.headers.location;
     const resend = answer.status === 307 || answer.status === 308;
     if (!REDIRECTS.has(answer.status) || location === undefined || (resend && typeof body === "object")) return answer;
@@ -210,8 +211,12 @@ export class FrameFiClient {
   private readonly bodies = new WeakMap<object, string>();
   /** X-FrameFi-FTP-Port of the last answer: null when it had none (the firmware), undefined before any answer. */
   private announcedFtp: number | null | undefined;
-  /** What https requests trust beyond Node's default: made at the first https request; null when nothing is added. */
-  private trust: SecureContext | null | undefined;
+  /**
+   * The agent of https requests: the shared one, or this client's own when it trusts a CA file besides Node's
+   * default (made at the first https request). Its own, because an agent reuses TLS sessions across requests: a
+   * session this client checked with the file must not spare another client the check.
+   */
+  private https: https.Agent | undefined;
 
   constructor(opts: ClientOptions) {
     this.url = baseUrl(opts.host);
@@ -242,12 +247,13 @@ export class FrameFiClient {
     return this.announcedFtp ?? undefined;
   }
 
-  private secureContext(): SecureContext | undefined {
-    if (this.trust === undefined) {
+  private httpsAgent(): https.Agent {
+    if (this.https === undefined) {
       const file = process.env.FRAMEFI_EXTRA_CA_CERTS;
-      this.trust = (file ? trustWithExtraCa(file) : undefined) ?? null;
+      const secureContext = file ? trustWithExtraCa(file) : undefined;
+      this.https = secureContext ? new https.Agent({ keepAlive: false, secureContext }) : HTTPS_AGENT;
     }
-    return this.trust ?? undefined;
+    return this.https;
   }
 
   /** Switches mode; answers at once, the switch completes just after. */
@@ -368,12 +374,13 @@ export class FrameFiClient {
     const signal = timeout ? AbortSignal.timeout(timeout) : undefined;
     let res: Answer;
     try {
-      res = await send(method, new URL(this.url + path), headers, opts.body, signal, () => this.secureContext());
+      res = await send(method, new URL(this.url + path), headers, opts.body, signal, () => this.httpsAgent());
     } catch (e) {
       if (e instanceof FrameFiError) throw e;
       const code = (e as NodeJS.ErrnoException).code;
       const reason = signal?.aborted ? `no answer within ${timeout} ms` : (code ?? (e as Error).message);
-      throw new DeviceUnreachableError(this.url, reason, { cause: e }, code !== undefined && UNTRUSTED.has(code));
+      const certificate = code === undefined ? undefined : UNTRUSTED.has(code) ? "untrusted" : /CERT/.test(code) ? "invalid" : undefined;
+      throw new DeviceUnreachableError(this.url, reason, { cause: e }, certificate);
     }
     const { text } = res;
     const announced = Number(res.headers["x-framefi-ftp-port"] ?? NaN);

@@ -343,6 +343,8 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     // A dry run converts too: it tells what would be sent, and the real run finds the photos ready.
     else {
       await convertPending(plan, pool.canSetTimes, undefined, signal);
+      // Ctrl-C stops the conversions quietly: a plan cut short must not pass for the whole one.
+      if (signal.aborted) throw signal.reason;
       plan.pending = [];
     }
   } catch (e) {

@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { createServer, type Server } from "node:https";
 import { join } from "node:path";
+import { FrameFiClient } from "../../src/client/api.js";
 import { removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { framefi } from "./fixtures/cli.js";
 
@@ -72,8 +73,18 @@ describe("framefi against a device behind https", () => {
   test("a certificate for another name is not a CA problem: the message does not point at NODE_EXTRA_CA_CERTS", async () => {
     const r = await framefi(["--host", httpsUrl.replace("127.0.0.1", "localhost"), "status"], { env: { NODE_EXTRA_CA_CERTS: ca } });
     assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /did not answer \(ERR_TLS_CERT_ALTNAME_INVALID\)/);
+    assert.match(r.stderr, /answered with a certificate that does not check out \(ERR_TLS_CERT_ALTNAME_INVALID\): check the address, and the certificate's names and dates\./);
     assert.doesNotMatch(r.stderr, /NODE_EXTRA_CA_CERTS/);
+  });
+
+  test("the library: a client that trusts the file does not lend that trust to another (TLS sessions stay with it)", async () => {
+    process.env.FRAMEFI_EXTRA_CA_CERTS = ca;
+    try {
+      assert.equal((await new FrameFiClient({ host: httpsUrl }).status()).mode, "USB MSC");
+    } finally {
+      delete process.env.FRAMEFI_EXTRA_CA_CERTS;
+    }
+    await assert.rejects(new FrameFiClient({ host: httpsUrl }).status(), /answered with a certificate that is not trusted here/);
   });
 
   test("the file is read for https only: a missing one is a warning there, and nothing at all on plain http", async () => {
