@@ -147,7 +147,7 @@ async function mirror(): Promise<void> {
       { label: "lftp mirror -R --parallel=4, in FTP mode", prepare: toFtp, go: () => lftp(4) },
     ];
     // Rounds interleave the cases, so a burst of load from elsewhere on the machine hits them alike, and each round
-    // starts one case later than the one before, so no case always follows the same one.
+    // starts one case later than the one before, so each case runs first, second… in turn.
     console.log(`${FILES} files of ${SIZE / 1000} KB in ${FOLDERS} folders (${(FILES * SIZE) / 1e6} MB), ${ROUNDS} rounds, a new card folder each time:`);
     const times = cases.map(() => [] as number[]);
     for (let round = 0; round < ROUNDS; round++) {
