@@ -1,7 +1,6 @@
 // What a FAT32 card can hold: the rules every write path checks on a USB gadget image (always) and on a folder
 // card started with --fat-names, so nothing is accepted that the frame could not read.
 import { readdirSync } from "node:fs";
-import { readdir } from "node:fs/promises";
 
 /** FAT32 stores a file's size in 32 bits: 4 GiB minus one byte is the largest file. */
 export const FAT_MAX_FILE_BYTES = 2 ** 32 - 1;
@@ -29,23 +28,15 @@ export function fatSizeProblem(bytes: number): string | undefined {
 /**
  * The existing entry of `folder` that `name` would collide with on FAT, which ignores case ("a.jpg" and
  * "A.JPG" are one file there), or undefined. An entry spelled exactly `name` is no collision: it is replaced.
+ * Synchronous: a caller that makes the entry in the same turn of the event loop cannot race another upload.
  */
-export async function fatCaseTwin(folder: string, name: string): Promise<string | undefined> {
-  return twinIn(await readdir(folder).catch(() => [] as string[]), name);
-}
-
-/** fatCaseTwin without a turn of the event loop: nothing can land between this look and what follows it. */
-export function fatCaseTwinNow(folder: string, name: string): string | undefined {
+export function fatCaseTwin(folder: string, name: string): string | undefined {
   let entries: string[];
   try {
     entries = readdirSync(folder);
   } catch {
-    entries = [];
+    return undefined;
   }
-  return twinIn(entries, name);
-}
-
-function twinIn(entries: readonly string[], name: string): string | undefined {
   const lower = name.toLowerCase();
   return entries.find((e) => e !== name && e.toLowerCase() === lower);
 }

@@ -3,7 +3,7 @@
 import { mkdirSync, realpathSync } from "node:fs";
 import { lstat, mkdir, realpath } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
-import { fatCaseTwin, fatCaseTwinNow, fatNameProblem } from "../fat-names.js";
+import { fatCaseTwin, fatNameProblem } from "../fat-names.js";
 import { CardError, printable } from "./errors.js";
 
 /** Why a name cannot go where `twin`, differing only in case, is: FAT keeps one of them. */
@@ -90,9 +90,10 @@ export class CardPaths {
   allowNew(target: CardPath): void {
     if (!this.fatNames) return;
     const name = basename(target.absolute);
-    const twin = fatCaseTwinNow(dirname(target.absolute), name);
-    const why = fatNameProblem(name) ?? (twin === undefined ? undefined : caseTwinProblem(twin));
-    if (why) throw new CardError("name-not-allowed", why);
+    const bad = fatNameProblem(name);
+    if (bad) throw new CardError("name-not-allowed", bad);
+    const twin = fatCaseTwin(dirname(target.absolute), name);
+    if (twin !== undefined) throw new CardError("name-not-allowed", caseTwinProblem(twin));
   }
 
   /**
@@ -141,7 +142,7 @@ export class CardPaths {
     if (this.fatNames) {
       let folder = this.root;
       for (const segment of segments) {
-        const twin = await fatCaseTwin(folder, segment);
+        const twin = fatCaseTwin(folder, segment);
         if (twin !== undefined) refuse(caseTwinProblem(twin));
         folder = join(folder, segment);
       }
@@ -154,20 +155,6 @@ export class CardPaths {
    * become a link leading out of the card since the path was resolved, so it is checked again, before creating
    * anything and after.
    */
-  /**
-   * Makes the folders from `existing` down to `dir`, each refused when its folder holds a case twin (FAT), in one
-   * turn of the event loop: two uploads making "Photos" and "photos" at once cannot both pass.
-   */
-  private makeFolders(existing: string, dir: string): void {
-    let folder = existing;
-    for (const segment of dir.slice(existing.length + 1).split(sep)) {
-      const twin = fatCaseTwinNow(folder, segment);
-      if (twin !== undefined) throw new CardError("name-not-allowed", caseTwinProblem(twin));
-      folder = join(folder, segment);
-      mkdirSync(folder, { recursive: true });
-    }
-  }
-
   async landingFolder(target: CardPath): Promise<string> {
     const dir = dirname(target.absolute);
     const refuse = (cause?: unknown): never => {
@@ -187,5 +174,19 @@ export class CardPaths {
     else await mkdir(dir, { recursive: true });
     const created = await realpath(dir);
     return this.inside(created) ? created : refuse();
+  }
+
+  /**
+   * Makes the folders from `existing` down to `dir`, each refused when its folder holds a case twin (FAT), in one
+   * turn of the event loop: two uploads making "Photos" and "photos" at once cannot both pass.
+   */
+  private makeFolders(existing: string, dir: string): void {
+    let folder = existing;
+    for (const segment of dir.slice(existing.length + 1).split(sep)) {
+      const twin = fatCaseTwin(folder, segment);
+      if (twin !== undefined) throw new CardError("name-not-allowed", caseTwinProblem(twin));
+      folder = join(folder, segment);
+      mkdirSync(folder, { recursive: true });
+    }
   }
 }

@@ -6,7 +6,7 @@ import { copyFile, readdir, rm, lstat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { Writable } from "node:stream";
 import { errors } from "../../shared/firmware.js";
-import { fatCaseTwinNow, fatSizeProblem } from "../fat-names.js";
+import { fatCaseTwin, fatSizeProblem } from "../fat-names.js";
 import { CardError, printable } from "./errors.js";
 import type { Inventory } from "./figures.js";
 import { caseTwinProblem, childPath, isInternalName, tempName, type CardPath, type CardPaths } from "./paths.js";
@@ -290,7 +290,7 @@ export class Writes {
     if (this.fatNames) {
       for (const [i, l] of landings.entries()) {
         const lower = l.name.toLowerCase();
-        const twin = landings.slice(0, i).find((o) => o.folder === l.folder && o.name !== l.name && o.name.toLowerCase() === lower)?.name ?? fatCaseTwinNow(l.folder, l.name);
+        const twin = landings.slice(0, i).find((o) => o.folder === l.folder && o.name !== l.name && o.name.toLowerCase() === lower)?.name ?? fatCaseTwin(l.folder, l.name);
         if (twin !== undefined) throw new CardError("name-not-allowed", `Invalid file name "${printable(l.target.relative)}": ${caseTwinProblem(twin)}.`);
       }
     }
