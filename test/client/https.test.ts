@@ -6,13 +6,13 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { createServer, type Server } from "node:https";
 import { join } from "node:path";
 import { FrameFiClient } from "../../src/client/api.js";
-import { removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
-import { framefi } from "./fixtures/cli.js";
+import { bin, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { cleanEnv, framefi } from "./fixtures/cli.js";
 
 describe("framefi against a device behind https", () => {
   let dev: RunningDevice;
@@ -75,6 +75,18 @@ describe("framefi against a device behind https", () => {
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /answered with a certificate that does not check out \(ERR_TLS_CERT_ALTNAME_INVALID\): check the address, and the certificate's names and dates\./);
     assert.doesNotMatch(r.stderr, /NODE_EXTRA_CA_CERTS/);
+  });
+
+  test("the launcher passes every argument on unchanged, run through a symlink (as npm installs it) or by node", async () => {
+    const link = join(dir, "framefi-link");
+    symlinkSync(bin("framefi"), link);
+    const odd = 'a b $HOME "q" * \\ `x`';
+    const message = `framefi: --host: "${odd}" is not a device address; use host, host:port or http://host:port.\n`;
+    for (const [program, args] of [[link, []], [process.execPath, [bin("framefi")]]] as const) {
+      const r = await run(program, [...args, "--host", odd, "status"], { env: cleanEnv({ NODE_EXTRA_CA_CERTS: ca }) });
+      assert.equal(r.code, 2, r.stderr);
+      assert.equal(r.stderr, message);
+    }
   });
 
   test("the library: a client that trusts the file does not lend that trust to another (TLS sessions stay with it)", async () => {
