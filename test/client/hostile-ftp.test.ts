@@ -29,21 +29,26 @@ async function hostileServer(script: Script): Promise<{ server: Server; port: nu
       for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
         const line = pending.slice(0, nl).replace(/\r$/, "");
         pending = pending.slice(nl + 1);
-        const verb = line.split(" ")[0]!.toUpperCase();
-        if (verb === "USER") control.write("331 password\r\n");
-        else if (verb === "PASS") control.write("230 in\r\n");
-        else if (verb === "TYPE" || verb === "MODE") control.write("200 ok\r\n");
-        else if (verb === "FEAT") control.write("211-Features:\r\n MLST type*;size*;modify*;\r\n MFMT\r\n211 End\r\n");
-        else if (verb === "EPSV") {
-          dataServer?.close(); // a client that dropped its data connection asks for another
-          dataServer = createServer();
-          dataSocket = new Promise((resolve) => dataServer!.once("connection", (s: Socket) => resolve(s.on("error", () => undefined))));
-          dataServer.listen(0, "127.0.0.1", () => control.write(`229 Entering Extended Passive Mode (|||${(dataServer!.address() as { port: number }).port}|)\r\n`));
-        } else if (verb === "QUIT") control.end("221 bye\r\n");
         // One command after the other, as a real server answers them (a client may send the next one early).
-        else turn = turn.then(() => script(line, control, data)).catch(() => undefined);
+        turn = turn.then(() => answer(line)).catch(() => undefined);
       }
     });
+    const answer = (line: string): void | Promise<void> => {
+      const verb = line.split(" ")[0]!.toUpperCase();
+      if (verb === "USER") control.write("331 password\r\n");
+      else if (verb === "PASS") control.write("230 in\r\n");
+      else if (verb === "TYPE" || verb === "MODE") control.write("200 ok\r\n");
+      else if (verb === "FEAT") control.write("211-Features:\r\n MLST type*;size*;modify*;\r\n MFMT\r\n211 End\r\n");
+      else if (verb === "EPSV") {
+        dataServer?.close(); // a client that dropped its data connection asks for another
+        const server = (dataServer = createServer());
+        dataSocket = new Promise((resolve) => server.once("connection", (s: Socket) => resolve(s.on("error", () => undefined))));
+        return new Promise((resolve) =>
+          server.listen(0, "127.0.0.1", () => resolve(void control.write(`229 Entering Extended Passive Mode (|||${(server.address() as { port: number }).port}|)\r\n`))),
+        );
+      } else if (verb === "QUIT") control.end("221 bye\r\n");
+      else return script(line, control, data);
+    };
     control.on("close", () => dataServer?.close());
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -57,14 +62,20 @@ async function emptyListing(control: Socket, data: () => Promise<Socket>, after:
   control.write("226 done\r\n");
 }
 
-/** Reads one upload's blocks (each chunk after `delayMs`, to be slow) and resolves once its EOF block is in. */
+/**
+ * Reads one upload's blocks (each chunk after `delayMs`, to be slow) and resolves once its EOF block is in. The
+ * socket is left paused with any bytes after the EOF block put back: the client sends the next file's first
+ * chunk with its STOR, which may arrive before this server reads that command.
+ */
 function uploadEnd(socket: Socket, delayMs = 0): Promise<void> {
   const decoder = new BlockDecoder();
   return new Promise((resolve) => {
     const onData = (chunk: Buffer): void => {
-      decoder.push(chunk);
+      const { rest } = decoder.push(chunk);
       if (decoder.ended) {
         socket.off("data", onData);
+        socket.pause();
+        if (rest) socket.unshift(rest);
         return resolve();
       }
       if (delayMs === 0) return;
@@ -72,6 +83,7 @@ function uploadEnd(socket: Socket, delayMs = 0): Promise<void> {
       setTimeout(() => socket.resume(), delayMs);
     };
     socket.on("data", onData);
+    socket.resume(); // a paused socket stays paused when a listener is added
   });
 }
 
@@ -127,7 +139,9 @@ describe("framefi sync against a misbehaving FTP server", () => {
         control.write("226 done\r\n");
       } else if (command.startsWith("STOR")) {
         control.write("150 go\r\n");
-        (await data()).once("data", () => control.destroy());
+        const socket = await data();
+        await new Promise((resolve) => socket.once("data", resolve)); // the MFMT sent behind the upload goes unanswered
+        control.destroy();
       } else control.write("502 no\r\n");
     });
     try {
@@ -285,7 +299,7 @@ describe("framefi sync against a misbehaving FTP server", () => {
       const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "1", folder], { cwd: folder });
       assert.equal(r.code, 1, r.stderr);
       assert.match(r.stderr, /^failed a\.jpg: 552 /m);
-      assert.match(r.stdout, /^uploaded b\.jpg /m);
+      assert.match(r.stdout, /^uploaded b\.jpg /m, r.stderr + JSON.stringify(commands));
       assert.deepEqual(commands.filter((c) => /^(STOR|MFMT)/.test(c)), ["STOR /a.jpg", "MFMT /a.jpg", "STOR /b.jpg", "MFMT /b.jpg"]);
     } finally {
       server.close();
