@@ -3,9 +3,11 @@
 // download is timed twice: into a file, as a user gets it, and to /dev/null (lftp's cat), the server's part alone:
 // writing the gigabyte costs lftp more than receiving it, and swings with the machine (see README).
 // BENCH_FTP_ROUNDS=N runs N rounds instead of two (this VM's speed swings by half from one minute to the next:
-// medians over more rounds tell a small difference from the swings).
+// medians over more rounds tell a small difference from the swings). Each step also reports the server's CPU time
+// (its processes' all together: vsftpd's session processes, our sendfile helper), which swings less: on two cores,
+// with lftp busy too, the two programs' CPU added up is most of a step's time.
 import { randomBytes } from "node:crypto";
-import { mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { bin, freePort, removeDir, run as runProgram, start, tempDir, type RunningProgram } from "../test/helpers.js";
@@ -20,6 +22,8 @@ async function listFiles(dir: string): Promise<number> {
 
 interface Target {
   name: string;
+  /** The server's CPU seconds so far (see cpuMeter). */
+  cpu(): Promise<number>;
   port: number;
   user: string;
   password: string;
@@ -28,14 +32,72 @@ interface Target {
   stop(): Promise<unknown>;
 }
 
+/**
+ * The CPU seconds a server has spent so far, all its processes together (vsftpd's session processes, our
+ * sendfile helper). Read from a cgroup v2 of its own where the bench may make one (root): it counts a process
+ * that ended after being reparented away from the server, as vsftpd's session processes are when their privileged
+ * parent ends first. Else summed over the server's process tree in /proc, which misses those.
+ */
+async function cpuMeter(name: string, pid: number): Promise<{ read: () => Promise<number>; close: () => Promise<void> }> {
+  const mounts = await readFile("/proc/self/mounts", "utf8").catch(() => "");
+  const root = /^\S+ (\S+) cgroup2 /m.exec(mounts)?.[1];
+  if (root) {
+    const group = join(root, `framefi-bench-${name}-${pid}`);
+    try {
+      await mkdir(group);
+      await writeFile(join(group, "cgroup.procs"), String(pid));
+      return {
+        read: async () => Number(/^usage_usec (\d+)$/m.exec(await readFile(join(group, "cpu.stat"), "utf8"))?.[1]) / 1e6,
+        close: () => rmdir(group).catch(() => undefined),
+      };
+    } catch {
+      await rmdir(group).catch(() => undefined);
+    }
+  }
+  const ticks = Number((await runProgram("getconf", ["CLK_TCK"])).stdout.trim()) || 100;
+  return { read: async () => (await treeTicks(pid)) / ticks, close: async () => undefined };
+}
+
+/** Clock ticks spent by `pid` and its live descendants, each with its reaped children's (stat(5) fields 14-17). */
+async function treeTicks(pid: number): Promise<number> {
+  const procs: { pid: number; ppid: number; ticks: number }[] = [];
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await readFile(`/proc/${name}/stat`, "utf8").catch(() => undefined);
+    if (stat === undefined) continue;
+    // After the name's ") ": state, ppid, … utime, stime, cutime, cstime at 11-14.
+    const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+    procs.push({ pid: Number(name), ppid: Number(fields[1]), ticks: fields.slice(11, 15).reduce((sum, f) => sum + Number(f), 0) });
+  }
+  const tree = new Set([pid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const p of procs) {
+      if (tree.has(p.pid) || !tree.has(p.ppid)) continue;
+      tree.add(p.pid);
+      grew = true;
+    }
+  }
+  return procs.filter((p) => tree.has(p.pid)).reduce((sum, p) => sum + p.ticks, 0);
+}
+
+interface Timed {
+  /** Wall-clock seconds. */
+  wall: number;
+  /** The server's CPU seconds. */
+  cpu: number;
+}
+
 /** Times `f` after flushing dirty pages, so one run's writeback does not land in the next one's time. */
-async function time(label: string, f: () => Promise<void>): Promise<number> {
+async function time(label: string, t: Target, f: () => Promise<void>): Promise<Timed> {
   await runProgram("sync", []);
+  const cpu0 = await t.cpu();
   const t0 = performance.now();
   await f();
-  const s = (performance.now() - t0) / 1000;
-  console.log(`  ${label}: ${s.toFixed(2)} s`);
-  return s;
+  const wall = (performance.now() - t0) / 1000;
+  const cpu = (await t.cpu()) - cpu0;
+  console.log(`  ${label}: ${wall.toFixed(2)} s (server CPU ${cpu.toFixed(2)} s)`);
+  return { wall, cpu };
 }
 
 async function lftp(t: Target, script: string, cwd: string): Promise<void> {
@@ -80,7 +142,8 @@ async function startOurs(card: string, state: string): Promise<Target> {
     await p.stop();
     throw e;
   }
-  return { name: "ours", port: ftpPort, user: "user", password: "password", remoteCard: "/", stop: () => p.stop() };
+  const meter = await cpuMeter("ours", p.child.pid!);
+  return { name: "ours", cpu: meter.read, port: ftpPort, user: "user", password: "password", remoteCard: "/", stop: () => p.stop().then(meter.close) };
 }
 
 /** vsftpd with anonymous write access; chroot rules want a root-owned top folder, so the card sits below it. */
@@ -125,7 +188,8 @@ async function startVsftpd(dir: string, top: string): Promise<Target | string> {
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { name: "vsftpd", port, user: "anonymous", password: "bench", remoteCard: "/card", stop: () => p.stop() };
+  const meter = await cpuMeter("vsftpd", p.child.pid!);
+  return { name: "vsftpd", cpu: meter.read, port, user: "anonymous", password: "bench", remoteCard: "/card", stop: () => p.stop().then(meter.close) };
 }
 
 export async function run(): Promise<void> {
@@ -148,9 +212,10 @@ export async function run(): Promise<void> {
     // vsftpd's anonymous user writes into the card.
     await runProgram("chown", ["ftp:ftp", card]);
 
-    await time("cp of the 1 GB file into the card folder (reference)", async () => {
-      await runProgram("cp", [big, join(card, "cp.bin")], { timeoutMs: 600_000 });
-    });
+    await runProgram("sync", []);
+    const cpStarted = performance.now();
+    await runProgram("cp", [big, join(card, "cp.bin")], { timeoutMs: 600_000 });
+    console.log(`  cp of the 1 GB file into the card folder (reference): ${((performance.now() - cpStarted) / 1000).toFixed(2)} s`);
     await rm(join(card, "cp.bin"));
 
     const ours = await startOurs(card, join(dir, "state"));
@@ -161,20 +226,20 @@ export async function run(): Promise<void> {
     // Rounds alternate between the servers, each round in the other order (the first to run after a pause finds
     // the machine in another state), and the best time counts: other work on the machine (this box is shared)
     // then weighs on both columns alike.
-    const times: Record<string, { up: number[]; down: number[]; toNull: number[]; mirror: number[] }> = {};
+    const times: Record<string, { up: Timed[]; down: Timed[]; toNull: Timed[]; mirror: Timed[] }> = {};
     try {
       for (let round = 1; round <= ROUNDS; round++) {
         for (const t of round % 2 === 1 ? targets : [...targets].reverse()) {
           console.log(`${t.name}, round ${round}:`);
           const remote = `${t.remoteCard}/big-${t.name}.bin`.replace("//", "/");
-          const up = await time("upload 1 GB", () => lftp(t, `put big.bin -o ${remote}`, src));
+          const up = await time("upload 1 GB", t, () => lftp(t, `put big.bin -o ${remote}`, src));
           if ((await stat(join(card, `big-${t.name}.bin`))).size !== GB) throw new Error(`${t.name}: uploaded size differs`);
-          const down = await time("download 1 GB", () => lftp(t, `get ${remote} -o down.bin`, dir));
+          const down = await time("download 1 GB", t, () => lftp(t, `get ${remote} -o down.bin`, dir));
           if ((await stat(join(dir, "down.bin"))).size !== GB) throw new Error(`${t.name}: downloaded size differs`);
           await rm(join(dir, "down.bin"));
-          const toNull = await time("download 1 GB to /dev/null", () => lftpToNull(t, remote));
+          const toNull = await time("download 1 GB to /dev/null", t, () => lftpToNull(t, remote));
           await rm(join(card, `big-${t.name}.bin`));
-          const mirror = await time("mirror -R 1 000 files of 200 KB", () =>
+          const mirror = await time("mirror -R 1 000 files of 200 KB", t, () =>
             lftp(t, `mirror -R --only-missing --no-perms --parallel=1 tree ${t.remoteCard}/tree-${t.name}`.replace("//", "/"), src),
           );
           if ((await listFiles(join(card, `tree-${t.name}`))) !== 1000) throw new Error(`${t.name}: mirror incomplete`);
@@ -197,10 +262,15 @@ export async function run(): Promise<void> {
     };
     for (const [label, pick] of [["best", (xs: number[]) => Math.min(...xs)], ["median", median]] as const) {
       if (label === "median" && ROUNDS < 3) continue;
-      console.log(`\n${label} of ${ROUNDS} rounds`);
+      const wall = (xs: Timed[]): number => pick(xs.map((x) => x.wall));
+      const cpu = (xs: Timed[]): string => `${pick(xs.map((x) => x.cpu)).toFixed(2)} s`;
+      console.log(`\n${label} of ${ROUNDS} rounds (wall time; below, the server's CPU time)`);
       console.log("| server | upload 1 GB | download 1 GB | download 1 GB to /dev/null | mirror 1 000 × 200 KB |\n|---|---|---|---|---|");
       for (const [name, r] of Object.entries(times)) {
-        console.log(`| ${name} | ${mbps(pick(r.up))} | ${mbps(pick(r.down))} | ${mbps(pick(r.toNull))} | ${pick(r.mirror).toFixed(2)} s |`);
+        console.log(`| ${name} | ${mbps(wall(r.up))} | ${mbps(wall(r.down))} | ${mbps(wall(r.toNull))} | ${wall(r.mirror).toFixed(2)} s |`);
+      }
+      for (const [name, r] of Object.entries(times)) {
+        console.log(`| ${name}, CPU | ${cpu(r.up)} | ${cpu(r.down)} | ${cpu(r.toNull)} | ${cpu(r.mirror)} |`);
       }
     }
   } finally {
