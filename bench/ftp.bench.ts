@@ -3,9 +3,9 @@
 // download is timed twice: into a file, as a user gets it, and to /dev/null (lftp's cat), the server's part alone:
 // writing the gigabyte costs lftp more than receiving it, and swings with the machine (see README).
 // BENCH_FTP_ROUNDS=N runs N rounds instead of two (this VM's speed swings by half from one minute to the next:
-// medians over more rounds tell a small difference from the swings). Each step also reports the server's CPU time
-// (its processes' all together: vsftpd's session processes, our sendfile helper), which swings less: on two cores,
-// with lftp busy too, the two programs' CPU added up is most of a step's time.
+// medians over more rounds tell a small difference from the swings). Each step also reports the CPU time of all
+// the server's processes together (vsftpd's session processes, our sendfile helper), which swings less: on two
+// cores, with lftp busy too, the two programs' CPU added up is most of a step's time.
 import { randomBytes } from "node:crypto";
 import { mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
@@ -40,19 +40,27 @@ interface Target {
  */
 async function cpuMeter(name: string, pid: number): Promise<{ read: () => Promise<number>; close: () => Promise<void> }> {
   const mounts = await readFile("/proc/self/mounts", "utf8").catch(() => "");
-  const root = /^\S+ (\S+) cgroup2 /m.exec(mounts)?.[1];
+  // Mount points escape spaces and the like as octal (\040).
+  const root = /^\S+ (\S+) cgroup2 /m.exec(mounts)?.[1]?.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
   if (root) {
     const group = join(root, `framefi-bench-${name}-${pid}`);
+    const read = async (): Promise<number> => Number(/^usage_usec (\d+)$/m.exec(await readFile(join(group, "cpu.stat"), "utf8"))?.[1]) / 1e6;
+    const close = async (): Promise<void> => {
+      // Whatever the server left running (a session process reparented away) goes too, so the group can go.
+      await writeFile(join(group, "cgroup.kill"), "1").catch(() => undefined);
+      for (let i = 0; i < 50 && /^populated 1$/m.test(await readFile(join(group, "cgroup.events"), "utf8").catch(() => "")); i++) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await rmdir(group).catch((e: Error) => console.log(`  (cannot remove the cgroup ${group}: ${e.message})`));
+    };
     try {
       await mkdir(group);
       await writeFile(join(group, "cgroup.procs"), String(pid));
-      return {
-        read: async () => Number(/^usage_usec (\d+)$/m.exec(await readFile(join(group, "cpu.stat"), "utf8"))?.[1]) / 1e6,
-        close: () => rmdir(group).catch(() => undefined),
-      };
+      if (Number.isFinite(await read())) return { read, close };
     } catch {
-      await rmdir(group).catch(() => undefined);
+      // no cgroup of our own here (not root, say): the process tree below
     }
+    await rmdir(group).catch(() => undefined);
   }
   const ticks = Number((await runProgram("getconf", ["CLK_TCK"])).stdout.trim()) || 100;
   return { read: async () => (await treeTicks(pid)) / ticks, close: async () => undefined };
@@ -88,13 +96,21 @@ interface Timed {
   cpu: number;
 }
 
-/** Times `f` after flushing dirty pages, so one run's writeback does not land in the next one's time. */
-async function time(label: string, t: Target, f: () => Promise<void>): Promise<Timed> {
+/**
+ * Times `f` after flushing dirty pages, so one run's writeback does not land in the next one's time; with a
+ * server, also its CPU time, read again a moment after `f`: the server's last work (its session ending) counts.
+ */
+async function time(label: string, f: () => Promise<void>, t?: Target): Promise<Timed> {
   await runProgram("sync", []);
-  const cpu0 = await t.cpu();
+  const cpu0 = (await t?.cpu()) ?? 0;
   const t0 = performance.now();
   await f();
   const wall = (performance.now() - t0) / 1000;
+  if (!t) {
+    console.log(`  ${label}: ${wall.toFixed(2)} s`);
+    return { wall, cpu: 0 };
+  }
+  await new Promise((r) => setTimeout(r, 200));
   const cpu = (await t.cpu()) - cpu0;
   console.log(`  ${label}: ${wall.toFixed(2)} s (server CPU ${cpu.toFixed(2)} s)`);
   return { wall, cpu };
@@ -143,7 +159,7 @@ async function startOurs(card: string, state: string): Promise<Target> {
     throw e;
   }
   const meter = await cpuMeter("ours", p.child.pid!);
-  return { name: "ours", cpu: meter.read, port: ftpPort, user: "user", password: "password", remoteCard: "/", stop: () => p.stop().then(meter.close) };
+  return { name: "ours", cpu: meter.read, port: ftpPort, user: "user", password: "password", remoteCard: "/", stop: () => p.stop().finally(meter.close) };
 }
 
 /** vsftpd with anonymous write access; chroot rules want a root-owned top folder, so the card sits below it. */
@@ -189,7 +205,7 @@ async function startVsftpd(dir: string, top: string): Promise<Target | string> {
     await new Promise((r) => setTimeout(r, 50));
   }
   const meter = await cpuMeter("vsftpd", p.child.pid!);
-  return { name: "vsftpd", cpu: meter.read, port, user: "anonymous", password: "bench", remoteCard: "/card", stop: () => p.stop().then(meter.close) };
+  return { name: "vsftpd", cpu: meter.read, port, user: "anonymous", password: "bench", remoteCard: "/card", stop: () => p.stop().finally(meter.close) };
 }
 
 export async function run(): Promise<void> {
@@ -212,10 +228,9 @@ export async function run(): Promise<void> {
     // vsftpd's anonymous user writes into the card.
     await runProgram("chown", ["ftp:ftp", card]);
 
-    await runProgram("sync", []);
-    const cpStarted = performance.now();
-    await runProgram("cp", [big, join(card, "cp.bin")], { timeoutMs: 600_000 });
-    console.log(`  cp of the 1 GB file into the card folder (reference): ${((performance.now() - cpStarted) / 1000).toFixed(2)} s`);
+    await time("cp of the 1 GB file into the card folder (reference)", async () => {
+      await runProgram("cp", [big, join(card, "cp.bin")], { timeoutMs: 600_000 });
+    });
     await rm(join(card, "cp.bin"));
 
     const ours = await startOurs(card, join(dir, "state"));
@@ -232,15 +247,17 @@ export async function run(): Promise<void> {
         for (const t of round % 2 === 1 ? targets : [...targets].reverse()) {
           console.log(`${t.name}, round ${round}:`);
           const remote = `${t.remoteCard}/big-${t.name}.bin`.replace("//", "/");
-          const up = await time("upload 1 GB", t, () => lftp(t, `put big.bin -o ${remote}`, src));
+          const up = await time("upload 1 GB", () => lftp(t, `put big.bin -o ${remote}`, src), t);
           if ((await stat(join(card, `big-${t.name}.bin`))).size !== GB) throw new Error(`${t.name}: uploaded size differs`);
-          const down = await time("download 1 GB", t, () => lftp(t, `get ${remote} -o down.bin`, dir));
+          const down = await time("download 1 GB", () => lftp(t, `get ${remote} -o down.bin`, dir), t);
           if ((await stat(join(dir, "down.bin"))).size !== GB) throw new Error(`${t.name}: downloaded size differs`);
           await rm(join(dir, "down.bin"));
-          const toNull = await time("download 1 GB to /dev/null", t, () => lftpToNull(t, remote));
+          const toNull = await time("download 1 GB to /dev/null", () => lftpToNull(t, remote), t);
           await rm(join(card, `big-${t.name}.bin`));
-          const mirror = await time("mirror -R 1 000 files of 200 KB", t, () =>
-            lftp(t, `mirror -R --only-missing --no-perms --parallel=1 tree ${t.remoteCard}/tree-${t.name}`.replace("//", "/"), src),
+          const mirror = await time(
+            "mirror -R 1 000 files of 200 KB",
+            () => lftp(t, `mirror -R --only-missing --no-perms --parallel=1 tree ${t.remoteCard}/tree-${t.name}`.replace("//", "/"), src),
+            t,
           );
           if ((await listFiles(join(card, `tree-${t.name}`))) !== 1000) throw new Error(`${t.name}: mirror incomplete`);
           await rm(join(card, `tree-${t.name}`), { recursive: true });
@@ -264,7 +281,7 @@ export async function run(): Promise<void> {
       if (label === "median" && ROUNDS < 3) continue;
       const wall = (xs: Timed[]): number => pick(xs.map((x) => x.wall));
       const cpu = (xs: Timed[]): string => `${pick(xs.map((x) => x.cpu)).toFixed(2)} s`;
-      console.log(`\n${label} of ${ROUNDS} rounds (wall time; below, the server's CPU time)`);
+      console.log(`\n${label} of ${ROUNDS} rounds (wall time; below, the server's CPU time, each column's ${label === "best" ? "lowest" : "median"})`);
       console.log("| server | upload 1 GB | download 1 GB | download 1 GB to /dev/null | mirror 1 000 × 200 KB |\n|---|---|---|---|---|");
       for (const [name, r] of Object.entries(times)) {
         console.log(`| ${name} | ${mbps(wall(r.up))} | ${mbps(wall(r.down))} | ${mbps(wall(r.toNull))} | ${wall(r.mirror).toFixed(2)} s |`);

@@ -65,16 +65,27 @@ async function emptyListing(control: Socket, data: () => Promise<Socket>, after:
 /**
  * Reads one upload's blocks (each chunk after `delayMs`, to be slow) and resolves once its EOF block is in. The
  * socket is left paused with any bytes after the EOF block put back: the client sends the next file's first
- * chunk with its STOR, which may arrive before this server reads that command.
+ * chunk with its STOR, which may arrive before this server reads that command. Rejects when the connection closes
+ * first or the blocks are malformed: a client bug then fails the test plainly, not by a hang.
  */
 function uploadEnd(socket: Socket, delayMs = 0): Promise<void> {
   const decoder = new BlockDecoder();
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
+    const stop = (): Socket => socket.off("data", onData).off("close", onClose);
+    const onClose = (): void => {
+      stop();
+      reject(new Error("the data connection closed before the EOF block"));
+    };
     const onData = (chunk: Buffer): void => {
-      const { rest } = decoder.push(chunk);
+      let rest: Buffer | undefined;
+      try {
+        ({ rest } = decoder.push(chunk));
+      } catch (e) {
+        stop();
+        return reject(e);
+      }
       if (decoder.ended) {
-        socket.off("data", onData);
-        socket.pause();
+        stop().pause();
         if (rest) socket.unshift(rest);
         return resolve();
       }
@@ -82,7 +93,7 @@ function uploadEnd(socket: Socket, delayMs = 0): Promise<void> {
       socket.pause();
       setTimeout(() => socket.resume(), delayMs);
     };
-    socket.on("data", onData);
+    socket.on("data", onData).on("close", onClose);
     socket.resume(); // a paused socket stays paused when a listener is added
   });
 }
