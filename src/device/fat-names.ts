@@ -26,8 +26,16 @@ export function fatSizeProblem(bytes: number): string | undefined {
 }
 
 /**
- * The existing entry of `folder` that `name` would collide with on FAT, which ignores case ("a.jpg" and
- * "A.JPG" are one file there), or undefined. An entry spelled exactly `name` is no collision: it is replaced.
+ * The name among `names` that `name` would collide with on FAT, which ignores case ("a.jpg" and "A.JPG" are one
+ * file there), or undefined. A name spelled exactly `name` is no collision: it is replaced.
+ */
+export function caseTwinAmong(names: readonly string[], name: string): string | undefined {
+  const lower = name.toLowerCase();
+  return names.find((n) => n !== name && n.toLowerCase() === lower);
+}
+
+/**
+ * The existing entry of `folder` that `name` would collide with on FAT (see caseTwinAmong), or undefined.
  * Synchronous: a caller that makes the entry in the same turn of the event loop cannot race another upload.
  */
 export function fatCaseTwin(folder: string, name: string): string | undefined {
@@ -37,6 +45,5 @@ export function fatCaseTwin(folder: string, name: string): string | undefined {
   } catch {
     return undefined;
   }
-  const lower = name.toLowerCase();
-  return entries.find((e) => e !== name && e.toLowerCase() === lower);
+  return caseTwinAmong(entries, name);
 }

@@ -6,7 +6,7 @@ import { copyFile, readdir, rm, lstat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { Writable } from "node:stream";
 import { errors } from "../../shared/firmware.js";
-import { fatCaseTwin, fatSizeProblem } from "../fat-names.js";
+import { caseTwinAmong, fatCaseTwin, fatSizeProblem } from "../fat-names.js";
 import { CardError, printable } from "./errors.js";
 import type { Inventory } from "./figures.js";
 import { caseTwinProblem, childPath, isInternalName, tempName, type CardPath, type CardPaths } from "./paths.js";
@@ -289,8 +289,8 @@ export class Writes {
     for (const w of writes) landings.push(await this.landings.get(w)!());
     if (this.fatNames) {
       for (const [i, l] of landings.entries()) {
-        const lower = l.name.toLowerCase();
-        const twin = landings.slice(0, i).find((o) => o.folder === l.folder && o.name !== l.name && o.name.toLowerCase() === lower)?.name ?? fatCaseTwin(l.folder, l.name);
+        const before = landings.slice(0, i).filter((o) => o.folder === l.folder).map((o) => o.name);
+        const twin = caseTwinAmong(before, l.name) ?? fatCaseTwin(l.folder, l.name);
         if (twin !== undefined) throw new CardError("name-not-allowed", `Invalid file name "${printable(l.target.relative)}": ${caseTwinProblem(twin)}.`);
       }
     }
