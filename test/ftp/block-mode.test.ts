@@ -44,11 +44,14 @@ async function blockSession(ftp: Ftp): Promise<{ raw: RawFtp; data: Socket; rece
 
 /** Sends STOR, then `bytes` once the server opened the transfer; resolves with the final reply. */
 async function store(raw: RawFtp, data: Socket, name: string, bytes: Buffer | Buffer[]): Promise<string> {
+  // heard from the start: a file whose bytes came early is complete as soon as it opens, its 226 right behind the 150
+  const isFinal = (line: string): boolean => /^[2-5]\d\d /.test(line);
+  const final = raw.next((t) => t.split("\r\n").some(isFinal));
+  final.catch(() => undefined);
   const opened = await raw.command(`STOR ${name}`);
   if (!opened.startsWith("150")) return opened;
-  const final = raw.next((t) => /^\d{3} /m.test(t));
   for (const piece of Array.isArray(bytes) ? bytes : [bytes]) data.write(piece);
-  return (await final).trim();
+  return (await final).split("\r\n").find(isFinal)!;
 }
 
 /** The file content of a block-mode download in `stream`, once its EOF block is complete; undefined before. */
@@ -106,6 +109,18 @@ describe("FTP block mode (MODE B)", () => {
     assert.match(await raw.command("REST 10"), /^504 REST is supported in stream mode only/);
     assert.equal(await raw.command("MODE S"), "200 Mode set to S.");
     await eventually(() => data.destroyed || data.readableEnded, 5_000);
+    raw.socket.destroy();
+  });
+
+  it("files whose blocks all came in one write before their STORs: each lands whole, the next file's bytes kept for it", async () => {
+    const { raw, data } = await blockSession(ftp);
+    const [first, second] = [randomBytes(100_000), randomBytes(70_000)];
+    data.write(Buffer.concat([blocks(first), blocks(second, 1000)]));
+    assert.match(await raw.command("NOOP"), /^200/); // by now the device has read them: the data went first on loopback
+    assert.equal(await store(raw, data, "first.jpg", []), "226 Transfer complete.");
+    assert.equal(await store(raw, data, "second.jpg", []), "226 Transfer complete.");
+    assert.ok((await readFile(join(card, "first.jpg"))).equals(first));
+    assert.ok((await readFile(join(card, "second.jpg"))).equals(second));
     raw.socket.destroy();
   });
 

@@ -137,7 +137,7 @@ describe("FTP mode with real clients", () => {
     assert.ok((await readFile(join(card, "half.bin"))).equals(bytes), "resumed upload is complete and exact");
   });
 
-  it("a ranged download (REST, then ABOR once the range is read) and active mode (EPRT and PORT)", async () => {
+  it("a ranged download (REST, then ABOR once the range is read) and active mode (EPRT and PORT) both ways", async () => {
     const bytes = randomBytes(4_000_000);
     await writeFile(join(card, "ranged.bin"), bytes);
     const ranged = await run("sh", ["-c", `curl -sS -r 1000000-1000999 ${ftp.url}/ranged.bin | od -An -tx1 -v | tr -d ' \\n'`]);
@@ -150,6 +150,9 @@ describe("FTP mode with real clients", () => {
       const r = await curl([...flags, "-o", join(dir, "active.bin"), `${ftp.url}/ranged.bin`]);
       assert.equal(r.code, 0, `${flags.join(" ")}: ${r.stderr}`);
       assert.ok((await readFile(join(dir, "active.bin"))).equals(bytes), flags.join(" "));
+      const up = await curl([...flags, "-T", join(dir, "active.bin"), `${ftp.url}/active-up.bin`]);
+      assert.equal(up.code, 0, `upload ${flags.join(" ")}: ${up.stderr}`);
+      assert.ok((await readFile(join(card, "active-up.bin"))).equals(bytes), `upload ${flags.join(" ")}`);
     }
   });
 

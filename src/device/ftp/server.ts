@@ -2,7 +2,7 @@
 import { stat } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { listenEverywhere, listenOn } from "../../shared/listen.js";
-import { plainAddress } from "./data.js";
+import { DATA_READ_BUFFER, plainAddress } from "./data.js";
 import { Session } from "./session.js";
 import type { FtpServer, FtpServerOptions } from "./types.js";
 
@@ -35,7 +35,7 @@ export function createFtpServer(options: FtpServerOptions): FtpServer {
     if (server) throw new Error("The FTP server is already running.");
     const st = await stat(options.root).catch(() => undefined);
     if (!st?.isDirectory()) throw new Error(`The card folder ${options.root} does not exist or is not a folder.`);
-    const ctx = { options, card: options.card, log };
+    const ctx = { options, card: options.card, log, readBuffer: Buffer.allocUnsafeSlow(DATA_READ_BUFFER) };
     const srv = createServer((socket) => {
       const refusal = admission([...sessions], plainAddress(socket.remoteAddress));
       if (refusal) {

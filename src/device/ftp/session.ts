@@ -5,7 +5,7 @@ import { lstatSync, mkdirSync, renameSync, utimesSync, type Stats } from "node:f
 import { rmdir, stat, unlink } from "node:fs/promises";
 import type { Socket } from "node:net";
 import { isIP } from "node:net";
-import { activeChannel, listenPassive, parseEprt, parsePort, PassivePort, pasvAddress, plainAddress, type DataChannel } from "./data.js";
+import { activeChannel, listenPassive, parseEprt, parsePort, PassivePort, pasvAddress, plainAddress, type DataChannel, type DataSocket } from "./data.js";
 import { ALL_FACTS, entryOf, factsLine, listLine, readFolder, type Fact } from "./listing.js";
 import { parseTimeVal, timeVal } from "../../shared/ftp-time.js";
 import { CardError, type CardFileSystem, type CardPath } from "../card/card.js";
@@ -46,6 +46,8 @@ export interface SessionContext {
   options: FtpServerOptions;
   card: CardFileSystem;
   log: (line: string) => void;
+  /** What every data connection of the server reads into (see DataSocket). */
+  readBuffer: Buffer;
 }
 
 export class Session {
@@ -622,9 +624,9 @@ export class Session {
     try {
       // A port range may be a single port shared by every session (--firmware-ports): then each transfer listens
       // anew and frees the port once connected. Otherwise the session keeps one port.
-      if (passivePortRange) channel = await listenPassive(host, this.peer, passivePortRange);
+      if (passivePortRange) channel = await listenPassive(host, this.peer, passivePortRange, this.ctx.readBuffer);
       else {
-        this.passivePort ??= await PassivePort.open(host, this.peer);
+        this.passivePort ??= await PassivePort.open(host, this.peer, this.ctx.readBuffer);
         channel = this.passivePort.next();
       }
     } catch (e) {
@@ -646,7 +648,7 @@ export class Session {
     // Connecting anywhere but the client itself would let us be used to reach third parties (FTP bounce).
     if (plainAddress(target.host) !== this.peer || target.port < 1024) throw new Reply(504, "Data connections go only to your own address, port 1024 or above.");
     this.closeData();
-    this.data = activeChannel(target.host, target.port);
+    this.data = activeChannel(target.host, target.port, this.ctx.readBuffer);
     this.write(200, "PORT command successful.");
   }
 
@@ -661,7 +663,7 @@ export class Session {
    * closed after the transfer; in block mode it is kept for the next one unless the transfer failed. ABOR and the
    * session closing stop it (Transfer.abort): `work` then sees its socket destroyed.
    */
-  private async runTransfer(work: (socket: Socket) => Promise<number | void>, file?: { direction: "upload" | "download"; path: string }): Promise<void> {
+  private async runTransfer(work: (socket: DataSocket) => Promise<number | void>, file?: { direction: "upload" | "download"; path: string }): Promise<void> {
     const channel = this.data;
     const keep = this.blockMode;
     if (!keep) this.data = undefined;
@@ -672,7 +674,7 @@ export class Session {
     };
     this.socket.setTimeout(0); // a long transfer keeps the control connection quiet; that is not idleness
     let aborted = false;
-    let connected: Socket | undefined;
+    let connected: DataSocket | undefined;
     // Stopped before its data connection came, the transfer stops waiting for it (else up to 30 s: a mode switch
     // would wait that long); stopped while it was being accepted, `work` fails at once on the destroyed socket.
     const abort = (): void => {
@@ -681,7 +683,7 @@ export class Session {
       else channel.close();
     };
     const done = (async (): Promise<void> => {
-      let socket: Socket;
+      let socket: DataSocket;
       try {
         socket = connected = await channel.connect();
       } catch {
@@ -690,7 +692,7 @@ export class Session {
         throw new Reply(425, "Cannot open the data connection.");
       }
       if (aborted) socket.destroy();
-      else if (socket.destroyed || socket.readableEnded) {
+      else if (socket.closedEmpty) {
         drop();
         throw new Reply(425, "The data connection was closed; send PASV, EPSV or PORT again.");
       }

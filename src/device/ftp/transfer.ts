@@ -12,12 +12,11 @@ import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { BlockDecoder, BlockFormatError, END_BLOCK, toBlocks } from "../../shared/ftp-blocks.js";
 import { CardError, type CardWrite } from "../card/card.js";
+import type { DataSocket } from "./data.js";
 import { Reply } from "./replies.js";
 import { writeAll } from "../../shared/socket-write.js";
 
 const DRAIN_LIMIT = 16 * 1024 * 1024;
-/** Bytes gathered from the data connection before they go to the card in one write (a 200 KB photo lands in one). */
-const WRITE_BATCH = 256 * 1024;
 /**
  * How long an upload that replaces a file waits, after its data connection ended, for the control connection
  * to close too. A client killed mid-upload closes both, but its control close arrives up to a few
@@ -132,7 +131,7 @@ export interface Receive {
  * target is untouched. No fsync before the rename: it cost 3–4× on many small files (see bench/ftp.bench.ts),
  * and vsftpd does not sync either.
  */
-export async function receiveFile(write: CardWrite, socket: Socket, opts: Receive): Promise<number> {
+export async function receiveFile(write: CardWrite, socket: DataSocket, opts: Receive): Promise<number> {
   const received = await receiveData(write, socket, opts.blocks ? new BlockDecoder() : undefined);
   // In stream mode the end of data means "complete", but a client that died also closes its data connection; its
   // control connection closes just after, which stops the transfer (destroying this socket). A new file only
@@ -152,87 +151,77 @@ export async function receiveFile(write: CardWrite, socket: Socket, opts: Receiv
 
 /**
  * Reads the file from the data connection into `write` — to the connection's end, or with `blocks` to the EOF
- * block (then the connection is paused with what followed put back) — claiming each chunk's bytes on the card,
- * and resolves with the bytes kept. Chunks are gathered up to WRITE_BATCH and written at once. Once the
- * upload does not fit (on the card, or in the largest file it holds) it fails with CardError, but first discards up
- * to DRAIN_LIMIT more bytes so that a client still sending (curl does not read replies while it sends) finishes
+ * block (then the connection is paused with what followed left waiting) — claiming and writing each read's bytes
+ * as it comes (a read is valid only until the next), and resolves with the bytes kept. Once the upload does not
+ * fit (on the card, or in the largest file it holds) it fails with CardError, but first discards up to
+ * DRAIN_LIMIT more bytes so that a client still sending (curl does not read replies while it sends) finishes
  * and sees the 552 reply rather than a reset connection.
  */
-function receiveData(write: CardWrite, socket: Socket, blocks: BlockDecoder | undefined): Promise<number> {
+function receiveData(write: CardWrite, socket: DataSocket, blocks: BlockDecoder | undefined): Promise<number> {
   return new Promise((resolve, reject) => {
-    let batch: Buffer[] = [];
-    let batched = 0;
     let received = 0;
     let refused: CardError | undefined;
     let discarded = 0;
-    const flush = (): void => {
-      if (batched === 0) return;
-      const chunks = batch;
-      batch = [];
-      batched = 0;
-      write.put(chunks);
-    };
     const full = (): CardError =>
       new CardError(refused!.code, refused!.code === "too-big" ? "The card cannot hold a file this big (FAT32: under 4 GiB)." : "Not enough space on the card.", { cause: refused });
     const settle = (failure?: unknown): void => {
-      socket.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
+      socket.intake = undefined;
+      socket.off("end", onEnd).off("error", settle).off("close", onClose);
       if (failure === undefined) return resolve(received);
       socket.destroy();
       reject(failure);
     };
-    /** Keeps one piece of the file; false once the transfer settled. */
-    const take = (piece: Buffer): boolean => {
+    /** Keeps one read's pieces of the file; false once the transfer settled. */
+    const keep = (pieces: Buffer[]): boolean => {
+      let bytes = 0;
+      for (const piece of pieces) bytes += piece.length;
       try {
         if (!refused) {
           try {
-            write.grow(piece.length);
+            write.grow(bytes);
           } catch (e) {
             if (!(e instanceof CardError)) throw e;
             refused = e;
           }
         }
         if (refused) {
-          discarded += piece.length;
+          discarded += bytes;
           if (discarded <= DRAIN_LIMIT) return true;
           throw full();
         }
-        received += piece.length;
-        batch.push(piece);
-        batched += piece.length;
-        if (batched >= WRITE_BATCH) flush();
+        received += bytes;
+        if (bytes > 0) write.put(pieces);
         return true;
       } catch (e) {
         settle(e);
         return false;
       }
     };
-    const onData = (chunk: Buffer): void => {
-      if (!blocks) return void take(chunk);
+    const onRead = (bytes: Buffer): void => {
+      if (!blocks) return void keep([bytes]);
       let decoded: ReturnType<BlockDecoder["push"]>;
       try {
-        decoded = blocks.push(chunk);
+        decoded = blocks.push(bytes);
       } catch (e) {
         return settle(e instanceof BlockFormatError ? new Reply(426, `${e.message} Transfer aborted.`) : e);
       }
-      for (const piece of decoded.data) if (!take(piece)) return;
-      if (!blocks.ended) return;
+      if (!keep(decoded.data) || !blocks.ended) return;
       socket.pause();
-      if (decoded.rest) socket.unshift(decoded.rest);
+      if (decoded.rest) socket.waiting = Buffer.from(decoded.rest);
       finish();
     };
-    const finish = (): void => {
-      if (refused) return settle(full());
-      try {
-        flush();
-      } catch (e) {
-        return settle(e);
-      }
-      settle();
-    };
+    const finish = (): void => settle(refused ? full() : undefined);
     const onEnd = (): void => (blocks ? settle(new Reply(426, "The data connection ended before the file's EOF block; transfer aborted.")) : finish());
     const onClose = (): void => settle(new Reply(426, "Data connection lost; transfer aborted."));
     if (socket.destroyed) return onClose();
-    socket.on("data", onData).on("end", onEnd).on("error", settle).on("close", onClose);
-    socket.resume();
+    socket.on("end", onEnd).on("error", settle).on("close", onClose);
+    socket.intake = onRead;
+    const early = socket.waiting;
+    socket.waiting = undefined;
+    if (early) onRead(early);
+    if (socket.intake !== onRead) return; // the early bytes held the whole file, or failed it
+    // 'end' came already if the client closed before the transfer began
+    if (socket.readableEnded) onEnd();
+    else socket.resume();
   });
 }
