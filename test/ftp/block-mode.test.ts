@@ -4,12 +4,12 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { mkdir, readdir, readFile } from "node:fs/promises";
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { eventually, removeDir, tempDir } from "../helpers.js";
 import { PASSWORD, startFtp, usage, USER, type Ftp } from "./fixtures/ftp.js";
-import { ftpConnection, type RawFtp } from "./fixtures/raw.js";
+import { ftpConnection, logIn, openData, type RawFtp } from "./fixtures/raw.js";
 
 const EOF = 64;
 const RESTART = 16;
@@ -28,15 +28,9 @@ function blocks(data: Buffer, size = 0xffff): Buffer {
 /** A logged-in session in binary block mode with its data connection open. */
 async function blockSession(ftp: Ftp): Promise<{ raw: RawFtp; data: Socket; received: () => Buffer }> {
   const raw = await ftpConnection(ftp.port);
-  assert.match(await raw.command(`USER ${USER}`), /^331/);
-  assert.match(await raw.command(`PASS ${PASSWORD}`), /^230/);
-  assert.match(await raw.command("TYPE I"), /^200/);
+  await logIn(raw, USER, PASSWORD);
   assert.equal(await raw.command("MODE B"), "200 Mode set to B.");
-  const epsv = await raw.command("EPSV");
-  const port = Number(/\|\|\|(\d+)\|/.exec(epsv)?.[1]);
-  const data = connect(port, "127.0.0.1");
-  data.on("error", () => undefined);
-  await new Promise((resolve) => data.once("connect", resolve));
+  const data = await openData(raw);
   let got = Buffer.alloc(0);
   data.on("data", (d: Buffer) => (got = Buffer.concat([got, d])));
   return { raw, data, received: () => got };

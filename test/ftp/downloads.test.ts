@@ -7,12 +7,11 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { chmod, cp, mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
-import { connect } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { eventually, processAlive, removeDir, repoRoot, start, tempDir } from "../helpers.js";
 import { curl, PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
-import { ftpConnection } from "./fixtures/raw.js";
+import { ftpConnection, logIn, openData } from "./fixtures/raw.js";
 
 const SESSIONS = 40;
 
@@ -36,13 +35,8 @@ describe("FTP downloads", () => {
     const closedBefore = (ftp.device.program.stdout().match(/: closed/g) ?? []).length;
     for (let i = 0; i < SESSIONS; i++) {
       const raw = await ftpConnection(ftp.port);
-      assert.match(await raw.command(`USER ${USER}`), /^331/);
-      assert.match(await raw.command(`PASS ${PASSWORD}`), /^230/, `session ${i} is let in`);
-      assert.match(await raw.command("TYPE I"), /^200/);
-      const port = Number(/\|\|\|(\d+)\|/.exec(await raw.command("EPSV"))?.[1]);
-      const data = connect(port, "127.0.0.1");
-      data.on("error", () => undefined);
-      await new Promise((resolve) => data.once("connect", resolve));
+      await logIn(raw, USER, PASSWORD);
+      const data = await openData(raw);
       let got = Buffer.alloc(0);
       const arrived = new Promise<void>((resolve) =>
         data.on("data", (d: Buffer) => {
@@ -107,13 +101,8 @@ describe("FTP downloads of large files (the sendfile helper)", () => {
   it("ABOR stops it at once (426, then 226), and the session downloads again", async () => {
     const raw = await ftpConnection(ftp.port);
     try {
-      assert.match(await raw.command(`USER ${USER}`), /^331/);
-      assert.match(await raw.command(`PASS ${PASSWORD}`), /^230/);
-      assert.match(await raw.command("TYPE I"), /^200/);
-      const port = Number(/\|\|\|(\d+)\|/.exec(await raw.command("EPSV"))?.[1]);
-      const data = connect(port, "127.0.0.1");
-      data.on("error", () => undefined);
-      await new Promise((resolve) => data.once("connect", resolve));
+      await logIn(raw, USER, PASSWORD);
+      const data = await openData(raw);
       data.pause(); // a client that does not read: the helper waits on a full socket
       assert.match(await raw.command("RETR huge.bin"), /^150/);
       await eventually(async () => (await helpers()) === 1, 10_000);
@@ -137,12 +126,8 @@ describe("FTP downloads of large files (the sendfile helper)", () => {
     const doomed = await startFtp(card);
     const raw = await ftpConnection(doomed.port);
     try {
-      assert.match(await raw.command(`USER ${USER}`), /^331/);
-      assert.match(await raw.command(`PASS ${PASSWORD}`), /^230/);
-      const port = Number(/\|\|\|(\d+)\|/.exec(await raw.command("EPSV"))?.[1]);
-      const data = connect(port, "127.0.0.1");
-      data.on("error", () => undefined);
-      await new Promise((resolve) => data.once("connect", resolve));
+      await logIn(raw, USER, PASSWORD);
+      const data = await openData(raw);
       data.pause();
       assert.match(await raw.command("RETR huge.bin"), /^150/);
       let helper = 0;

@@ -3,24 +3,18 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile } from "node:fs/promises";
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { removeDir, tempDir } from "../helpers.js";
 import { PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
-import { ftpConnection, type RawFtp } from "./fixtures/raw.js";
+import { ftpConnection, logIn, openData, type RawFtp } from "./fixtures/raw.js";
 
 /** A logged-in binary session and a data connection opened through EPSV. */
 async function session(ftp: Ftp): Promise<{ raw: RawFtp; data: Socket }> {
   const raw = await ftpConnection(ftp.port);
-  assert.match(await raw.command(`USER ${USER}`), /^331/);
-  assert.match(await raw.command(`PASS ${PASSWORD}`), /^230/);
-  assert.match(await raw.command("TYPE I"), /^200/);
-  const port = Number(/\|\|\|(\d+)\|/.exec(await raw.command("EPSV"))?.[1]);
-  const data = connect(port, "127.0.0.1");
-  data.on("error", () => undefined);
-  await new Promise((resolve) => data.once("connect", resolve));
-  return { raw, data };
+  await logIn(raw, USER, PASSWORD);
+  return { raw, data: await openData(raw) };
 }
 
 /**
