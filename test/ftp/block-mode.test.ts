@@ -118,6 +118,18 @@ describe("FTP block mode (MODE B)", () => {
     raw.socket.destroy();
   });
 
+  it("a refused STOR drops the data connection: blocks sent ahead for it never become the next file's", async () => {
+    await mkdir(join(card, "a-folder"));
+    const { raw, data } = await blockSession(ftp);
+    const closed = new Promise((resolve) => data.once("close", resolve));
+    data.write(blocks(randomBytes(5_000)));
+    assert.equal(await store(raw, data, "a-folder", []), "550 That name is a folder.");
+    await closed;
+    assert.match(await raw.command("STOR next.jpg"), /^425 /);
+    await assert.rejects(readFile(join(card, "next.jpg")), { code: "ENOENT" });
+    raw.socket.destroy();
+  });
+
   it("keeps nothing of an upload whose EOF block never came, or whose blocks are malformed", async () => {
     const { raw, data } = await blockSession(ftp);
     const opened = await raw.command("STOR cut.jpg");

@@ -5,8 +5,6 @@ import { createServer, isIPv4, Socket, type Server, type SocketConstructorOpts }
 const CONNECT_TIMEOUT_MS = 30_000;
 /** Size of the buffer data connections read into; it stays in the CPU's cache (256 KiB read best of 64 KiB–1 MiB). */
 export const DATA_READ_BUFFER = 256 * 1024;
-/** Bytes a data connection takes before a transfer wants them; then it stops reading (the kernel's window holds the rest). */
-const WAITING_LIMIT = 64 * 1024;
 
 /** Takes the bytes of one read. They are valid only during the call: the next read lands in the same memory. */
 export type Intake = (bytes: Buffer) => void;
@@ -15,17 +13,19 @@ export type Intake = (bytes: Buffer) => void;
  * A data connection. Node reads what arrives straight into `buffer`, handed to `intake`; the socket's stream gives
  * no data (Node's `onread`). A fresh buffer per read, as a plain socket has, made the kernel fault in new pages for
  * most reads: about half of an upload's CPU time here. Every data connection of a server can share one buffer:
- * each read is taken (written to the card, or copied) within its callback, before any other read. Bytes that come
- * while no transfer takes them wait in `waiting` (a copy), up to WAITING_LIMIT.
+ * each read is taken (written to the card, or copied) within its callback, before any other read. A read that comes
+ * while no transfer takes it waits in `waiting` (a copy), and the socket stops reading until a transfer takes it:
+ * the kernel's window holds the rest.
  */
 export class DataSocket extends Socket {
   intake: Intake | undefined;
   /** Bytes no transfer took yet: early data, or in block mode what followed a file's EOF block. */
   waiting: Buffer | undefined;
 
+  /** Node reads `noDelay` (here always set: a reply's last bytes must not wait) only in the constructor. */
   constructor(buffer: Buffer, options: SocketConstructorOpts & { handle?: unknown } = {}) {
     const owner: { socket?: DataSocket } = {};
-    super({ ...options, allowHalfOpen: true, onread: { buffer, callback: (n: number) => owner.socket!.arrived(buffer.subarray(0, n)) } } as SocketConstructorOpts);
+    super({ ...options, allowHalfOpen: true, noDelay: true, onread: { buffer, callback: (n: number) => owner.socket!.arrived(buffer.subarray(0, n)) } } as SocketConstructorOpts);
     owner.socket = this;
   }
 
@@ -41,7 +41,7 @@ export class DataSocket extends Socket {
       return true;
     }
     this.waiting = this.waiting ? Buffer.concat([this.waiting, bytes]) : Buffer.from(bytes);
-    return this.waiting.length < WAITING_LIMIT;
+    return false;
   }
 }
 
@@ -183,7 +183,7 @@ export function activeChannel(host: string, port: number, buffer: Buffer): DataC
     port,
     connect: () =>
       (connected ??= new Promise<DataSocket>((resolve, reject) => {
-        const s = new DataSocket(buffer).setTimeout(CONNECT_TIMEOUT_MS).connect({ host, port, noDelay: true });
+        const s = new DataSocket(buffer).setTimeout(CONNECT_TIMEOUT_MS).connect({ host, port });
         socket = s;
         s.once("connect", () => {
           s.setTimeout(0);

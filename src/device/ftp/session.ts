@@ -8,7 +8,7 @@ import { isIP } from "node:net";
 import { activeChannel, listenPassive, parseEprt, parsePort, PassivePort, pasvAddress, plainAddress, type DataChannel, type DataSocket } from "./data.js";
 import { ALL_FACTS, entryOf, factsLine, listLine, readFolder, type Fact } from "./listing.js";
 import { parseTimeVal, timeVal } from "../../shared/ftp-time.js";
-import { CardError, type CardFileSystem, type CardPath } from "../card/card.js";
+import { CardError, type CardFileSystem, type CardPath, type CardWrite } from "../card/card.js";
 import { cardPath } from "./paths.js";
 import { freeSpaceText, fsReply, pathReply, quote, Reply } from "./replies.js";
 import { receiveFile, sendFile, sendText, ShortUploadError } from "./transfer.js";
@@ -534,9 +534,29 @@ export class Session {
   }
 
   private async storCmd(verb: "STOR" | "APPE", arg: string): Promise<void> {
-    const offset = this.takeRest();
     const announced = this.announced;
     this.announced = undefined;
+    // In block mode a refused upload drops its data connection: blocks the client sent ahead on it (as framefi sync
+    // does) belong to the refused file and must not become the next one's. Stream mode keeps it, as vsftpd does.
+    const { path, write, replaces } = await this.prepareUpload(verb, arg).catch((e: unknown) => {
+      if (this.blockMode) this.closeData();
+      throw e;
+    });
+    let received = 0;
+    try {
+      await this.runTransfer(async (socket) => {
+        received = await receiveFile(write, socket, { announced, replaces, blocks: this.blockMode });
+        return received;
+      }, { direction: "upload", path });
+    } finally {
+      await write.abort();
+    }
+    this.ctx.log(`ftp ${this.label}: stored ${path} (${received} bytes)`);
+  }
+
+  /** Checks an upload's target and opens its card write; a Reply when it is refused. */
+  private async prepareUpload(verb: "STOR" | "APPE", arg: string): Promise<{ path: string; write: CardWrite; replaces: boolean }> {
+    const offset = this.takeRest();
     if (!arg) throw new Reply(501, `${verb} needs a file name.`);
     const path = this.path(arg);
     const target = await this.entry(path);
@@ -561,16 +581,7 @@ export class Session {
     const write = await this.ctx.card
       .beginWrite(target, { exclusive: source, onAbort: () => this.transfer?.abort(), ...(keep > 0 ? { keep: { from: source, bytes: keep } } : {}) })
       .catch(fsReply);
-    let received = 0;
-    try {
-      await this.runTransfer(async (socket) => {
-        received = await receiveFile(write, socket, { announced, replaces: existing !== undefined, blocks: this.blockMode });
-        return received;
-      }, { direction: "upload", path });
-    } finally {
-      await write.abort();
-    }
-    this.ctx.log(`ftp ${this.label}: stored ${path} (${received} bytes)`);
+    return { path, write, replaces: existing !== undefined };
   }
 
   /**
