@@ -1,5 +1,5 @@
 // An upload's data that reaches bin/framefi-device before its STOR, as a pipelining client sends it: the device
-// reads a data connection into one buffer of its own, and keeps what came before a transfer for that transfer.
+// reads data connections into one buffer, and keeps what came before a transfer for that transfer.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile } from "node:fs/promises";
@@ -50,7 +50,7 @@ describe("FTP upload data sent before STOR", () => {
     await removeDir(dir);
   });
 
-  for (const [what, size] of [["a small file", 10_000], ["a file larger than what is read ahead (64 KiB)", 3_000_000]] as const) {
+  for (const [what, size] of [["a small file", 10_000], ["a file larger than what is read ahead (one read, at most 256 KiB)", 3_000_000]] as const) {
     it(`${what}, sent whole and its data connection closed before STOR, is stored whole`, async () => {
       const { raw, data } = await session(ftp);
       const bytes = randomBytes(size);
