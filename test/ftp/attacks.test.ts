@@ -1,6 +1,6 @@
 // FTP mode under attack, against bin/framefi-device over real sockets: reply floods from clients that never read,
-// idle connections that hold every slot, password guessing, clients killed mid-upload, and names of the
-// device's own temp files.
+// data poured into data connections without a STOR, idle connections that hold every slot, password guessing,
+// clients killed mid-upload, and names of the device's own temp files.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
@@ -10,7 +10,7 @@ import { after, before, describe, it } from "node:test";
 import { eventually, removeDir, start, startDevice, tempDir } from "../helpers.js";
 import { curl, hasPartial, isPartial, lftp, PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
 import { listTree } from "../fixtures/files.js";
-import { ftpConnection } from "./fixtures/raw.js";
+import { ftpConnection, logIn, openData } from "./fixtures/raw.js";
 import { rssMiB } from "../fixtures/memory.js";
 
 /** Bytes of the upload in progress on the card (0 when there is none). */
@@ -72,6 +72,49 @@ describe("FTP mode: floods and idle connections", () => {
     const list = await curl(["-l", `${ftp.url}/`]);
     assert.equal(list.code, 0, list.stderr);
     c.socket.destroy();
+  });
+
+  it("logged-in clients that pour data into their data connections and never send STOR: memory stays bounded", async () => {
+    const SESSIONS = 12;
+    const chunk = Buffer.alloc(1024 * 1024, 1);
+    const CHUNKS = 64;
+    const sessions = await Promise.all(
+      Array.from({ length: SESSIONS }, async () => {
+        const raw = await ftpConnection(ftp.port);
+        await logIn(raw, USER, PASSWORD);
+        const data = await openData(raw);
+        for (let i = 0; i < CHUNKS; i++) data.write(chunk);
+        return { raw, data };
+      }),
+    );
+    try {
+      // The device takes one read of each and stops: the rest stays queued here, once the kernel's buffers are full.
+      let last = -1;
+      await eventually(
+        () => {
+          const queued = sessions.reduce((sum, { data }) => sum + data.writableLength, 0);
+          const stalled = queued === last && sessions.every(({ data }) => data.writableLength > 0);
+          last = queued;
+          return stalled;
+        },
+        30_000,
+        500,
+      );
+      const rss = Math.round(rssMiB(ftp.device.program.child.pid!));
+      const taken = (SESSIONS * CHUNKS * chunk.length - last) / 1e6;
+      console.log(`data before STOR: ${SESSIONS} connections held after ${taken.toFixed(1)} MB left the clients; device RSS ${rss} MB`);
+      assert.ok(rss < 200, `device RSS ${rss} MB`);
+      // The device still serves others, and has not read on meanwhile.
+      const list = await curl(["-l", `${ftp.url}/`]);
+      assert.equal(list.code, 0, list.stderr);
+      const later = Math.round(rssMiB(ftp.device.program.child.pid!));
+      assert.ok(later < 200, `device RSS ${later} MB`);
+    } finally {
+      for (const { raw, data } of sessions) {
+        data.destroy();
+        raw.socket.destroy();
+      }
+    }
   });
 
   it("idle connections from one address cannot lock out another: 16 per address, then 421", async () => {
