@@ -67,6 +67,15 @@ export class DeviceHttpError extends FrameFiError {
   ) {
     super(`${request}: the device answered ${status}: ${deviceMessage}`);
   }
+
+  /** Whether the answer was the device API's JSON; if not, the address may lead to another server. */
+  get fromApi(): boolean {
+    try {
+      return isObject(JSON.parse(this.body));
+    } catch {
+      return false;
+    }
+  }
 }
 
 /** 401: credentials missing or wrong. */
@@ -110,6 +119,12 @@ export function baseUrl(host: string): string {
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new FrameFiError(`"${host}": only http:// and https:// addresses are supported.`);
   return url.origin + url.pathname.replace(/\/+$/, "");
+}
+
+/** An answer's text cut to its first line, at most 100 characters: an error page must not flood the terminal. */
+function firstLine(text: string): string {
+  const line = text.trim().split("\n", 1)[0]!.trim();
+  return line.length > 100 ? `${line.slice(0, 100)}…` : line;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -391,16 +406,18 @@ export class FrameFiClient {
     } catch {
       json = undefined;
     }
+    const page = /html/i.test(res.headers["content-type"] ?? "") || /^\s*</.test(text);
     if (res.status < 200 || res.status > 299) {
-      const message = isObject(json) && typeof json.message === "string" ? json.message : text.trim() || res.statusText;
+      const message = isObject(json) && typeof json.message === "string" ? json.message : page ? "a web page, not the device API's JSON; check that this is the device's address" : firstLine(text) || res.statusText;
       if (res.status === 401) throw new AuthenticationError(res.status, message, text, request);
       if (res.status === 403) throw new ForbiddenError(res.status, message, text, request);
       throw new DeviceHttpError(res.status, message, text, request);
     }
     if (!isObject(json)) {
-      const page = /html/i.test(res.headers["content-type"] ?? "") || /^\s*</.test(text);
       const what = page ? "a web page" : `"${text.slice(0, 60).replace(/\s+/g, " ").trim()}"`;
-      throw new ProtocolError(`${request}: ${this.url} answered ${what}, not the device API's JSON. Give the device's address without a path, e.g. ${new URL(this.url).origin}.`);
+      const url = new URL(this.url);
+      const fix = url.pathname.length > 1 ? `Give the device's address without a path, e.g. ${url.origin}.` : "Check that this is the device's address.";
+      throw new ProtocolError(`${request}: ${this.url} answered ${what}, not the device API's JSON. ${fix}`);
     }
     // The firmware answers some errors with status 200 and {"status":"error"}; treat them as errors too.
     if (json.status === "error") {

@@ -45,7 +45,7 @@ Commands:
 
 Options:
   --host HOST            the device: host, host:port or URL (else FRAMEFI_DEVICE, else FTP_HOST of ./.env)
-  -u, --user USER[:PW]   web login; without :PW it is asked for on a terminal
+  -u, --user USER[:PW]   web login; without :PW, FRAMEFI_PASSWORD, else asked for on a terminal
                          (else FRAMEFI_USER and FRAMEFI_PASSWORD, else WEB_SERVER_USER/_PASSWORD of ./.env)
   --json                 print the device's JSON answer unchanged
   -y, --yes              do not ask for confirmation (wifi reset)
@@ -504,7 +504,7 @@ export async function main(argv: string[]): Promise<number> {
   let conn: Connection | undefined;
   /** Says where the address came from when the answer was not the device's. */
   const hint = (e: unknown): string =>
-    conn && (e instanceof DeviceUnreachableError || e instanceof ProtocolError || (e instanceof DeviceHttpError && e.status === 404)) ? hostHint(conn) : "";
+    conn && (e instanceof DeviceUnreachableError || e instanceof ProtocolError || (e instanceof DeviceHttpError && (e.status === 404 || !e.fromApi))) ? hostHint(conn) : "";
   try {
     const { flags, positionals } = parse(argv);
     json = flags.json === true;

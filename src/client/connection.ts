@@ -38,12 +38,13 @@ export interface Connection {
 export const FIRMWARE_FTP_PORT = 21;
 
 /**
- * A hint for an answer that is not the device's: the .env's FTP_HOST names a host without a port, which means
- * port 80, as on the firmware (our device service listens on 8080 by default).
+ * A hint for an answer that is not the device's: an address without a port means port 80, as on the firmware, but
+ * our device service listens on 8080 by default; else where the address came from, when not from --host.
  */
 export function hostHint(conn: Connection): string {
-  if (conn.hostFrom === "FTP_HOST" && !/:\d+(\/|$)/.test(conn.host.replace(/^[a-z]+:\/\//i, ""))) {
-    return ` (FTP_HOST="${conn.host}" from the .env has no port, so the web API is taken at port 80, as on the firmware; for framefi-device add its port, e.g. ${conn.host}:8080)`;
+  if (!/^https:/i.test(conn.host) && !/:\d+(\/|$)/.test(conn.host.replace(/^[a-z]+:\/\//i, "").replace(/^\[[^\]]*\]/, ""))) {
+    const given = conn.hostFrom === "FTP_HOST" ? `FTP_HOST="${conn.host}" from the .env` : `${conn.hostFrom} ${conn.host}`;
+    return ` (${given} has no port, so the web API is taken at port 80, as on the firmware; for framefi-device add its port, e.g. ${conn.host}:8080)`;
   }
   return conn.hostFrom === "--host" ? "" : ` (the address came from ${conn.hostFrom})`;
 }
@@ -85,9 +86,9 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
   }
 
   let web: Credentials | undefined;
-  if (flags.user !== undefined) web = splitUser(flags.user);
-  else if (pick(env.FRAMEFI_USER) !== undefined) {
-    web = splitUser(env.FRAMEFI_USER!);
+  if (flags.user !== undefined || pick(env.FRAMEFI_USER) !== undefined) {
+    web = splitUser(flags.user ?? env.FRAMEFI_USER!);
+    // A user given without a password takes FRAMEFI_PASSWORD, as --ftp-user takes FRAMEFI_FTP_PASSWORD.
     if (env.FRAMEFI_PASSWORD !== undefined && web.password === undefined) web.password = env.FRAMEFI_PASSWORD;
   } else if (pick(fw("WEB_SERVER_USER"), fw("WEB_SERVER_PASSWORD")) !== undefined) {
     web = { user: fw("WEB_SERVER_USER") ?? "", password: fw("WEB_SERVER_PASSWORD") ?? "" };

@@ -34,12 +34,14 @@ describe("a device with a web login", () => {
     assert.ok(!wrong.stderr.includes(PASS) && !wrong.stdout.includes(PASS), "the password is not echoed back");
   });
 
-  test("-u user:password (the password may hold a colon), FRAMEFI_USER and FRAMEFI_PASSWORD, the .env", async () => {
+  test("-u user:password (the password may hold a colon), FRAMEFI_USER and FRAMEFI_PASSWORD, -u user with FRAMEFI_PASSWORD, the .env", async () => {
     const r = await framefi(["--host", host, "-u", `${USER}:${PASS}`, "mode"]);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, "USB MSC\n");
     assert.equal((await framefi(["--host", host, "mode"], { env: { FRAMEFI_USER: USER, FRAMEFI_PASSWORD: PASS } })).code, 0);
     assert.equal((await framefi(["--host", host, "mode"], { env: { FRAMEFI_USER: `${USER}:${PASS}` } })).code, 0);
+    const userFlag = await framefi(["--host", host, "-u", USER, "mode"], { env: { FRAMEFI_PASSWORD: PASS } });
+    assert.equal(userFlag.code, 0, `-u USER takes FRAMEFI_PASSWORD, as its error advises: ${userFlag.stderr}`);
     const cwd = await tempDir();
     try {
       await writeFile(join(cwd, ".env"), `FTP_HOST="${host}"\nWEB_SERVER_USER="${USER}"\nWEB_SERVER_PASSWORD='${PASS}'\n`);

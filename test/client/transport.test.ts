@@ -118,6 +118,24 @@ describe("the client's HTTP transport", () => {
     });
   });
 
+  test("another web server at the address: one short line that says to check it, never the page itself", async () => {
+    const page = `<!DOCTYPE HTML>\n<html><head><title>Error</title></head>\n<body>${"<p>not here</p>\n".repeat(50)}</body></html>\n`;
+    respond = (req, res) => res.writeHead(req.method === "POST" ? 501 : 200, { "Content-Type": "text/html" }).end(page);
+    for (const args of [["status"], ["mode", "ftp"]]) {
+      const r = await framefi(["--host", `127.0.0.1:${port}`, ...args]);
+      assert.equal(r.code, 1, r.stderr);
+      assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+      assert.match(r.stderr, /a web page, not the device API's JSON[.;] [Cc]heck that this is the device's address/);
+      assert.ok(!r.stderr.includes("<"), "no HTML on the terminal");
+    }
+  });
+
+  test("an address without a port is port 80, as on the firmware: the error suggests framefi-device's 8080", async () => {
+    const r = await framefi(["--host", "127.0.0.1", "--timeout", "5", "status"]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /--host 127\.0\.0\.1 has no port, so the web API is taken at port 80.*e\.g\. 127\.0\.0\.1:8080\)$/m);
+  });
+
   test("framefi exits right after its last answer: no socket or timer keeps it alive", async () => {
     respond = (_req, res) => res.end(JSON.stringify({ status: "success", display_status: "on" }));
     const started = Date.now();
