@@ -212,7 +212,7 @@ async function main(): Promise<number> {
     return 0;
   }
   if (first !== "ready") {
-    process.stderr.write(`framefi start: the ${first.program === "device" ? "device service" : "hook server"} stopped (exit ${first.code}) before it was ready; see its output above. Is a port taken? Change it with the variables in the README.\n`);
+    process.stderr.write(`framefi start: the ${first.program === "device" ? "device service" : "hook server"} stopped (exit ${first.code}) before it was ready; its output above says why. The FRAMEFI_* variables in the README change its settings.\n`);
     await stopAll();
     return 1;
   }

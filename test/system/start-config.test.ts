@@ -43,6 +43,14 @@ test("a short secret is refused, and not printed", async () => {
   assert.doesNotMatch(r.stdout + r.stderr, /abc123/);
 });
 
+test("a card size the device refuses: its own message, then the launcher's line, which guesses nothing", async () => {
+  const r = await launch({ FRAMEFI_CARD_SIZE: "lots" });
+  assert.equal(r.code, 1);
+  assert.match(r.stdout + r.stderr, /\[device\] .*invalid size "lots"/);
+  assert.match(r.stderr, /framefi start: the device service stopped \(exit 2\) before it was ready; its output above says why\./);
+  assert.doesNotMatch(r.stderr, /port/i, "no guess at a port");
+});
+
 const skip = missingPrograms();
 
 // Both programs must be able to start for the launcher to get as far as the port.
