@@ -105,7 +105,7 @@ describe("-options-file", () => {
     }
   });
 
-  test("a line that is not a flag, an unknown flag or a missing file: Go's exit 2 with the file and line", async () => {
+  test("a line that is not a flag, an unknown flag, a bad value, a value missing or a missing file: Go's exit 2 with the file and line", async () => {
     await writeFile(join(dir, "bad.flags"), "-port 9000\n'-verbose'\n");
     const r = await run(bin("webhook"), ["-options-file", "bad.flags"], { cwd: dir });
     assert.equal(r.code, 2);
@@ -113,7 +113,15 @@ describe("-options-file", () => {
     await writeFile(join(dir, "unknown.flags"), "-no-such-flag 1\n");
     const u = await run(bin("webhook"), ["-options-file", "unknown.flags"], { cwd: dir });
     assert.equal(u.code, 2);
-    assert.match(u.stderr, /^flag provided but not defined: -no-such-flag/);
+    assert.match(u.stderr, /^unknown\.flags:1: flag provided but not defined: -no-such-flag/);
+    await writeFile(join(dir, "value.flags"), "# the port\nport abc\n");
+    const v = await run(bin("webhook"), ["-options-file", "value.flags"], { cwd: dir });
+    assert.equal(v.code, 2);
+    assert.match(v.stderr, /^value\.flags:2: invalid value "abc" for flag -port: parse error/);
+    await writeFile(join(dir, "alone.flags"), "port\n-hooks h.json\n");
+    const alone = await run(bin("webhook"), ["-options-file", "alone.flags"], { cwd: dir });
+    assert.equal(alone.code, 2);
+    assert.match(alone.stderr, /^alone\.flags:1: flag needs an argument: -port/, "the next line is not the value");
     const m = await run(bin("webhook"), ["-options-file", "none.flags"], { cwd: dir });
     assert.equal(m.code, 2);
     assert.match(m.stderr, /cannot read none\.flags \(no such file or directory\)/);

@@ -2,7 +2,7 @@
 // usage text: -flag value, -flag=value, --flag, booleans as -flag or -flag=false. Parsing stops
 // at the first argument that is not a flag, or after "--".
 import { msText, parseGoDuration } from "../go/duration.js";
-import { readOptionsFile } from "./options-file.js";
+import { readOptionsFile, type FileArgument } from "./options-file.js";
 import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from "../http/transport.js";
 
 /** The adnanh/webhook release whose flags, files and answers this server reproduces. */
@@ -558,51 +558,74 @@ export function defaults(): Options {
 export function parseFlags(argv: string[]): Options {
   const o = defaults();
   let args = argv;
+  /** Where each argument read from an options file stands ("file:line"), to name it in an error. */
+  let from: (string | undefined)[] = argv.map(() => undefined);
+  const insert = (at: number, read: FileArgument[]): void => {
+    args = [...args.slice(0, at), ...read.map((r) => r.arg), ...args.slice(at)];
+    from = [...from.slice(0, at), ...read.map((r) => r.where), ...from.slice(at)];
+  };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a.length < 2 || a[0] !== "-") break;
-    let name = a.slice(1);
-    if (name.startsWith("-")) {
-      if (name.length === 1) break; // "--" ends the flags
-      name = name.slice(1);
-    }
-    if (name === "" || name[0] === "-" || name[0] === "=") throw new FlagError(`bad flag syntax: ${a}`, 2);
-    let value: string | undefined;
-    const eq = name.indexOf("=");
-    if (eq !== -1) {
-      value = name.slice(eq + 1);
-      name = name.slice(0, eq);
-    }
-    const def = FLAGS.find((f) => f.name === name);
-    if (!def) {
-      if (name === "help" || name === "h") throw new FlagError("", 0);
-      throw new FlagError(`flag provided but not defined: -${name}`, 2);
-    }
-    if (def.kind === "bool") {
-      try {
-        def.set(o, value ?? "true");
-      } catch {
-        throw new FlagError(`invalid boolean value ${JSON.stringify(value)} for -${name}: parse error`, 2);
-      }
-      continue;
-    }
-    if (value === undefined) {
-      if (i + 1 >= args.length) throw new FlagError(`flag needs an argument: -${name}`, 2);
-      value = args[++i]!;
-    }
-    if (def.name === "options-file") {
-      try {
-        args = [...args.slice(0, i + 1), ...readOptionsFile(value), ...args.slice(i + 1)];
-      } catch (e) {
-        throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -options-file: ${(e as Error).message}`, 2);
-      }
-      continue;
-    }
+    const where = from[i];
     try {
-      def.set(o, value);
+      i = parseFlag(o, args, i, where, insert);
     } catch (e) {
-      throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -${name}: ${(e as Error).message}`, 2);
+      throw e instanceof FlagError && e.exitCode !== 0 && where !== undefined ? new FlagError(`${where}: ${e.message}`, e.exitCode) : e;
     }
+    if (i < 0) break;
   }
   return o;
+}
+
+/**
+ * Parses the flag at args[i] into `o`; an options file's flags go in after it through `insert`. Returns the index
+ * of the last argument it took, or -1 where Go stops parsing ("--"). `where` is set for a flag from a file.
+ */
+function parseFlag(o: Options, args: string[], i: number, where: string | undefined, insert: (at: number, read: FileArgument[]) => void): number {
+  const a = args[i]!;
+  let name = a.slice(1);
+  if (name.startsWith("-")) {
+    if (name.length === 1) return -1; // "--" ends the flags
+    name = name.slice(1);
+  }
+  if (name === "" || name[0] === "-" || name[0] === "=") throw new FlagError(`bad flag syntax: ${a}`, 2);
+  let value: string | undefined;
+  const eq = name.indexOf("=");
+  if (eq !== -1) {
+    value = name.slice(eq + 1);
+    name = name.slice(0, eq);
+  }
+  const def = FLAGS.find((f) => f.name === name);
+  if (!def) {
+    if (name === "help" || name === "h") throw new FlagError("", 0);
+    throw new FlagError(`flag provided but not defined: -${name}`, 2);
+  }
+  if (def.kind === "bool") {
+    try {
+      def.set(o, value ?? "true");
+    } catch {
+      throw new FlagError(`invalid boolean value ${JSON.stringify(value)} for -${name}: parse error`, 2);
+    }
+    return i;
+  }
+  if (value === undefined) {
+    // A file's line holds its flag's value: the next line is another flag.
+    if (i + 1 >= args.length || where !== undefined) throw new FlagError(`flag needs an argument: -${name}`, 2);
+    value = args[++i]!;
+  }
+  if (def.name === "options-file") {
+    try {
+      insert(i + 1, readOptionsFile(value));
+    } catch (e) {
+      throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -options-file: ${(e as Error).message}`, 2);
+    }
+    return i;
+  }
+  try {
+    def.set(o, value);
+  } catch (e) {
+    throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -${name}: ${(e as Error).message}`, 2);
+  }
+  return i;
 }

@@ -5,8 +5,14 @@
 // it on the command line wins, and repeatable flags (-hooks, -header) add up.
 import { readFileSync } from "node:fs";
 
+/** One flag of a flags file, as an argument, and where it stands ("file:line"). */
+export interface FileArgument {
+  arg: string;
+  where: string;
+}
+
 /** The lines of a flags file as "-name=value" / "-name" arguments; throws Error naming the file and line. */
-export function readOptionsFile(path: string): string[] {
+export function readOptionsFile(path: string): FileArgument[] {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -14,14 +20,14 @@ export function readOptionsFile(path: string): string[] {
     const err = e as NodeJS.ErrnoException;
     throw new Error(`cannot read ${path} (${err.code === "ENOENT" ? "no such file or directory" : err.message})`);
   }
-  const args: string[] = [];
+  const args: FileArgument[] = [];
   text.split("\n").forEach((raw, i) => {
     const line = raw.replace(/\r$/, "").trim();
     if (line === "" || line.startsWith("#")) return;
     const m = /^--?([A-Za-z][\w-]*)(?:[ \t=]\s*(.*))?$/.exec(line) ?? /^([A-Za-z][\w-]*)(?:[ \t=]\s*(.*))?$/.exec(line);
     if (!m) throw new Error(`${path}:${i + 1}: a line holds one flag, such as "-port 9000" or "verbose"`);
     if (m[1] === "options-file") throw new Error(`${path}:${i + 1}: an options file cannot name another options file`);
-    args.push(m[2] === undefined ? `-${m[1]}` : `-${m[1]}=${m[2]}`);
+    args.push({ arg: m[2] === undefined ? `-${m[1]}` : `-${m[1]}=${m[2]}`, where: `${path}:${i + 1}` });
   });
   return args;
 }
