@@ -201,5 +201,6 @@ describe("hooks files the reference refuses", { concurrency: true }, () => {
       /^\[webhook\] \d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d couldn't load any hooks from file!\naborting webhook execution since the -verbose flag is set to false\.\nIf, for some reason, you want webhook to start without the hooks, either use -verbose flag, or -nopanic\n$/,
     );
     assert.match(r.stderr, /couldn't load hooks from file! \S*broken\.yaml: line 2, column 1: invalid YAML: /);
+    assert.match(r.stderr, /aborting: fix the hooks file named above, or start with -nopanic .*-verbose does not skip a broken file/, "the advice that holds for a broken file");
   });
 });

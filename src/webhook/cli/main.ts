@@ -86,15 +86,18 @@ function loadHooks(registry: HookRegistry, opts: Options, log: Log): void {
     log.always(e.message);
     process.exit(1);
   }
+  const broken = "aborting: fix the hooks file named above, or start with -nopanic to serve without it (-verbose does not skip a broken file)";
   if (!opts.verbose && !opts.nopanic && registry.size === 0) {
-    // Where the reference stops, its fatal line, on stdout even with a -logfile.
+    // Where the reference stops, its fatal line, on stdout even with a -logfile. Its advice to use -verbose
+    // holds here only for files that loaded but hold no hooks; for a broken one ours says what does.
     new Log(true, (s) => void process.stdout.write(s), opts.logFormat).always(
       "couldn't load any hooks from file!\naborting webhook execution since the -verbose flag is set to false.\nIf, for some reason, you want webhook to start without the hooks, either use -verbose flag, or -nopanic",
     );
+    if (failed.length > 0) log.always(broken);
     process.exit(1);
   }
   if (failed.length > 0 && !opts.nopanic) {
-    log.always("aborting: fix the hooks file named above, or start with -nopanic to serve without it");
+    log.always(broken);
     process.exit(1);
   }
 }
