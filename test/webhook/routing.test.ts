@@ -72,6 +72,13 @@ describe("routing", { concurrency: true }, () => {
     assert.equal(r.headers["x-global"], "from the hook");
   });
 
+  test("-header is not sent on 404 or 405, as the reference sets it only once a hook matched", async () => {
+    assert.equal((await send(`${main.base}/hooks/nope`)).headers["x-global"], undefined);
+    const wrongMethod = await send(`${main.base}/hooks/plain`, { method: "PUT" });
+    assert.equal(wrongMethod.status, 405);
+    assert.equal(wrongMethod.headers["x-global"], undefined);
+  });
+
   test("-header is sent with 'Hook rules were not satisfied.' too", async () => {
     const r = await send(`${main.base}/hooks/own-header?ok=no`);
     assert.equal(r.text, "Hook rules were not satisfied.");
