@@ -1,5 +1,5 @@
 // Details the reference fixes exactly: Go's usage layout,
-// gorilla/mux routing answers, Go's JSON encoding of entire-payload, response content types,
+// gorilla/mux routing answers, Go's JSON encoding of entire-payload, response content types (Go's sniffing),
 // XML decoding and the working-directory error. Real bin/webhook, real HTTP, real commands.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -82,6 +82,25 @@ describe("requests", () => {
       },
       { id: "html", "execute-command": html, "include-command-output-in-response": true },
       { id: "nocwd", "execute-command": "/bin/true", "command-working-directory": join(dir, "missing"), "include-command-output-in-response": true },
+      {
+        id: "xml-first",
+        "execute-command": "/bin/echo",
+        "include-command-output-in-response": true,
+        "pass-arguments-to-command": [{ source: "entire-payload" }],
+      },
+      { id: "bmw", "execute-command": "/bin/true", "response-message": "BMW build queued" },
+      {
+        id: "printf",
+        "execute-command": "/usr/bin/printf",
+        "include-command-output-in-response": true,
+        "pass-arguments-to-command": [{ source: "url", name: "f" }],
+      },
+      {
+        id: "fails-json",
+        "execute-command": "/bin/false",
+        "include-command-output-in-response": true,
+        "response-headers": [{ name: "Content-Type", value: "application/json" }],
+      },
     ];
     await writeFile(join(dir, "hooks.json"), JSON.stringify(hooks));
     const port = await freePort();
@@ -111,10 +130,55 @@ describe("requests", () => {
     assert.equal(await r.text(), "two en hello\n");
   });
 
+  test("XML: the first element is decoded and the rest never read; a declared encoding other than UTF-8 is refused", async () => {
+    // Each checked against adnanh/webhook 2.8.2 answering the same body.
+    const cases: [string, string][] = [
+      ["<a>1</a><b>2</b>", '{"a":"1"}'],
+      ["<a>1</a>trailing", '{"a":"1"}'],
+      ["<a>1</a><", '{"a":"1"}'],
+      ["junk<a>1</a>", '{"a":"1"}'],
+      ["\ufeff<a>1</a>", '{"a":"1"}'],
+      ['<!-- <b>x</b> --><?pi x?><!DOCTYPE a [<!ENTITY e "v">]><a x="1>2"><b/></a>tail', '{"a":{"-x":"1\\u003e2","b":""}}'],
+      ['<?xml version="1.0" encoding="ISO-8859-1"?><a>1</a>', "null"],
+      ["</a><a>1</a>", "null"],
+      ["<a><b>1</a>", "null"],
+    ];
+    for (const [body, payload] of cases) {
+      const r = await fetch(`${base}/hooks/xml-first`, { method: "POST", headers: { "Content-Type": "application/xml" }, body });
+      assert.equal(await r.text(), `${payload}\n`, body);
+    }
+  });
+
   test("HTML output is sent as text/html, as Go's content sniffing does", async () => {
     const r = await fetch(`${base}/hooks/html`);
     assert.equal(r.headers.get("content-type"), "text/html; charset=utf-8");
     assert.equal(await r.text(), "<html><body>hi</body></html>");
+  });
+
+  test("any body is typed by Go's whole sniffing table, even plain words that start like a signature", async () => {
+    // Each checked against adnanh/webhook 2.8.2 (built with Go) answering the same request.
+    assert.equal((await fetch(`${base}/hooks/bmw`)).headers.get("content-type"), "image/bmp");
+    const cases: [string, string][] = [
+      ["ID3 tag job started", "audio/mpeg"],
+      ["\\377\\376ab", "text/plain; charset=utf-16le"],
+      ["wOFFabcd", "font/woff"],
+      ["\\000asm", "application/wasm"],
+      ["RIFF\\001\\002\\003\\004WAVEfmt", "audio/wave"],
+      ["%%!PS-Adobe-3.0", "application/postscript"],
+      ["plain text\\n", "text/plain; charset=utf-8"],
+      ["\\001\\002", "application/octet-stream"],
+    ];
+    for (const [format, type] of cases) {
+      const r = await fetch(`${base}/hooks/printf?f=${encodeURIComponent(format)}`);
+      assert.equal(r.headers.get("content-type"), type, format);
+    }
+  });
+
+  test("a failed command's 500 keeps the Content-Type of the hook's response-headers, as the reference's does", async () => {
+    const r = await fetch(`${base}/hooks/fails-json`);
+    assert.equal(r.status, 500);
+    assert.equal(r.headers.get("content-type"), "application/json");
+    assert.equal(await r.text(), "Error occurred while executing the hook's command. Please check your logs for more details.");
   });
 
   test("a missing command-working-directory: 500 and the chdir error in the log", async () => {

@@ -381,7 +381,8 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
     if (result.error !== undefined) {
       const status = statusFromExit ? statusForExit(result) : 500;
       if (hook["include-command-output-in-response-on-error"]) return respond(status, out, result.output);
-      out.set("Content-Type", "text/plain; charset=utf-8");
+      // The reference sets text/plain only after its WriteHeader, where Go ignores it: a Content-Type of the hook's
+      // response-headers or -header stays, else the message is sniffed (as text/plain).
       return respond(status, out, MSG.commandError);
     }
     return this.respondWith(m, hook["success-http-response-code"], out, result.output);
@@ -504,7 +505,6 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
           return;
         }
         if (!started && result.error !== undefined) {
-          out.set("Content-Type", "text/plain; charset=utf-8");
           resolve(respond(500, out, MSG.commandError));
           return;
         }
