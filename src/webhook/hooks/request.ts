@@ -8,6 +8,7 @@ import { decodeBytes, decodeLatin1 } from "../go/bytes.js";
 import { goQuote, isObject, parseJsonBytes } from "../go/json.js";
 import { queryUnescape } from "../go/path.js";
 import { readMultipartForm, trimChars } from "./multipart.js";
+import { firstElement } from "./xml-root.js";
 
 // The XML parser is loaded on first use: most servers never see XML, and loading it up front
 // costs start-up time and memory.
@@ -187,22 +188,25 @@ function xmlElement(children: XmlNode[], attrs: Record<string, string> | undefin
 
 /** XML as the reference's mxj decodes it: attributes "-name", text "#text", repeats as arrays. */
 export function parseXmlPayload(body: Buffer): Payload {
-  const text = body.toString("utf8");
+  try {
+    return decodeXml(firstElement(body.toString("utf8")));
+  } catch (e) {
+    throw new Error(`error parsing XML payload: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+function decodeXml(text: string): Payload {
   if (!xml) {
     const fxp = require("fast-xml-parser") as typeof FastXmlParser;
     xml = { parser: new fxp.XMLParser(xmlOptions), validator: fxp.XMLValidator };
   }
   const valid = xml.validator.validate(text);
-  if (valid !== true) throw new Error(`error parsing XML payload: ${valid.err.msg} (line ${valid.err.line})`);
+  if (valid !== true) throw new Error(`${valid.err.msg} (line ${valid.err.line})`);
   const doc = xml.parser.parse(text) as XmlNode[];
   const root = doc.find((n) => !("#text" in n) && !("#comment" in n) && !("#cdata" in n));
-  if (root === undefined) throw new Error("error parsing XML payload: EOF");
+  if (root === undefined) throw new Error("EOF");
   const name = Object.keys(root).find((k) => k !== ":@")!;
-  try {
-    return { [localName(name)]: xmlElement(root[name] as XmlNode[], root[":@"]) };
-  } catch (e) {
-    throw new Error(`error parsing XML payload: ${(e as Error).message}`);
-  }
+  return { [localName(name)]: xmlElement(root[name] as XmlNode[], root[":@"]) };
 }
 
 export interface MultipartResult {
