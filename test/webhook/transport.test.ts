@@ -151,6 +151,16 @@ describe("framing that must work", { concurrency: true }, () => {
     assert.ok(raw.endsWith("hello"), raw);
   });
 
+  test("HEAD: the length of what GET would send, none where the answer is empty (as Go: it cannot know)", async () => {
+    const root = await rawExchange(s.port, "HEAD / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert.match(root, /^HTTP\/1\.1 200 OK\r\n/);
+    assert.match(root, /\r\nContent-Length: 2\r\n/);
+    assert.ok(root.endsWith("\r\n\r\n"), "no body");
+    const empty = await rawExchange(s.port, "HEAD /hooks/run HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert.match(empty, /^HTTP\/1\.1 200 OK\r\n/);
+    assert.doesNotMatch(empty, /Content-Length/i, empty);
+  });
+
   test("pipelined requests, one of them waiting for a command, are answered in order", async () => {
     const raw = await rawExchange(
       s.port,

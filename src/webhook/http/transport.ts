@@ -654,8 +654,9 @@ class Connection {
     const body = res.body as string | Buffer;
     const noBody = this.noBody(res.status);
     const size = noBody ? 0 : typeof body === "string" ? Buffer.byteLength(body) : body.length;
-    const framing = (noBody ? "" : `Content-Length: ${size}\r\n`) + this.connectionHeader();
-    const head = encodeHead(res, framing, noBody, this.version);
+    // Go cannot know the length of a HEAD answer the handler wrote nothing for, so it sends none.
+    const length = noBody || (this.isHead && size === 0) ? "" : `Content-Length: ${size}\r\n`;
+    const head = encodeHead(res, length + this.connectionHeader(), noBody, this.version);
     if (this.isHead || noBody || size === 0) return Buffer.from(head, "utf8");
     const headLen = Buffer.byteLength(head);
     const out = Buffer.allocUnsafe(headLen + size);
