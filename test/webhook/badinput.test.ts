@@ -185,10 +185,13 @@ describe("malformed bodies", { concurrency: true }, () => {
     await s.proc.waitFor(/error parsing XML payload/);
   });
 
-  test("malformed XML: a rule on the payload does not hold", async () => {
-    const r = await send(`${s.base}/hooks/payload-rule?n=bad-xml`, { headers: { "Content-Type": "application/xml" }, body: "<a>1</a><<<" });
+  test("malformed XML: a rule on the payload does not hold; garbage after the first element is not read, as by the reference", async () => {
+    const r = await send(`${s.base}/hooks/payload-rule?n=bad-xml`, { headers: { "Content-Type": "application/xml" }, body: "<a>1<<</a>" });
     assert.equal(r.text, NOT_SATISFIED);
     assert.ok(!(await ranLines()).includes("bad-xml"));
+    const after = await send(`${s.base}/hooks/payload-rule?n=xml-then-garbage`, { headers: { "Content-Type": "application/xml" }, body: "<a>1</a><<<" });
+    assert.notEqual(after.text, NOT_SATISFIED);
+    assert.ok((await ranLines()).includes("xml-then-garbage"));
   });
 
   test("malformed multipart (garbage after the boundary): 500 'Error occurred while parsing multipart form.'", async () => {

@@ -191,7 +191,9 @@ export function parseXmlPayload(body: Buffer): Payload {
   try {
     return decodeXml(firstElement(body.toString("utf8")));
   } catch (e) {
-    throw new Error(`error parsing XML payload: ${(e as Error).message}`, { cause: e });
+    // The parser's messages may quote the body (a tag name as long as the request): the log gets its start.
+    const why = (e as Error).message;
+    throw new Error(`error parsing XML payload: ${why.length > 200 ? `${why.slice(0, 200)}…` : why}`, { cause: e });
   }
 }
 

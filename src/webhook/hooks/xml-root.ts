@@ -30,9 +30,9 @@ function skipMarkup(text: string, lt: number): number | undefined {
   if (text.startsWith("<?", lt)) return past("?>", lt + 2);
   if (text.startsWith("<!", lt)) {
     // A doctype's internal subset ("[…]") may hold ">".
-    const bracket = text.indexOf("[", lt);
-    const gt = text.indexOf(">", lt);
-    return bracket >= 0 && bracket < gt ? past(">", past("]", bracket)) : past(">", lt);
+    const gt = past(">", lt);
+    for (let i = lt + 2; i < gt; i++) if (text[i] === "[") return past(">", past("]", i));
+    return gt;
   }
   return undefined;
 }
