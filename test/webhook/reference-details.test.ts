@@ -130,7 +130,7 @@ describe("requests", () => {
     assert.equal(await r.text(), "two en hello\n");
   });
 
-  test("XML: the first element is decoded and the rest never read; a declared encoding other than UTF-8 is refused", async () => {
+  test("XML: the first element is decoded and the rest never read; what comes before it is checked as Go's decoder checks it", async () => {
     // Each checked against adnanh/webhook 2.8.2 answering the same body.
     const cases: [string, string][] = [
       ["<a>1</a><b>2</b>", '{"a":"1"}'],
@@ -142,11 +142,27 @@ describe("requests", () => {
       ['<?xml version="1.0" encoding="ISO-8859-1"?><a>1</a>', "null"],
       ["</a><a>1</a>", "null"],
       ["<a><b>1</a>", "null"],
+      // What Go's decoder refuses before the element, and how it reads the declaration
+      ["a & b <r>1</r>", "null"],
+      ["&#0;<r>1</r>", "null"],
+      ["&#65;<r>1</r>", '{"r":"1"}'],
+      ["]]><r>1</r>", "null"],
+      ["a\u0001<r>1</r>", "null"],
+      ["<!-x><r>1</r>", "null"],
+      ["<!-- a -- b --><r>1</r>", "null"],
+      ["<? ?><r>1</r>", "null"],
+      ['<?xml version="1.1"?><r>1</r>', "null"],
+      ['<?xml version="1.0" encoding = "latin1"?><r>1</r>', '{"r":"1"}'],
+      ['<?xml version="1.0" xencoding="latin1"?><r>1</r>', "null"],
+      ['<!DOCTYPE r PUBLIC "a>b" "<c/>"><r>1</r>', '{"r":"1"}'],
+      ['<!DOCTYPE a [<!ENTITY x "]><b>">]><r>1</r>', '{"r":"1"}'],
     ];
     for (const [body, payload] of cases) {
       const r = await fetch(`${base}/hooks/xml-first`, { method: "POST", headers: { "Content-Type": "application/xml" }, body });
       assert.equal(await r.text(), `${payload}\n`, body);
     }
+    const notUtf8 = await fetch(`${base}/hooks/xml-first`, { method: "POST", headers: { "Content-Type": "application/xml" }, body: Buffer.from("\xff\xfe<r>1</r>", "latin1") });
+    assert.equal(await notUtf8.text(), "null\n");
   });
 
   test("HTML output is sent as text/html, as Go's content sniffing does", async () => {

@@ -1,6 +1,7 @@
 // Turning a raw request into the values hooks read: headers (canonical names, first value),
 // the URL query (Go's url.ParseQuery rules) and the body payload (JSON, url-encoded form, XML,
 // multipart), with the reference's content-type dispatch and log lines.
+import { isUtf8 } from "node:buffer";
 import { createRequire } from "node:module";
 import type * as FastXmlParser from "fast-xml-parser";
 import { canonicalHeaderKey } from "../go/header.js";
@@ -172,7 +173,9 @@ function xmlElement(children: XmlNode[], attrs: Record<string, string> | undefin
     const value = xmlElement(child[name] as XmlNode[], child[":@"]);
     if (Object.hasOwn(na, key)) {
       const prev = na[key];
-      set(key, Array.isArray(prev) ? [...(prev as unknown[]), value] : [prev, value]);
+      // Appended in place: a copy per repeat made many siblings quadratic.
+      if (Array.isArray(prev)) prev.push(value);
+      else set(key, [prev, value]);
     } else {
       size++;
       set(key, value);
@@ -189,6 +192,7 @@ function xmlElement(children: XmlNode[], attrs: Record<string, string> | undefin
 /** XML as the reference's mxj decodes it: attributes "-name", text "#text", repeats as arrays. */
 export function parseXmlPayload(body: Buffer): Payload {
   try {
+    if (!isUtf8(body)) throw new Error("invalid UTF-8");
     return decodeXml(firstElement(body.toString("utf8")));
   } catch (e) {
     // The parser's messages may quote the body (a tag name as long as the request): the log gets its start.
