@@ -121,9 +121,12 @@ export function baseUrl(host: string): string {
   return url.origin + url.pathname.replace(/\/+$/, "");
 }
 
-/** An answer's text cut to its first line, at most 100 characters: an error page must not flood the terminal. */
+/**
+ * An answer's text cut to its first line, at most 100 characters, control characters shown as spaces: an error
+ * page from another server must not flood the terminal or move its cursor.
+ */
 function firstLine(text: string): string {
-  const line = text.trim().split("\n", 1)[0]!.trim();
+  const line = text.trim().split(/[\r\n]/, 1)[0]!.replace(/[\x00-\x1f\x7f-\x9f]/g, " ").trim();
   return line.length > 100 ? `${line.slice(0, 100)}…` : line;
 }
 
@@ -406,15 +409,18 @@ export class FrameFiClient {
     } catch {
       json = undefined;
     }
-    const page = /html/i.test(res.headers["content-type"] ?? "") || /^\s*</.test(text);
+    const page = /html/i.test(res.headers["content-type"] ?? "") || /^\s*<(!doctype html|html)/i.test(text);
     if (res.status < 200 || res.status > 299) {
-      const message = isObject(json) && typeof json.message === "string" ? json.message : page ? "a web page, not the device API's JSON; check that this is the device's address" : firstLine(text) || res.statusText;
+      const given = isObject(json) && typeof json.message === "string" ? json.message : undefined;
+      // A login refused may come as a page (the firmware's web server); other errors as a page are not the API's.
+      const login = res.status === 401 || res.status === 403;
+      const message = given ?? (page && !login ? "a web page, not the device API's JSON; check that this is the device's address" : firstLine(text) || res.statusText);
       if (res.status === 401) throw new AuthenticationError(res.status, message, text, request);
       if (res.status === 403) throw new ForbiddenError(res.status, message, text, request);
       throw new DeviceHttpError(res.status, message, text, request);
     }
     if (!isObject(json)) {
-      const what = page ? "a web page" : `"${text.slice(0, 60).replace(/\s+/g, " ").trim()}"`;
+      const what = page ? "a web page" : `"${firstLine(text).slice(0, 60)}"`;
       const url = new URL(this.url);
       const fix = url.pathname.length > 1 ? `Give the device's address without a path, e.g. ${url.origin}.` : "Check that this is the device's address.";
       throw new ProtocolError(`${request}: ${this.url} answered ${what}, not the device API's JSON. ${fix}`);

@@ -42,10 +42,19 @@ export const FIRMWARE_FTP_PORT = 21;
  * our device service listens on 8080 by default; else where the address came from, when not from --host.
  */
 export function hostHint(conn: Connection): string {
-  if (!/^https:/i.test(conn.host) && !/:\d+(\/|$)/.test(conn.host.replace(/^[a-z]+:\/\//i, "").replace(/^\[[^\]]*\]/, ""))) {
-    const given = conn.hostFrom === "FTP_HOST" ? `FTP_HOST="${conn.host}" from the .env` : `${conn.hostFrom} ${conn.host}`;
-    return ` (${given} has no port, so the web API is taken at port 80, as on the firmware; for framefi-device add its port, e.g. ${conn.host}:8080)`;
+  const given = conn.hostFrom === "FTP_HOST" ? `FTP_HOST="${conn.host}" from the .env` : `${conn.hostFrom} ${conn.host}`;
+  let url: URL;
+  try {
+    url = new URL(baseUrl(conn.host));
+  } catch {
+    return "";
   }
+  const path = url.pathname.length > 1 ? `; the device's API is at its root, without the path ${url.pathname}` : "";
+  const hasPort = /:\d+(\/|$)/.test(conn.host.replace(/^[a-z]+:\/\//i, "").replace(/^\[[^\]]*\]/, ""));
+  if (!hasPort && url.protocol === "http:") {
+    return ` (${given} has no port, so the web API is taken at port 80, as on the firmware; for framefi-device add its port, e.g. ${url.host}:8080${path})`;
+  }
+  if (path) return ` (${given}${path}: e.g. ${url.origin})`;
   return conn.hostFrom === "--host" ? "" : ` (the address came from ${conn.hostFrom})`;
 }
 
@@ -88,8 +97,10 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
   let web: Credentials | undefined;
   if (flags.user !== undefined || pick(env.FRAMEFI_USER) !== undefined) {
     web = splitUser(flags.user ?? env.FRAMEFI_USER!);
-    // A user given without a password takes FRAMEFI_PASSWORD, as --ftp-user takes FRAMEFI_FTP_PASSWORD.
-    if (env.FRAMEFI_PASSWORD !== undefined && web.password === undefined) web.password = env.FRAMEFI_PASSWORD;
+    // A user given without a password takes FRAMEFI_PASSWORD, as --ftp-user takes FRAMEFI_FTP_PASSWORD, unless
+    // FRAMEFI_USER names another user: that password is not this one's.
+    const envUser = pick(env.FRAMEFI_USER) === undefined ? undefined : splitUser(env.FRAMEFI_USER!).user;
+    if (env.FRAMEFI_PASSWORD !== undefined && web.password === undefined && (envUser === undefined || envUser === web.user)) web.password = env.FRAMEFI_PASSWORD;
   } else if (pick(fw("WEB_SERVER_USER"), fw("WEB_SERVER_PASSWORD")) !== undefined) {
     web = { user: fw("WEB_SERVER_USER") ?? "", password: fw("WEB_SERVER_PASSWORD") ?? "" };
   }

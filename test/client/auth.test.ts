@@ -57,6 +57,9 @@ describe("a device with a web login", () => {
     const r = await framefi(["--host", host, "-u", USER, "status"], { input: `${PASS}\n` });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /no terminal.*-u frame-admin:PASSWORD/);
+    // FRAMEFI_PASSWORD belongs to FRAMEFI_USER when that names another user
+    const other = await framefi(["--host", host, "-u", USER, "status"], { env: { FRAMEFI_USER: RO_USER, FRAMEFI_PASSWORD: PASS } });
+    assert.equal(other.code, 2, other.stderr);
   });
 
   test("-u user on a terminal: asks for the password without echo, as curl does", async () => {

@@ -130,6 +130,24 @@ describe("the client's HTTP transport", () => {
     }
   });
 
+  test("a foreign error's text: its first line, control characters blanked; a login page is a refused login", async () => {
+    respond = (_req, res) => res.writeHead(500, { "Content-Type": "text/plain" }).end("line one\rline \x1b[2Jtwo\r\nthree");
+    const r = await framefi(["--host", `127.0.0.1:${port}`, "status"]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, "framefi: the device answered 500: line one\n");
+    respond = (_req, res) => res.writeHead(401, { "Content-Type": "text/html" }).end("401 Unauthorized\n");
+    const login = await framefi(["--host", `127.0.0.1:${port}`, "status"]);
+    assert.equal(login.code, 4);
+    assert.match(login.stderr, /refused the login \(401: 401 Unauthorized\)\. Give its web user and password/);
+  });
+
+  test("an address with a path: the hint says the API is at the device's root", async () => {
+    respond = (_req, res) => res.writeHead(404, { "Content-Type": "text/html" }).end("<html><body>no</body></html>");
+    const r = await framefi(["--host", `http://127.0.0.1:${port}/api`, "status"]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /without the path \/api: e\.g\. http:\/\/127\.0\.0\.1:\d+\)$/m);
+  });
+
   test("an address without a port is port 80, as on the firmware: the error suggests framefi-device's 8080", async () => {
     const r = await framefi(["--host", "127.0.0.1", "--timeout", "5", "status"]);
     assert.notEqual(r.code, 0);
