@@ -502,9 +502,9 @@ export async function main(argv: string[]): Promise<number> {
   };
   let json = false;
   let conn: Connection | undefined;
-  /** Says where the address came from when the answer was not the device's. */
+  /** Says where the address came from when the answer was not the device's (a ProtocolError names the path itself). */
   const hint = (e: unknown): string =>
-    conn && (e instanceof DeviceUnreachableError || e instanceof ProtocolError || (e instanceof DeviceHttpError && (e.status === 404 || !e.fromApi))) ? hostHint(conn) : "";
+    conn && (e instanceof DeviceUnreachableError || e instanceof ProtocolError || (e instanceof DeviceHttpError && (e.status === 404 || !e.fromApi))) ? hostHint(conn, !(e instanceof ProtocolError)) : "";
   try {
     const { flags, positionals } = parse(argv);
     json = flags.json === true;

@@ -39,9 +39,10 @@ export const FIRMWARE_FTP_PORT = 21;
 
 /**
  * A hint for an answer that is not the device's: an address without a port means port 80, as on the firmware, but
- * our device service listens on 8080 by default; else where the address came from, when not from --host.
+ * our device service listens on 8080 by default; the API is at the device's root (`mentionPath`: say so when the
+ * address has a path); else where the address came from, when not from --host.
  */
-export function hostHint(conn: Connection): string {
+export function hostHint(conn: Connection, mentionPath = true): string {
   const given = conn.hostFrom === "FTP_HOST" ? `FTP_HOST="${conn.host}" from the .env` : `${conn.hostFrom} ${conn.host}`;
   let url: URL;
   try {
@@ -49,7 +50,7 @@ export function hostHint(conn: Connection): string {
   } catch {
     return "";
   }
-  const path = url.pathname.length > 1 ? `; the device's API is at its root, without the path ${url.pathname}` : "";
+  const path = mentionPath && url.pathname.length > 1 ? `; the device's API is at its root, without the path ${url.pathname}` : "";
   const hasPort = /:\d+(\/|$)/.test(conn.host.replace(/^[a-z]+:\/\//i, "").replace(/^\[[^\]]*\]/, ""));
   if (!hasPort && url.protocol === "http:") {
     return ` (${given} has no port, so the web API is taken at port 80, as on the firmware; for framefi-device add its port, e.g. ${url.host}:8080${path})`;
