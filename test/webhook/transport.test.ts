@@ -144,6 +144,24 @@ describe("request smuggling is refused", { concurrency: true }, () => {
   });
 });
 
+describe("a request that cannot be read gets Go's exact bytes (checked against adnanh/webhook)", { concurrency: true }, () => {
+  const ERROR_HEADERS = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n";
+  const cases: [string, string][] = [
+    ["GET / HTTP/1.1\r\n\r\n", `HTTP/1.1 400 Bad Request: missing required Host header${ERROR_HEADERS}400 Bad Request: missing required Host header`],
+    ["GET / HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n", `HTTP/1.1 400 Bad Request: invalid header name${ERROR_HEADERS}400 Bad Request: invalid header name`],
+    ["GET / HTTP/2.0\r\nHost: x\r\n\r\n", `HTTP/1.1 505 HTTP Version Not Supported: unsupported protocol version${ERROR_HEADERS}505 HTTP Version Not Supported: unsupported protocol version`],
+    ["POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", `HTTP/1.1 400 Bad Request${ERROR_HEADERS}400 Bad Request`],
+    ["garbage\r\n\r\n", `HTTP/1.1 400 Bad Request${ERROR_HEADERS}400 Bad Request`],
+    ["GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", `HTTP/1.1 400 Bad Request${ERROR_HEADERS}400 Bad Request`],
+    ["POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", `HTTP/1.1 501 Not Implemented${ERROR_HEADERS}Unsupported transfer encoding`],
+  ];
+  for (const [request, answer] of cases) {
+    test(JSON.stringify(request), async () => {
+      assert.equal(await rawExchange(s.port, request), answer);
+    });
+  }
+});
+
 describe("framing that must work", { concurrency: true }, () => {
   test("a head with bare LF line ends is accepted, as Go does", async () => {
     const raw = await rawExchange(s.port, "POST /hooks/body HTTP/1.1\nHost: x\nConnection: close\nContent-Length: 5\n\nhello");

@@ -170,6 +170,25 @@ function starResponse(method: string): HttpResponse {
   return method === "OPTIONS" ? { status: 200, headers: [], body: "" } : { status: 301, headers: [["Location", "/%2A"]], body: "" };
 }
 
+/** The reasons Go's server names in its status line and body ("400 Bad Request: missing required Host header"). */
+const GO_NAMED = new Set(["missing required Host header", "invalid header name", "invalid header value", "unsupported protocol version"]);
+/** The reasons Go's server answers with a bare "400 Bad Request". */
+const GO_BARE = new Set(["malformed HTTP request", "malformed HTTP version", "malformed MIME header line", "invalid Content-Length", "too many transfer encodings", "too many Host headers"]);
+const GO_ERROR_HEADERS = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n";
+
+/**
+ * The exact bytes Go's server writes for a request it cannot read, before any handler (no Date, no length: the
+ * connection closes); undefined for refusals of our own (408, 413, our framing rules), which get plain().
+ */
+function goRefusal(status: number, detail: string): string | undefined {
+  const line = `${status} ${STATUS_TEXT[status]}`;
+  if (status === 431) return `HTTP/1.1 ${line}${GO_ERROR_HEADERS}${line}`;
+  if (status === 501 && detail === "unsupported transfer encoding") return `HTTP/1.1 ${line}${GO_ERROR_HEADERS}Unsupported transfer encoding`;
+  if (GO_NAMED.has(detail)) return `HTTP/1.1 ${line}: ${detail}${GO_ERROR_HEADERS}${line}: ${detail}`;
+  if (status === 400 && GO_BARE.has(detail)) return `HTTP/1.1 ${line}${GO_ERROR_HEADERS}${line}`;
+  return undefined;
+}
+
 /** A plain-text answer for a request the transport refuses itself. */
 function plain(status: number, detail = ""): HttpResponse {
   return {
@@ -314,7 +333,11 @@ class Connection {
       return;
     }
     this.keepAlive = false;
-    this.write(plain(status, detail));
+    const raw = goRefusal(status, detail);
+    if (raw === undefined) return this.write(plain(status, detail));
+    if (this.closed) return;
+    this.socket.write(raw);
+    this.end();
   }
 
   /** Ends the connection after its current answer (graceful shutdown); at once when idle. */
