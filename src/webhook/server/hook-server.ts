@@ -11,6 +11,7 @@ import { goQuote, isObject, parseJson } from "../go/json.js";
 import { cleanPath, pathUnescape } from "../go/path.js";
 import type { Hook, HookRequest } from "../hooks/hook.js";
 import { parseMultipart, parseQuery, rawHeader, type MultipartResult } from "../hooks/request.js";
+import { XML_INLINE_MAX, XmlDecoder } from "../hooks/xml-decoder.js";
 import { evaluate } from "../hooks/rules.js";
 import type { HookSet, PreparedRules } from "../hooks/hook-set.js";
 import { describeArgument, ParameterNodeError, replaceParameter } from "../hooks/values.js";
@@ -98,6 +99,8 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
   accepting = true;
   /** Rate limits, jobs, debounce and retries of triggered commands. */
   readonly executions: Executions;
+  /** Large XML bodies are decoded on a thread of their own. */
+  private readonly xml = new XmlDecoder();
   /** With -queue: settles when the shared queue serves the current hook set. */
   queueReady: Promise<void> = Promise.resolve();
 
@@ -290,6 +293,16 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
       }
       for (const l of mp.logs) log.print(`[${rid}] ${l}`, m.fields);
       req.payload = mp.payload;
+    }
+    if (kind === "xml" && body.length > XML_INLINE_MAX) {
+      // Decoded now, as the reference decodes every payload before the rules: on the thread, the server goes on.
+      return this.xml.decode(body).then(
+        (payload) => (req.payload = payload),
+        (e: Error) => {
+          log.print(`[${rid}] ${e.message}`, m.fields);
+          req.payload = undefined;
+        },
+      ).then(() => this.trigger(m, req, out));
     }
     // With logging on, parse now so the log lines come in the reference's order.
     if (log.enabled) void req.payload;
