@@ -146,6 +146,8 @@ describe("requests", () => {
       ["a & b <r>1</r>", "null"],
       ["&#0;<r>1</r>", "null"],
       ["&#65;<r>1</r>", '{"r":"1"}'],
+      ["<r>&toString;</r>", "null"],
+      ["<r>&#xD800;&#x1F600;</r>", '{"r":"\ufffd\ud83d\ude00"}'],
       ["]]><r>1</r>", "null"],
       ["a\u0001<r>1</r>", "null"],
       ["<!-x><r>1</r>", "null"],

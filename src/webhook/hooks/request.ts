@@ -9,7 +9,7 @@ import { decodeBytes, decodeLatin1 } from "../go/bytes.js";
 import { goQuote, isObject, parseJsonBytes } from "../go/json.js";
 import { queryUnescape } from "../go/path.js";
 import { readMultipartForm, trimChars } from "./multipart.js";
-import { firstElement } from "./xml-root.js";
+import { firstElement, xmlEntity } from "./xml-root.js";
 
 // The XML parser is loaded on first use: most servers never see XML, and loading it up front
 // costs start-up time and memory.
@@ -118,20 +118,14 @@ const xmlOptions: FastXmlParser.X2jOptions = {
 
 type XmlNode = Record<string, unknown> & { ":@"?: Record<string, string> };
 
-const XML_ENTITIES: Record<string, string> = { lt: "<", gt: ">", amp: "&", apos: "'", quot: '"' };
-
 /** Go's encoding/xml text: the five entities and character references decoded, CRLF read as LF. */
 function xmlText(raw: string): string {
   const text = raw.includes("\r") ? raw.replace(/\r\n?/g, "\n") : raw;
   if (!text.includes("&")) return text;
   return text.replace(/&([^;&]*);?/g, (whole, name: string) => {
-    let code: number | undefined;
-    if (/^#[0-9]+$/.test(name)) code = Number(name.slice(1));
-    else if (/^#x[0-9a-fA-F]+$/.test(name)) code = parseInt(name.slice(2), 16);
-    else if (whole.endsWith(";") && XML_ENTITIES[name] !== undefined) return XML_ENTITIES[name]!;
-    const valid = code !== undefined && whole.endsWith(";") && (code === 0x9 || code === 0xa || code === 0xd || (code >= 0x20 && code <= 0xd7ff) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff));
-    if (!valid) throw new Error(`xml.Decoder.Token() - XML syntax error: invalid character entity ${whole}`);
-    return String.fromCodePoint(code!);
+    const decoded = whole.endsWith(";") ? xmlEntity(name) : undefined;
+    if (decoded === undefined) throw new Error(`xml.Decoder.Token() - XML syntax error: invalid character entity ${whole}`);
+    return decoded;
   });
 }
 

@@ -29,31 +29,34 @@ function checkText(text: string, from: number, to: number): void {
     if (c === 0x26) {
       const semi = text.indexOf(";", i);
       const name = semi < 0 || semi > to ? "" : text.slice(i + 1, semi);
-      if (!validEntity(name)) throw new Error(`XML syntax error: invalid character entity &${name.slice(0, 20)}`);
+      if (xmlEntity(name) === undefined) throw new Error(`XML syntax error: invalid character entity &${name.slice(0, 20)}`);
       i = semi;
     } else if (c === 0x5d && text.startsWith("]]>", i)) {
       throw new Error("XML syntax error: unescaped ]]> not in CDATA section");
     } else if (c >= 0xd800 && c <= 0xdbff && i + 1 < to) {
       i++; // a pair: a character beyond U+FFFF (a lone surrogate cannot come from UTF-8)
-    } else if (!xmlChar(c)) {
+    } else if (!xmlCharacter(c)) {
       throw new Error(`XML syntax error: illegal character code U+${c.toString(16).toUpperCase().padStart(4, "0")}`);
     }
   }
 }
 
-const ENTITIES = new Set(["lt", "gt", "amp", "apos", "quot"]);
+const ENTITIES: Record<string, string> = { lt: "<", gt: ">", amp: "&", apos: "'", quot: '"' };
 
-function validEntity(name: string): boolean {
-  if (ENTITIES.has(name)) return true;
+/** What `&name;` stands for as Go's decoder reads it (the five entities, character references); undefined if refused. */
+export function xmlEntity(name: string): string | undefined {
+  if (Object.hasOwn(ENTITIES, name)) return ENTITIES[name];
   const m = /^#(?:x([0-9a-fA-F]+)|([0-9]+))$/.exec(name);
-  if (!m) return false;
+  if (!m) return undefined;
   const code = m[1] !== undefined ? parseInt(m[1], 16) : Number(m[2]);
-  return code === 0x9 || code === 0xa || code === 0xd || (code >= 0x20 && code <= 0xd7ff) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff);
+  // Go turns a surrogate's number into U+FFFD (string(rune(n))), then checks the character.
+  const char = code >= 0xd800 && code <= 0xdfff ? 0xfffd : code;
+  return xmlCharacter(char) ? String.fromCodePoint(char) : undefined;
 }
 
-/** A UTF-16 unit Go accepts in XML text (surrogates are checked as pairs by the caller). */
-function xmlChar(c: number): boolean {
-  return c === 0x9 || c === 0xa || c === 0xd || (c >= 0x20 && c <= 0xd7ff) || (c >= 0xe000 && c <= 0xfffd);
+/** A character Go accepts in XML (its isInCharacterRange); a UTF-16 surrogate is not one. */
+function xmlCharacter(code: number): boolean {
+  return code === 0x9 || code === 0xa || code === 0xd || (code >= 0x20 && code <= 0xd7ff) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff);
 }
 
 /**
