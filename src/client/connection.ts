@@ -51,6 +51,7 @@ export function hostHint(conn: Connection, mentionPath = true): string {
     return "";
   }
   const path = mentionPath && url.pathname.length > 1 ? `; the device's API is at its root, without the path ${url.pathname}` : "";
+  // Read from the text as given: URL drops an explicit default port (":80"), which is a port all the same.
   const hasPort = /:\d+(\/|$)/.test(conn.host.replace(/^[a-z]+:\/\//i, "").replace(/^\[[^\]]*\]/, ""));
   if (!hasPort && url.protocol === "http:") {
     return ` (${given} has no port, so the web API is taken at port 80, as on the firmware; for framefi-device add its port, e.g. ${url.host}:8080${path})`;
