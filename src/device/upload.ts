@@ -154,6 +154,10 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
   };
 
   parser.on("file", (_field, stream, info) => {
+    // busboy also destroys the file stream with its own error (a body cut before its closing boundary): the
+    // parser's "error" below reports it, but the stream needs a listener from its first moment, or that error
+    // ends the process while this file still waits for the one before it.
+    stream.on("error", () => undefined);
     // Files are stored one after the other, in the order they arrive.
     const done = chain.then(async () => {
       if (failure !== undefined) {
