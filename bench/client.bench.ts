@@ -14,8 +14,8 @@ import sharp from "sharp";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { bin, removeDir, run as runProgram, startDevice, tempDir, type RunningDevice } from "../test/helpers.js";
-import { FrameFiClient } from "../src/client/api.js";
-import { switchMode } from "../src/client/modes.js";
+import { FrameFiClient } from "../src/client/api/index.js";
+import { switchMode } from "../src/client/sync/modes.js";
 
 const FILES = 1_000;
 const SIZE = 200 * 1000;

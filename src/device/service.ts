@@ -4,17 +4,17 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { setTimeout as sleep } from "node:timers/promises";
 import { listenEverywhere, listenOn } from "../shared/listen.js";
 import { sameSecret } from "../shared/secret.js";
-import { createApi } from "./api.js";
-import { defaultConnectionLimits, limitConnections, watchBodyProgress } from "./http.js";
-import { hostPolicy, refuseForeign, type HostPolicy } from "./request-guard.js";
+import { createApi } from "./http/api.js";
+import { defaultConnectionLimits, limitConnections, watchBodyProgress } from "./http/answers.js";
+import { hostPolicy, refuseForeign, type HostPolicy } from "./http/request-guard.js";
 import { Card } from "./card/card.js";
-import type { DeviceConfig } from "./config.js";
+import type { DeviceConfig } from "./cli/config.js";
 import { simulatedHardware, type Hardware } from "./hardware.js";
 import { createPanel, servePanel, type Panel, type PanelRoute } from "./panel/routes.js";
 import { defaultSettings, SettingsStore, type Settings } from "./settings.js";
-import { createSetupHandler, type SetupValues } from "./setup.js";
+import { createSetupHandler, type SetupValues } from "./http/setup.js";
 import { DeviceState, noFtpShare, type FtpShare } from "./state.js";
-import { createLoginThrottle, type LoginThrottle } from "./throttle.js";
+import { createLoginThrottle, type LoginThrottle } from "./auth/throttle.js";
 import { deviceLog } from "./log.js";
 
 /** What plug-ins (the FTP server, the MQTT client) get to work with. */

@@ -3,7 +3,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { DeviceConfig } from "./config.js";
+import type { DeviceConfig } from "./cli/config.js";
 
 export interface Settings {
   /** The Wi-Fi network the device joins; blank after a Wi-Fi reset (the device then starts its setup page). */

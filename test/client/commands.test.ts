@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { freePort, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
-import { FrameFiClient } from "../../src/client/api.js";
+import { FrameFiClient } from "../../src/client/api/index.js";
 import { framefi } from "./fixtures/cli.js";
 
 /** No stack trace, one line. */

@@ -1,10 +1,10 @@
-// The MLSD listings `framefi sync` reads in block mode (parseMlsd in src/client/ftp-block.ts): the lines our
+// The MLSD listings `framefi sync` reads in block mode (parseMlsd in src/client/ftp/block-mode.ts): the lines our
 // device sends come out as the card's entries, and seeded random or mutated lines never throw and never yield
 // anything but files and folders with sizes and times that are numbers. FUZZ_SEED=<seed> npm test replays a
 // failure; npm run fuzz runs many more cases.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { parseMlsd } from "../../src/client/ftp-block.js";
+import { parseMlsd } from "../../src/client/ftp/block-mode.js";
 import { fuzzCases, fuzzSeed, seeded } from "../fuzz/random.js";
 
 describe("MLSD listing parser", () => {

@@ -10,7 +10,7 @@ import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { createServer, type Server } from "node:https";
 import { join } from "node:path";
-import { FrameFiClient } from "../../src/client/api.js";
+import { FrameFiClient } from "../../src/client/api/index.js";
 import { bin, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { cleanEnv, framefi } from "./fixtures/cli.js";
 

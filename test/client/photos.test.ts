@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import sharp, { type Sharp } from "sharp";
 import exifReader from "exif-reader";
 import { removeDir, repoRoot, startDevice, tempDir, type RunningDevice } from "../helpers.js";
-import { FrameFiClient } from "../../src/client/api.js";
+import { FrameFiClient } from "../../src/client/api/index.js";
 import { framefi, framefiOnTerminal, tree } from "./fixtures/cli.js";
 
 const RED = { r: 230, g: 20, b: 20 };

@@ -8,7 +8,7 @@ import { mkdir, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { bin, eventually, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
-import { FrameFiClient, MODE_FTP, MODE_MSC } from "../../src/client/api.js";
+import { FrameFiClient, MODE_FTP, MODE_MSC } from "../../src/client/api/index.js";
 import { framefi, framefiOnTerminal, startFramefi, tree } from "./fixtures/cli.js";
 
 const FTP_USER = "photos";

@@ -1,11 +1,11 @@
-// The client's HTTP transport (node:http in src/client/api.ts) against a server in the test that records each
+// The client's HTTP transport (node:http in src/client/api/index.ts) against a server in the test that records each
 // request: the headers a device relies on, redirects followed as fetch followed them, uploads sized or chunked,
 // the timeout, and a `framefi` that exits as soon as its last answer is in.
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import { DeviceUnreachableError, FrameFiClient, FrameFiError } from "../../src/client/api.js";
+import { DeviceUnreachableError, FrameFiClient, FrameFiError } from "../../src/client/api/index.js";
 import { framefi } from "./fixtures/cli.js";
 
 interface Seen {

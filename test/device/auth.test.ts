@@ -7,7 +7,7 @@ import { BODY, ENDPOINTS, MODE_MSC } from "./fixtures/contract.js";
 import { call } from "./fixtures/http.js";
 import { curl } from "../fixtures/http.js";
 import { api } from "./fixtures/device.js";
-import { AuthenticationError, ForbiddenError } from "../../src/client/api.js";
+import { AuthenticationError, ForbiddenError } from "../../src/client/api/index.js";
 
 const USER = "frame-admin";
 const PASS = "s3cret-Pa55:with-colon";

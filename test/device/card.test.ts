@@ -6,7 +6,7 @@ import { mkdir, rm, statfs, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eventually, bin, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { MODE_FTP } from "./fixtures/contract.js";
-import { DeviceHttpError } from "../../src/client/api.js";
+import { DeviceHttpError } from "../../src/client/api/index.js";
 import { api } from "./fixtures/device.js";
 
 interface Card {

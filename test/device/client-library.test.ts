@@ -1,4 +1,4 @@
-// The typed client (src/client/api.ts) against a running bin/framefi-device: every method, every error class.
+// The typed client (src/client/api/index.ts) against a running bin/framefi-device: every method, every error class.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { readFile, writeFile } from "node:fs/promises";
@@ -13,7 +13,7 @@ import {
   FrameFiClient,
   MODE_FTP,
   MODE_MSC,
-} from "../../src/client/api.js";
+} from "../../src/client/api/index.js";
 import { eventually, freePort, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 
 let dev: RunningDevice;

@@ -2,7 +2,7 @@
 // clock the test moves (test/ftp/attacks.test.ts and test/device/attacks.test.ts drive it over real sockets).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { addressKey, createLoginThrottle, ThrottledError } from "../../src/device/throttle.js";
+import { addressKey, createLoginThrottle, ThrottledError } from "../../src/device/auth/throttle.js";
 
 test("five failures are free (--login-attempts), then delays double up to 60 s; a success starts afresh", () => {
   let t = 0;

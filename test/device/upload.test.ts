@@ -11,7 +11,7 @@ import { call, openUpload, post, receiving } from "./fixtures/http.js";
 import { tree } from "../fixtures/files.js";
 import { curl, multipart, type Part } from "../fixtures/http.js";
 import { api } from "./fixtures/device.js";
-import { DeviceHttpError } from "../../src/client/api.js";
+import { DeviceHttpError } from "../../src/client/api/index.js";
 
 const MiB = 1024 * 1024;
 const CARD = 24 * MiB;

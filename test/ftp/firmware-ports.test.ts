@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
-import { parseCli } from "../../src/device/config.js";
+import { parseCli } from "../../src/device/cli/config.js";
 import { removeDir, tempDir } from "../helpers.js";
 import { curl, startFtp, type Ftp } from "./fixtures/ftp.js";
 

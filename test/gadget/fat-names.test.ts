@@ -1,5 +1,5 @@
 // `framefi-device --fat-names` makes the folder card accept only what a real FAT32 card holds —
-// the rules the USB gadget backend always applies (src/device/fat-names.ts) — over HTTP and FTP alike.
+// the rules the USB gadget backend always applies (src/device/card/fat-names.ts) — over HTTP and FTP alike.
 import assert from "node:assert/strict";
 import { mkdir, readdir } from "node:fs/promises";
 import { request } from "node:http";

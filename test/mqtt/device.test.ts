@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { after, before, describe, test, type TestContext } from "node:test";
 import { embeddedBroker, ownBroker, sharedBroker, type Broker } from "./fixtures/broker.js";
 import { clearRetained, unique, WAIT, watch, type Watcher } from "./fixtures/frame.js";
-import { nodeIdFor } from "../../src/device/mqtt-discovery.js";
+import { nodeIdFor } from "../../src/device/mqtt/discovery.js";
 import { bin, eventually, freePort, removeDir, run, start, tempDir, type RunningProgram } from "../helpers.js";
 
 let broker: Broker;

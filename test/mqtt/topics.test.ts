@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test, type TestContext } from "node:test";
 import { sharedBroker, type Broker } from "./fixtures/broker.js";
 import { clearRetained, startFrame, unique, WAIT, watch, type Frame, type Watcher } from "./fixtures/frame.js";
-import { createMqttLink, type MqttLinkOptions } from "../../src/device/mqtt.js";
+import { createMqttLink, type MqttLinkOptions } from "../../src/device/mqtt/link.js";
 import { eventually } from "../helpers.js";
 
 let broker: Broker;

@@ -7,7 +7,7 @@ import { bin, repoRoot } from "../helpers.js";
 
 export function missingPrograms(): string | undefined {
   const missing: string[] = [];
-  if (!existsSync(join(repoRoot, "dist", "src", "client", "cli.js"))) missing.push("the client CLI bin/framefi (issue 6)");
+  if (!existsSync(join(repoRoot, "dist", "src", "client", "cli", "main.js"))) missing.push("the client CLI bin/framefi (issue 6)");
   const help = spawnSync(bin("webhook"), ["-help"], { encoding: "utf8" });
   if (!/-template/.test(`${help.stdout}${help.stderr}`)) missing.push("the hook server's -template flag (issue 3)");
   return missing.length > 0 ? `the whole-system test needs ${missing.join(" and ")}; skipped` : undefined;

@@ -2,8 +2,8 @@
 // every file identified by its content (hash, date taken), duplicates set aside, photos renamed to `.jpg` and
 // found in the conversion cache or queued for conversion, files that are not photos copied or skipped.
 import { readFile } from "node:fs/promises";
-import type { LocalTree } from "../local-tree.js";
-import type { PlanInput } from "../plan.js";
+import type { LocalTree } from "../sync/local-tree.js";
+import type { PlanInput } from "../sync/plan.js";
 import { hashOf, type PhotoCache } from "./cache.js";
 import { forEachLimited, WORKERS } from "./queue.js";
 import type { HeicDecoder } from "./heic.js";

@@ -1,7 +1,7 @@
 // A frame profile and the sync's photo options, from the command line or the `[frame]` section of the .env file
 // (the command line wins). Everything here is checked once, with a message that names the option and the fix.
 import { createHash } from "node:crypto";
-import { UsageError } from "../usage.js";
+import { UsageError } from "../cli/usage.js";
 
 export interface FrameProfile {
   width: number;

@@ -3,7 +3,7 @@
 import { mkdirSync, realpathSync } from "node:fs";
 import { lstat, mkdir, realpath } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
-import { fatCaseTwin, fatNameProblem } from "../fat-names.js";
+import { fatCaseTwin, fatNameProblem } from "./fat-names.js";
 import { CardError, printable } from "./errors.js";
 
 /** Why a name cannot go where `twin`, differing only in case, is: FAT keeps one of them. */

@@ -6,7 +6,7 @@ import { copyFile, readdir, rm, lstat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { Writable } from "node:stream";
 import { errors } from "../../shared/firmware.js";
-import { caseTwinAmong, fatCaseTwin, fatSizeProblem } from "../fat-names.js";
+import { caseTwinAmong, fatCaseTwin, fatSizeProblem } from "./fat-names.js";
 import { CardError, printable } from "./errors.js";
 import type { Inventory } from "./figures.js";
 import { caseTwinProblem, childPath, isInternalName, tempName, type CardPath, type CardPaths } from "./paths.js";

@@ -13,7 +13,7 @@ import { cardPath } from "./paths.js";
 import { freeSpaceText, fsReply, pathReply, quote, Reply } from "./replies.js";
 import { receiveFile, sendFile, sendText, ShortUploadError } from "./transfer.js";
 import type { FtpServerOptions } from "./types.js";
-import { ThrottledError } from "../throttle.js";
+import { ThrottledError } from "../auth/throttle.js";
 
 const MAX_LINE = 8192;
 /** Commands read ahead of the one running; beyond this we stop reading until they are done. */

@@ -1,6 +1,6 @@
 // The FTP server's public types: what the device passes in and what it gets back.
 import type { CardFileSystem } from "../card/card.js";
-import type { LoginThrottle } from "../throttle.js";
+import type { LoginThrottle } from "../auth/throttle.js";
 
 export interface FtpServerOptions {
   /** The card folder; every client path is confined to it. */

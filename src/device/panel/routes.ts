@@ -3,9 +3,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { MODE_LABELS } from "../../shared/firmware.js";
-import { sendError, sendJson } from "../http.js";
+import { sendError, sendJson } from "../http/answers.js";
 import { SimulatedDisplay, type Display, type Screen } from "../hardware.js";
-import { addressKey } from "../throttle.js";
+import { addressKey } from "../auth/throttle.js";
 import type { DeviceState } from "../state.js";
 import { panelPage } from "./page.js";
 import { renderDisplayPng, renderDisplaySvg } from "./render.js";

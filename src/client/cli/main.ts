@@ -15,18 +15,18 @@ import {
   FrameFiError,
   MODE_FTP,
   ProtocolError,
-} from "./api.js";
+} from "../api/index.js";
 import { FIRMWARE_FTP_PORT, hostHint, resolveConnection, type Connection } from "./connection.js";
 import { EnvFileError } from "./env-file.js";
 import { bytes, ledSummary, mqttSummary, statusSummary } from "./format.js";
-import { FtpLoginError, FtpUnreachableError, SyncStopped } from "./sync-errors.js";
-import { barEvents, lineEvents, planLine, quietEvents } from "./progress.js";
-import { batchedLines } from "../shared/batched-lines.js";
+import { FtpLoginError, FtpUnreachableError, SyncStopped } from "../sync/errors.js";
+import { barEvents, lineEvents, planLine, quietEvents } from "../sync/progress.js";
+import { batchedLines } from "../../shared/batched-lines.js";
 import { askPassword, confirm, haveTerminal, PromptInterrupted } from "./prompt.js";
-import { switchMode } from "./modes.js";
-import { lockDevice } from "./sync-lock.js";
-import type { PhotoReport, SyncResult } from "./sync.js";
-import { FRAME_KEYS, photoOptions, type PhotoOptions, type PhotoSettings } from "./photos/profile.js";
+import { switchMode } from "../sync/modes.js";
+import { lockDevice } from "../sync/lock.js";
+import type { PhotoReport, SyncResult } from "../sync/sync.js";
+import { FRAME_KEYS, photoOptions, type PhotoOptions, type PhotoSettings } from "../photos/profile.js";
 import { EXIT, UsageError } from "./usage.js";
 
 const USAGE = `Usage: framefi [options] <command> [arguments]
@@ -318,7 +318,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     process.on("SIGTERM", onSignal);
     let result: SyncResult;
     // Loaded here: the FTP client is only needed by sync.
-    const { sync } = await import("./sync.js");
+    const { sync } = await import("../sync/sync.js");
     let unlock: () => Promise<void>;
     try {
       unlock = await lockDevice(ctx.client.url, controller.signal, () => events.step(`Waiting for another framefi sync to ${ctx.client.url} to finish…`));
@@ -486,7 +486,7 @@ function stoppedMessage(e: SyncStopped): string {
 
 function version(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version?: string };
+    const pkg = JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version?: string };
     return pkg.version ?? "unknown";
   } catch {
     return "unknown";

@@ -1,7 +1,7 @@
 // How a sync shows what it does: a progress bar on a terminal (files, bytes, rate, time left), otherwise one
 // line per file on stdout, so logs and scripts can follow. Steps and failures go to stderr.
 import type { WriteStream } from "node:tty";
-import { bytes, duration } from "./format.js";
+import { bytes, duration } from "../cli/format.js";
 import type { Plan, Upload } from "./plan.js";
 import type { SyncEvents } from "./sync.js";
 

@@ -1,6 +1,6 @@
 // The errors of a sync that the CLI tells apart, in a module of their own so that the CLI can recognise them
 // without loading the FTP client.
-import type { ModeName } from "./api.js";
+import type { ModeName } from "../api/index.js";
 
 /** The FTP server refused the login (530): wrong FTP user or password. */
 export class FtpLoginError extends Error {

@@ -1,5 +1,5 @@
 // Human-readable renderings of the device's answers and of sizes, rates and durations.
-import { MQTT_STATES, type DeviceStatus, type LedStatus, type MqttStatus } from "../shared/firmware.js";
+import { MQTT_STATES, type DeviceStatus, type LedStatus, type MqttStatus } from "../../shared/firmware.js";
 
 /** Bytes as decimal gigabytes, as card makers count them: "7.99 GB". */
 export function gigabytes(bytes: number): string {

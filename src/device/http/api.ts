@@ -1,14 +1,14 @@
 // The web API: routes → state, with the firmware's JSON (its src/main.cpp's answers, byte for byte).
 // Errors are always {"status":"error","message":"…"}: 400, 401, 403, 404, 405 (with Allow), 500, 507.
-import { sameSecret } from "../shared/secret.js";
+import { sameSecret } from "../../shared/secret.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Card } from "./card/card.js";
-import { readSmallBody, sendError, sendErrorAndClose, sendErrorEarly, sendJson } from "./http.js";
-import { bodies, errors, MODE_LABELS, statusBody, type Mode } from "../shared/firmware.js";
+import type { Card } from "../card/card.js";
+import { readSmallBody, sendError, sendErrorAndClose, sendErrorEarly, sendJson } from "./answers.js";
+import { bodies, errors, MODE_LABELS, statusBody, type Mode } from "../../shared/firmware.js";
 import { refuseForeign, type HostPolicy } from "./request-guard.js";
-import type { Settings } from "./settings.js";
-import type { DeviceState } from "./state.js";
-import type { LoginThrottle } from "./throttle.js";
+import type { Settings } from "../settings.js";
+import type { DeviceState } from "../state.js";
+import type { LoginThrottle } from "../auth/throttle.js";
 import { handleMultipartUpload, handleRawUpload } from "./upload.js";
 
 export interface ApiContext {

@@ -1,13 +1,13 @@
 // A sync's FTP connection in block mode (RFC 959 `MODE B`), for servers that have it (our device service does; the
-// firmware and most servers do not, and then basic-ftp's stream mode is used: ftp.ts). One data connection carries
+// firmware and most servers do not, and then basic-ftp's stream mode is used: stream-mode.ts). One data connection carries
 // every transfer of a connection, each ending with an EOF block: a file costs STOR, its blocks and MFMT — no
 // passive port, connect and close per file — and an interrupted upload is never taken for a complete one.
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { connect, type Socket } from "node:net";
-import { BlockDecoder, END_BLOCK, toBlocks } from "../shared/ftp-blocks.js";
-import { writeAll } from "../shared/socket-write.js";
+import { BlockDecoder, END_BLOCK, toBlocks } from "../../shared/ftp-blocks.js";
+import { writeAll } from "../../shared/socket-write.js";
 import { FtpReplyError, mfmtTime, mfmtUnknown, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
-import { FtpLoginError, LocalFileError } from "./sync-errors.js";
+import { FtpLoginError, LocalFileError } from "../sync/errors.js";
 
 /** Time without an answer or progress before a command or transfer is given up (as basic-ftp's connections). */
 const TIMEOUT_MS = 10_000;

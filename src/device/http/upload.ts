@@ -5,9 +5,9 @@ import busboy from "busboy";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { bodies, errors } from "../shared/firmware.js";
-import { CardError, type Card, type CardWrite } from "./card/card.js";
-import { acceptBody, sendErrorAndClose, sendJson } from "./http.js";
+import { bodies, errors } from "../../shared/firmware.js";
+import { CardError, type Card, type CardWrite } from "../card/card.js";
+import { acceptBody, sendErrorAndClose, sendJson } from "./answers.js";
 
 const CHUNK = 1 << 20;
 

@@ -1,8 +1,8 @@
 // Plugs the MQTT link into the device service: one link per boot (settings re-read, as the firmware does
 // on reboot), enabled and disabled with the state's MQTT flag, its status reported back into the state.
 // The context is typed structurally, so this file depends only on what it uses of the device service.
-import { statusBody, type Mode, type StatusFacts } from "../shared/firmware.js";
-import { createMqttLink, type DeviceSide, type MqttLink, type MqttLinkOptions } from "./mqtt.js";
+import { statusBody, type Mode, type StatusFacts } from "../../shared/firmware.js";
+import { createMqttLink, type DeviceSide, type MqttLink, type MqttLinkOptions } from "./link.js";
 
 /** What the plug-in uses of the device service's DeviceContext. */
 export interface MqttPluginContext {

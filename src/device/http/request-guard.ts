@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { hostname } from "node:os";
 import { isIP } from "node:net";
-import { sendErrorEarly } from "./http.js";
+import { sendErrorEarly } from "./answers.js";
 
 /** Which Host values name the device. */
 export interface HostPolicy {

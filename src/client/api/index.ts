@@ -11,7 +11,7 @@ import https from "node:https";
 import { basename } from "node:path";
 import { pipeline, Readable } from "node:stream";
 import { createSecureContext, type SecureContext } from "node:tls";
-import type { ActionResult, Brightness, DeviceStatus, DisplayStatus, LedStatus, Mode, ModeStatus, MqttStatus } from "../shared/firmware.js";
+import type { ActionResult, Brightness, DeviceStatus, DisplayStatus, LedStatus, Mode, ModeStatus, MqttStatus } from "../../shared/firmware.js";
 
 export {
   MODE_FTP,
@@ -27,7 +27,7 @@ export {
   type ModeStatus,
   type MqttStatus,
   type OnOff,
-} from "../shared/firmware.js";
+} from "../../shared/firmware.js";
 export type Toggle = "on" | "off" | "toggle";
 export type MqttAction = "enable" | "disable" | "toggle";
 

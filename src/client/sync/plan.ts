@@ -1,6 +1,6 @@
 // What a mirror has to do, from the local tree and the card's tree: the one place that decides what is
 // up to date, what to upload, and what to delete.
-import type { RemoteEntry } from "./remote.js";
+import type { RemoteEntry } from "../ftp/remote.js";
 import type { LocalEntry, LocalTree } from "./local-tree.js";
 
 /**

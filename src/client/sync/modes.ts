@@ -1,6 +1,6 @@
 // Switching the device's mode and waiting until it is done: the API answers at once and completes just after.
-import { MODE_NAMES, type Mode } from "../shared/firmware.js";
-import type { FrameFiClient } from "./api.js";
+import { MODE_NAMES, type Mode } from "../../shared/firmware.js";
+import type { FrameFiClient } from "../api/index.js";
 
 async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   await new Promise<void>((resolve) => {

@@ -2,13 +2,13 @@
 import { readFileSync } from "node:fs";
 import { setFlagsFromString } from "node:v8";
 import { ConfigError, helpText, parseCli, type DeviceConfig } from "./config.js";
-import { GadgetError } from "./gadget/system.js";
-import { GadgetUsb } from "./gadget/usb.js";
-import { ftpMode } from "./ftp-mode.js";
-import { deviceLog, type DeviceLog } from "./log.js";
-import { mqttPlugin } from "./mqtt-plugin.js";
-import { simulatedHardware } from "./hardware.js";
-import { DeviceService, urlOf } from "./service.js";
+import { GadgetError } from "../gadget/system.js";
+import { GadgetUsb } from "../gadget/usb.js";
+import { ftpMode } from "../ftp/mode.js";
+import { deviceLog, type DeviceLog } from "../log.js";
+import { mqttPlugin } from "../mqtt/plugin.js";
+import { simulatedHardware } from "../hardware.js";
+import { DeviceService, urlOf } from "../service.js";
 
 /** --usb-gadget: the real USB drive, ready before the service starts (or a one-line reason and exit 1). */
 async function prepareGadget(config: DeviceConfig, log: DeviceLog): Promise<GadgetUsb> {
@@ -25,7 +25,7 @@ async function prepareGadget(config: DeviceConfig, log: DeviceLog): Promise<Gadg
 }
 
 function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
+  const pkg = JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version: string };
   return pkg.version;
 }
 

@@ -2,8 +2,8 @@
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { ErrorBody } from "../shared/firmware.js";
-import { addressKey } from "./throttle.js";
+import type { ErrorBody } from "../../shared/firmware.js";
+import { addressKey } from "../auth/throttle.js";
 
 export function sendJson(res: ServerResponse, status: number, body: object, headers: Record<string, string> = {}): void {
   if (res.headersSent) {

@@ -5,10 +5,10 @@
 import { EventEmitter } from "node:events";
 import { readFileSync } from "node:fs";
 import mqtt, { type MqttClient } from "mqtt";
-import { displayTopicPayload, MqttState, stateTopicPayload, type DeviceStatus, type Mode } from "../shared/firmware.js";
-import { discoveryMessages, topicsFor, type MqttTopics } from "./mqtt-discovery.js";
+import { displayTopicPayload, MqttState, stateTopicPayload, type DeviceStatus, type Mode } from "../../shared/firmware.js";
+import { discoveryMessages, topicsFor, type MqttTopics } from "./discovery.js";
 
-export { topicsFor, type MqttTopics } from "./mqtt-discovery.js";
+export { topicsFor, type MqttTopics } from "./discovery.js";
 
 /** The part of the status body (`GET /`) the MQTT state topic carries. */
 export type StatusView = Pick<DeviceStatus, "mode" | "display" | "sd_card">;
@@ -63,7 +63,7 @@ export interface MqttStatus {
   connected: boolean;
 }
 
-const swVersion = (JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as {
+const swVersion = (JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as {
   version: string;
 }).version;
 

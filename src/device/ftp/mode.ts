@@ -1,8 +1,8 @@
 // FTP mode's server: a fresh FTP server on the card each time the device enters FTP mode (credentials as the
 // settings are now), stopped when it leaves. Its writes go straight into the card's figures.
-import { createFtpServer, type FtpServer, type FtpServerOptions } from "./ftp/server.js";
-import type { DeviceContext } from "./service.js";
-import type { FtpShare } from "./state.js";
+import { createFtpServer, type FtpServer, type FtpServerOptions } from "./server.js";
+import type { DeviceContext } from "../service.js";
+import type { FtpShare } from "../state.js";
 
 export function ftpMode(ctx: DeviceContext): FtpShare {
   let server: FtpServer | undefined;

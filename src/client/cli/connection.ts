@@ -1,7 +1,7 @@
 // Where the device is and how to log in, from (first wins) the command line, FRAMEFI_* environment variables,
 // the firmware scripts' variables in the environment, and the firmware scripts' `.env` file in the current folder.
 import { join } from "node:path";
-import { baseUrl, FrameFiError } from "./api.js";
+import { baseUrl, FrameFiError } from "../api/index.js";
 import { readEnvFile, type EnvValues } from "./env-file.js";
 import { UsageError } from "./usage.js";
 

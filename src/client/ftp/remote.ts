@@ -1,8 +1,8 @@
-// What a sync needs of the card over FTP, whichever client speaks it (ftp-block.ts in block mode, ftp.ts with
+// What a sync needs of the card over FTP, whichever client speaks it (block-mode.ts in block mode, stream-mode.ts with
 // basic-ftp in stream mode): the server to reach, the card's entries, the operations of a mirror, and a pool of
 // connections handing out work. Free of basic-ftp, so a sync in block mode never loads it.
 import { posix } from "node:path";
-import { timeVal } from "../shared/ftp-time.js";
+import { timeVal } from "../../shared/ftp-time.js";
 
 export interface FtpTarget {
   host: string;

@@ -3,19 +3,19 @@
 // connections at once, then leaves the device in MSC mode (or FTP with `stay`). Ctrl-C or a failure puts the
 // device back in the mode it was in. Uploaded files carry the local modification time (MFMT), so a rerun skips
 // what already arrived. With a frame profile, photos are converted (photos/) while the first files travel.
-import { MODE_FTP, MODE_NAMES, modeOf, type Mode, type ModeName } from "../shared/firmware.js";
-import type { FrameFiClient } from "./api.js";
+import { MODE_FTP, MODE_NAMES, modeOf, type Mode, type ModeName } from "../../shared/firmware.js";
+import type { FrameFiClient } from "../api/index.js";
 import { switchMode } from "./modes.js";
-import { LocalFileError, SyncStopped } from "./sync-errors.js";
-import { connectCard } from "./ftp-connect.js";
-import { isReply, remoteJoin, type CardPool, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
+import { LocalFileError, SyncStopped } from "./errors.js";
+import { connectCard } from "../ftp/connect.js";
+import { isReply, remoteJoin, type CardPool, type FtpTarget, type RemoteConnection, type RemoteEntry } from "../ftp/remote.js";
 import { scanLocal, type LocalTree } from "./local-tree.js";
 import { decideUpload, makePlan, type Plan, type PlanInput, type Upload } from "./plan.js";
-import type { PhotoCache } from "./photos/cache.js";
-import type { Candidate } from "./photos/capacity.js";
-import type { ConvertJob, Prepared } from "./photos/prepare.js";
-import type { PhotoOptions } from "./photos/profile.js";
-import { AsyncQueue, forEachLimited, WORKERS } from "./photos/queue.js";
+import type { PhotoCache } from "../photos/cache.js";
+import type { Candidate } from "../photos/capacity.js";
+import type { ConvertJob, Prepared } from "../photos/prepare.js";
+import type { PhotoOptions } from "../photos/profile.js";
+import { AsyncQueue, forEachLimited, WORKERS } from "../photos/queue.js";
 
 export interface SyncOptions {
   client: FrameFiClient;
@@ -89,11 +89,11 @@ function message(e: unknown): string {
 /** The photo pipeline (sharp, the cache, HEIC workers), loaded only by a sync with photo options. */
 async function photoTools() {
   const [cache, capacity, convert, heic, prepare] = await Promise.all([
-    import("./photos/cache.js"),
-    import("./photos/capacity.js"),
-    import("./photos/convert.js"),
-    import("./photos/heic.js"),
-    import("./photos/prepare.js"),
+    import("../photos/cache.js"),
+    import("../photos/capacity.js"),
+    import("../photos/convert.js"),
+    import("../photos/heic.js"),
+    import("../photos/prepare.js"),
   ]);
   return {
     PhotoCache: cache.PhotoCache,

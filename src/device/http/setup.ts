@@ -1,7 +1,7 @@
 // The Wi-Fi setup page the device serves from its own access point after a Wi-Fi reset, shaped like the
 // firmware's WiFiManager portal: network name and password, FTP, web and MQTT settings, saved by /wifisave.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Settings } from "./settings.js";
+import type { Settings } from "../settings.js";
 
 /** What a saved form changes: only the fields it sent (a blank password field keeps the stored password). */
 export type SetupValues = Partial<Settings>;

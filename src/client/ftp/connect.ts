@@ -1,8 +1,8 @@
 // Which FTP connections a sync gets: waits until the device's FTP server logs us in, then opens the pool — in
-// block mode when the server takes it (ftp-block.ts), else basic-ftp's stream mode (ftp.ts, loaded only then).
-import { BlockConnection } from "./ftp-block.js";
+// block mode when the server takes it (block-mode.ts), else basic-ftp's stream mode (stream-mode.ts, loaded only then).
+import { BlockConnection } from "./block-mode.js";
 import { CardPool, EXTRA_LOGIN_TIMEOUT_MS, type FtpTarget, type RemoteConnection } from "./remote.js";
-import { FtpLoginError, FtpUnreachableError } from "./sync-errors.js";
+import { FtpLoginError, FtpUnreachableError } from "../sync/errors.js";
 
 /**
  * Tries the target's ports until one logs in, retrying until `timeoutMs` passes (a refused login fails at once),
@@ -19,7 +19,7 @@ export async function connectCard(target: FtpTarget, timeoutMs: number, size: nu
         if (first) return await blockPool(first, target, port, size);
         // Retried like the probe when it fails: a server that takes one client at a time may take a moment to
         // free the slot the probe had.
-        const { openStreamPool } = await import("./ftp.js");
+        const { openStreamPool } = await import("./stream-mode.js");
         return await openStreamPool(target, port, size);
       } catch (e) {
         if (e instanceof FtpLoginError) throw e;

@@ -1,10 +1,10 @@
 // The FTP side of a sync in stream mode, on basic-ftp, for servers without block mode (the firmware's): a small
 // pool of logged-in connections (several files travel at once), the card's file tree, and the operations a
-// mirror needs. Loaded only when the server refused block mode (ftp-connect.ts).
+// mirror needs. Loaded only when the server refused block mode (connect.ts).
 import { Client, FileType } from "basic-ftp";
 import { createReadStream } from "node:fs";
 import { CardPool, EXTRA_LOGIN_TIMEOUT_MS, isReply, mfmtTime, mfmtUnknown, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
-import { FtpLoginError, LocalFileError } from "./sync-errors.js";
+import { FtpLoginError, LocalFileError } from "../sync/errors.js";
 
 /** Time without an answer or progress before a login, command or transfer is given up. */
 const TIMEOUT_MS = 10_000;
@@ -123,7 +123,7 @@ async function openLocal(abs: string): Promise<ReturnType<typeof createReadStrea
 }
 
 /**
- * Logs in on `port` (the greeting server found by ftp-connect.ts) and opens up to `size` connections. A server
+ * Logs in on `port` (the greeting server found by connect.ts) and opens up to `size` connections. A server
  * that allows fewer (the firmware's allows one) still works: connections it refuses are simply not used.
  */
 export async function openStreamPool(target: FtpTarget, port: number, size: number): Promise<CardPool<FtpConnection>> {

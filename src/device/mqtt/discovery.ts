@@ -1,7 +1,7 @@
 // Home Assistant MQTT discovery: the retained config messages that make a frame appear in Home Assistant
 // as one device (sensors, display switch, mode select, restart button) without any YAML.
 // See https://www.home-assistant.io/integrations/mqtt/#mqtt-discovery.
-import { MODE_FTP } from "../shared/firmware.js";
+import { MODE_FTP } from "../../shared/firmware.js";
 
 /** The topics one frame uses, all under its topic prefix. */
 export interface MqttTopics {
