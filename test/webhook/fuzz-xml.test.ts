@@ -3,7 +3,7 @@
 // never another exception. FUZZ_SEED replays a run; `npm run fuzz` runs many more cases.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseXmlPayload } from "../../src/webhook/hooks/request.js";
+import { parseXmlPayload } from "../../src/webhook/request/request.js";
 import { fuzzCases, fuzzSeed, seeded } from "../fuzz/random.js";
 
 const PIECES = [

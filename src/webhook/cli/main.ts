@@ -8,12 +8,12 @@ import type { TlsOptions } from "node:tls";
 import { ActivationError, describeListener, listenAt, listenError, listenOnFd, takeSystemdSocket, unbracket } from "../http/listen.js";
 import { errorText } from "../go/errno.js";
 import { secretsOf } from "../hooks/config.js";
-import type { NatsQueue } from "../run/nats-queue.js";
-import type { JobRunner } from "../run/queue.js";
+import type { NatsQueue } from "../queue/nats-queue.js";
+import type { JobRunner } from "../queue/queue.js";
 import { Runner } from "../run/runner.js";
 import { FlagError, parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
 import { HookServer } from "../server/hook-server.js";
-import { Log, prefix } from "../server/log.js";
+import { Log, prefix } from "../log/log.js";
 import { createPidFile, PidFileError, removePidFile } from "./pidfile.js";
 import { dropPrivileges } from "./privileges.js";
 import { DuplicateHookError, HookRegistry } from "../hooks/registry.js";
@@ -153,8 +153,8 @@ async function main(): Promise<void> {
   if (opts.queueKeyFile !== "" && opts.queue === "") fatal("-queue-key-file signs the messages of the shared queue: give -queue too, or drop -queue-key-file");
   if (opts.queue !== "") {
     // Loaded only with -queue: a server without it pays nothing for the NATS client.
-    const { NatsQueue, QueueConnectError } = await import("../run/nats-queue.js");
-    const { QueueKeyError, QueueSigner, readQueueKey } = await import("../run/queue-signing.js");
+    const { NatsQueue, QueueConnectError } = await import("../queue/nats-queue.js");
+    const { QueueKeyError, QueueSigner, readQueueKey } = await import("../queue/signing.js");
     let key: Buffer | undefined;
     try {
       key = opts.queueKeyFile === "" ? undefined : readQueueKey(opts.queueKeyFile);

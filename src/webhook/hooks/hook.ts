@@ -1,7 +1,7 @@
 // The shapes shared by the hook server's modules: what a hooks file holds, and what a request
 // looks like once parsed. Field names are the hooks-file keys of adnanh/webhook, unchanged.
 import type { SignatureType } from "./signatures.js";
-import type { RetryField } from "../run/retry.js";
+import type { RetryField } from "../policy/retry.js";
 
 /** Where a value is read from (`source` in the hooks file). */
 export type ArgumentSource =

@@ -9,7 +9,7 @@ import { watch, statSync, realpathSync, type FSWatcher } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Hook } from "./hook.js";
 import { ConfigError, parseHooks, readHooksFile, type LoadOptions } from "./config.js";
-import type { Log } from "../server/log.js";
+import type { Log } from "../log/log.js";
 import { HookSet } from "./hook-set.js";
 
 /** How long after a change a file is read (writers write in pieces). */

@@ -3,7 +3,7 @@
 // problem stops the start, or -validate reports it) and resolved once per hook into a RunPolicy.
 import type { Hook } from "./hook.js";
 import { parseGoDuration } from "../go/duration.js";
-import { DEFAULT_RETRY_DELAY, DEFAULT_RETRY_MAX_DELAY, type RetryPolicy } from "../run/retry.js";
+import { DEFAULT_RETRY_DELAY, DEFAULT_RETRY_MAX_DELAY, type RetryPolicy } from "../policy/retry.js";
 
 export interface RunPolicy {
   /** async-response: answer 202 Accepted at once, Location: the job. */

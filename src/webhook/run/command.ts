@@ -8,7 +8,7 @@ import { encodeBytes } from "../go/bytes.js";
 import { errnoText } from "../go/errno.js";
 import type { Argument, Hook, HookRequest } from "../hooks/hook.js";
 import { describeArgument, getArgument } from "../hooks/values.js";
-import type { Log, LogFields } from "../server/log.js";
+import type { Log, LogFields } from "../log/log.js";
 
 export interface CommandSpec {
   /** Absolute path of the executable. */

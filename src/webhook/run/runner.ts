@@ -1,7 +1,7 @@
 // The one owner of the hook server's runtime state: the per-hook queues (max-concurrency,
 // max-queue), the commands running now, the metrics counters and the spawner. The server holds one
 // Runner; shutdown asks it to drop what is queued, waits for it to be idle, and kills what is left.
-import { Metrics, type Outcome } from "../server/metrics.js";
+import { Metrics, type Outcome } from "../log/metrics.js";
 import { signalText } from "../go/errno.js";
 import { Tail } from "./output.js";
 import { Spawner, type OutputSink, type RunningCommand } from "./spawn.js";

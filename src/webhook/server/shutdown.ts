@@ -1,10 +1,10 @@
 // Graceful shutdown, in one place: stop accepting, drop the queued commands, wait for the running
 // ones up to the grace period, kill their process groups, close.
 import type { HttpTransport } from "../http/transport.js";
-import type { SharedQueue } from "../run/queue.js";
+import type { SharedQueue } from "../queue/queue.js";
 import type { Runner } from "../run/runner.js";
 import type { HookServer } from "./hook-server.js";
-import type { Log } from "./log.js";
+import type { Log } from "../log/log.js";
 
 /** How long killed commands' process groups have between SIGTERM and SIGKILL. */
 const KILL_GRACE_MS = 5000;

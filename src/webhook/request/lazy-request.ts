@@ -1,8 +1,8 @@
 // The request as rules and commands read it, each part decoded on first use.
 import type { HookRequest } from "../hooks/hook.js";
-import { parseFormPayload, parseHeaders, parseJsonPayload, parseQuery, parseXmlPayload, type Payload } from "../hooks/request.js";
-import type { Log } from "./log.js";
-import type { Matched } from "./hook-server.js";
+import { parseFormPayload, parseHeaders, parseJsonPayload, parseQuery, parseXmlPayload, type Payload } from "./request.js";
+import type { Log } from "../log/log.js";
+import type { Matched } from "../server/hook-server.js";
 
 const EMPTY = Buffer.alloc(0);
 

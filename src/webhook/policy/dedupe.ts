@@ -1,6 +1,6 @@
 // The hook field deduplicate (ours, with -queue): its default and longest window.
 import { parseGoDuration } from "../go/duration.js";
-import type { Hook } from "./hook.js";
+import type { Hook } from "../hooks/hook.js";
 
 export const DEDUP_WINDOW_DEFAULT = "10m";
 /** 24 hours, in milliseconds: the longest window (how long delivery ids are kept). */

@@ -16,7 +16,7 @@
 //   subscribed to before publishing the job; the end is the job's final record, which that
 //   instance receives as it is stored and otherwise reads back (after a reconnect, and every few
 //   seconds), so a lost message never leaves a request without its answer;
-// - -queue-key-file (queue-signing.ts): job messages, output chunks and job records are signed, and
+// - -queue-key-file (signing.ts): job messages, output chunks and job records are signed, and
 //   what is not signed with the key is refused: a job message runs nothing, a chunk is not output,
 //   a record neither ends a waiting request nor shows in /jobs.
 import { createHash, randomUUID } from "node:crypto";
@@ -38,15 +38,15 @@ import {
   type NatsError,
   type Subscription,
 } from "nats";
-import { MAX_DEDUP_WINDOW } from "../hooks/dedup.js";
+import { MAX_DEDUP_WINDOW } from "../policy/dedupe.js";
 import type { HookRequest } from "../hooks/hook.js";
 import { FINAL_STATES, type Job } from "../jobs/job.js";
-import { decodeRecord, KvRecords, refusedRecord } from "../jobs/kv-records.js";
+import { decodeRecord, KvRecords, refusedRecord } from "./kv-records.js";
 import type { RetentionOptions } from "../jobs/memory-records.js";
 import { JobStore } from "../jobs/store.js";
-import type { Log } from "../server/log.js";
-import { DELIVERIES_BUCKET, jobRecordSubject, jobSubject, RATES_BUCKET, streamName, token } from "./nats-names.js";
-import type { QueueSigner } from "./queue-signing.js";
+import type { Log } from "../log/log.js";
+import { DELIVERIES_BUCKET, jobRecordSubject, jobSubject, RATES_BUCKET, streamName, token } from "./names.js";
+import type { QueueSigner } from "./signing.js";
 import { decodeRequest, encodeRequest, type JobOutcome, type JobRunner, type JobSubmission, type QueueHook, type SharedQueue, type Submitted } from "./queue.js";
 
 export class QueueConnectError extends Error {

@@ -5,8 +5,8 @@
 import { JsonNumber } from "../go/json.js";
 import type { HookRequest } from "../hooks/hook.js";
 import type { JobState } from "../jobs/job.js";
-import type { AttemptRun } from "./executions.js";
-import type { OutputSink } from "./spawn.js";
+import type { AttemptRun } from "../policy/executions.js";
+import type { OutputSink } from "../run/spawn.js";
 
 /** What running a hook's command gave: its output, Go's error text, and whether command-timeout stopped it. */
 export interface ExecuteResult {

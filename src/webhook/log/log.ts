@@ -11,7 +11,7 @@ import { goDuration } from "../go/duration.js";
 import { canonicalHeaderKey } from "../go/header.js";
 import type { HttpResponse, RequestHead } from "../http/contract.js";
 import { STATUS_TEXT } from "../http/status.js";
-import { rawHeader } from "../hooks/request.js";
+import { rawHeader } from "../request/request.js";
 
 export type LogFormat = "text" | "json";
 

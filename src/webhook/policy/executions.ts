@@ -2,7 +2,7 @@
 // hook's rate-limit, its job (-jobs), its debounce, and the attempts of its retry policy. The
 // server holds one Executions; it owns the rate windows, the debounced triggers and the counters.
 import type { Hook } from "../hooks/hook.js";
-import type { Log, LogFields } from "../server/log.js";
+import type { Log, LogFields } from "../log/log.js";
 import { runPolicy, type RunPolicy } from "../hooks/run-fields.js";
 import type { Job } from "../jobs/job.js";
 import { RunCounters } from "../jobs/metrics.js";

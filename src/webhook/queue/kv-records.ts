@@ -2,14 +2,14 @@
 // records, so /jobs answers the same everywhere. One key per job, its id (bucket webhook_jobs, file
 // storage, one revision kept). Retention as in-process: the bucket forgets a record -jobs-max-age
 // after its last change and keeps at most -jobs-keep records (the least recently changed go first).
-// With -queue-key-file every record is stored signed (queue-signing.ts) and one that is not signed
+// With -queue-key-file every record is stored signed (signing.ts) and one that is not signed
 // with the key is never read as a record: not by /jobs, not by a request waiting for its job's end.
 import { DiscardPolicy, nanos, StorageType, type JetStreamClient, type JetStreamManager, type KV, type KvEntry, type NatsError } from "nats";
-import { isJob, type Job } from "./job.js";
-import type { RetentionOptions } from "./memory-records.js";
-import type { JobRecords } from "./records.js";
-import { JOBS_BUCKET, jobKey, jobKeySubject } from "../run/nats-names.js";
-import type { QueueSigner } from "../run/queue-signing.js";
+import { isJob, type Job } from "../jobs/job.js";
+import type { RetentionOptions } from "../jobs/memory-records.js";
+import type { JobRecords } from "../jobs/records.js";
+import { JOBS_BUCKET, jobKey, jobKeySubject } from "./names.js";
+import type { QueueSigner } from "./signing.js";
 
 /** How long reading the records for /jobs may take. */
 const READ_TIMEOUT_MS = 5000;
