@@ -2,20 +2,10 @@
 // red when the broker goes away — with a real broker (aedes, in this process) and the real bin/framefi-device.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
-import { join } from "node:path";
 import { Aedes } from "aedes";
-import { eventually, freePort, repoRoot, startDevice, type RunningDevice } from "../helpers.js";
+import { eventually, freePort, startDevice, type RunningDevice } from "../helpers.js";
 
-/** The device's CLI plugs in the MQTT client from issue 5; until then there is no connection to show. */
-function mqttMissing(): string | undefined {
-  const cli = readFileSync(join(repoRoot, "dist", "src", "device", "cli.js"), "utf8");
-  return /mqttPlugin/.test(cli) ? undefined : "bin/framefi-device has no MQTT client yet (issue 5); MQTT dot test skipped";
-}
-
-const skip = mqttMissing();
-if (skip) console.log(`# ${skip}`);
 
 /** The fill colours of the circles in the display picture: the MQTT dot. */
 async function dots(dev: RunningDevice): Promise<string[]> {
@@ -23,7 +13,7 @@ async function dots(dev: RunningDevice): Promise<string[]> {
   return [...svg.matchAll(/<circle [^>]*fill="([^"]+)"/g)].map((m) => m[1]!);
 }
 
-describe("the MQTT dot", { skip }, () => {
+describe("the MQTT dot", () => {
   let dev: RunningDevice;
   let server: Server;
   let broker: Aedes;

@@ -7,12 +7,10 @@ import { randomBytes } from "node:crypto";
 import sharp from "sharp";
 import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { missingPrograms } from "./programs.js";
 import { eventually, freePort, removeDir, repoRoot, run, start, tempDir, type RunningProgram } from "../helpers.js";
 
-const skip = missingPrograms();
 
-describe("npm start, started twice and interrupted during a sync", { skip }, () => {
+describe("npm start, started twice and interrupted during a sync", () => {
   let demo: string;
   let npm: RunningProgram;
   let env: NodeJS.ProcessEnv;

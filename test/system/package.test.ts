@@ -41,8 +41,8 @@ describe("npm pack, then npm install -g of the tarball", () => {
 
   test("the tarball holds the compiled programs, not the tests", async () => {
     const list = await run("tar", ["tzf", tarball]);
-    assert.match(list.stdout, /^package\/dist\/src\/client\/api\.js$/m);
-    assert.match(list.stdout, /^package\/dist\/src\/client\/api\.d\.ts$/m);
+    assert.match(list.stdout, /^package\/dist\/src\/client\/api\/index\.js$/m);
+    assert.match(list.stdout, /^package\/dist\/src\/client\/api\/index\.d\.ts$/m);
     assert.match(list.stdout, /^package\/native\/spawn-helper\.c$/m);
     assert.doesNotMatch(list.stdout, /^package\/dist\/test\//m);
     assert.doesNotMatch(list.stdout, /^package\/dist\/native\//m, "no binary built on another machine");

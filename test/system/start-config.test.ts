@@ -5,7 +5,6 @@ import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { eventually, freePort, removeDir, repoRoot, run, start, tempDir } from "../helpers.js";
-import { missingPrograms } from "./programs.js";
 
 const launcher = join(repoRoot, "dist", "src", "start.js");
 
@@ -51,10 +50,9 @@ test("a card size the device refuses: its own message, then the launcher's line,
   assert.doesNotMatch(r.stderr, /port/i, "no guess at a port");
 });
 
-const skip = missingPrograms();
 
-// Both programs must be able to start for the launcher to get as far as the port.
-describe("a taken port", { skip }, () => {
+
+describe("a taken port", () => {
   test("a taken device port: one line naming the port and its variable, exit 1, nothing started", async () => {
     // Takes the port and drops every connection, as a busy port's owner might.
     const blocker = createServer((socket) => socket.destroy());
@@ -73,7 +71,7 @@ describe("a taken port", { skip }, () => {
   });
 });
 
-describe("an orphaned launcher", { skip }, () => {
+describe("an orphaned launcher", () => {
   test("when the process that started it dies (a supervisor stopping npm alone), it stops both programs", async () => {
     const demo = await tempDir("framefi-demo-");
     const [devicePort, hooksPort] = [await freePort(), await freePort()];

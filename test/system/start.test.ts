@@ -8,7 +8,6 @@ import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { copyFile, readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
-import { missingPrograms } from "./programs.js";
 import { eventually, freePort, removeDir, repoRoot, run, start, tempDir, type RunningProgram } from "../helpers.js";
 
 const SECRET = "frame-demo-secret";
@@ -32,10 +31,8 @@ async function tree(dir: string): Promise<Map<string, string>> {
   return out;
 }
 
-const skip = missingPrograms();
-if (skip) console.log(`# ${skip}`);
 
-describe("npm start: the whole system", { skip }, () => {
+describe("npm start: the whole system", () => {
   let demo: string;
   let launcher: RunningProgram;
   let device: string;
