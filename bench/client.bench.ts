@@ -61,8 +61,15 @@ async function photoPipeline(): Promise<void> {
     // bytes after the JPEG's end, so every file has its own hash (no cache hit) and decodes the same.
     const bases: Buffer[] = [];
     for (let i = 0; i < 4; i++) {
-      const noise = sharp({ create: { width: 4000, height: 3000, channels: 3, background: "#000", noise: { type: "gaussian", mean: 128 + i * 10, sigma: 60 } } });
-      bases.push(await sharp(await noise.png({ compressionLevel: 0 }).toBuffer()).blur(1.2).jpeg({ quality: 88 }).toBuffer());
+      const noise = sharp({
+        create: { width: 4000, height: 3000, channels: 3, background: "#000", noise: { type: "gaussian", mean: 128 + i * 10, sigma: 60 } },
+      });
+      bases.push(
+        await sharp(await noise.png({ compressionLevel: 0 }).toBuffer())
+          .blur(1.2)
+          .jpeg({ quality: 88 })
+          .toBuffer(),
+      );
     }
     let total = 0;
     for (let i = 0; i < count; i++) {
@@ -92,7 +99,9 @@ async function photoPipeline(): Promise<void> {
       await check(dev.card, label, count);
       let cardBytes = 0;
       for (const name of await readdir(dev.card)) cardBytes += (await stat(join(dev.card, name))).size;
-      console.log(`  ${label}: ${r.seconds.toFixed(1)} s (${(count / r.seconds).toFixed(1)} photos/s, ${mb(total / r.seconds)} MB/s read), peak RSS ${mb(r.rss)} MB, card ${mb(cardBytes)} MB`);
+      console.log(
+        `  ${label}: ${r.seconds.toFixed(1)} s (${(count / r.seconds).toFixed(1)} photos/s, ${mb(total / r.seconds)} MB/s read), peak RSS ${mb(r.rss)} MB, card ${mb(cardBytes)} MB`,
+      );
     }
   } finally {
     await dev.stop();
@@ -127,7 +136,10 @@ async function mirror(): Promise<void> {
     const lftp = async (parallel: number): Promise<void> => {
       const r = await runProgram(
         "lftp",
-        ["-c", `set ftp:ssl-allow no; set net:max-retries 1; open -u 'user','password' -p ${dev.ftpPort} 127.0.0.1; mirror -R --delete --only-missing --no-perms --parallel=${parallel} '${tree}' '/${folder}'`],
+        [
+          "-c",
+          `set ftp:ssl-allow no; set net:max-retries 1; open -u 'user','password' -p ${dev.ftpPort} 127.0.0.1; mirror -R --delete --only-missing --no-perms --parallel=${parallel} '${tree}' '/${folder}'`,
+        ],
         { timeoutMs: 600_000 },
       );
       if (r.code !== 0) throw new Error(`lftp failed (${r.code}): ${r.stderr}`);
@@ -165,7 +177,9 @@ async function mirror(): Promise<void> {
       const sorted = [...times[i]!].sort((a, b) => a - b);
       const best = sorted[0]!;
       const median = sorted[Math.floor(sorted.length / 2)]!;
-      console.log(`  ${c.label}: best ${best.toFixed(2)} s (${((FILES * SIZE) / 1e6 / best).toFixed(1)} MB/s, ${(FILES / best).toFixed(0)} files/s), median ${median.toFixed(2)} s (all: ${sorted.map((t) => t.toFixed(2)).join(", ")})`);
+      console.log(
+        `  ${c.label}: best ${best.toFixed(2)} s (${((FILES * SIZE) / 1e6 / best).toFixed(1)} MB/s, ${(FILES / best).toFixed(0)} files/s), median ${median.toFixed(2)} s (all: ${sorted.map((t) => t.toFixed(2)).join(", ")})`,
+      );
     }
   } finally {
     await dev.stop();

@@ -27,8 +27,19 @@ interface Device {
 async function startDevice(card: string, state: string, extra: string[] = []): Promise<Device> {
   const port = await freePort();
   const program = start(bin("framefi-device"), [
-    "--host", "127.0.0.1", "--port", String(port), "--card", card, "--state", state,
-    "--setup-port", String(await freePort()), "--ftp-port", String(await freePort()), ...extra,
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--card",
+    card,
+    "--state",
+    state,
+    "--setup-port",
+    String(await freePort()),
+    "--ftp-port",
+    String(await freePort()),
+    ...extra,
   ]);
   await program.waitFor(/web API listening/, 120_000);
   return { program, url: `http://127.0.0.1:${port}`, port };
@@ -38,7 +49,10 @@ function get(agent: Agent, port: number, path: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = request({ host: "127.0.0.1", port, path, agent }, (res) => {
       let body = "";
-      res.setEncoding("utf8").on("data", (d: string) => (body += d)).on("end", () => resolve(body));
+      res
+        .setEncoding("utf8")
+        .on("data", (d: string) => (body += d))
+        .on("end", () => resolve(body));
     });
     req.on("error", reject);
     req.end();
@@ -81,7 +95,10 @@ async function latency(): Promise<void> {
     await makeCard(card);
     console.log(`card with ${FILES} files in ${FILES / PER_DIR} folders made in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     console.log(`GET / with ${FILES} files, ${GET_SAMPLES} sequential requests on one keep-alive connection (target: median < 5 ms):`);
-    for (const [label, extra] of [["--card-size 8GiB", ["--card-size", "8GiB"]], ["filesystem size", []]] as const) {
+    for (const [label, extra] of [
+      ["--card-size 8GiB", ["--card-size", "8GiB"]],
+      ["filesystem size", []],
+    ] as const) {
       const t1 = Date.now();
       const dev = await startDevice(card, state, [...extra]);
       const up = ((Date.now() - t1) / 1000).toFixed(1);
@@ -137,7 +154,14 @@ async function upload(): Promise<void> {
     await new Promise((r) => setTimeout(r, 300));
     const baseline = await rssKiB(pid, "VmRSS");
     let peak = baseline;
-    const sampler = setInterval(() => void rssKiB(pid, "VmRSS").then((k) => (peak = Math.max(peak, k)), () => undefined), 20);
+    const sampler = setInterval(
+      () =>
+        void rssKiB(pid, "VmRSS").then(
+          (k) => (peak = Math.max(peak, k)),
+          () => undefined,
+        ),
+      20,
+    );
     // Each measurement starts with no dirty pages waiting, so none pays for the previous one's writeback.
     await runProgram("sync", []);
     const ours = await timed("curl", ["-s", "-F", `file=@${source};filename=uploaded.bin`, `${dev.url}/upload`]);

@@ -14,7 +14,8 @@ import { bin, freePort, removeDir, run as runProgram, start, tempDir, type Runni
 
 const GB = 1024 ** 3;
 const ROUNDS = Number(process.env.BENCH_FTP_ROUNDS ?? 2);
-if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`BENCH_FTP_ROUNDS must be a whole number of rounds, 1 or more; got "${process.env.BENCH_FTP_ROUNDS}"`);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1)
+  throw new Error(`BENCH_FTP_ROUNDS must be a whole number of rounds, 1 or more; got "${process.env.BENCH_FTP_ROUNDS}"`);
 
 async function listFiles(dir: string): Promise<number> {
   return (await readdir(dir, { recursive: true, withFileTypes: true })).filter((d) => d.isFile()).length;
@@ -146,8 +147,20 @@ async function listening(port: number): Promise<boolean> {
 async function startOurs(card: string, state: string): Promise<Target> {
   const [port, setupPort, ftpPort] = [await freePort(), await freePort(), await freePort()];
   const p = start(bin("framefi-device"), [
-    "--host", "127.0.0.1", "--port", String(port), "--setup-port", String(setupPort), "--ftp-port", String(ftpPort),
-    "--card", card, "--state", state, "--boot-delay", "0",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--setup-port",
+    String(setupPort),
+    "--ftp-port",
+    String(ftpPort),
+    "--card",
+    card,
+    "--state",
+    state,
+    "--boot-delay",
+    "0",
   ]);
   try {
     await p.waitFor(/web API listening/, 15_000);
@@ -281,7 +294,10 @@ export async function run(): Promise<void> {
       const mid = sorted.length >> 1;
       return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
     };
-    for (const [label, pick] of [["best", (xs: number[]) => Math.min(...xs)], ["median", median]] as const) {
+    for (const [label, pick] of [
+      ["best", (xs: number[]) => Math.min(...xs)],
+      ["median", median],
+    ] as const) {
       if (label === "median" && ROUNDS < 3) continue;
       const wall = (xs: Timed[]): number => pick(xs.map((x) => x.wall));
       const cpu = (xs: Timed[]): string => `${pick(xs.map((x) => x.cpu)).toFixed(2)} s`;

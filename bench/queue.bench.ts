@@ -45,7 +45,10 @@ async function measure(name: string, servers: Server[], log: string, count: numb
   const answered = Number(process.hrtime.bigint() - began) / 1e9;
   let started: string[][] = [];
   for (;;) {
-    started = (await readFile(log, "utf8").catch(() => "")).split("\n").filter((l) => l.startsWith(`${name.replace(/\W/g, "")}-`)).map((l) => l.split(" "));
+    started = (await readFile(log, "utf8").catch(() => ""))
+      .split("\n")
+      .filter((l) => l.startsWith(`${name.replace(/\W/g, "")}-`))
+      .map((l) => l.split(" "));
     if (started.length >= count) break;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -110,6 +113,8 @@ export async function run(): Promise<void> {
   console.log("case         accepted/s   run/s       p50      p99              p50      p99");
   for (const r of results) {
     const p = paced.find((x) => x.name === `${r.name}-paced`)!;
-    console.log(`${r.name.padEnd(12)} ${r.acceptPerS.toFixed(0).padStart(10)} ${r.runPerS.toFixed(0).padStart(7)} ${r.p50Ms.toFixed(1).padStart(9)} ms ${r.p99Ms.toFixed(1).padStart(6)} ms ${p.p50Ms.toFixed(1).padStart(12)} ms ${p.p99Ms.toFixed(1).padStart(6)} ms`);
+    console.log(
+      `${r.name.padEnd(12)} ${r.acceptPerS.toFixed(0).padStart(10)} ${r.runPerS.toFixed(0).padStart(7)} ${r.p50Ms.toFixed(1).padStart(9)} ms ${r.p99Ms.toFixed(1).padStart(6)} ms ${p.p50Ms.toFixed(1).padStart(12)} ms ${p.p99Ms.toFixed(1).padStart(6)} ms`,
+    );
   }
 }

@@ -99,9 +99,7 @@ async function measure(url: string, connections: number, seconds: number): Promi
 
 async function ceiling(seconds: number): Promise<void> {
   const port = await freePort();
-  const code =
-    "require('http').createServer((q,s)=>{q.resume();s.writeHead(200,{'content-type':'text/plain'}).end('ok')})" +
-    `.listen(${port},'127.0.0.1')`;
+  const code = "require('http').createServer((q,s)=>{q.resume();s.writeHead(200,{'content-type':'text/plain'}).end('ok')})" + `.listen(${port},'127.0.0.1')`;
   const { child } = startServer([process.execPath, "-e", code]);
   try {
     await waitForPort(port);
@@ -156,7 +154,10 @@ export async function run(): Promise<void> {
   const port = await freePort();
   const custom = process.env.WEBHOOK_BENCH_CMD;
   const [program = bin("webhook"), ...args] = custom
-    ? custom.split(/\s+/).filter(Boolean).map((a) => a.replace("{port}", String(port)).replace("{hooks}", hooksFile))
+    ? custom
+        .split(/\s+/)
+        .filter(Boolean)
+        .map((a) => a.replace("{port}", String(port)).replace("{hooks}", hooksFile))
     : [bin("webhook"), "-hooks", hooksFile, "-ip", "127.0.0.1", "-port", String(port)];
   const command: [string, ...string[]] = [program, ...args];
   const reference = process.env.WEBHOOK_REFERENCE;

@@ -56,7 +56,11 @@ export function configFrom(env: NodeJS.ProcessEnv): StartConfig {
   };
 }
 
-const exists = (path: string): Promise<boolean> => stat(path).then(() => true, () => false);
+const exists = (path: string): Promise<boolean> =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );
 
 /** On first start: a card with two sample pictures, and a photos folder with all of them (for sync-frame). */
 async function prepareDemo(demoDir: string): Promise<{ card: string; photos: string; state: string }> {
@@ -141,7 +145,19 @@ async function main(): Promise<number> {
 
   const device = launch(
     "device",
-    [join(root, "bin", "framefi-device"), "--host", host, "--port", String(config.devicePort), "--card", card, "--state", state, "--ftp-port", String(config.ftpPort)],
+    [
+      join(root, "bin", "framefi-device"),
+      "--host",
+      host,
+      "--port",
+      String(config.devicePort),
+      "--card",
+      card,
+      "--state",
+      state,
+      "--ftp-port",
+      String(config.ftpPort),
+    ],
     // An 8 GiB card unless FRAMEFI_CARD_SIZE says otherwise: the screen's figures and capacity bar look like a frame's.
     { ...process.env, FRAMEFI_CARD_SIZE: process.env.FRAMEFI_CARD_SIZE ?? "8GiB" },
   );
@@ -157,7 +173,19 @@ async function main(): Promise<number> {
   const hooksFile = join(root, "examples", "hooks.json");
   const hooks = launch(
     "hooks",
-    [join(root, "bin", "webhook"), "-hooks", hooksFile, "-template", "-ip", host, "-port", String(config.hooksPort), "-verbose", "-shutdown-timeout", `${HOOKS_SHUTDOWN_S}s`],
+    [
+      join(root, "bin", "webhook"),
+      "-hooks",
+      hooksFile,
+      "-template",
+      "-ip",
+      host,
+      "-port",
+      String(config.hooksPort),
+      "-verbose",
+      "-shutdown-timeout",
+      `${HOOKS_SHUTDOWN_S}s`,
+    ],
     hooksEnv,
   );
   const programs = [device, hooks];
@@ -212,7 +240,9 @@ async function main(): Promise<number> {
     return 0;
   }
   if (first !== "ready") {
-    process.stderr.write(`framefi start: the ${first.program === "device" ? "device service" : "hook server"} stopped (exit ${first.code}) before it was ready; its output above says why. The FRAMEFI_* variables in the README change its settings.\n`);
+    process.stderr.write(
+      `framefi start: the ${first.program === "device" ? "device service" : "hook server"} stopped (exit ${first.code}) before it was ready; its output above says why. The FRAMEFI_* variables in the README change its settings.\n`,
+    );
     await stopAll();
     return 1;
   }
@@ -244,7 +274,8 @@ async function main(): Promise<number> {
     process.stdout.write("Stopped.\n");
     return 0;
   }
-  if (!stopping) process.stderr.write(`framefi start: the ${end.program === "device" ? "device service" : "hook server"} stopped (exit ${end.code}); stopping the other.\n`);
+  if (!stopping)
+    process.stderr.write(`framefi start: the ${end.program === "device" ? "device service" : "hook server"} stopped (exit ${end.code}); stopping the other.\n`);
   await stopAll();
   return 1;
 }

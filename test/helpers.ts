@@ -197,8 +197,7 @@ export async function startDevice(opts: DeviceOptions = {}): Promise<RunningDevi
   const ftpPort = opts.ftpPort ?? (await freePort());
   const base = opts.bare
     ? []
-    : ["--host", "127.0.0.1", "--port", String(port), "--card", card, "--state", state,
-       "--setup-port", String(setupPort), "--ftp-port", String(ftpPort)];
+    : ["--host", "127.0.0.1", "--port", String(port), "--card", card, "--state", state, "--setup-port", String(setupPort), "--ftp-port", String(ftpPort)];
   const program = start(opts.program ?? bin("framefi-device"), [...base, ...(opts.args ?? [])], {
     env: { ...process.env, ...(opts.env ?? {}) },
     cwd: opts.cwd,

@@ -120,7 +120,11 @@ export class DeviceService {
     this.hosts = hostPolicy(config.host, config.allowedHosts);
     this.loginThrottle = createLoginThrottle({ freeFailures: config.loginAttempts });
     this.hardware = opts.hardware ?? simulatedHardware(urlOf(config.host, config.port), urlOf(config.setupHost, config.setupPort));
-    this.settings = new SettingsStore(config.state, () => defaultSettings(config), (m) => this.log(`warning: ${m}`));
+    this.settings = new SettingsStore(
+      config.state,
+      () => defaultSettings(config),
+      (m) => this.log(`warning: ${m}`),
+    );
     this.current = defaultSettings(config);
     this.card = new Card(config.card, {
       capacity: config.cardSize,
@@ -149,7 +153,9 @@ export class DeviceService {
     await this.card.open();
     await this.settings.removeStaleTempFiles();
     const figures = await this.card.figures();
-    this.log(`card ${this.card.root}: ${figures.fileCount} files, ${figures.usedSize} of ${figures.totalSize} bytes used${this.card.emulated ? " (emulated size)" : ""}`);
+    this.log(
+      `card ${this.card.root}: ${figures.fileCount} files, ${figures.usedSize} of ${figures.totalSize} bytes used${this.card.emulated ? " (emulated size)" : ""}`,
+    );
     // Not through serialised(): the caller reports a failed start, once.
     const first = this.lifecycle.then(() => this.boot());
     this.lifecycle = first.catch(() => undefined);
@@ -184,7 +190,9 @@ export class DeviceService {
       try {
         await this.settings.clear({ wifiSsid: "", wifiPassword: "", ...(keepWeb ? { webUser, webPassword } : {}) });
       } catch (e) {
-        this.log(`error: Wi-Fi reset failed: cannot write the settings (${(e as Error).message}); restarting on the current network. Check the state folder ${this.config.state}.`);
+        this.log(
+          `error: Wi-Fi reset failed: cannot write the settings (${(e as Error).message}); restarting on the current network. Check the state folder ${this.config.state}.`,
+        );
         await this.settings.load();
       }
       await this.boot();
@@ -321,7 +329,8 @@ export class DeviceService {
     const windowMs = this.config.requestTimeout * 1000;
     const server = createServer({ requestTimeout: 0, headersTimeout: windowMs, connectionsCheckingInterval: Math.min(1000, windowMs) });
     const refused = limitConnections(server, defaultConnectionLimits());
-    const slow = (req: IncomingMessage): void => this.log(`closed a request from ${req.socket.remoteAddress} whose body arrived too slowly: ${req.method} ${(req.url ?? "").split("?")[0]}`);
+    const slow = (req: IncomingMessage): void =>
+      this.log(`closed a request from ${req.socket.remoteAddress} whose body arrived too slowly: ${req.method} ${(req.url ?? "").split("?")[0]}`);
     const serve = (req: IncomingMessage, res: ServerResponse): void => {
       if (refused(req)) return;
       watchBodyProgress(req, res, { windowMs, minBytes: MIN_BODY_BYTES, onSlow: slow });

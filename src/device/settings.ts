@@ -48,7 +48,10 @@ export function defaultSettings(config: DeviceConfig): Settings {
 type Checker = (v: unknown) => boolean;
 const isString: Checker = (v) => typeof v === "string";
 const isBool: Checker = (v) => typeof v === "boolean";
-const intIn = (lo: number, hi: number): Checker => (v) => Number.isInteger(v) && (v as number) >= lo && (v as number) <= hi;
+const intIn =
+  (lo: number, hi: number): Checker =>
+  (v) =>
+    Number.isInteger(v) && (v as number) >= lo && (v as number) <= hi;
 
 const CHECKS: Record<keyof Settings, Checker> = {
   wifiSsid: isString,
@@ -122,7 +125,9 @@ export class SettingsStore {
   async removeStaleTempFiles(): Promise<void> {
     const names = await readdir(this.dir).catch(() => [] as string[]);
     const stale = names.filter((n) => TEMP_FILE.test(n));
-    await Promise.all(stale.map((n) => rm(join(this.dir, n), { force: true }).catch((e: Error) => this.warn(`cannot remove the stale temp file ${n}: ${e.message}`))));
+    await Promise.all(
+      stale.map((n) => rm(join(this.dir, n), { force: true }).catch((e: Error) => this.warn(`cannot remove the stale temp file ${n}: ${e.message}`))),
+    );
   }
 
   current(): Settings {

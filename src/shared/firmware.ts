@@ -34,9 +34,7 @@ export const MqttState = {
 } as const;
 
 /** Each state code's PubSubClient name ("MQTT_DISCONNECTED"). */
-export const MQTT_STATES: Readonly<Record<number, string>> = Object.fromEntries(
-  Object.entries(MqttState).map(([name, code]) => [code, `MQTT_${name}`]),
-);
+export const MQTT_STATES: Readonly<Record<number, string>> = Object.fromEntries(Object.entries(MqttState).map(([name, code]) => [code, `MQTT_${name}`]));
 
 // --- the bodies --------------------------------------------------------------------------------------------------
 

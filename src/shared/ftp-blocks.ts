@@ -51,7 +51,8 @@ export class BlockDecoder {
         if (this.headerBytes < 3) continue;
         this.headerBytes = 0;
         this.descriptor = this.header[0]!;
-        if ((this.descriptor & ~KNOWN) !== 0) throw new BlockFormatError(`Malformed block-mode data: descriptor ${this.descriptor} is not one RFC 959 defines.`);
+        if ((this.descriptor & ~KNOWN) !== 0)
+          throw new BlockFormatError(`Malformed block-mode data: descriptor ${this.descriptor} is not one RFC 959 defines.`);
         this.left = this.header.readUInt16BE(1);
       } else {
         const n = Math.min(this.left, chunk.length - at);

@@ -184,7 +184,21 @@ describe("framefi commands", () => {
     const help = await cli("--help");
     assert.equal(help.code, 0);
     assert.match(help.stdout, /^Usage: framefi/);
-    for (const word of ["status", "mode", "display", "led brightness", "mqtt", "restart", "wifi reset", "upload", "sync", "--delete", "--dry-run", "--stay", "--json"]) {
+    for (const word of [
+      "status",
+      "mode",
+      "display",
+      "led brightness",
+      "mqtt",
+      "restart",
+      "wifi reset",
+      "upload",
+      "sync",
+      "--delete",
+      "--dry-run",
+      "--stay",
+      "--json",
+    ]) {
       assert.ok(help.stdout.includes(word), word);
     }
   });
@@ -207,7 +221,10 @@ describe("framefi commands", () => {
 
     const cwd = await tempDir();
     try {
-      await writeFile(join(cwd, ".env"), `# the firmware's template\nFTP_HOST="${host}"\nFTP_USER="user"\nFTP_PASSWORD="password"\nLOCAL_DIR="data"\nREMOTE_DIR="/" \n`);
+      await writeFile(
+        join(cwd, ".env"),
+        `# the firmware's template\nFTP_HOST="${host}"\nFTP_USER="user"\nFTP_PASSWORD="password"\nLOCAL_DIR="data"\nREMOTE_DIR="/" \n`,
+      );
       assert.equal((await framefi(["mode"], { cwd })).stdout, "USB MSC\n");
       const r = await framefi(["mode"], { cwd, env: { FTP_HOST: dead } });
       assert.equal(r.code, 3, "a variable in the environment overrides the .env, as the firmware's docs say");

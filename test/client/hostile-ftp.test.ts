@@ -44,7 +44,9 @@ async function hostileServer(script: Script): Promise<{ server: Server; port: nu
         const server = (dataServer = createServer());
         dataSocket = new Promise((resolve) => server.once("connection", (s: Socket) => resolve(s.on("error", () => undefined))));
         return new Promise((resolve) =>
-          server.listen(0, "127.0.0.1", () => resolve(void control.write(`229 Entering Extended Passive Mode (|||${(server.address() as { port: number }).port}|)\r\n`))),
+          server.listen(0, "127.0.0.1", () =>
+            resolve(void control.write(`229 Entering Extended Passive Mode (|||${(server.address() as { port: number }).port}|)\r\n`)),
+          ),
         );
       } else if (verb === "QUIT") control.end("221 bye\r\n");
       else return script(line, control, data);
@@ -114,7 +116,11 @@ describe("framefi sync against a misbehaving FTP server", () => {
 
   const cases: [string, Script, RegExp][] = [
     ["a reply that never ends (one line of 100 kB)", (_c, control) => void control.write("150 " + "x".repeat(100_000)), /overlong reply/],
-    ["a multi-line reply that never ends (long lines, 200 kB)", (_c, control) => void control.write(("150-" + "x".repeat(2_000) + "\r\n").repeat(100)), /overlong reply/],
+    [
+      "a multi-line reply that never ends (long lines, 200 kB)",
+      (_c, control) => void control.write(("150-" + "x".repeat(2_000) + "\r\n").repeat(100)),
+      /overlong reply/,
+    ],
     ["lines that are not replies", (_c, control) => void control.write("hello there\r\n"), /not a reply/],
     [
       "a listing whose blocks break off",
@@ -156,7 +162,10 @@ describe("framefi sync against a misbehaving FTP server", () => {
       } else control.write("502 no\r\n");
     });
     try {
-      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "1", photos], { cwd: photos, timeoutMs: 60_000 });
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "1", photos], {
+        cwd: photos,
+        timeoutMs: 60_000,
+      });
       assert.notEqual(r.code, 0, r.stdout);
       // How the loss shows (a reset, a closed pipe) depends on timing; that the file failed and the sync ended does not.
       assert.match(r.stderr, /^failed a\.jpg: /m);
@@ -235,7 +244,10 @@ describe("framefi sync against a misbehaving FTP server", () => {
     try {
       await writeFile(join(folder, "a.jpg"), Buffer.alloc(1_000, 1));
       await writeFile(join(folder, "b.jpg"), Buffer.alloc(1_000, 1));
-      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "1", folder], { cwd: folder, timeoutMs: 60_000 });
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "1", folder], {
+        cwd: folder,
+        timeoutMs: 60_000,
+      });
       assert.notEqual(r.code, 0, r.stdout);
       assert.match(r.stderr, /^failed b\.jpg: the file changed while it was being sent; run the sync again$/m);
       assert.match(r.stdout, /^uploaded a\.jpg /m);
@@ -311,7 +323,10 @@ describe("framefi sync against a misbehaving FTP server", () => {
       assert.equal(r.code, 1, r.stderr);
       assert.match(r.stderr, /^failed a\.jpg: 552 /m);
       assert.match(r.stdout, /^uploaded b\.jpg /m, r.stderr + JSON.stringify(commands));
-      assert.deepEqual(commands.filter((c) => /^(STOR|MFMT)/.test(c)), ["STOR /a.jpg", "MFMT /a.jpg", "STOR /b.jpg", "MFMT /b.jpg"]);
+      assert.deepEqual(
+        commands.filter((c) => /^(STOR|MFMT)/.test(c)),
+        ["STOR /a.jpg", "MFMT /a.jpg", "STOR /b.jpg", "MFMT /b.jpg"],
+      );
     } finally {
       server.close();
       await removeDir(folder);

@@ -30,10 +30,14 @@ describe("framefi against a device behind https", () => {
     const ecKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
     execFileSync("openssl", ["req", "-x509", ...ecKey, "-keyout", caKey!, "-out", ca, "-days", "2", "-subj", "/CN=framefi test CA"], { stdio: "ignore" });
     otherCa = join(dir, "other-ca.pem");
-    execFileSync("openssl", ["req", "-x509", ...ecKey, "-keyout", join(dir, "other-ca.key"), "-out", otherCa, "-days", "2", "-subj", "/CN=another CA"], { stdio: "ignore" });
+    execFileSync("openssl", ["req", "-x509", ...ecKey, "-keyout", join(dir, "other-ca.key"), "-out", otherCa, "-days", "2", "-subj", "/CN=another CA"], {
+      stdio: "ignore",
+    });
     execFileSync("openssl", ["req", ...ecKey, "-keyout", key!, "-out", csr!, "-subj", "/CN=127.0.0.1"], { stdio: "ignore" });
     writeFileSync(ext!, "subjectAltName=IP:127.0.0.1\n");
-    execFileSync("openssl", ["x509", "-req", "-in", csr!, "-CA", ca, "-CAkey", caKey!, "-CAcreateserial", "-out", cert!, "-days", "2", "-extfile", ext!], { stdio: "ignore" });
+    execFileSync("openssl", ["x509", "-req", "-in", csr!, "-CA", ca, "-CAkey", caKey!, "-CAcreateserial", "-out", cert!, "-days", "2", "-extfile", ext!], {
+      stdio: "ignore",
+    });
     proxy = createServer({ key: readFileSync(key!), cert: readFileSync(cert!) }, (req, res) => {
       const upstream = request(`${dev.url}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
@@ -60,7 +64,10 @@ describe("framefi against a device behind https", () => {
   test("without it the certificate is not trusted, and the command says so", async () => {
     const r = await framefi(["--host", httpsUrl, "status"], { env: { NODE_EXTRA_CA_CERTS: undefined } });
     assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /^framefi: The device at https:\/\/127\.0\.0\.1:\d+ answered with a certificate that is not trusted here \(UNABLE_TO_VERIFY_LEAF_SIGNATURE\)\. If a private CA signed it, name that CA.s certificate file in NODE_EXTRA_CA_CERTS\.$/m);
+    assert.match(
+      r.stderr,
+      /^framefi: The device at https:\/\/127\.0\.0\.1:\d+ answered with a certificate that is not trusted here \(UNABLE_TO_VERIFY_LEAF_SIGNATURE\)\. If a private CA signed it, name that CA.s certificate file in NODE_EXTRA_CA_CERTS\.$/m,
+    );
     assert.equal(r.stdout, "");
   });
 
@@ -73,7 +80,10 @@ describe("framefi against a device behind https", () => {
   test("a certificate for another name is not a CA problem: the message does not point at NODE_EXTRA_CA_CERTS", async () => {
     const r = await framefi(["--host", httpsUrl.replace("127.0.0.1", "localhost"), "status"], { env: { NODE_EXTRA_CA_CERTS: ca } });
     assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /answered with a certificate that does not check out \(ERR_TLS_CERT_ALTNAME_INVALID\): check the address, and the certificate's names and dates\./);
+    assert.match(
+      r.stderr,
+      /answered with a certificate that does not check out \(ERR_TLS_CERT_ALTNAME_INVALID\): check the address, and the certificate's names and dates\./,
+    );
     assert.doesNotMatch(r.stderr, /NODE_EXTRA_CA_CERTS/);
   });
 
@@ -82,7 +92,10 @@ describe("framefi against a device behind https", () => {
     symlinkSync(bin("framefi"), link);
     const odd = 'a b $HOME "q" * \\ `x`';
     const message = `framefi: --host: "${odd}" is not a device address; use host, host:port or http://host:port.\n`;
-    for (const [program, args] of [[link, []], [process.execPath, [bin("framefi")]]] as const) {
+    for (const [program, args] of [
+      [link, []],
+      [process.execPath, [bin("framefi")]],
+    ] as const) {
       const r = await run(program, [...args, "--host", odd, "status"], { env: cleanEnv({ NODE_EXTRA_CA_CERTS: ca }) });
       assert.equal(r.code, 2, r.stderr);
       assert.equal(r.stderr, message);

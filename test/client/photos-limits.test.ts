@@ -37,7 +37,9 @@ function pngBomb(width: number, height: number): Buffer {
 
 /** A small JPEG whose frame header (SOF0) declares width × height. */
 async function jpegBomb(width: number, height: number): Promise<Buffer> {
-  const jpeg = await sharp({ create: { width: 16, height: 16, channels: 3, background: "red" } }).jpeg().toBuffer();
+  const jpeg = await sharp({ create: { width: 16, height: 16, channels: 3, background: "red" } })
+    .jpeg()
+    .toBuffer();
   const sof = jpeg.indexOf(Buffer.from([0xff, 0xc0]));
   jpeg.writeUInt16BE(height, sof + 5);
   jpeg.writeUInt16BE(width, sof + 7);
@@ -55,7 +57,9 @@ async function heicDeclaring(width: number, height: number): Promise<Buffer> {
 
 /** width × height, `colour` with a white block in the top-left quarter; an uncompressed PNG, so its size depends on width × height only. */
 async function flatPng(file: string, width: number, height: number, colour: { r: number; g: number; b: number }): Promise<void> {
-  const corner = await sharp({ create: { width: width / 4, height: height / 4, channels: 3, background: "#ffffff" } }).png().toBuffer();
+  const corner = await sharp({ create: { width: width / 4, height: height / 4, channels: 3, background: "#ffffff" } })
+    .png()
+    .toBuffer();
   await sharp({ create: { width, height, channels: 3, background: colour } })
     .composite([{ input: corner, left: 0, top: 0 }])
     .png({ compressionLevel: 0 })
@@ -76,10 +80,14 @@ async function profileDirs(cache: string): Promise<string[]> {
 /** Waits until every file under `dir` was last changed over 2 s ago, as the cache wants before it trusts a file's times. */
 async function settled(dir: string): Promise<void> {
   const names = await readdir(dir, { recursive: true });
-  await eventually(async () => {
-    for (const n of names) if (Date.now() - (await stat(join(dir, n))).ctimeMs <= 2_100) return false;
-    return true;
-  }, 10_000, 100);
+  await eventually(
+    async () => {
+      for (const n of names) if (Date.now() - (await stat(join(dir, n))).ctimeMs <= 2_100) return false;
+      return true;
+    },
+    10_000,
+    100,
+  );
 }
 
 describe("framefi sync: photos too large to decode", () => {
@@ -106,7 +114,10 @@ describe("framefi sync: photos too large to decode", () => {
     await writeFile(join(photos, "bad.heic"), await heicDeclaring(800, 600));
     await copyFile(HEIC, join(photos, "good.heic"));
 
-    const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), photos, "--to", "/limits", "--fit", "320x240", "--cache", cache], { timeoutMs: 120_000 });
+    const r = await framefi(
+      ["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), photos, "--to", "/limits", "--fit", "320x240", "--cache", cache],
+      { timeoutMs: 120_000 },
+    );
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr, /^failed huge\.png: too large to decode \(60000×60000, 3600 MP; photos up to 268 MP are converted\); skipped$/m);
     assert.match(r.stderr, /^failed bomb\.jpg: too large to decode \(65000×65000, 4225 MP; photos up to 268 MP are converted\); skipped$/m);
@@ -126,7 +137,9 @@ describe("framefi sync: the conversion cache stays sound", () => {
   let photos: string;
   let shared: string;
   const sync = (dev: RunningDevice, cache: string, dir: string, to: string, ...args: string[]): ReturnType<typeof framefi> =>
-    framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), dir, "--to", to, "--fit", "320x240", "--cache", cache, ...args], { timeoutMs: 120_000 });
+    framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), dir, "--to", to, "--fit", "320x240", "--cache", cache, ...args], {
+      timeoutMs: 120_000,
+    });
 
   before(async () => {
     [devA, devB] = await Promise.all([startDevice(), startDevice()]);
@@ -217,7 +230,10 @@ describe("framefi sync: the conversion cache stays sound", () => {
   test("two syncs at once sharing one cache both finish, and leave it whole", async () => {
     await settled(photos);
     const [a, b] = await Promise.all([sync(devA, shared, photos, "/shared"), sync(devB, shared, photos, "/shared")]);
-    for (const [r, dev] of [[a, devA], [b, devB]] as const) {
+    for (const [r, dev] of [
+      [a, devA],
+      [b, devB],
+    ] as const) {
       assert.equal(r.code, 0, r.stderr);
       const m = /^Photos: (\d+) converted.*, (\d+) from the cache\.$/m.exec(r.stdout);
       assert.ok(m && Number(m[1]) + Number(m[2]) === 9, r.stdout);

@@ -71,12 +71,22 @@ describe("framefi sync with a frame profile", () => {
     // 2000 × 1000, transparent but for an opaque green left half.
     const rgba = Buffer.alloc(2000 * 1000 * 4);
     for (let y = 0; y < 1000; y++) for (let x = 0; x < 1000; x++) rgba.set([0, 200, 0, 255], (y * 2000 + x) * 4);
-    await sharp(rgba, { raw: { width: 2000, height: 1000, channels: 4 } }).png().toFile(join(photos, "alpha.png"));
+    await sharp(rgba, { raw: { width: 2000, height: 1000, channels: 4 } })
+      .png()
+      .toFile(join(photos, "alpha.png"));
     await mkdir(join(photos, "more"));
-    await marked(1300, 700).webp().toFile(join(photos, "more", "w.webp"));
-    await marked(1300, 700).gif().toFile(join(photos, "more", "g.gif"));
-    await marked(1300, 700).tiff().toFile(join(photos, "more", "t.tiff"));
-    await marked(1300, 700).avif({ effort: 0 }).toFile(join(photos, "more", "a.avif"));
+    await marked(1300, 700)
+      .webp()
+      .toFile(join(photos, "more", "w.webp"));
+    await marked(1300, 700)
+      .gif()
+      .toFile(join(photos, "more", "g.gif"));
+    await marked(1300, 700)
+      .tiff()
+      .toFile(join(photos, "more", "t.tiff"));
+    await marked(1300, 700)
+      .avif({ effort: 0 })
+      .toFile(join(photos, "more", "a.avif"));
     await copyFile(join(repoRoot, "test", "client", "fixtures", "marked.heic"), join(photos, "more", "IMG_0001.HEIC"));
     await copyFile(join(photos, "rotated.jpg"), join(photos, "more", "rotated-copy.jpg"));
     await writeFile(join(photos, "broken.jpg"), Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(5000)]));
@@ -101,7 +111,15 @@ describe("framefi sync with a frame profile", () => {
 
     const card = await tree(dev.card);
     assert.deepEqual(Object.keys(card).sort(), [
-      "alpha.jpg", "more", "more/IMG_0001.jpg", "more/a.jpg", "more/g.jpg", "more/rotated-copy.jpg", "more/t.jpg", "more/w.jpg", "notes.txt",
+      "alpha.jpg",
+      "more",
+      "more/IMG_0001.jpg",
+      "more/a.jpg",
+      "more/g.jpg",
+      "more/rotated-copy.jpg",
+      "more/t.jpg",
+      "more/w.jpg",
+      "notes.txt",
     ]);
     assert.equal(await readFile(join(dev.card, "notes.txt"), "utf8"), "not a photo\n", "not a photo: copied as it is");
 
@@ -181,7 +199,10 @@ describe("framefi sync within a capacity limit", () => {
       const days = ["2024:05:01", "2023:05:01", "2022:05:01"];
       for (const [i, day] of days.entries()) {
         const file = join(dir, `p${i + 1}.jpg`);
-        await marked(640, 480).jpeg().withExif({ IFD2: { DateTimeOriginal: `${day} 12:00:00` } }).toFile(file);
+        await marked(640, 480)
+          .jpeg()
+          .withExif({ IFD2: { DateTimeOriginal: `${day} 12:00:00` } })
+          .toFile(file);
         const t = new Date(Date.UTC(2020, 0, 1 + i));
         await utimes(file, t, t);
       }
@@ -240,7 +261,10 @@ describe("framefi sync with the .env's [frame] section", () => {
     const dir = await tempDir("framefi-tty-photos-");
     const cacheDir = await tempDir("framefi-tty-cache-");
     try {
-      for (let i = 0; i < 3; i++) await marked(900 + i, 700).png().toFile(join(dir, `p${i}.png`));
+      for (let i = 0; i < 3; i++)
+        await marked(900 + i, 700)
+          .png()
+          .toFile(join(dir, `p${i}.png`));
       await writeFile(join(dir, "broken.png"), "not a png");
       const r = await framefiOnTerminal(
         ["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), dir, "--to", "/tty", "--fit", "320x240", "--cache", cacheDir],
@@ -260,7 +284,9 @@ describe("framefi sync with the .env's [frame] section", () => {
     const cwd = await tempDir("framefi-env-");
     try {
       await mkdir(join(cwd, "pictures"));
-      await marked(1600, 1200).jpeg().toFile(join(cwd, "pictures", "one.jpg"));
+      await marked(1600, 1200)
+        .jpeg()
+        .toFile(join(cwd, "pictures", "one.jpg"));
       const env = (extra: string): string =>
         `FTP_HOST="127.0.0.1:${dev.port}"\nLOCAL_DIR="pictures"\nREMOTE_DIR="/frame"\n\n[frame]\nFIT=640x480\nQUALITY=80\n${extra}`;
       await writeFile(join(cwd, ".env"), env(""));

@@ -115,7 +115,10 @@ describe("framefi sync", () => {
     const before = await tree(dev.card);
     const refused = await sync(local, "--delete", "--dry-run");
     assert.equal(refused.code, 2, refused.stderr);
-    assert.match(refused.stderr, /^framefi: Nothing compared: the device is in USB MSC mode, and comparing with the card needs FTP mode, .* Switch first \(framefi mode ftp\), or run it on a terminal to be asked\.\n$/);
+    assert.match(
+      refused.stderr,
+      /^framefi: Nothing compared: the device is in USB MSC mode, and comparing with the card needs FTP mode, .* Switch first \(framefi mode ftp\), or run it on a terminal to be asked\.\n$/,
+    );
     assert.equal(await mode(), MODE_MSC, "the card stayed with the frame");
 
     await api.setMode("ftp");
@@ -262,9 +265,16 @@ describe("framefi sync on a card that fills up", () => {
       await put(dir, "d.jpg", 100_000);
       await put(dir, "huge.jpg", 3_000_000);
       await put(dir, "e.jpg", 100_000);
-      const r = await framefiOnTerminal(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), "--parallel", "1", dir, "--to", "/more"], []);
+      const r = await framefiOnTerminal(
+        ["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), "--parallel", "1", dir, "--to", "/more"],
+        [],
+      );
       assert.equal(r.code, 1, r.transcript);
-      const frames = [...r.transcript.matchAll(/\[(#*)-*\] (\d+)\/3 files(, (\d+) failed)?/g)].map((m) => ({ filled: m[1]!.length, done: Number(m[2]), failed: Number(m[4] ?? 0) }));
+      const frames = [...r.transcript.matchAll(/\[(#*)-*\] (\d+)\/3 files(, (\d+) failed)?/g)].map((m) => ({
+        filled: m[1]!.length,
+        done: Number(m[2]),
+        failed: Number(m[4] ?? 0),
+      }));
       assert.ok(frames.length > 0, r.transcript);
       for (let i = 1; i < frames.length; i++) assert.ok(frames[i]!.filled >= frames[i - 1]!.filled, `the bar went back: ${JSON.stringify(frames)}`);
       assert.deepEqual(frames.at(-1), { filled: 24, done: 2, failed: 1 });

@@ -200,7 +200,13 @@ describe("LED brightness", () => {
   });
 
   test("what the firmware's String.toInt() reads is accepted as it reads it", async () => {
-    const cases: Array<[string, number]> = [["0128", 128], ["12.5", 12], ["50abc", 50], ["1e2", 1], ["+7", 7]];
+    const cases: Array<[string, number]> = [
+      ["0128", 128],
+      ["12.5", 12],
+      ["50abc", 50],
+      ["1e2", 1],
+      ["+7", 7],
+    ];
     for (const [body, n] of cases) {
       const r = await post(dev.url, "/led/brightness", { body, headers: { "content-type": "text/plain" } });
       assert.equal(r.status, 200, `body ${body}: ${r.text}`);
@@ -242,7 +248,13 @@ describe("error bodies", () => {
   };
 
   test("unknown path → 404 JSON error", async () => {
-    for (const [m, p] of [["GET", "/nope"], ["POST", "/nope"], ["GET", "/led"], ["GET", "/mode/usb"], ["POST", "/nope/deeper"]] as const) {
+    for (const [m, p] of [
+      ["GET", "/nope"],
+      ["POST", "/nope"],
+      ["GET", "/led"],
+      ["GET", "/mode/usb"],
+      ["POST", "/nope/deeper"],
+    ] as const) {
       const r = await call(dev.url, m, p);
       assert.equal(r.status, 404, `${m} ${p}`);
       assert.match(r.headers.get("content-type") ?? "", /^application\/json/);
@@ -264,7 +276,10 @@ describe("error bodies", () => {
     for (const [m, p, allow] of cases) {
       const r = await call(dev.url, m, p);
       assert.equal(r.status, 405, `${m} ${p}: ${r.text}`);
-      const got = (r.headers.get("allow") ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+      const got = (r.headers.get("allow") ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
       for (const a of allow) assert.ok(got.includes(a), `${m} ${p}: Allow "${r.headers.get("allow")}" lacks ${a}`);
       assert.ok(!got.includes(m), `${m} ${p}: Allow lists the refused method`);
       errorShape(r.text);

@@ -6,7 +6,9 @@ import { startDevice } from "../helpers.js";
 import { call } from "./fixtures/http.js";
 
 test("read-only logins between guesses of the full password do not reset the throttle", async (t) => {
-  const dev = await startDevice({ args: ["--web-user", "admin", "--web-password", "right", "--read-only-user", "viewer", "--read-only-password", "look", "--login-attempts", "2"] });
+  const dev = await startDevice({
+    args: ["--web-user", "admin", "--web-password", "right", "--read-only-user", "viewer", "--read-only-password", "look", "--login-attempts", "2"],
+  });
   t.after(() => dev.stop());
   const statuses: number[] = [];
   for (let i = 0; i < 4; i++) {
@@ -15,5 +17,8 @@ test("read-only logins between guesses of the full password do not reset the thr
   }
   // Two free failures, then the address waits: every further attempt, the viewer's too, gets 429.
   assert.deepEqual(statuses.slice(0, 3), [401, 200, 401]);
-  assert.ok(statuses.slice(3).every((s) => s === 429), `statuses ${statuses.join(" ")}`);
+  assert.ok(
+    statuses.slice(3).every((s) => s === 429),
+    `statuses ${statuses.join(" ")}`,
+  );
 });

@@ -63,7 +63,7 @@ describe("multipart uploads from anyone", () => {
     const seed = fuzzSeed(0x75706c64);
     const rnd = seeded(seed);
     const cases = fuzzCases(200);
-    const boundaries = ["X", "XyZ", "----b", "\"q\"", "-".repeat(70)];
+    const boundaries = ["X", "XyZ", "----b", '"q"', "-".repeat(70)];
     const sent = new Map<string, Buffer>();
     for (let i = 0; i < cases; i++) {
       const boundary = rnd.pick(boundaries);
@@ -89,7 +89,11 @@ describe("multipart uploads from anyone", () => {
             if (b.length) b[Math.min(at, b.length - 1)] = rnd.int(256);
             break;
           case 2:
-            b = Buffer.concat([b.subarray(0, at), Buffer.from(rnd.pick([`--${boundary}\r\n`, `--${boundary}--\r\n`, `\r\n--${boundary}`, "\n"])), b.subarray(at)]);
+            b = Buffer.concat([
+              b.subarray(0, at),
+              Buffer.from(rnd.pick([`--${boundary}\r\n`, `--${boundary}--\r\n`, `\r\n--${boundary}`, "\n"])),
+              b.subarray(at),
+            ]);
             break;
           case 3:
             b = Buffer.concat([b.subarray(0, at), rnd.bytes(rnd.int(16)), b.subarray(at)]);
@@ -110,6 +114,10 @@ describe("multipart uploads from anyone", () => {
     await stillServing();
     // No upload's temp file is left, and a file that landed was stored from a body the parser accepted whole.
     const files = await cardFiles();
-    assert.deepEqual(files.filter((f) => f.split("/").some((s) => s.startsWith(".framefi-upload-"))), [], "temp files left behind");
+    assert.deepEqual(
+      files.filter((f) => f.split("/").some((s) => s.startsWith(".framefi-upload-"))),
+      [],
+      "temp files left behind",
+    );
   });
 });

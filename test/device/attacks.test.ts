@@ -66,12 +66,16 @@ describe("server-sent events to clients that never read", () => {
     assert.match(await other.first, /^HTTP\/1\.1 200/, "the device still answers");
     lurkers.forEach((l) => l.socket.destroy());
     // Once they are gone, a panel can subscribe again.
-    await eventually(async () => {
-      const l = lurker(dev.port, "GET /panel/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
-      const f = await l.first;
-      l.socket.destroy();
-      return f.startsWith("HTTP/1.1 200");
-    }, 5_000, 100);
+    await eventually(
+      async () => {
+        const l = lurker(dev.port, "GET /panel/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        const f = await l.first;
+        l.socket.destroy();
+        return f.startsWith("HTTP/1.1 200");
+      },
+      5_000,
+      100,
+    );
   });
 });
 
@@ -80,8 +84,7 @@ describe("slow and unfinished request bodies", () => {
     const dev = await startDevice({ args: ["--request-timeout", "2"] });
     t.after(() => dev.stop());
     await toFtpMode(dev);
-    const head = (i: number): string =>
-      `PUT /upload?filename=slow-${i}.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n`;
+    const head = (i: number): string => `PUT /upload?filename=slow-${i}.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n`;
     const slow = Array.from({ length: 300 }, (_, i) => lurker(dev.port, head(i)));
     t.after(() => slow.forEach((l) => l.socket.destroy()));
     const drip = setInterval(() => slow.forEach((l) => l.socket.writable && l.socket.write("x")), 500);
@@ -92,9 +95,16 @@ describe("slow and unfinished request bodies", () => {
     peak = Math.max(peak, await rssMiB(dev.program.child.pid!));
     clearInterval(drip);
     await Promise.all(slow.map((l) => closed(l.socket)));
-    assert.ok(answers.every((a) => a.startsWith("HTTP/1.1 408")), `every slow upload answered 408, got ${answers.find((a) => !a.startsWith("HTTP/1.1 408"))}`);
+    assert.ok(
+      answers.every((a) => a.startsWith("HTTP/1.1 408")),
+      `every slow upload answered 408, got ${answers.find((a) => !a.startsWith("HTTP/1.1 408"))}`,
+    );
     assert.match(answers[0]!, /arrived too slowly/);
-    assert.deepEqual(await eventually(async () => ((await tree(dev.card)).length === 0 ? [] : undefined), 5_000).catch(() => tree(dev.card)), [], "nothing left on the card");
+    assert.deepEqual(
+      await eventually(async () => ((await tree(dev.card)).length === 0 ? [] : undefined), 5_000).catch(() => tree(dev.card)),
+      [],
+      "nothing left on the card",
+    );
     assert.match(dev.program.stdout(), /body arrived too slowly: PUT \/upload/);
     const rss = await rssMiB(dev.program.child.pid!);
     console.log(`# 300 trickling uploads: all cut with 408; VmRSS peak ${Math.max(peak, rss).toFixed(0)} MiB`);
@@ -126,24 +136,34 @@ describe("slow and unfinished request bodies", () => {
     const idle = Array.from({ length: 40 }, () => lurker(port, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
     t.after(() => idle.forEach((l) => l.socket.destroy()));
     const refused = await Promise.all(idle.slice(22).map((l) => l.first));
-    assert.ok(refused.every((f) => f.startsWith("HTTP/1.1 503")), `the 23rd connection on from one address is refused: ${refused[0]}`);
+    assert.ok(
+      refused.every((f) => f.startsWith("HTTP/1.1 503")),
+      `the 23rd connection on from one address is refused: ${refused[0]}`,
+    );
     assert.match(refused[0]!, /Too many open connections/);
     const fromOther = lurker(port, "GET /led/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", { from: "127.0.0.2" });
     assert.match(await fromOther.first, /^HTTP\/1\.1 200/, "a client from another address is still served");
     fromOther.socket.destroy();
     idle.forEach((l) => l.socket.destroy());
-    await eventually(async () => {
-      const again = lurker(port, "GET /led/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-      const first = await again.first;
-      again.socket.destroy();
-      return /^HTTP\/1\.1 200/.test(first);
-    }, 5_000, 50);
+    await eventually(
+      async () => {
+        const again = lurker(port, "GET /led/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+        const first = await again.first;
+        again.socket.destroy();
+        return /^HTTP\/1\.1 200/.test(first);
+      },
+      5_000,
+      50,
+    );
   });
 
   test("wrong credentials get 401 at once, before a big body is read", async (t) => {
     const dev = await startDevice({ args: ["--web-user", "admin", "--web-password", "right", "--login-attempts", "1000"] });
     t.after(() => dev.stop());
-    const l = lurker(dev.port, `PUT /upload?filename=x.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basic("admin", "wrong")}\r\nContent-Length: 100000000\r\n\r\n`);
+    const l = lurker(
+      dev.port,
+      `PUT /upload?filename=x.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basic("admin", "wrong")}\r\nContent-Length: 100000000\r\n\r\n`,
+    );
     assert.match(await l.first, /^HTTP\/1\.1 401/, "answered with no body byte sent");
     await closed(l.socket);
   });
@@ -199,7 +219,10 @@ describe("uploads always end with an answer and a closed socket", () => {
     };
     puts.forEach((p) => void pump(p.socket));
     const answers = await Promise.all(puts.map((p) => p.first));
-    assert.ok(answers.every((a) => a.startsWith("HTTP/1.1 507")), answers.map((a) => a.split("\r\n")[0]).join(", "));
+    assert.ok(
+      answers.every((a) => a.startsWith("HTTP/1.1 507")),
+      answers.map((a) => a.split("\r\n")[0]).join(", "),
+    );
     assert.match(answers[0]!, /Not enough free space/);
     await Promise.all(puts.map((p) => closed(p.socket)));
     assert.deepEqual(await eventually(async () => ((await readdir(card)).length === 0 ? [] : undefined), 5_000).catch(() => readdir(card)), []);
@@ -364,7 +387,9 @@ describe("the setup page after a Wi-Fi reset", () => {
 
   test("posting only s and p keeps the MQTT and web settings; replacing the web login needs the current password", async (t) => {
     const owner: [string, string] = ["owner", "owner-pw"];
-    const dev = await startDevice({ args: ["--web-user", owner[0], "--web-password", owner[1], "--mqtt-url", "mqtt://mq-user:mq-pass@127.0.0.1:1", "--mqtt-client-id", "Frame7"] });
+    const dev = await startDevice({
+      args: ["--web-user", owner[0], "--web-password", owner[1], "--mqtt-url", "mqtt://mq-user:mq-pass@127.0.0.1:1", "--mqtt-client-id", "Frame7"],
+    });
     t.after(() => dev.stop());
     const setup = `http://127.0.0.1:${dev.setupPort}`;
     assert.equal((await call(dev.url, "POST", "/wifi/reset", { auth: owner })).status, 200);
@@ -420,7 +445,17 @@ describe("Host names (DNS rebinding)", () => {
       l.socket.destroy();
       return Number(first.slice(9, 12));
     };
-    for (const host of [`127.0.0.1:${dev.port}`, "127.0.0.1", `[::1]:${dev.port}`, "192.168.1.20", `localhost:${dev.port}`, "frame.localhost", `frame.lan:${dev.port}`, "FRAME-2.home", "frame.lan."]) {
+    for (const host of [
+      `127.0.0.1:${dev.port}`,
+      "127.0.0.1",
+      `[::1]:${dev.port}`,
+      "192.168.1.20",
+      `localhost:${dev.port}`,
+      "frame.localhost",
+      `frame.lan:${dev.port}`,
+      "FRAME-2.home",
+      "frame.lan.",
+    ]) {
       assert.equal(await withHost(host), 200, host);
     }
     for (const host of ["evil.example", `attacker.com:${dev.port}`, "frame.lan.evil.example", "127.0.0.1.nip.io"]) {

@@ -52,7 +52,7 @@ describe("a web user and password are set", () => {
 
   const bodyFor = (m: string, p: string): string | undefined => (m === "POST" && p === "/led/brightness" ? "99" : undefined);
 
-  test("every endpoint without credentials → 401, Basic realm=\"FrameFi\", JSON error; nothing changes", async () => {
+  test('every endpoint without credentials → 401, Basic realm="FrameFi", JSON error; nothing changes', async () => {
     const before = await settable(dev);
     for (const [m, p] of ENDPOINTS) {
       const r = await call(dev.url, m, p, { body: bodyFor(m, p) });
@@ -76,7 +76,10 @@ describe("a web user and password are set", () => {
       { authorization: "Basic" },
     ];
     for (const headers of wrong) {
-      for (const [m, p] of [["GET", "/"], ["POST", "/display/off"]] as const) {
+      for (const [m, p] of [
+        ["GET", "/"],
+        ["POST", "/display/off"],
+      ] as const) {
         const r = await call(dev.url, m, p, { headers });
         assert.equal(r.status, 401, `${m} ${p} with ${headers.authorization}`);
         assert.equal(r.headers.get("www-authenticate"), 'Basic realm="FrameFi"');

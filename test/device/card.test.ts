@@ -19,10 +19,14 @@ const card = async (dev: RunningDevice): Promise<Card> => (await api(dev).status
 
 /** Waits (up to a few seconds, as another program's changes may be noticed late) until `ok` holds. */
 const settle = (dev: RunningDevice, ok: (c: Card) => boolean): Promise<Card> =>
-  eventually(async () => {
-    const c = await card(dev);
-    return ok(c) ? c : undefined;
-  }, 6_000, 100).catch(async (e) => {
+  eventually(
+    async () => {
+      const c = await card(dev);
+      return ok(c) ? c : undefined;
+    },
+    6_000,
+    100,
+  ).catch(async (e) => {
     throw new Error(`${String(e)}; last figures ${JSON.stringify(await card(dev))}`);
   });
 
@@ -54,7 +58,10 @@ describe("an emulated 8GiB card with files already on it", () => {
 
   test("files written by another program are counted within a few seconds (MSC mode)", async () => {
     const c0 = await card(dev);
-    await run("sh", ["-c", `mkdir -p "${folder}/ext/x/y" && head -c 50000 /dev/zero > "${folder}/ext/x/y/new.bin" && head -c 7000 /dev/zero > "${folder}/ext/b.bin"`]);
+    await run("sh", [
+      "-c",
+      `mkdir -p "${folder}/ext/x/y" && head -c 50000 /dev/zero > "${folder}/ext/x/y/new.bin" && head -c 7000 /dev/zero > "${folder}/ext/b.bin"`,
+    ]);
     const c1 = await settle(dev, (c) => c.file_count === c0.file_count + 2 && c.used_size >= c0.used_size + 57_000);
     assert.equal(c1.used_size + c1.free_size, c1.total_size);
   });
@@ -137,8 +144,10 @@ describe("the default capacity is the folder's filesystem", () => {
     const c = await card(dev);
     assert.equal(c.total_size, fs.blocks * fs.bsize);
     const slack = 1024 ** 3; // other programs write to this disk meanwhile
-    assert.ok(c.free_size >= Math.min(fs.bavail, fs.bfree) * fs.bsize - slack && c.free_size <= fs.bfree * fs.bsize + slack,
-      `free_size ${c.free_size} vs bavail ${fs.bavail * fs.bsize} / bfree ${fs.bfree * fs.bsize}`);
+    assert.ok(
+      c.free_size >= Math.min(fs.bavail, fs.bfree) * fs.bsize - slack && c.free_size <= fs.bfree * fs.bsize + slack,
+      `free_size ${c.free_size} vs bavail ${fs.bavail * fs.bsize} / bfree ${fs.bfree * fs.bsize}`,
+    );
     assert.equal(c.used_size + c.free_size, c.total_size);
     assert.equal(c.file_count, 0);
   });
@@ -161,7 +170,9 @@ describe("--card-size forms", () => {
 
   test("a nonsense --card-size is refused with a clear error", async () => {
     const dir = await tempDir("framefi-bad-size-");
-    const r = await run(bin("framefi-device"), ["--card-size", "lots", "--port", "0", "--card", join(dir, "card"), "--state", join(dir, "state")], { timeoutMs: 10_000 });
+    const r = await run(bin("framefi-device"), ["--card-size", "lots", "--port", "0", "--card", join(dir, "card"), "--state", join(dir, "state")], {
+      timeoutMs: 10_000,
+    });
     await removeDir(dir);
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /lots/, "the error names the bad value");

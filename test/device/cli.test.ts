@@ -10,10 +10,26 @@ import { call, sleep } from "./fixtures/http.js";
 import { api } from "./fixtures/device.js";
 
 const FLAGS = [
-  "--host", "--port", "--card", "--card-size", "--state", "--web-user", "--web-password",
-  "--ftp-user", "--ftp-password", "--ftp-port", "--setup-port", "--mqtt-url", "--config",
-  "--ftp-passive-ports", "--ftp-public-address", "--mqtt-user", "--mqtt-password", "--mqtt-client-id",
-  "--mqtt-topic-prefix", "--mqtt-discovery-prefix",
+  "--host",
+  "--port",
+  "--card",
+  "--card-size",
+  "--state",
+  "--web-user",
+  "--web-password",
+  "--ftp-user",
+  "--ftp-password",
+  "--ftp-port",
+  "--setup-port",
+  "--mqtt-url",
+  "--config",
+  "--ftp-passive-ports",
+  "--ftp-public-address",
+  "--mqtt-user",
+  "--mqtt-password",
+  "--mqtt-client-id",
+  "--mqtt-topic-prefix",
+  "--mqtt-discovery-prefix",
 ];
 
 const total = async (url: string, auth?: readonly [string, string]): Promise<number> => (await api(url, auth).status()).sd_card.total_size;
@@ -105,17 +121,20 @@ describe("--config FILE", () => {
   test("a JSON config file sets the same settings as the flags", async (t) => {
     const port = await freePort();
     const file = join(folder, "device.json");
-    await writeFile(file, JSON.stringify({
-      host: "127.0.0.1",
-      port,
-      card: join(folder, "cfg-card"),
-      "card-size": "48MiB",
-      state: join(folder, "cfg-state"),
-      "web-user": "cfguser",
-      "web-password": "cfgpass",
-      "setup-port": await freePort(),
-      "ftp-port": await freePort(),
-    }));
+    await writeFile(
+      file,
+      JSON.stringify({
+        host: "127.0.0.1",
+        port,
+        card: join(folder, "cfg-card"),
+        "card-size": "48MiB",
+        state: join(folder, "cfg-state"),
+        "web-user": "cfguser",
+        "web-password": "cfgpass",
+        "setup-port": await freePort(),
+        "ftp-port": await freePort(),
+      }),
+    );
     const dev = await startDevice({ bare: true, port, args: ["--config", file] });
     t.after(() => dev.stop());
     assert.equal((await call(dev.url, "GET", "/")).status, 401);
@@ -127,7 +146,9 @@ describe("--config FILE", () => {
     const broken = join(folder, "broken.json");
     await writeFile(broken, "{ not json");
     for (const f of [join(folder, "missing.json"), broken]) {
-      const r = await run(bin("framefi-device"), ["--config", f, "--port", "0", "--card", join(folder, "x"), "--state", join(folder, "y")], { timeoutMs: 10_000 });
+      const r = await run(bin("framefi-device"), ["--config", f, "--port", "0", "--card", join(folder, "x"), "--state", join(folder, "y")], {
+        timeoutMs: 10_000,
+      });
       assert.notEqual(r.code, 0, `--config ${f} should fail`);
       assert.ok(r.stderr.includes(f), `error names the file: ${r.stderr}`);
     }
@@ -138,7 +159,9 @@ describe("secrets in a broken config file", () => {
   test("the parse error does not quote the file's text (it may hold passwords)", async () => {
     const file = join(folder, "leaky.json");
     await writeFile(file, '{"web-user": "admin", "web-password": hunter2-secret}');
-    const r = await run(bin("framefi-device"), ["--config", file, "--port", "0", "--card", join(folder, "lk"), "--state", join(folder, "lks")], { timeoutMs: 10_000 });
+    const r = await run(bin("framefi-device"), ["--config", file, "--port", "0", "--card", join(folder, "lk"), "--state", join(folder, "lks")], {
+      timeoutMs: 10_000,
+    });
     assert.notEqual(r.code, 0);
     assert.ok(r.stderr.includes(file), "names the file");
     assert.ok(!(r.stdout + r.stderr).includes("hunter2"), `the password leaks into the error: ${r.stderr}`);
@@ -148,7 +171,9 @@ describe("secrets in a broken config file", () => {
 describe("secrets in a bad --mqtt-url", () => {
   test("the error does not echo the URL's password", async () => {
     for (const url of ["mqtt://u:mq-secret-pw@host:notaport", "http://u:mq-secret-pw@host:1883"]) {
-      const r = await run(bin("framefi-device"), ["--mqtt-url", url, "--port", "0", "--card", join(folder, "mq"), "--state", join(folder, "mqs")], { timeoutMs: 10_000 });
+      const r = await run(bin("framefi-device"), ["--mqtt-url", url, "--port", "0", "--card", join(folder, "mq"), "--state", join(folder, "mqs")], {
+        timeoutMs: 10_000,
+      });
       assert.notEqual(r.code, 0, `${url} should be refused`);
       assert.match(r.stderr, /mqtt-url/);
       assert.ok(!(r.stdout + r.stderr).includes("mq-secret-pw"), `the password leaks: ${r.stderr}`);
@@ -158,7 +183,9 @@ describe("secrets in a bad --mqtt-url", () => {
 
 describe("display orientation", () => {
   test("an orientation outside 0–3 is refused", async () => {
-    const r = await run(bin("framefi-device"), ["--orientation", "7", "--port", "0", "--card", join(folder, "o"), "--state", join(folder, "os")], { timeoutMs: 10_000 });
+    const r = await run(bin("framefi-device"), ["--orientation", "7", "--port", "0", "--card", join(folder, "o"), "--state", join(folder, "os")], {
+      timeoutMs: 10_000,
+    });
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /orientation/);
   });
@@ -173,7 +200,18 @@ describe("defaults", () => {
       bare: true,
       cwd,
       port,
-      args: ["--host", "127.0.0.1", "--port", String(port), "--state", join(folder, "d-state"), "--setup-port", String(await freePort()), "--ftp-port", String(await freePort())],
+      args: [
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(port),
+        "--state",
+        join(folder, "d-state"),
+        "--setup-port",
+        String(await freePort()),
+        "--ftp-port",
+        String(await freePort()),
+      ],
     });
     t.after(() => dev.stop());
     assert.ok((await stat(join(cwd, "sdcard"))).isDirectory());

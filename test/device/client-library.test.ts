@@ -91,7 +91,10 @@ describe("FrameFiClient", () => {
     assert.equal(s.sd_card.used_size, 300_000 + 5 + 2);
 
     await assert.rejects(client.upload({ name: "../out.txt", data: Buffer.from("x") }), (e: unknown) => e instanceof DeviceHttpError && e.status === 400);
-    await assert.rejects(client.upload({ name: "huge.bin", data: Buffer.alloc(5 * 1024 * 1024) }), (e: unknown) => e instanceof DeviceHttpError && e.status === 507);
+    await assert.rejects(
+      client.upload({ name: "huge.bin", data: Buffer.alloc(5 * 1024 * 1024) }),
+      (e: unknown) => e instanceof DeviceHttpError && e.status === 507,
+    );
     await client.setMode("msc");
   });
 

@@ -46,10 +46,14 @@ for (const creds of [undefined, ["docuser", "docpass"] as const]) {
         else step.expect(r.body);
         if (step.thenMode) {
           const { thenMode, thenDisplay } = step;
-          await eventually(async () => {
-            const s = await api(dev, creds, 1_000).status();
-            return s.mode === thenMode && (!thenDisplay || s.display.status === thenDisplay);
-          }, 3_000, 25);
+          await eventually(
+            async () => {
+              const s = await api(dev, creds, 1_000).status();
+              return s.mode === thenMode && (!thenDisplay || s.display.status === thenDisplay);
+            },
+            3_000,
+            25,
+          );
         }
         if (step.line.includes("upload") && r.status === 200) {
           assert.deepEqual(await readFile(join(dev.card, "image.jpg")), imageBytes, "uploaded bytes land on the card");

@@ -31,18 +31,26 @@ after(async () => {
 
 test("enabled → connected, state 0; disabled → not connected, state -1; toggled back → connected", async () => {
   const client = api(dev);
-  const connected = await eventually(async () => {
-    const m = await client.mqttStatus();
-    return m.mqtt_connected ? m : undefined;
-  }, 15_000, 100);
+  const connected = await eventually(
+    async () => {
+      const m = await client.mqttStatus();
+      return m.mqtt_connected ? m : undefined;
+    },
+    15_000,
+    100,
+  );
   assert.deepEqual(connected, { status: "success", mqtt_enabled: true, mqtt_connected: true, mqtt_state: 0 });
   assert.deepEqual((await client.status()).mqtt, { enabled: true, state: 0, connected: true });
 
   assert.equal((await post(dev.url, "/mqtt/disable")).text, BODY.mqttDisabled);
-  const off = await eventually(async () => {
-    const m = await client.mqttStatus();
-    return !m.mqtt_connected ? m : undefined;
-  }, 15_000, 50);
+  const off = await eventually(
+    async () => {
+      const m = await client.mqttStatus();
+      return !m.mqtt_connected ? m : undefined;
+    },
+    15_000,
+    50,
+  );
   assert.deepEqual(off, { status: "success", mqtt_enabled: false, mqtt_connected: false, mqtt_state: -1 });
   assert.deepEqual((await client.status()).mqtt, { enabled: false, state: -1, connected: false });
 

@@ -25,8 +25,7 @@ after(async () => {
 });
 
 /** The fenced code blocks of the section, in order, with their language. */
-const blocks = (): Array<{ lang: string; body: string }> =>
-  [...section.matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+const blocks = (): Array<{ lang: string; body: string }> => [...section.matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, body: m[2]! }));
 
 test("the quick start answers exactly the JSON the README shows", async (t) => {
   const all = blocks();

@@ -18,15 +18,19 @@ const setBrightness = async (dev: RunningDevice, n: number, auth?: readonly [str
 
 /** Resolves once nothing answers HTTP on `url` any more. */
 const gone = (url: string, ms = 5_000): Promise<boolean> =>
-  eventually(async () => {
-    try {
-      const r = await fetch(url, { signal: AbortSignal.timeout(1_000) });
-      await r.arrayBuffer();
-      return false;
-    } catch {
-      return true;
-    }
-  }, ms, 50);
+  eventually(
+    async () => {
+      try {
+        const r = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+        await r.arrayBuffer();
+        return false;
+      } catch {
+        return true;
+      }
+    },
+    ms,
+    50,
+  );
 
 describe("POST /device/restart", () => {
   let dev: RunningDevice;
@@ -105,9 +109,10 @@ async function submit(base: string, form: Form, values: Record<string, string>):
   for (const [k, v] of form.fields) params.set(k, v);
   for (const [k, v] of Object.entries(values)) params.set(k, v);
   const target = new URL(form.action, base + "/");
-  const r = form.method === "POST"
-    ? await fetch(target, { method: "POST", body: params, signal: AbortSignal.timeout(5_000) })
-    : await fetch(`${target}?${params}`, { signal: AbortSignal.timeout(5_000) });
+  const r =
+    form.method === "POST"
+      ? await fetch(target, { method: "POST", body: params, signal: AbortSignal.timeout(5_000) })
+      : await fetch(`${target}?${params}`, { signal: AbortSignal.timeout(5_000) });
   await r.arrayBuffer();
   return r.status;
 }
@@ -164,7 +169,14 @@ describe("POST /wifi/reset → setup page → saved", () => {
 
   test("saving the form stores the settings and brings the API back on its address", async () => {
     const form = await setupForm(setupUrl());
-    const st = await submit(setupUrl(), form, { s: "HomeNet", p: "wifi-secret", web_user: "alice", web_pass: "wonderland", ftp_user: "photos", ftp_pass: "ftp-pw" });
+    const st = await submit(setupUrl(), form, {
+      s: "HomeNet",
+      p: "wifi-secret",
+      web_user: "alice",
+      web_pass: "wonderland",
+      ftp_user: "photos",
+      ftp_pass: "ftp-pw",
+    });
     assert.ok(st >= 200 && st < 400, `saving the setup form → ${st}`);
     await eventually(async () => (await call(dev.url, "GET", "/", { timeoutMs: 1_000 })).status === 401, 5_000, 50);
     const open = await call(dev.url, "GET", "/");
@@ -194,7 +206,11 @@ describe("POST /wifi/reset → setup page → saved", () => {
     assert.equal(form.fields.get("web_user"), "alice", "the web user survives the reset (a difference from the firmware)");
     assert.equal(form.fields.get("web_pass"), "", "the web password is never echoed");
     assert.ok(form.fields.has("web_pass_current"), "the form asks for the current web password");
-    assert.equal(await submit(setupUrl(), form, { s: "OtherNet", p: "x", web_user: "", web_pass: "" }), 403, "blanking the login without the current password is refused");
+    assert.equal(
+      await submit(setupUrl(), form, { s: "OtherNet", p: "x", web_user: "", web_pass: "" }),
+      403,
+      "blanking the login without the current password is refused",
+    );
     assert.ok(await gone(dev.url + "/", 1_000), "still in setup mode");
     const st = await submit(setupUrl(), form, { s: "OtherNet", p: "x", web_user: "", web_pass: "", web_pass_current: "wonderland" });
     assert.ok(st >= 200 && st < 400, `saving with the current password → ${st}`);

@@ -26,7 +26,10 @@ test("parallel attempts from one address take turns, and those too far behind ar
   for (let i = 0; i < 3; i++) throttle.failed("192.0.2.1", "web");
   const waits = [0, 1, 2, 3].map(() => throttle.admit("192.0.2.1"));
   assert.deepEqual(waits, [1_000, 2_000, 3_000, 4_000]);
-  assert.throws(() => throttle.admit("192.0.2.1"), (e: unknown) => e instanceof ThrottledError && e.retryAfterMs === 5_000);
+  assert.throws(
+    () => throttle.admit("192.0.2.1"),
+    (e: unknown) => e instanceof ThrottledError && e.retryAfterMs === 5_000,
+  );
 });
 
 test("addresses are forgotten after a quiet spell, and at most maxAddresses are kept", () => {

@@ -14,7 +14,7 @@ before(async () => {
   work = await tempDir("framefi-impl-upload-");
   dev = await startDevice({ args: ["--card-size", "8MiB"] });
   await fetch(`${dev.url}/mode/ftp`, { method: "POST" }).then((r) => r.text());
-  await eventually(async () => (await (await fetch(`${dev.url}/mode/ftp`)).json() as { mode: string }).mode === "Application (FTP Server)");
+  await eventually(async () => ((await (await fetch(`${dev.url}/mode/ftp`)).json()) as { mode: string }).mode === "Application (FTP Server)");
 });
 after(async () => {
   await dev?.stop();

@@ -214,10 +214,14 @@ describe("not enough space → 507, nothing written", () => {
     assert.equal(r.status, 507, r.body + r.stderr);
     errorBody(r.body);
     await assert.rejects(api(dev).upload(local, "huge-again.bin"), (e: unknown) => e instanceof DeviceHttpError && e.status === 507);
-    assert.deepEqual(await eventually(async () => {
-      const t = await tree(dev.card);
-      return JSON.stringify(t) === JSON.stringify(before) ? t : undefined;
-    }, 5_000), before, "no partial or temp file left");
+    assert.deepEqual(
+      await eventually(async () => {
+        const t = await tree(dev.card);
+        return JSON.stringify(t) === JSON.stringify(before) ? t : undefined;
+      }, 5_000),
+      before,
+      "no partial or temp file left",
+    );
     // (A file written directly by an earlier test may still be settling into the figures: allow a few bytes.)
     assert.ok((await status()).sd_card.free_size >= s0.sd_card.free_size - 4096, "the refused file took no space");
     await rm(local);
@@ -227,7 +231,9 @@ describe("not enough space → 507, nothing written", () => {
     const before = await tree(dev.card);
     const s0 = await status();
     const boundary = "----framefiStreamBoundary";
-    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="stream.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="stream.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    );
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
     const chunk = Buffer.alloc(256 * 1024, 1);
     let left = s0.sd_card.free_size + 2 * MiB;
@@ -366,7 +372,7 @@ describe("edge cases of names, sizes and races", () => {
     const got = await readFile(join(dev.card, "race/same.bin"));
     assert.equal(got.length, 3 * MiB);
     assert.ok(got.equals(a) || got.equals(b), "the stored file is one upload, whole");
-    assert.deepEqual((await tree(join(dev.card, "race"))), [`same.bin ${3 * MiB}`], "no temp files left");
+    assert.deepEqual(await tree(join(dev.card, "race")), [`same.bin ${3 * MiB}`], "no temp files left");
   });
 
   test("concurrent uploads cannot together overfill the card", async () => {

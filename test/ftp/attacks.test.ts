@@ -39,7 +39,10 @@ describe("FTP mode: floods and idle connections", () => {
     // The 421 may be lost: closing a socket with unread commands resets the connection.
     const codes = c.replies().map((r) => r.slice(0, 3));
     assert.ok(codes.length <= 22, `${codes.length} replies`);
-    assert.deepEqual([...new Set(codes)].filter((code) => !["220", "214", "211", "200", "421"].includes(code)), []);
+    assert.deepEqual(
+      [...new Set(codes)].filter((code) => !["220", "214", "211", "200", "421"].includes(code)),
+      [],
+    );
     await ftp.device.program.waitFor(/ftp 127\.0\.0\.1:\d+: closed: 421 Too many commands before login; closing the connection\./, 5_000);
   });
 
@@ -169,7 +172,14 @@ describe("FTP mode: password guessing", () => {
     assert.equal(other.code, 0, other.stderr);
     const log = ftp.device.program.stdout() + ftp.device.program.stderr();
     assert.match(log, /ftp 127\.0\.0\.1:\d+: login failed \(4 in a row from 127\.0\.0\.1; the next attempt from this address waits 2 s\)/);
-    assert.doesNotMatch(log, /Wr0ngPw/, `passwords are never logged: ${log.split("\n").filter((l) => l.includes("Wr0ngPw")).join("\n")}`);
+    assert.doesNotMatch(
+      log,
+      /Wr0ngPw/,
+      `passwords are never logged: ${log
+        .split("\n")
+        .filter((l) => l.includes("Wr0ngPw"))
+        .join("\n")}`,
+    );
   });
 });
 
@@ -198,7 +208,9 @@ describe("FTP mode: clients killed mid-upload", () => {
       const client =
         run % 2 === 0
           ? start("curl", ["-sS", "--limit-rate", "6M", "-T", join(dir, "photo.jpg"), `${ftp.url}/photo.jpg`])
-          : start("lftp", ["-c", `set ftp:ssl-allow no; set net:limit-rate 6M; open -u ${USER},${PASSWORD} -p ${ftp.port} 127.0.0.1; put photo.jpg`], { cwd: dir });
+          : start("lftp", ["-c", `set ftp:ssl-allow no; set net:limit-rate 6M; open -u ${USER},${PASSWORD} -p ${ftp.port} 127.0.0.1; put photo.jpg`], {
+              cwd: dir,
+            });
       // Kill it after a different share of the file each time (a slow machine may let it finish first).
       const threshold = ((run % 4) + 1) * 500_000;
       let exited = false;
@@ -261,7 +273,12 @@ describe("FTP mode: the device's own temp names", () => {
     try {
       assert.deepEqual(await listTree(card), [".framefi-upload-0.part/"], "the stale temp file is gone, the folder stays");
       await writeFile(join(dir, "x.txt"), "x");
-      for (const cmd of ["mkdir /.framefi-upload-7.part", "mkdir /.framefi-upload-abc.part", "put x.txt -o /.framefi-upload-8.part", "mv x.jpg /.framefi-upload-9.part"]) {
+      for (const cmd of [
+        "mkdir /.framefi-upload-7.part",
+        "mkdir /.framefi-upload-abc.part",
+        "put x.txt -o /.framefi-upload-8.part",
+        "mv x.jpg /.framefi-upload-9.part",
+      ]) {
         if (cmd.startsWith("mv")) await writeFile(join(card, "x.jpg"), "x");
         const r = await lftp(ftp, cmd, { cwd: dir });
         assert.notEqual(r.code, 0, cmd);

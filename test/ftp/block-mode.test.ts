@@ -81,7 +81,14 @@ describe("FTP block mode (MODE B)", () => {
     const { raw, data, received } = await blockSession(ftp);
     const big = randomBytes(300_000);
     // Blocks of every size up to the largest, a restart marker (not file data) and a header cut in three writes.
-    assert.equal(await store(raw, data, "big.jpg", [blocks(big.subarray(0, 200_000)).subarray(0, -3), block(RESTART, Buffer.from("r1")), blocks(big.subarray(200_000), 777)]), "226 Transfer complete.");
+    assert.equal(
+      await store(raw, data, "big.jpg", [
+        blocks(big.subarray(0, 200_000)).subarray(0, -3),
+        block(RESTART, Buffer.from("r1")),
+        blocks(big.subarray(200_000), 777),
+      ]),
+      "226 Transfer complete.",
+    );
     assert.equal(await store(raw, data, "empty.txt", block(EOF)), "226 Transfer complete.");
     const small = blocks(Buffer.from("small file"));
     assert.equal(await store(raw, data, "small.txt", [small.subarray(0, 1), small.subarray(1, 2), small.subarray(2)]), "226 Transfer complete.");
@@ -145,7 +152,10 @@ describe("FTP block mode (MODE B)", () => {
     assert.match(await store(second.raw, second.data, "bad.jpg", Buffer.from([1, 0, 2, 65, 66])), /^426 Malformed block-mode data: descriptor 1/);
     second.raw.socket.destroy();
     await eventually(async () => !(await readdir(card)).some((n) => n.startsWith(".framefi-upload-")));
-    assert.deepEqual((await readdir(card)).filter((n) => n === "cut.jpg" || n === "bad.jpg"), []);
+    assert.deepEqual(
+      (await readdir(card)).filter((n) => n === "cut.jpg" || n === "bad.jpg"),
+      [],
+    );
   });
 
   it("a card too full: 552 once the file's blocks are in, and nothing is kept", async () => {

@@ -146,7 +146,10 @@ describe("FTP mode with real clients", () => {
     const after = await curl(["-o", join(dir, "after-abor.bin"), `${ftp.url}/ranged.bin`]);
     assert.equal(after.code, 0, "the server is fine after ABOR");
 
-    for (const flags of [["-P", "127.0.0.1"], ["-P", "127.0.0.1", "--disable-eprt"]]) {
+    for (const flags of [
+      ["-P", "127.0.0.1"],
+      ["-P", "127.0.0.1", "--disable-eprt"],
+    ]) {
       const r = await curl([...flags, "-o", join(dir, "active.bin"), `${ftp.url}/ranged.bin`]);
       assert.equal(r.code, 0, `${flags.join(" ")}: ${r.stderr}`);
       assert.ok((await readFile(join(dir, "active.bin"))).equals(bytes), flags.join(" "));

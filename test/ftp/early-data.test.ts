@@ -50,7 +50,10 @@ describe("FTP upload data sent before STOR", () => {
     await removeDir(dir);
   });
 
-  for (const [what, size] of [["a small file", 10_000], ["a file larger than what is read ahead (one read, at most 256 KiB)", 3_000_000]] as const) {
+  for (const [what, size] of [
+    ["a small file", 10_000],
+    ["a file larger than what is read ahead (one read, at most 256 KiB)", 3_000_000],
+  ] as const) {
     it(`${what}, sent whole and its data connection closed before STOR, is stored whole`, async () => {
       const { raw, data } = await session(ftp);
       const bytes = randomBytes(size);

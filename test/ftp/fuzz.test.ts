@@ -13,30 +13,86 @@ import { ftpConnection } from "./fixtures/raw.js";
 import { rssMiB } from "../fixtures/memory.js";
 
 const VERBS = [
-  "USER", "PASS", "QUIT", "FEAT", "SYST", "NOOP", "OPTS", "AUTH", "HELP", "PWD", "XPWD", "CWD", "CDUP", "TYPE", "MODE", "STRU",
-  "PASV", "EPSV", "PORT", "EPRT", "REST", "ABOR", "LIST", "NLST", "MLSD", "MLST", "SIZE", "MDTM", "MFMT", "RETR", "STOR",
-  "APPE", "DELE", "MKD", "RMD", "RNFR", "RNTO", "ALLO", "SITE", "REIN", "ACCT", "XYZZY", "",
+  "USER",
+  "PASS",
+  "QUIT",
+  "FEAT",
+  "SYST",
+  "NOOP",
+  "OPTS",
+  "AUTH",
+  "HELP",
+  "PWD",
+  "XPWD",
+  "CWD",
+  "CDUP",
+  "TYPE",
+  "MODE",
+  "STRU",
+  "PASV",
+  "EPSV",
+  "PORT",
+  "EPRT",
+  "REST",
+  "ABOR",
+  "LIST",
+  "NLST",
+  "MLSD",
+  "MLST",
+  "SIZE",
+  "MDTM",
+  "MFMT",
+  "RETR",
+  "STOR",
+  "APPE",
+  "DELE",
+  "MKD",
+  "RMD",
+  "RNFR",
+  "RNTO",
+  "ALLO",
+  "SITE",
+  "REIN",
+  "ACCT",
+  "XYZZY",
+  "",
 ];
 
 function argument(r: Random, sinkPort: number): string {
   const pick = r.int(16);
   switch (pick) {
-    case 0: return "";
-    case 1: return r.pick(["/", ".", "..", "../..", "/../../etc/passwd", "*", "-la", "~", "//", "a/../../b"]);
-    case 2: return r.pick([".framefi-upload-1.part", ".x.ftp-partial-0000abcd", "album/.framefi-upload-ff.part", "dir/sub"]);
-    case 3: return "a".repeat(r.int(5) === 0 ? 9000 : r.int(600));
-    case 4: return r.bytes(1 + r.int(40)).toString("latin1");
-    case 5: return String(r.pick([0, 1, -1, 2 ** 53, 1e21, NaN])) + r.pick(["", " R 5", "x"]);
-    case 6: return r.pick(["I", "A", "L 8", "E", "A N", "S", "F", "Z", "B"]);
-    case 7: return r.pick(["UTF8 ON", "MLST size;type;", "MLST", "utf-8", "FOO BAR"]);
-    case 8: return r.pick(["127,0,0,1,0,21", "127,0,0,1,300,1", "1,2,3", `127,0,0,1,${sinkPort >> 8},${sinkPort & 255}`]);
-    case 9: return r.pick(["|1|127.0.0.1|21|", "|2|::1|1|", "||||", `|1|127.0.0.1|${sinkPort}|`, "|3|x|1|"]);
-    case 10: return r.pick(["20240101000000 a.jpg", "99999999999999 /", "2024 x", "20240101000000"]);
-    case 11: return "é漢字🙂\u0000\u007f";
-    case 12: return `f${r.int(4)}.jpg`;
-    case 13: return `d${r.int(3)}`;
-    case 14: return "\xff\xf4\xff\xf2" + r.pick(["ABOR", "x"]);
-    default: return "x y  z\t";
+    case 0:
+      return "";
+    case 1:
+      return r.pick(["/", ".", "..", "../..", "/../../etc/passwd", "*", "-la", "~", "//", "a/../../b"]);
+    case 2:
+      return r.pick([".framefi-upload-1.part", ".x.ftp-partial-0000abcd", "album/.framefi-upload-ff.part", "dir/sub"]);
+    case 3:
+      return "a".repeat(r.int(5) === 0 ? 9000 : r.int(600));
+    case 4:
+      return r.bytes(1 + r.int(40)).toString("latin1");
+    case 5:
+      return String(r.pick([0, 1, -1, 2 ** 53, 1e21, NaN])) + r.pick(["", " R 5", "x"]);
+    case 6:
+      return r.pick(["I", "A", "L 8", "E", "A N", "S", "F", "Z", "B"]);
+    case 7:
+      return r.pick(["UTF8 ON", "MLST size;type;", "MLST", "utf-8", "FOO BAR"]);
+    case 8:
+      return r.pick(["127,0,0,1,0,21", "127,0,0,1,300,1", "1,2,3", `127,0,0,1,${sinkPort >> 8},${sinkPort & 255}`]);
+    case 9:
+      return r.pick(["|1|127.0.0.1|21|", "|2|::1|1|", "||||", `|1|127.0.0.1|${sinkPort}|`, "|3|x|1|"]);
+    case 10:
+      return r.pick(["20240101000000 a.jpg", "99999999999999 /", "2024 x", "20240101000000"]);
+    case 11:
+      return "é漢字🙂\u0000\u007f";
+    case 12:
+      return `f${r.int(4)}.jpg`;
+    case 13:
+      return `d${r.int(3)}`;
+    case 14:
+      return "\xff\xf4\xff\xf2" + r.pick(["ABOR", "x"]);
+    default:
+      return "x y  z\t";
   }
 }
 
@@ -88,7 +144,7 @@ describe("FTP mode: command loop fuzz", () => {
     let maxRss = 0;
     const runCase = async (n: number, r: Random): Promise<void> => {
       // Each case from its own loopback address, so failed logins of one do not slow the next.
-      const c = await ftpConnection(ftp.port, `127.1.${(n >> 8) & 255}.${(n & 255) || 1}`);
+      const c = await ftpConnection(ftp.port, `127.1.${(n >> 8) & 255}.${n & 255 || 1}`);
       if (r.int(2) === 0) {
         await c.command(`USER ${USER}`, 5_000);
         await c.command(`PASS ${PASSWORD}`, 5_000);
@@ -106,7 +162,10 @@ describe("FTP mode: command loop fuzz", () => {
       maxRss = Math.max(maxRss, Math.round(rssMiB(ftp.device.program.child.pid!)));
       assert.equal(ftp.device.program.child.exitCode, null, `seed ${seed}: the device exited`);
     }
-    const unexpected = ftp.device.program.stdout().split("\n").filter((l) => /ftp \S+: \S+ failed: /.test(l));
+    const unexpected = ftp.device.program
+      .stdout()
+      .split("\n")
+      .filter((l) => /ftp \S+: \S+ failed: /.test(l));
     assert.deepEqual(unexpected, [], `seed ${seed}: commands that failed with an unexpected error (451)`);
     console.log(`ftp fuzz: seed ${seed}, ${cases} connections, device RSS at most ${maxRss} MB`);
     assert.ok(maxRss < 200, `seed ${seed}: device RSS ${maxRss} MB`);

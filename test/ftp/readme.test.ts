@@ -14,7 +14,10 @@ test("the README's FTP lines work as written", async (t) => {
   const block = section.match(/```sh\n([\s\S]*?)```/)?.[1];
   assert.ok(block, "with a shell example");
   const lines = block.split("\n").filter((l) => /^(curl|lftp) /.test(l));
-  assert.ok(lines.some((l) => l.includes("mirror -R --delete --only-missing --no-perms --parallel=1")), "the firmware's sync line");
+  assert.ok(
+    lines.some((l) => l.includes("mirror -R --delete --only-missing --no-perms --parallel=1")),
+    "the firmware's sync line",
+  );
 
   const work = await tempDir("framefi-ftp-readme-");
   const dev = await startDevice({ args: ["--boot-delay", "0"] });

@@ -141,7 +141,14 @@ describe("FTP mode: login and confinement", () => {
     assert.doesNotMatch(inDir.stdout, /secret/);
     const cwd = await lftp(ftp, "cd /escape-dir");
     assert.notEqual(cwd.code, 0);
-    for (const cmd of ["quote SIZE /escape-file", "quote MDTM /escape-dir/secret.txt", "rm /escape-file", "rm /escape-dir/secret.txt", "mkdir /escape-dir/new", "mv /escape-dir/secret.txt /stolen.txt"]) {
+    for (const cmd of [
+      "quote SIZE /escape-file",
+      "quote MDTM /escape-dir/secret.txt",
+      "rm /escape-file",
+      "rm /escape-dir/secret.txt",
+      "mkdir /escape-dir/new",
+      "mv /escape-dir/secret.txt /stolen.txt",
+    ]) {
       const r = await lftp(ftp, cmd);
       assert.match(r.stderr + r.stdout, /550/, cmd);
     }
@@ -210,7 +217,10 @@ describe("FTP mode: its port taken by another program", () => {
     assert.equal(res.status, 500, "the switch answers once it is done, with its failure");
     const body = (await res.json()) as { status: string; message: string };
     assert.equal(body.status, "error");
-    assert.match(body.message, /^Could not switch to Application \(FTP\) mode: Cannot listen for FTP on 127\.0\.0\.1:\d+: EADDRINUSE\. Choose another FTP port\. The device stays in USB MSC mode\.$/);
+    assert.match(
+      body.message,
+      /^Could not switch to Application \(FTP\) mode: Cannot listen for FTP on 127\.0\.0\.1:\d+: EADDRINUSE\. Choose another FTP port\. The device stays in USB MSC mode\.$/,
+    );
     await dev.program.waitFor(/Cannot listen for FTP on 127\.0\.0\.1:\d+: EADDRINUSE\. Choose another FTP port\..*staying in USB MSC mode/, 15_000);
     const status = (await (await fetch(`${dev.url}/`)).json()) as { mode: string; led: { color: string } };
     assert.equal(status.mode, "USB MSC");

@@ -18,7 +18,11 @@ async function upload(dev: RunningDevice, filename: string, body = "photo"): Pro
 
 /** STOR over FTP with curl; resolves with the server's last reply code. */
 async function ftpStore(dev: RunningDevice, name: string): Promise<string> {
-  const r = await run("curl", ["-s", "-o", "/dev/null", "-w", "%{response_code}", "-T", "-", `ftp://user:password@127.0.0.1:${dev.ftpPort}/${encodeURIComponent(name)}`], { input: "photo" });
+  const r = await run(
+    "curl",
+    ["-s", "-o", "/dev/null", "-w", "%{response_code}", "-T", "-", `ftp://user:password@127.0.0.1:${dev.ftpPort}/${encodeURIComponent(name)}`],
+    { input: "photo" },
+  );
   return r.stdout;
 }
 
@@ -78,7 +82,10 @@ describe("--fat-names on a folder card", () => {
     for (const name of ["group/one.jpg", "group/G.jpg", "group/g.jpg"]) form.append("file", new Blob(["photo"]), name);
     const res = await fetch(`${dev.url}/upload`, { method: "POST", body: form });
     assert.equal(res.status, 400);
-    assert.equal(((await res.json()) as { message: string }).message, 'Invalid file name "group/g.jpg": the card has "G.jpg", and FAT cards ignore case in names; use that spelling.');
+    assert.equal(
+      ((await res.json()) as { message: string }).message,
+      'Invalid file name "group/g.jpg": the card has "G.jpg", and FAT cards ignore case in names; use that spelling.',
+    );
     assert.deepEqual(await readdir(join(dev.card, "group")).catch(() => []), [], "all land, or none");
   });
 
@@ -91,7 +98,10 @@ describe("--fat-names on a folder card", () => {
       const answer = new Promise<{ status: number; message: string }>((resolve, reject) => {
         req.on("response", (res) => {
           let body = "";
-          res.setEncoding("utf8").on("data", (t: string) => (body += t)).on("end", () => resolve({ status: res.statusCode!, message: (JSON.parse(body) as { message: string }).message }));
+          res
+            .setEncoding("utf8")
+            .on("data", (t: string) => (body += t))
+            .on("end", () => resolve({ status: res.statusCode!, message: (JSON.parse(body) as { message: string }).message }));
         });
         req.on("error", reject);
       });
@@ -103,7 +113,10 @@ describe("--fat-names on a folder card", () => {
     const refused = await lower.finish();
     assert.equal(refused.status, 400);
     assert.match(refused.message, /the card has "Holiday", and FAT cards ignore case in names/);
-    assert.deepEqual((await readdir(dev.card)).filter((n) => n.toLowerCase() === "holiday"), ["Holiday"]);
+    assert.deepEqual(
+      (await readdir(dev.card)).filter((n) => n.toLowerCase() === "holiday"),
+      ["Holiday"],
+    );
     assert.deepEqual(await readdir(join(dev.card, "Holiday")), ["a.jpg"]);
   });
 
@@ -129,7 +142,10 @@ describe("--fat-names on a folder card", () => {
       assert.match(await upperDone, /^226 /);
       const lowerDone = lower.raw.next((t) => /^\d{3} /m.test(t));
       lower.data.end();
-      assert.match(await lowerDone, /^553 Invalid file name "race\/case\.jpg": the card has "CASE\.jpg", and FAT cards ignore case in names; use that spelling\.\r\n$/);
+      assert.match(
+        await lowerDone,
+        /^553 Invalid file name "race\/case\.jpg": the card has "CASE\.jpg", and FAT cards ignore case in names; use that spelling\.\r\n$/,
+      );
       assert.deepEqual(await readdir(join(dev.card, "race")), ["CASE.jpg"]);
     } finally {
       for (const side of [upper, lower]) {

@@ -30,7 +30,10 @@ test("a fsck.vfat killed while checking stops the switch with a clear error", as
   await assert.rejects(image.check(), (e: unknown) => {
     assert.ok(e instanceof GadgetError);
     assert.equal(e.code, "command-failed");
-    assert.match(e.message, /^fsck\.vfat did not finish checking the card image .*card\.img \(killed by SIGKILL: checking the card\); check it by hand: fsck\.vfat -a /);
+    assert.match(
+      e.message,
+      /^fsck\.vfat did not finish checking the card image .*card\.img \(killed by SIGKILL: checking the card\); check it by hand: fsck\.vfat -a /,
+    );
     return true;
   });
   assert.deepEqual(logs, [], "nothing was logged as repaired");

@@ -28,7 +28,10 @@ const expectedListing = (extra: Record<string, Buffer> = {}): string =>
 const missing = missingForVm();
 if (missing && "skip" in missing) console.log(`# SKIPPED the USB gadget test: ${missing.skip}`);
 
-describe("USB mass-storage gadget in a VM (qemu, Debian kernel, dummy_hcd)", { skip: missing && "skip" in missing ? missing.skip : false, timeout: 330_000 }, () => {
+describe("USB mass-storage gadget in a VM (qemu, Debian kernel, dummy_hcd)", {
+  skip: missing && "skip" in missing ? missing.skip : false,
+  timeout: 330_000,
+}, () => {
   let out: string;
   let work: string;
   let results: Map<string, string>;
@@ -46,11 +49,18 @@ describe("USB mass-storage gadget in a VM (qemu, Debian kernel, dummy_hcd)", { s
     const initramfs = await buildInitramfs(work, k.version, join(repoRoot, "test/gadget/fixtures/scenario.sh"));
     const vm = await bootVm(k.image, initramfs, out, 320_000);
     const text = await read("results.txt").catch(() => "");
-    results = new Map(text.split("\n").filter(Boolean).map((l) => [l.slice(0, l.indexOf(" ")), l.slice(l.indexOf(" ") + 1)]));
+    results = new Map(
+      text
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => [l.slice(0, l.indexOf(" ")), l.slice(l.indexOf(" ") + 1)]),
+    );
     if (results.get("done") !== "yes") {
       const log = await read("console.log").catch(() => "");
       const device = await read("device.log").catch(() => "");
-      throw new Error(`the VM scenario did not finish (qemu exit ${vm.exitCode})\nresults:\n${text}\nscenario:\n${log.slice(-3000)}\ndevice:\n${device.slice(-3000)}\nconsole:\n${vm.console.slice(-2000)}`);
+      throw new Error(
+        `the VM scenario did not finish (qemu exit ${vm.exitCode})\nresults:\n${text}\nscenario:\n${log.slice(-3000)}\ndevice:\n${device.slice(-3000)}\nconsole:\n${vm.console.slice(-2000)}`,
+      );
     }
   });
   after(async () => {
@@ -105,7 +115,21 @@ describe("--usb-gadget where the kernel offers no gadget", () => {
   it("says what is missing and how to enable it, and exits non-zero", async () => {
     const dir = await tempDir();
     try {
-      const r = await run(bin("framefi-device"), ["--usb-gadget", "--card-image", join(dir, "card.img"), "--gadget-udc", "framefi-test-no-such-udc", "--card", join(dir, "card"), "--state", join(dir, "state")], { timeoutMs: 60_000 });
+      const r = await run(
+        bin("framefi-device"),
+        [
+          "--usb-gadget",
+          "--card-image",
+          join(dir, "card.img"),
+          "--gadget-udc",
+          "framefi-test-no-such-udc",
+          "--card",
+          join(dir, "card"),
+          "--state",
+          join(dir, "state"),
+        ],
+        { timeoutMs: 60_000 },
+      );
       assert.equal(r.code, 1, r.stderr);
       assert.match(r.stderr, /^framefi-device: the USB gadget backend cannot run here: .*no USB device controller/);
       assert.match(r.stderr, /dtoverlay=dwc2/);

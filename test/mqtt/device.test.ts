@@ -55,10 +55,29 @@ async function setup(t: TestContext, name: string, mqtt: { url: string; args: st
   const base = `http://127.0.0.1:${port}`;
   const startDevice = async (): Promise<Device> => {
     const program = start(bin("framefi-device"), [
-      "--host", "127.0.0.1", "--port", String(port), "--setup-port", String(setupPort), "--ftp-port", String(ftpPort),
-      "--card", join(dir, "card"), "--card-size", "64MiB", "--state", join(dir, "state"),
-      "--mqtt-url", mqtt.url, "--mqtt-client-id", ids.clientId, "--mqtt-topic-prefix", ids.topicPrefix,
-      "--mqtt-discovery-prefix", ids.discoveryPrefix, ...mqtt.args,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--setup-port",
+      String(setupPort),
+      "--ftp-port",
+      String(ftpPort),
+      "--card",
+      join(dir, "card"),
+      "--card-size",
+      "64MiB",
+      "--state",
+      join(dir, "state"),
+      "--mqtt-url",
+      mqtt.url,
+      "--mqtt-client-id",
+      ids.clientId,
+      "--mqtt-topic-prefix",
+      ids.topicPrefix,
+      "--mqtt-discovery-prefix",
+      ids.discoveryPrefix,
+      ...mqtt.args,
     ]);
     running.push(program);
     await program.waitFor(/web API listening/, WAIT);
@@ -72,8 +91,7 @@ async function setup(t: TestContext, name: string, mqtt: { url: string; args: st
 }
 
 /** The state topic's payload is the mode, display and sd_card of GET /, byte for byte. */
-const stateOf = (status: Record<string, unknown>): string =>
-  JSON.stringify({ mode: status.mode, display: status.display, sd_card: status.sd_card });
+const stateOf = (status: Record<string, unknown>): string => JSON.stringify({ mode: status.mode, display: status.display, sd_card: status.sd_card });
 
 describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
   test("the device publishes GET /'s mode, display and card as its retained state, reports state 0, and with --ha-discovery announces itself under --mqtt-discovery-prefix", async (t) => {
@@ -108,7 +126,10 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     const device = await startDevice();
     await watcher.waitFor(`${prefix}/status`, (s) => s === "online");
     await ha.waitFor(topic, (text) => text === "", WAIT);
-    assert.ok(ha.messages.every((m) => m.text === "" || m.text === '{"name":"Display"}'), "no config was published");
+    assert.ok(
+      ha.messages.every((m) => m.text === "" || m.text === '{"name":"Display"}'),
+      "no config was published",
+    );
     assert.equal((await device.get("/mqtt/status")).mqtt_enabled, true);
   });
 
@@ -202,10 +223,14 @@ describe("the MQTT client in bin/framefi-device", { concurrency: 2 }, () => {
     t.after(() => own.stop());
     const { startDevice } = await setup(t, "dev-badcreds", { url: own.url, args: ["--mqtt-user", "frame", "--mqtt-password", "wrong-pass"] });
     const device = await startDevice();
-    const status = await eventually(async () => {
-      const s = await device.get("/mqtt/status");
-      return s.mqtt_state === 4 ? s : undefined;
-    }, WAIT, 100);
+    const status = await eventually(
+      async () => {
+        const s = await device.get("/mqtt/status");
+        return s.mqtt_state === 4 ? s : undefined;
+      },
+      WAIT,
+      100,
+    );
     assert.deepEqual(status, { status: "success", mqtt_enabled: true, mqtt_connected: false, mqtt_state: 4 });
     assert.doesNotMatch(device.program.stdout() + device.program.stderr(), /wrong-pass/);
   });

@@ -7,8 +7,10 @@ import { embeddedBroker, findMosquitto, ownBroker, startMosquitto } from "./fixt
 import { startFrame, unique, WAIT, watch } from "./fixtures/frame.js";
 import { freePort } from "../helpers.js";
 
-const stateEvent = (state: number, connected = state === 0) => (e: { event: string; state?: number; connected?: boolean }) =>
-  e.event === "state" && e.state === state && e.connected === connected;
+const stateEvent =
+  (state: number, connected = state === 0) =>
+  (e: { event: string; state?: number; connected?: boolean }) =>
+    e.event === "state" && e.state === state && e.connected === connected;
 
 describe("connection faults", { concurrency: 2 }, () => {
   test("unreachable broker: state -2, retried until a broker appears, then 0", async (t) => {

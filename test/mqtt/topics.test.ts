@@ -95,7 +95,13 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     from = frame.events().length;
     await watcher.publish(`${prefix}/display/set`, "on");
     await frame.program.waitFor(/ignored "on"; send ON or OFF/, WAIT);
-    assert.equal(frame.events().slice(from).filter((e) => e.event === "display").length, 0);
+    assert.equal(
+      frame
+        .events()
+        .slice(from)
+        .filter((e) => e.event === "display").length,
+      0,
+    );
 
     seen = watcher.messages.length;
     await watcher.publish(`${prefix}/display/set`, "ON");
@@ -135,7 +141,13 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     await frame.command("enable");
     await frame.program.waitFor(/ignored a retained "msc"/, WAIT);
     await frame.waitEvent((e) => e.event === "state" && e.state === 0, WAIT, from);
-    assert.equal(frame.events().slice(from).filter((e) => e.event === "mode").length, 0);
+    assert.equal(
+      frame
+        .events()
+        .slice(from)
+        .filter((e) => e.event === "mode").length,
+      0,
+    );
   });
 
   test("restart restarts on RESTART only, and a retained RESTART never replays", async (t) => {
@@ -150,7 +162,13 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     await frame.command("disable");
     await frame.command("enable");
     await frame.program.waitFor(/ignored a retained "RESTART"/, WAIT);
-    assert.equal(frame.events().slice(from).filter((e) => e.event === "restart").length, 0);
+    assert.equal(
+      frame
+        .events()
+        .slice(from)
+        .filter((e) => e.event === "restart").length,
+      0,
+    );
   });
 
   test("availability: online while connected, offline from the last will when the process dies", async (t) => {
@@ -176,7 +194,11 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     // Several retry periods (500 ms) later it is still disconnected and silent.
     await new Promise((r) => setTimeout(r, 2_000));
     assert.deepEqual(
-      frame.events().slice(from).filter((e) => e.event === "state").map((e) => e.state),
+      frame
+        .events()
+        .slice(from)
+        .filter((e) => e.event === "state")
+        .map((e) => e.state),
       [-1],
     );
     assert.equal(watcher.messages.slice(seen).filter((m) => m.topic === `${prefix}/status` && m.text === "online").length, 0);
@@ -240,12 +262,26 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     await a.watcher.publish(`${a.prefix}/display/set`, "OFF");
     await a.frame.waitEvent((e) => e.event === "display" && e.on === false);
     await a.watcher.waitFor(`${a.prefix}/display/status`, (s) => s === "OFF");
-    assert.equal(b.frame.events().slice(fromB).filter((e) => e.event === "display").length, 0);
+    assert.equal(
+      b.frame
+        .events()
+        .slice(fromB)
+        .filter((e) => e.event === "display").length,
+      0,
+    );
     assert.equal(b.watcher.last(`${b.prefix}/display/status`)?.text, "ON");
   });
 
   test("a topic prefix with MQTT wildcards is refused with a clear error", () => {
-    const device = { status: () => { throw new Error("unused"); }, onChange: () => () => {}, setDisplay() {}, setMode() {}, restart() {} };
+    const device = {
+      status: () => {
+        throw new Error("unused");
+      },
+      onChange: () => () => {},
+      setDisplay() {},
+      setMode() {},
+      restart() {},
+    };
     assert.throws(() => createMqttLink({ topicPrefix: "frames/#" }, device), /topic prefix "frames\/#" is not usable/);
   });
 });

@@ -141,7 +141,10 @@ describe("web panel in Chromium", { skip }, () => {
     const reset = await eventually(async () => (await seen()).find((t) => /Resetting Wi-Fi\.\.\./.test(t)), 15_000).catch(async (e: Error) => {
       // Seen once in many runs and not reproduced: say what the page drew and what the device did.
       const status = await page.textContent("#status");
-      throw new Error(`${e.message}; the page drew ${JSON.stringify(await seen())}, its status says "${status}"; device log:\n${dev.program.stdout()}${dev.program.stderr()}`, { cause: e });
+      throw new Error(
+        `${e.message}; the page drew ${JSON.stringify(await seen())}, its status says "${status}"; device log:\n${dev.program.stdout()}${dev.program.stderr()}`,
+        { cause: e },
+      );
     });
     await page.mouse.up();
     assert.match(reset, /Restarting\.\.\./);
@@ -153,11 +156,7 @@ describe("web panel in Chromium", { skip }, () => {
     assert.match(setup, /<form/i);
     // The offline page points to the setup page and its panel, which shows the setup screen.
     const links = await page.$$eval("#status a", (as) => as.map((a) => (a as HTMLAnchorElement).href));
-    assert.deepEqual(links, [
-      `http://127.0.0.1:${dev.setupPort}/`,
-      `http://127.0.0.1:${dev.setupPort}/panel/`,
-      `http://127.0.0.1:${dev.port}/panel/`,
-    ]);
+    assert.deepEqual(links, [`http://127.0.0.1:${dev.setupPort}/`, `http://127.0.0.1:${dev.setupPort}/panel/`, `http://127.0.0.1:${dev.port}/panel/`]);
     await page.goto(links[1]!);
     const s2 = await until(page, (x) => x.link === "live" && x.screen === "setup");
     assert.match(s2.text, /^FrameFi Setup Mode: AP AP IP: 127\.0\.0\.1 SSID: FrameFi-[0-9A-F]{6}$/);

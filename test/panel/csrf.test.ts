@@ -152,7 +152,10 @@ else img.onerror = img.onload = post;
     await page.close();
     // (Chromium may not report the <img>'s answer to the page: opaque-response blocking.)
     assert.ok(answers.includes("POST 403"), `the form POST was refused: ${answers.join(", ")}`);
-    assert.ok(answers.every((a) => / (403|405)$/.test(a)), answers.join(", "));
+    assert.ok(
+      answers.every((a) => / (403|405)$/.test(a)),
+      answers.join(", "),
+    );
     const img = await fetch(`http://127.0.0.1:${dev.setupPort}/wifisave?s=EvilNet&p=x&web_user=attacker&web_pass=owned`);
     assert.equal(img.status, 405, "what the <img> asked for: saving needs a POST");
     const form = await fetch(`http://127.0.0.1:${dev.setupPort}/`);

@@ -6,7 +6,6 @@ import { createServer, type Server, type Socket } from "node:net";
 import { Aedes } from "aedes";
 import { eventually, freePort, startDevice, type RunningDevice } from "../helpers.js";
 
-
 /** The fill colours of the circles in the display picture: the MQTT dot. */
 async function dots(dev: RunningDevice): Promise<string[]> {
   const svg = await (await fetch(`${dev.url}/panel/display.svg`)).text();

@@ -84,8 +84,15 @@ describe("the panel shows FTP transfers", { skip }, () => {
     const lines = await page.evaluate(() => (window as unknown as { lines: string[] }).lines);
     const counts = lines.map((l) => Number(/^FTP: (\d+) file/.exec(l)?.[1] ?? NaN)).filter((n) => !Number.isNaN(n));
     assert.ok(new Set(counts).size > 2, `the count rose step by step: ${JSON.stringify(counts)}`);
-    assert.deepEqual(counts, [...counts].sort((a, b) => a - b), "it never went back");
-    assert.ok(lines.some((l) => /· writing \/photos\/p\d\d\.jpg$/.test(l)), "the file being written was named");
+    assert.deepEqual(
+      counts,
+      [...counts].sort((a, b) => a - b),
+      "it never went back",
+    );
+    assert.ok(
+      lines.some((l) => /· writing \/photos\/p\d\d\.jpg$/.test(l)),
+      "the file being written was named",
+    );
   });
 
   test("/panel/display.png is the display as a PNG, scaled on request", async () => {

@@ -198,7 +198,10 @@ describe("panel behind basic auth", () => {
 });
 
 describe("a Wi-Fi reset shows its screen, whoever asks for it", () => {
-  for (const [who, path] of [["POST /wifi/reset", "/wifi/reset"], ["the button held 3 s", "/panel/button/hold"]] as const) {
+  for (const [who, path] of [
+    ["POST /wifi/reset", "/wifi/reset"],
+    ["the button held 3 s", "/panel/button/hold"],
+  ] as const) {
     test(`${who}: every open panel sees "Resetting Wi-Fi...", then the setup screen once the device is back`, async (t) => {
       const dev = await startDevice();
       t.after(() => dev.stop());

@@ -9,7 +9,6 @@ import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { eventually, freePort, removeDir, repoRoot, run, start, tempDir, type RunningProgram } from "../helpers.js";
 
-
 describe("npm start, started twice and interrupted during a sync", () => {
   let demo: string;
   let npm: RunningProgram;
@@ -25,7 +24,9 @@ describe("npm start, started twice and interrupted during a sync", () => {
     // Real JPEGs of noise (the example hooks decode and resize them), each different, none in any cache.
     for (let i = 0; i < PHOTOS; i++) {
       const pixels = randomBytes(640 * 480 * 3);
-      await sharp(pixels, { raw: { width: 640, height: 480, channels: 3 } }).jpeg().toFile(join(demo, "photos", `p${String(i).padStart(3, "0")}.jpg`));
+      await sharp(pixels, { raw: { width: 640, height: 480, channels: 3 } })
+        .jpeg()
+        .toFile(join(demo, "photos", `p${String(i).padStart(3, "0")}.jpg`));
     }
     [devicePort, hooksPort] = [await freePort(), await freePort()];
     env = {

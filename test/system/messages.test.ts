@@ -30,7 +30,10 @@ describe("framefi-device", () => {
     try {
       const r = await device(["--host", "127.0.0.1", "--port", String(port)]);
       assert.equal(r.code, 1);
-      assert.equal(r.stderr, `framefi-device: cannot start: port ${port} is already in use (is another framefi-device running?): stop that program or pick another port with --port.\n`);
+      assert.equal(
+        r.stderr,
+        `framefi-device: cannot start: port ${port} is already in use (is another framefi-device running?): stop that program or pick another port with --port.\n`,
+      );
       assert.doesNotMatch(r.stdout, /EADDRINUSE|MaxListeners/);
     } finally {
       await new Promise<void>((res) => blocker.close(() => res()));
@@ -55,7 +58,10 @@ describe("framefi-device", () => {
     const r = await device([], { FRAMEFI_HOST: "frame.local:8080" });
     assert.equal(r.code, 2);
     oneLine(r.stderr);
-    assert.match(r.stderr, /^framefi-device: FRAMEFI_HOST is "frame\.local:8080", but it is the address the device listens on .* the client's device address is FRAMEFI_DEVICE\n$/);
+    assert.match(
+      r.stderr,
+      /^framefi-device: FRAMEFI_HOST is "frame\.local:8080", but it is the address the device listens on .* the client's device address is FRAMEFI_DEVICE\n$/,
+    );
   });
 });
 
@@ -93,7 +99,10 @@ describe("the device's answers and the client", () => {
     assert.equal(r.code, 1);
     oneLine(r.stderr);
     assert.doesNotMatch(r.stderr, /<html|<!doctype/i);
-    assert.equal(r.stderr, `framefi: GET /: ${dev.url}/panel answered a web page, not the device API's JSON. Give the device's address without a path, e.g. ${dev.url}.\n`);
+    assert.equal(
+      r.stderr,
+      `framefi: GET /: ${dev.url}/panel answered a web page, not the device API's JSON. Give the device's address without a path, e.g. ${dev.url}.\n`,
+    );
   });
 
   test("the .env's FTP_HOST without a port means port 80: said when the answer is not the device", async () => {
@@ -104,7 +113,10 @@ describe("the device's answers and the client", () => {
       const r = await run(bin("framefi"), ["status", "--timeout", "3"], { cwd, env: { ...process.env, FRAMEFI_DEVICE: "" } });
       assert.equal(r.code === 3 || r.code === 1, true, r.stderr);
       oneLine(r.stderr);
-      assert.match(r.stderr, /\(FTP_HOST="127\.0\.0\.1" from the \.env has no port, so the web API is taken at port 80, as on the firmware; for framefi-device add its port, e\.g\. 127\.0\.0\.1:8080\)\n$/);
+      assert.match(
+        r.stderr,
+        /\(FTP_HOST="127\.0\.0\.1" from the \.env has no port, so the web API is taken at port 80, as on the firmware; for framefi-device add its port, e\.g\. 127\.0\.0\.1:8080\)\n$/,
+      );
       await writeFile(join(cwd, ".env"), `FTP_HOST="127.0.0.1:${dev.port}"\nREMOTE_DIR="/" garbage\n`);
       const bad = await run(bin("framefi"), ["status"], { cwd });
       assert.equal(bad.code, 2);

@@ -58,7 +58,11 @@ describe("npm pack, then npm install -g of the tarball", () => {
     const client = await run(inPrefix("framefi"), ["--version"]);
     assert.equal(client.code, 0, client.stderr);
     assert.match(client.stdout, /^framefi \d+\.\d+\.\d+\n$/);
-    for (const [name, flag] of [["webhook", "-help"], ["framefi-device", "--help"], ["framefi", "--help"]] as const) {
+    for (const [name, flag] of [
+      ["webhook", "-help"],
+      ["framefi-device", "--help"],
+      ["framefi", "--help"],
+    ] as const) {
       const help = await run(inPrefix(name), [flag]);
       assert.match(help.stdout + help.stderr, /Usage/, name);
     }
@@ -87,7 +91,24 @@ describe("npm pack, then npm install -g of the tarball", () => {
     await copyFile(join(repoRoot, "examples", "pictures", "sea.jpg"), join(photos, "b.jpg"));
     const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${join(prefix, "bin")}${delimiter}${process.env.PATH ?? ""}` };
     delete env.FRAMEFI_FTP_PORT;
-    const device = start(inPrefix("framefi-device"), ["--host", "127.0.0.1", "--port", String(devicePort), "--ftp-port", String(ftpPort), "--card", card, "--state", join(dir, "state"), "--setup-port", String(await freePort())], { env });
+    const device = start(
+      inPrefix("framefi-device"),
+      [
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(devicePort),
+        "--ftp-port",
+        String(ftpPort),
+        "--card",
+        card,
+        "--state",
+        join(dir, "state"),
+        "--setup-port",
+        String(await freePort()),
+      ],
+      { env },
+    );
     const sh = line
       .replaceAll("FRAMEFI_HOOK_SECRET=…", "FRAMEFI_HOOK_SECRET=a-long-hook-secret")
       .replaceAll("FRAMEFI_GITHUB_SECRET=…", "FRAMEFI_GITHUB_SECRET=a-long-github-secret")
@@ -119,13 +140,24 @@ describe("npm pack, then npm install -g of the tarball", () => {
         'import { FrameFiClient, DeviceUnreachableError, type DeviceStatus } from "framefi-system";',
         'const client = new FrameFiClient({ host: "127.0.0.1:1", timeoutMs: 500 });',
         "const status: Promise<DeviceStatus> = client.status();",
-        "status.catch((e: unknown) => console.log(e instanceof DeviceUnreachableError ? \"unreachable\" : String(e)));",
+        'status.catch((e: unknown) => console.log(e instanceof DeviceUnreachableError ? "unreachable" : String(e)));',
         "",
       ].join("\n"),
     );
     await writeFile(
       join(lib, "tsconfig.json"),
-      JSON.stringify({ compilerOptions: { module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", strict: true, types: ["node"], typeRoots: [join(repoRoot, "node_modules", "@types")], skipLibCheck: true }, files: ["check.ts"] }),
+      JSON.stringify({
+        compilerOptions: {
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          target: "ES2022",
+          strict: true,
+          types: ["node"],
+          typeRoots: [join(repoRoot, "node_modules", "@types")],
+          skipLibCheck: true,
+        },
+        files: ["check.ts"],
+      }),
     );
     await writeFile(join(lib, "package.json"), JSON.stringify({ type: "module" }));
     const tsc = await run(join(repoRoot, "node_modules", ".bin", "tsc"), ["-p", lib], { timeoutMs: 120_000 });

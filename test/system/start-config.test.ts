@@ -50,8 +50,6 @@ test("a card size the device refuses: its own message, then the launcher's line,
   assert.doesNotMatch(r.stderr, /port/i, "no guess at a port");
 });
 
-
-
 describe("a taken port", () => {
   test("a taken device port: one line naming the port and its variable, exit 1, nothing started", async () => {
     // Takes the port and drops every connection, as a busy port's owner might.
@@ -62,7 +60,10 @@ describe("a taken port", () => {
       const hooksPort = await freePort();
       const r = await launch({ FRAMEFI_DEVICE_PORT: String(port), FRAMEFI_HOOKS_PORT: String(hooksPort) });
       assert.equal(r.code, 1);
-      assert.equal(r.stderr, `framefi start: port ${port} (the device API) is already in use; is FrameFi already running? Stop it, or set FRAMEFI_DEVICE_PORT to a free port.\n`);
+      assert.equal(
+        r.stderr,
+        `framefi start: port ${port} (the device API) is already in use; is FrameFi already running? Stop it, or set FRAMEFI_DEVICE_PORT to a free port.\n`,
+      );
       assert.equal(r.stdout, "");
       await assert.rejects(fetch(`http://127.0.0.1:${hooksPort}/`), "the hook server never started");
     } finally {
@@ -88,7 +89,11 @@ describe("an orphaned launcher", () => {
     try {
       await parent.waitFor(/Ctrl-C stops both\./, 30_000);
       parent.child.kill("SIGKILL");
-      const down = (url: string) => async (): Promise<boolean> => fetch(url).then(() => false, () => true);
+      const down = (url: string) => async (): Promise<boolean> =>
+        fetch(url).then(
+          () => false,
+          () => true,
+        );
       await eventually(down(`http://127.0.0.1:${devicePort}/`), 15_000);
       await eventually(down(`http://127.0.0.1:${hooksPort}/`), 15_000);
       await parent.exited;

@@ -31,7 +31,6 @@ async function tree(dir: string): Promise<Map<string, string>> {
   return out;
 }
 
-
 describe("npm start: the whole system", () => {
   let demo: string;
   let launcher: RunningProgram;

@@ -25,11 +25,14 @@ function errors(title: string, table: [string, string][], options: RenderOptions
   describe(title, () => {
     for (const [text, message] of table) {
       test(JSON.stringify(text), () => {
-        assert.throws(() => render(text, options), (e: unknown) => {
-          assert.ok(e instanceof TemplateError, `expected a TemplateError, got ${String(e)}`);
-          assert.equal(e.message, message);
-          return true;
-        });
+        assert.throws(
+          () => render(text, options),
+          (e: unknown) => {
+            assert.ok(e instanceof TemplateError, `expected a TemplateError, got ${String(e)}`);
+            assert.equal(e.message, message);
+            return true;
+          },
+        );
       });
     }
   });
@@ -110,10 +113,10 @@ cases(
     ["{{range .list}}[{{.}}]{{end}}", "[a][b][<no value>]"],
     ["{{range $k, $v := .map}}{{$k}}:{{$v}} {{end}}", "a:1 b:2 "],
     ["{{range .empty}}x{{else}}empty{{end}}", "empty"],
-    ["{{.map.a}} {{.map.zz}} {{index .map \"b\"}} {{index .map \"zz\"}}", "1 <no value> 2 <no value>"],
+    ['{{.map.a}} {{.map.zz}} {{index .map "b"}} {{index .map "zz"}}', "1 <no value> 2 <no value>"],
     ["{{index .list 1}} {{len .list}} {{len .map}} {{len .empty}}", "b 3 2 0"],
     ["{{.list}} {{.map}}", "[a b <nil>] map[a:1 b:2]"],
-    ["{{index .nested 0 \"k\"}}", "v"],
+    ['{{index .nested 0 "k"}}', "v"],
     ["{{slice .list 1 2}}", "[b]"],
   ],
   { data: { list: ["a", "b", null], map: { b: 2, a: 1 }, empty: [], nested: [{ k: "v" }] } },
@@ -123,7 +126,10 @@ cases("define, template, block", [
   ['{{define "a"}}[{{.}}]{{end}}x{{template "a" 1}}{{template "a"}}', "x[1][<no value>]"],
   ['{{block "b" "v"}}<{{.}}>{{end}}', "<v>"],
   ['{{define "a"}}{{end}}{{define "a"}}2{{end}}{{template "a"}}', "2"],
-  ['{{define "rule"}}{"match": {"type": "value", "value": "{{.}}"}}{{end}}[{{template "rule" "x"}}, {{template "rule" "y"}}]', '[{"match": {"type": "value", "value": "x"}}, {"match": {"type": "value", "value": "y"}}]'],
+  [
+    '{{define "rule"}}{"match": {"type": "value", "value": "{{.}}"}}{{end}}[{{template "rule" "x"}}, {{template "rule" "y"}}]',
+    '[{"match": {"type": "value", "value": "x"}}, {"match": {"type": "value", "value": "y"}}]',
+  ],
   ['{{$x := 1}}{{template "t2" $x}}{{define "t2"}}{{$}}{{end}}', "1"],
 ]);
 
@@ -133,7 +139,7 @@ errors("define, template, block errors", [
   ['{{define "a"}}1{{end}}\n{{define "a"}}2{{end}}', 'template: t:2: template: multiple definition of template "a"'],
   ['{{define "b"}}({{.}}){{end}}{{block "b" "v"}}<{{.}}>{{end}}', 'template: t:1: template: multiple definition of template "b"'],
   ['{{if 1}}{{define "x"}}{{end}}{{end}}', "template: t:1: unexpected <define> in command"],
-  ['{{define 3}}{{end}}', 'template: t:1: unexpected "3" in define clause'],
+  ["{{define 3}}{{end}}", 'template: t:1: unexpected "3" in define clause'],
   ['{{define "a"}}{{else}}{{end}}', "template: t:1: unexpected {{else}} in define clause"],
   ['{{$x := 1}}{{define "a"}}{{$x}}{{end}}', 'template: t:1: undefined variable "$x"'],
   ['{{define "r"}}{{template "r"}}{{end}}{{template "r"}}', 'template: t:1:25: executing "r" at <{{template "r"}}>: exceeded maximum template depth (1000)'],
@@ -173,7 +179,7 @@ cases("printf, print, println (Go's fmt)", [
   ['{{printf "%"}}', "%!(NOVERB)"],
   ['{{print 1 2 "a" "b" 3}}', "1 2ab3"],
   ['{{println 1 "a"}}', "1 a\n"],
-  ['{{print nil}}', "<nil>"],
+  ["{{print nil}}", "<nil>"],
 ]);
 
 cases("escapers: js, html, urlquery", [
@@ -292,7 +298,7 @@ describe("hooks files as users write them", () => {
         "      type: value",
         '      value: "{{ credential "token" | js }}"',
         "      parameter: { source: header, name: X-Token }",
-        "{{- if getenv \"EXTRA_HOOK\" }}",
+        '{{- if getenv "EXTRA_HOOK" }}',
         "- id: extra",
         "  execute-command: /bin/true",
         "{{- end }}",
@@ -319,13 +325,16 @@ describe("hooks files as users write them", () => {
 
   test("an unknown function on line 4 names the file, the line and the function", () => {
     const text = '[\n  {\n    "id": "x",\n    "secret": "{{ getenvv "SECRET" | js }}"\n  }\n]\n';
-    assert.throws(() => renderTemplate(text, "hooks.json", { env: {} }), (e: unknown) => {
-      assert.ok(e instanceof TemplateError);
-      assert.equal(e.message, 'template: hooks.json:4: function "getenvv" not defined');
-      assert.equal(e.templateName, "hooks.json");
-      assert.equal(e.line, 4);
-      return true;
-    });
+    assert.throws(
+      () => renderTemplate(text, "hooks.json", { env: {} }),
+      (e: unknown) => {
+        assert.ok(e instanceof TemplateError);
+        assert.equal(e.message, 'template: hooks.json:4: function "getenvv" not defined');
+        assert.equal(e.templateName, "hooks.json");
+        assert.equal(e.line, 4);
+        return true;
+      },
+    );
   });
 
   test("an action left open at the end of the file names where it started", () => {
@@ -353,11 +362,14 @@ describe("hooks files as users write them", () => {
   test("an error message never contains a secret's value", () => {
     const env = { SECRET: "hunter2-value" };
     for (const text of ['{{ range getenv "SECRET" }}{{ end }}', '{{ index (getenv "SECRET") 99 }}', '{{ getenv "SECRET" | len | getenv }}']) {
-      assert.throws(() => renderTemplate(text, "hooks.json", { env }), (e: unknown) => {
-        assert.ok(e instanceof TemplateError);
-        assert.ok(!e.message.includes("hunter2"), e.message);
-        return true;
-      });
+      assert.throws(
+        () => renderTemplate(text, "hooks.json", { env }),
+        (e: unknown) => {
+          assert.ok(e instanceof TemplateError);
+          assert.ok(!e.message.includes("hunter2"), e.message);
+          return true;
+        },
+      );
     }
   });
 });

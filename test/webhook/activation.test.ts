@@ -45,7 +45,17 @@ before(async () => {
   hooksFile = join(dir, "hooks.yml");
   await writeFile(
     hooksFile,
-    ["- id: env", "  execute-command: /bin/sh", "  include-command-output-in-response: true", "  pass-arguments-to-command:", "    - source: string", "      name: -c", "    - source: string", `      name: '${SCRIPT}'`, ""].join("\n"),
+    [
+      "- id: env",
+      "  execute-command: /bin/sh",
+      "  include-command-output-in-response: true",
+      "  pass-arguments-to-command:",
+      "    - source: string",
+      "      name: -c",
+      "    - source: string",
+      `      name: '${SCRIPT}'`,
+      "",
+    ].join("\n"),
   );
 });
 
@@ -94,7 +104,10 @@ describe("systemd socket activation", { concurrency: true }, () => {
     socket.on("error", () => undefined);
     assert.equal(await p.exited, 1);
     socket.destroy();
-    assert.match(p.stderr(), /\[webhook\] \d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d error listening on socket: received 2 sockets from systemd, but only 1 is supported\n/);
+    assert.match(
+      p.stderr(),
+      /\[webhook\] \d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d error listening on socket: received 2 sockets from systemd, but only 1 is supported\n/,
+    );
   });
 
   test("an fd from systemd that is not a listening socket: a clear error and exit 1 (the reference crashes)", async () => {

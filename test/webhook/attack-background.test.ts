@@ -75,7 +75,9 @@ describe("fire-and-forget flood", () => {
     sampling = false;
     await sampler;
     const peak = rss.stop();
-    console.log(`# ${statuses.length} fire-and-forget requests: ${accepted} accepted, ${refused} answered 429, at most ${maxRunning} commands at once, peak RSS ${peak.toFixed(0)} MiB`);
+    console.log(
+      `# ${statuses.length} fire-and-forget requests: ${accepted} accepted, ${refused} answered 429, at most ${maxRunning} commands at once, peak RSS ${peak.toFixed(0)} MiB`,
+    );
     assert.ok(maxRunning <= 8, `${maxRunning} commands ran at once`);
     assert.equal(await metric("webhook_running_commands"), 0);
     assert.ok(peak < 200, `peak RSS ${peak.toFixed(0)} MiB`);

@@ -77,21 +77,21 @@ describe("unfinished request bodies", () => {
 });
 
 async function attack(floods: Flood[], before: number, rss: { stop(): number }): Promise<void> {
-    await Promise.all(floods.map((f) => f.sent));
-    // Meanwhile: the server answers.
-    const normal = await send(`${server.base}/hooks/sink`, { body: "small" });
-    assert.equal(normal.status, 200);
-    assert.equal(normal.text, "taken");
-    const refused = floods.filter((f) => statusOf(f.answer) === 503);
-    assert.ok(refused.length > 0, "no body was refused for the budget");
-    assert.match(refused[0]!.answer, /Retry-After: 1/);
-    const held = floods.filter((f) => statusOf(f.answer) !== 503);
-    assert.ok(held.length > 0 && held.length <= 7, `${held.length} bodies held`);
-    // The stalled bodies are dropped with 408 after -max-body-idle, and their memory is free again.
-    await eventually(() => held.every((f) => statusOf(f.answer) === 408), 20_000, 100);
-    const peak = rss.stop();
-    console.log(`# RSS before ${before.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB; ${refused.length} answered 503, ${held.length} held then 408`);
-    assert.ok(peak < 200, `peak RSS ${peak.toFixed(0)} MiB`);
+  await Promise.all(floods.map((f) => f.sent));
+  // Meanwhile: the server answers.
+  const normal = await send(`${server.base}/hooks/sink`, { body: "small" });
+  assert.equal(normal.status, 200);
+  assert.equal(normal.text, "taken");
+  const refused = floods.filter((f) => statusOf(f.answer) === 503);
+  assert.ok(refused.length > 0, "no body was refused for the budget");
+  assert.match(refused[0]!.answer, /Retry-After: 1/);
+  const held = floods.filter((f) => statusOf(f.answer) !== 503);
+  assert.ok(held.length > 0 && held.length <= 7, `${held.length} bodies held`);
+  // The stalled bodies are dropped with 408 after -max-body-idle, and their memory is free again.
+  await eventually(() => held.every((f) => statusOf(f.answer) === 408), 20_000, 100);
+  const peak = rss.stop();
+  console.log(`# RSS before ${before.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB; ${refused.length} answered 503, ${held.length} held then 408`);
+  assert.ok(peak < 200, `peak RSS ${peak.toFixed(0)} MiB`);
 }
 
 describe("bodies of requests whose commands still run", () => {

@@ -117,12 +117,16 @@ describe("a flood of connections with 1 MB request heads, from one address", () 
       for (const f of floods) f.c.socket.destroy();
     }
     // The flood gone, its address is served again.
-    await eventually(async () => {
-      const { c, sent } = client(server.port, ATTACKER, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-      await sent;
-      await eventually(() => c.closed, 5000);
-      return statusOf(c.answer) === 200;
-    }, 10_000, 100);
+    await eventually(
+      async () => {
+        const { c, sent } = client(server.port, ATTACKER, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        await sent;
+        await eventually(() => c.closed, 5000);
+        return statusOf(c.answer) === 200;
+      },
+      10_000,
+      100,
+    );
   });
 });
 
@@ -155,12 +159,16 @@ describe("the caps, small", () => {
 
       // One closed, the address may open one again.
       open[1]!.socket.destroy();
-      await eventually(async () => {
-        const { c, sent } = client(server.port, ATTACKER, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-        await sent;
-        await eventually(() => c.closed, 5000);
-        return statusOf(c.answer) === 200;
-      }, 10_000, 50);
+      await eventually(
+        async () => {
+          const { c, sent } = client(server.port, ATTACKER, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+          await sent;
+          await eventually(() => c.closed, 5000);
+          return statusOf(c.answer) === 200;
+        },
+        10_000,
+        50,
+      );
     } finally {
       for (const c of open) c.socket.destroy();
       await server.stop();
@@ -186,6 +194,9 @@ describe("the caps, small", () => {
   });
 
   test("a flag value that is not a count is refused at start", async () => {
-    await assert.rejects(startServer(["-hooks", hooks, "-max-connections-per-ip", "-1"]), /invalid value "-1" for flag -max-connections-per-ip: must be 0 or more/);
+    await assert.rejects(
+      startServer(["-hooks", hooks, "-max-connections-per-ip", "-1"]),
+      /invalid value "-1" for flag -max-connections-per-ip: must be 0 or more/,
+    );
   });
 });

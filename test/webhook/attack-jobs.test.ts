@@ -17,7 +17,14 @@ describe("-jobs attacks", () => {
   });
 
   test("-jobs-file: a symlink planted at the temporary file's name is not followed (the file it names is untouched)", async () => {
-    const hooks = await writeHooks(dir, [{ id: "say", "execute-command": "/bin/echo", "pass-arguments-to-command": [{ source: "string", name: "secret-output" }], "include-command-output-in-response": true }]);
+    const hooks = await writeHooks(dir, [
+      {
+        id: "say",
+        "execute-command": "/bin/echo",
+        "pass-arguments-to-command": [{ source: "string", name: "secret-output" }],
+        "include-command-output-in-response": true,
+      },
+    ]);
     const file = join(dir, "history.json");
     const victim = join(dir, "victim.txt");
     await writeFile(victim, "precious\n");
@@ -40,7 +47,11 @@ describe("-jobs attacks", () => {
   });
 
   test("/jobs with -jobs-token: a wrong, longer, shorter, empty or basic-encoded token is refused", async () => {
-    const hooks = await writeHooks(dir, [{ id: "say", "execute-command": "/bin/echo", "pass-arguments-to-command": [{ source: "string", name: "secret-output" }] }], "token.json");
+    const hooks = await writeHooks(
+      dir,
+      [{ id: "say", "execute-command": "/bin/echo", "pass-arguments-to-command": [{ source: "string", name: "secret-output" }] }],
+      "token.json",
+    );
     const s = await startServer(["-hooks", hooks, "-jobs", "-jobs-token", "tok3n"]);
     try {
       const id = (await send(`${s.base}/hooks/say`)).headers["x-job-id"] as string;
@@ -52,7 +63,9 @@ describe("-jobs attacks", () => {
           assert.doesNotMatch(r.text, /secret-output/);
         }
       }
-      await eventually(async () => (await send(`${s.base}/jobs/${id}`, { method: "GET", headers: { Authorization: "bearer  tok3n " } })).text.includes("secret-output"));
+      await eventually(async () =>
+        (await send(`${s.base}/jobs/${id}`, { method: "GET", headers: { Authorization: "bearer  tok3n " } })).text.includes("secret-output"),
+      );
     } finally {
       await s.stop();
     }

@@ -23,7 +23,10 @@ before(async () => {
       id: "echo",
       "execute-command": fixture("hex.sh"),
       "include-command-output-in-response": true,
-      "pass-arguments-to-command": [{ source: "payload", name: "a" }, { source: "payload", name: "b" }],
+      "pass-arguments-to-command": [
+        { source: "payload", name: "a" },
+        { source: "payload", name: "b" },
+      ],
     },
     signedHook("signed", ranFile),
   ]);
@@ -62,7 +65,7 @@ describe("multipart bodies from anyone", () => {
     const seed = fuzzSeed(0x6d756c74);
     const rnd = seeded(seed);
     const cases = fuzzCases(150);
-    const boundaries = ["X", "XyZ", "----b", "a b", "\"q\"", "-".repeat(70)];
+    const boundaries = ["X", "XyZ", "----b", "a b", '"q"', "-".repeat(70)];
     for (let i = 0; i < cases; i++) {
       const boundary = rnd.pick(boundaries);
       const { body } = multipart(
@@ -85,7 +88,11 @@ describe("multipart bodies from anyone", () => {
             if (b.length) b[Math.min(at, b.length - 1)] = rnd.int(256);
             break;
           case 2: // insert a boundary line
-            b = Buffer.concat([b.subarray(0, at), Buffer.from(rnd.pick([`--${boundary}\r\n`, `--${boundary}--\r\n`, `\r\n--${boundary}`, "\n"])), b.subarray(at)]);
+            b = Buffer.concat([
+              b.subarray(0, at),
+              Buffer.from(rnd.pick([`--${boundary}\r\n`, `--${boundary}--\r\n`, `\r\n--${boundary}`, "\n"])),
+              b.subarray(at),
+            ]);
             break;
           case 3: // insert random bytes
             b = Buffer.concat([b.subarray(0, at), rnd.bytes(rnd.int(16)), b.subarray(at)]);
@@ -117,7 +124,11 @@ describe("multipart bodies from anyone", () => {
       const value = (): Buffer => Buffer.from([...rnd.bytes(rnd.int(40))].map((b) => (b === 0x2d || b === 0x0a || b === 0x0d || b === 0 ? 0x41 : b)));
       const a = value();
       const b = value();
-      const part = (name: string, v: Buffer): Buffer[] => [Buffer.from(`--${boundary}${nl}Content-Disposition: form-data; name="${name}"${nl}${nl}`), v, Buffer.from(nl)];
+      const part = (name: string, v: Buffer): Buffer[] => [
+        Buffer.from(`--${boundary}${nl}Content-Disposition: form-data; name="${name}"${nl}${nl}`),
+        v,
+        Buffer.from(nl),
+      ];
       const body = Buffer.concat([
         Buffer.from(rnd.pick(["", `preamble${nl}`, `x${nl}${nl}`])),
         ...part("a", a),

@@ -25,13 +25,40 @@ describe("-queue attacks", () => {
     dir = await tempDir("webhook-queue-attack-");
     nats = await startNats();
     const hooks = [
-      { id: "echo", "execute-command": "/bin/echo", "pass-arguments-to-command": [{ source: "header", name: "X-Arg" }], "include-command-output-in-response": true },
-      { id: "slow", "execute-command": "/bin/sh", "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: "sleep 1; echo done" }], "include-command-output-in-response": true },
-      { id: "flood", "execute-command": "/bin/sh", "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: `head -c ${FLOOD} /dev/zero; echo > "$0"` }, { source: "url", name: "done" }], "stream-command-output": true },
+      {
+        id: "echo",
+        "execute-command": "/bin/echo",
+        "pass-arguments-to-command": [{ source: "header", name: "X-Arg" }],
+        "include-command-output-in-response": true,
+      },
+      {
+        id: "slow",
+        "execute-command": "/bin/sh",
+        "pass-arguments-to-command": [
+          { source: "string", name: "-c" },
+          { source: "string", name: "sleep 1; echo done" },
+        ],
+        "include-command-output-in-response": true,
+      },
+      {
+        id: "flood",
+        "execute-command": "/bin/sh",
+        "pass-arguments-to-command": [
+          { source: "string", name: "-c" },
+          { source: "string", name: `head -c ${FLOOD} /dev/zero; echo > "$0"` },
+          { source: "url", name: "done" },
+        ],
+        "stream-command-output": true,
+      },
       {
         id: "gated",
         "execute-command": "/bin/sh",
-        "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: 'echo "$1" >> "$0.ran"; while [ ! -e "$0" ]; do sleep 0.05; done' }, { source: "url", name: "gate" }, { source: "header", name: "X-Delivery" }],
+        "pass-arguments-to-command": [
+          { source: "string", name: "-c" },
+          { source: "string", name: 'echo "$1" >> "$0.ran"; while [ ! -e "$0" ]; do sleep 0.05; done' },
+          { source: "url", name: "gate" },
+          { source: "header", name: "X-Delivery" },
+        ],
         "max-concurrency": 1,
         "max-queue": 0,
         deduplicate: { id: { source: "header", name: "X-Delivery" }, window: "10m" },
@@ -54,7 +81,14 @@ describe("-queue attacks", () => {
 
   test("a malformed job message published by another NATS client is dropped: the instance keeps serving", async () => {
     const js = nc.jetstream();
-    for (const body of ['{"id":"x","hook":"echo","req":{}}', '{"id":"y","hook":"echo"}', '{"id":"z","hook":"echo","req":{"headers":5,"query":null}}', "null", "[]", '"s"']) {
+    for (const body of [
+      '{"id":"x","hook":"echo","req":{}}',
+      '{"id":"y","hook":"echo"}',
+      '{"id":"z","hook":"echo","req":{"headers":5,"query":null}}',
+      "null",
+      "[]",
+      '"s"',
+    ]) {
       await js.publish("webhook.jobs.echo", Buffer.from(body));
     }
     await eventually(() => (server.logs().match(/dropped an unreadable job message/g) ?? []).length >= 4);
@@ -108,7 +142,15 @@ describe("-queue attacks", () => {
     assert.equal((await send(url, { method: "POST", headers: { "X-Delivery": "first" } })).status, 200);
     await eventually(() => existsSync(`${gate}.ran`));
     const refused = await send(url, { method: "POST", headers: { "X-Delivery": "second" } });
-    assert.equal(refused.status, 429, server.logs().split("\n").filter((l) => l.includes("answering")).join("\n"));
+    assert.equal(
+      refused.status,
+      429,
+      server
+        .logs()
+        .split("\n")
+        .filter((l) => l.includes("answering"))
+        .join("\n"),
+    );
     await writeFile(gate, "");
     const again = await eventually(async () => {
       const r = await send(url, { method: "POST", headers: { "X-Delivery": "second" } });

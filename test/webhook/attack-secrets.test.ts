@@ -40,7 +40,10 @@ before(async () => {
       id: "deploy",
       "execute-command": "/bin/echo",
       "include-command-output-in-response": true,
-      "pass-arguments-to-command": [{ source: "url", name: "token" }, { source: "header", name: "X-Token" }],
+      "pass-arguments-to-command": [
+        { source: "url", name: "token" },
+        { source: "header", name: "X-Token" },
+      ],
       "trigger-rule": {
         or: [
           { match: { type: "value", value: TOKEN, parameter: { source: "url", name: "token" } } },
@@ -83,7 +86,9 @@ async function attack(s: Server): Promise<void> {
   sent.push(send(`${s.base}/hooks/deploy`, { headers: { "Content-Type": "application/json" }, body: `{"u":"${U_ESCAPED}"}` }));
   const push = JSON.stringify({ ref: "refs/heads/main" });
   const sig = "sha256=" + createHmac("sha256", HMAC_SECRET).update(push).digest("hex");
-  sent.push(send(`${s.base}/hooks/frame-push`, { headers: { "Content-Type": "application/json", "X-GitHub-Event": "push", "X-Hub-Signature-256": sig }, body: push }));
+  sent.push(
+    send(`${s.base}/hooks/frame-push`, { headers: { "Content-Type": "application/json", "X-GitHub-Event": "push", "X-Hub-Signature-256": sig }, body: push }),
+  );
   const replies = (await Promise.all(sent)) as { status: number; text: string }[];
   // The token in the url or the header ran the command, so its argv (JSON-quoted) was logged.
   assert.ok(replies.some((r) => r.status === 200 && r.text.includes(TOKEN)));
@@ -115,9 +120,17 @@ describe("secrets in the log", () => {
 });
 
 test('"redact" other than true or false stops the start with a clear message', async () => {
-  const bad = await writeHooks(dir, [
-    { id: "a", "execute-command": "/bin/true", "trigger-rule": { match: { type: "value", value: "x", redact: "no", parameter: { source: "url", name: "t" } } } },
-  ], "bad.json");
+  const bad = await writeHooks(
+    dir,
+    [
+      {
+        id: "a",
+        "execute-command": "/bin/true",
+        "trigger-rule": { match: { type: "value", value: "x", redact: "no", parameter: { source: "url", name: "t" } } },
+      },
+    ],
+    "bad.json",
+  );
   const r = await run(bin("webhook"), ["-hooks", bad, "-port", "1"]);
   assert.equal(r.code, 1);
   assert.match(r.stderr, /bad\.json: hook #1 \(id "a"\): "trigger-rule\.match\.redact" must be true or false/);

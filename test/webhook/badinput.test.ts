@@ -105,10 +105,7 @@ before(async () => {
       "trigger-rule": { match: { type: "value", value: "café ✓", parameter: { source: "header", name: "X-Name" } } },
     },
   ]);
-  [s, small] = await Promise.all([
-    startServer(["-hooks", hooks, "-verbose"]),
-    startServer(["-hooks", hooks, "-max-body", "1024"]),
-  ]);
+  [s, small] = await Promise.all([startServer(["-hooks", hooks, "-verbose"]), startServer(["-hooks", hooks, "-max-body", "1024"])]);
 });
 
 after(async () => {
@@ -172,7 +169,11 @@ describe("malformed bodies", { concurrency: true }, () => {
     const deepJson = '{"a":'.repeat(50_000) + "1" + "}".repeat(50_000);
     const deepArray = "[".repeat(100_000) + "]".repeat(100_000);
     const deepXml = "<a>".repeat(50_000) + "1" + "</a>".repeat(50_000);
-    for (const [type, body] of [["application/json", deepJson], ["application/json", deepArray], ["application/xml", deepXml]] as const) {
+    for (const [type, body] of [
+      ["application/json", deepJson],
+      ["application/json", deepArray],
+      ["application/xml", deepXml],
+    ] as const) {
       const r = await send(`${s.base}/hooks/guarded-echo?token=yes`, { headers: { "Content-Type": type }, body });
       assert.equal(r.status, 200, type);
     }
@@ -232,7 +233,10 @@ describe("-max-body", { concurrency: true }, () => {
   test("a chunked body above -max-body answers 413", async () => {
     const chunk = "x".repeat(600);
     const chunked = `${(600).toString(16)}\r\n${chunk}\r\n`.repeat(4) + "0\r\n\r\n";
-    const raw = await rawExchange(small.port, Buffer.concat([post("/hooks/good?token=yes&n=too-big-chunked", 0, "Transfer-Encoding: chunked\r\n"), Buffer.from(chunked)]));
+    const raw = await rawExchange(
+      small.port,
+      Buffer.concat([post("/hooks/good?token=yes&n=too-big-chunked", 0, "Transfer-Encoding: chunked\r\n"), Buffer.from(chunked)]),
+    );
     assert.equal(statusOf(raw), 413, raw.slice(0, 200));
     assert.ok(!(await ranLines()).includes("too-big-chunked"));
   });
@@ -278,7 +282,11 @@ describe("clients that hang up", () => {
   });
 
   test("a client that disconnects in the middle of its body: no crash", async () => {
-    const raw = rawExchange(s.port, "POST /hooks/good?token=yes&n=half-body HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"a\":", 300);
+    const raw = rawExchange(
+      s.port,
+      'POST /hooks/good?token=yes&n=half-body HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"a":',
+      300,
+    );
     assert.equal(statusOf(await raw), 0);
     await stillUp(s);
     assert.ok(!(await ranLines()).includes("half-body"));
@@ -293,7 +301,10 @@ describe("headers with odd bytes", { concurrency: true }, () => {
     const raw = await rawExchange(s.port, get(Buffer.concat([Buffer.from("X-Name: "), Buffer.from("café ✓", "utf8"), Buffer.from("\r\n")])));
     assert.equal(statusOf(raw), 200, raw);
     const body = Buffer.from(raw.slice(raw.indexOf("\r\n\r\n") + 4), "latin1");
-    const json = body.toString("utf8").replace(/^[0-9a-f]+\r\n/, "").replace(/\r\n0\r\n\r\n$/, "");
+    const json = body
+      .toString("utf8")
+      .replace(/^[0-9a-f]+\r\n/, "")
+      .replace(/\r\n0\r\n\r\n$/, "");
     assert.deepEqual(parseDump(json).argv, ["café ✓"]);
   });
 
@@ -351,7 +362,9 @@ describe("headers with odd bytes", { concurrency: true }, () => {
     const raw = await rawExchange(
       s.port,
       Buffer.concat([
-        Buffer.from("POST /hooks/signed?n=odd-sig HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 2\r\nX-Sig: sha256="),
+        Buffer.from(
+          "POST /hooks/signed?n=odd-sig HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 2\r\nX-Sig: sha256=",
+        ),
         Buffer.from([0xff, 0xfe, 0x80, 0xc3]),
         Buffer.from("\r\n\r\n{}"),
       ]),

@@ -38,14 +38,18 @@ after(async () => {
 
 describe("hooks files", { concurrency: true }, () => {
   test("a JSON hooks file is loaded and its hook runs", async () => {
-    const file = await writeHooks(dir, [
-      {
-        id: "json-hook",
-        "execute-command": echo,
-        "include-command-output-in-response": true,
-        "pass-arguments-to-command": [{ source: "string", name: "from-json" }],
-      },
-    ], "json-hooks.json");
+    const file = await writeHooks(
+      dir,
+      [
+        {
+          id: "json-hook",
+          "execute-command": echo,
+          "include-command-output-in-response": true,
+          "pass-arguments-to-command": [{ source: "string", name: "from-json" }],
+        },
+      ],
+      "json-hooks.json",
+    );
     const s = await serve(["-hooks", file]);
     const r = await send(`${s.base}/hooks/json-hook`);
     assert.equal(r.status, 200);
@@ -92,15 +96,7 @@ describe("hooks files", { concurrency: true }, () => {
     const file = join(dir, "anchors.yaml");
     await writeFile(
       file,
-      [
-        "- &base",
-        "  id: first",
-        `  execute-command: ${echo}`,
-        "  response-message: shared message",
-        "- <<: *base",
-        "  id: second",
-        "",
-      ].join("\n"),
+      ["- &base", "  id: first", `  execute-command: ${echo}`, "  response-message: shared message", "- <<: *base", "  id: second", ""].join("\n"),
     );
     const s = await serve(["-hooks", file]);
     assert.equal((await send(`${s.base}/hooks/first`)).text, "shared message");
@@ -186,9 +182,11 @@ describe("start-up errors", { concurrency: true }, () => {
     );
     const jsonFile = join(dir, "secret-broken.json");
     await writeFile(jsonFile, `[{"id":"x","execute-command":"${echo}","trigger-rule":{"match":{"type":"value","value":"TOPSECRET-json-456" "parameter":{}}}}]`);
-    const wrongType = await writeHooks(dir, [
-      { id: "x", "execute-command": echo, "include-command-output-in-response": "TOPSECRET-type-789" },
-    ], "secret-type.json");
+    const wrongType = await writeHooks(
+      dir,
+      [{ id: "x", "execute-command": echo, "include-command-output-in-response": "TOPSECRET-type-789" }],
+      "secret-type.json",
+    );
     for (const file of [yamlFile, jsonFile, wrongType]) {
       const r = await runWebhook(["-hooks", file]);
       assert.notEqual(r.code, 0);
@@ -247,7 +245,10 @@ describe("command line", { concurrency: true }, () => {
   });
 
   test("-ip [::1] (Go's bracketed form) listens on ::1, and the log prints the address as Go does", async () => {
-    const s = await serve(["-hooks", await writeHooks(dir, [], "ip6.json"), "-verbose"], { addressArgs: (_ip, port) => ["-ip", "[::1]", "-port", String(port)], ip: "::1" });
+    const s = await serve(["-hooks", await writeHooks(dir, [], "ip6.json"), "-verbose"], {
+      addressArgs: (_ip, port) => ["-ip", "[::1]", "-port", String(port)],
+      ip: "::1",
+    });
     assert.equal((await send(`${s.base}/`, { method: "GET" })).text, "OK");
     assert.match(s.logs(), new RegExp(`serving hooks on http://\\[::1\\]:${s.port}/hooks/\\{id\\}`));
   });
@@ -255,7 +256,10 @@ describe("command line", { concurrency: true }, () => {
   test("-socket with -setuid/-setgid: the reference's refusal", async () => {
     const r = await runWebhook(["-socket", join(dir, "refused.sock"), "-setuid", "1", "-setgid", "1"]);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /error listening on socket: -setuid and -setgid options are not compatible with -socket\.  If you need to bind a socket as root but run webhook as a different user, consider using systemd activation\n/);
+    assert.match(
+      r.stderr,
+      /error listening on socket: -setuid and -setgid options are not compatible with -socket\.  If you need to bind a socket as root but run webhook as a different user, consider using systemd activation\n/,
+    );
   });
 
   test("--version (double dash) works the same", async () => {
@@ -268,7 +272,19 @@ describe("command line", { concurrency: true }, () => {
     const r = await run(bin("webhook"), ["-help"], { timeoutMs: 60_000 });
     assert.equal(r.code, 0);
     assert.match(r.stderr, /Usage of \S*webhook:/);
-    for (const flag of ["-hooks", "-ip", "-port", "-urlprefix", "-http-methods", "-header", "-verbose", "-debug", "-nopanic", "-max-multipart-mem", "-version"]) {
+    for (const flag of [
+      "-hooks",
+      "-ip",
+      "-port",
+      "-urlprefix",
+      "-http-methods",
+      "-header",
+      "-verbose",
+      "-debug",
+      "-nopanic",
+      "-max-multipart-mem",
+      "-version",
+    ]) {
       assert.match(r.stderr, new RegExp(`^\\s+${flag}\\b`, "m"), `usage lists ${flag}`);
     }
     assert.match(r.stderr, /default "0\.0\.0\.0"/);

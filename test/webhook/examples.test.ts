@@ -176,7 +176,17 @@ describe("docs/Hook-Examples.md", { concurrency: true }, () => {
     const file = join(dir, "github-push.json");
     await writeFile(file, body);
     const sig = "sha1=" + createHmac("sha1", "mysecret").update(body).digest("hex");
-    const r = await curl(["-H", "Content-Type: application/json", "-H", `X-Hub-Signature: ${sig}`, "-H", "X-GitHub-Event: push", "--data-binary", `@${file}`, `${s.base}/hooks/github`]);
+    const r = await curl([
+      "-H",
+      "Content-Type: application/json",
+      "-H",
+      `X-Hub-Signature: ${sig}`,
+      "-H",
+      "X-GitHub-Event: push",
+      "--data-binary",
+      `@${file}`,
+      `${s.base}/hooks/github`,
+    ]);
     assert.equal(r.status, 200);
     assert.equal(r.body, "");
     const got = await recorded("github");

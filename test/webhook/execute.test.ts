@@ -150,9 +150,7 @@ describe("arguments", { concurrency: true }, () => {
 
 describe("many at once", () => {
   test("30 concurrent captured runs each get their own arguments and output", async () => {
-    const replies = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => send(`${s.base}/hooks/argv?a=run-${i}`, { headers: { "X-B": `b-${i}` } })),
-    );
+    const replies = await Promise.all(Array.from({ length: 30 }, (_, i) => send(`${s.base}/hooks/argv?a=run-${i}`, { headers: { "X-B": `b-${i}` } })));
     replies.forEach((r, i) => {
       assert.equal(r.status, 200);
       assert.deepEqual(parseEcho(r.text).args.slice(0, 2), [`run-${i}`, `b-${i}`]);

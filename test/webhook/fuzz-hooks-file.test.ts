@@ -26,12 +26,20 @@ const JSON_SEED = JSON.stringify(
       "execute-command": "/bin/echo",
       "command-working-directory": "/tmp",
       "response-message": "ok",
-      "pass-arguments-to-command": [{ source: "payload", name: "head_commit.id" }, { source: "string", name: "x" }],
+      "pass-arguments-to-command": [
+        { source: "payload", name: "head_commit.id" },
+        { source: "string", name: "x" },
+      ],
       "pass-environment-to-command": [{ source: "header", name: "X-Token", envname: "TOKEN" }],
       "trigger-rule": {
         and: [
           { match: { type: "payload-hmac-sha256", secret: "s3cr3t", parameter: { source: "header", name: "X-Hub-Signature-256" } } },
-          { or: [{ match: { type: "value", value: "refs/heads/main", parameter: { source: "payload", name: "ref" } } }, { not: { match: { type: "regex", regex: "^v[0-9]+", parameter: { source: "url", name: "tag" } } } }] },
+          {
+            or: [
+              { match: { type: "value", value: "refs/heads/main", parameter: { source: "payload", name: "ref" } } },
+              { not: { match: { type: "regex", regex: "^v[0-9]+", parameter: { source: "url", name: "tag" } } } },
+            ],
+          },
         ],
       },
     },
@@ -56,7 +64,35 @@ const YAML_SEED = `- id: deploy
   response-message: *msg
 `;
 
-const INSERTS = ["&a ", "*a", "<<: ", "!!binary ", "!!str ", "~", "null", ".inf", "-.nan", "1e400", "0x", "[", "]", "{", "}", "\"", "'", "\n- ", ": ", "\t", "\ufeff", "---\n", "...\n", "[[[[[[[[[[[[[[[[[[[[", "\\u0000", "\x00", "#"];
+const INSERTS = [
+  "&a ",
+  "*a",
+  "<<: ",
+  "!!binary ",
+  "!!str ",
+  "~",
+  "null",
+  ".inf",
+  "-.nan",
+  "1e400",
+  "0x",
+  "[",
+  "]",
+  "{",
+  "}",
+  '"',
+  "'",
+  "\n- ",
+  ": ",
+  "\t",
+  "\ufeff",
+  "---\n",
+  "...\n",
+  "[[[[[[[[[[[[[[[[[[[[",
+  "\\u0000",
+  "\x00",
+  "#",
+];
 
 function mutate(rnd: Random, text: string): string {
   let s = text;

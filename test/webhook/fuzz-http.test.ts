@@ -18,9 +18,7 @@ let s: Server;
 before(async () => {
   dir = await tempDir("webhook-fuzz-http-");
   ranFile = join(dir, "ran.txt");
-  const hooks = await writeHooks(dir, [
-    signedHook("signed", ranFile),
-  ]);
+  const hooks = await writeHooks(dir, [signedHook("signed", ranFile)]);
   s = await startServer(["-hooks", hooks, "-max-body", "65536"]);
 });
 
@@ -96,7 +94,7 @@ function mutate(rnd: Random, b: Buffer): Buffer {
 }
 
 function request(rnd: Random): Buffer {
-  const body = rnd.pick(["", '{"a":1}', "a=1&b=2", "--X\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--X--\r\n", "<a>1</a>"]);
+  const body = rnd.pick(["", '{"a":1}', "a=1&b=2", '--X\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--X--\r\n', "<a>1</a>"]);
   const lines = [`${rnd.pick(METHODS)} ${rnd.pick(TARGETS)} ${rnd.pick(VERSIONS)}`.trimEnd()];
   const n = rnd.int(6);
   for (let i = 0; i < n; i++) lines.push(rnd.pick(HEADERS));

@@ -52,7 +52,10 @@ function mangle(r: Random, valid: string): string {
     case 2:
       return `${valid}${r.pick([",", " ", ";", "="])}${valid}`;
     case 3:
-      return r.bytes(1 + r.int(80)).toString("latin1").replace(/[\x00-\x08\x0a-\x1f\x7f]/g, "x");
+      return r
+        .bytes(1 + r.int(80))
+        .toString("latin1")
+        .replace(/[\x00-\x08\x0a-\x1f\x7f]/g, "x");
     case 4:
       return valid.replace(/\d{6,}/, r.pick(["-1", "0", "99999999999999999999", "1e9", "", " 1"]));
     default:
@@ -64,7 +67,11 @@ test("mangled signatures of every scheme: never a run, never anything but 200 or
   const seed = fuzzSeed(1515);
   const r = seeded(seed);
   const now = Math.floor(Date.now() / 1000);
-  const sw = "v1," + createHmac("sha256", Buffer.from(SW_SECRET.slice(6), "base64")).update(`msg_1.${now}.${body}`).digest("base64");
+  const sw =
+    "v1," +
+    createHmac("sha256", Buffer.from(SW_SECRET.slice(6), "base64"))
+      .update(`msg_1.${now}.${body}`)
+      .digest("base64");
   const stripe = `t=${now},v1=${createHmac("sha256", SECRET).update(`${now}.${body}`).digest("hex")}`;
   const slack = "v0=" + createHmac("sha256", SECRET).update(`v0:${now}:${body}`).digest("hex");
   const shopify = createHmac("sha256", SECRET).update(body).digest("base64");

@@ -7,9 +7,38 @@ import { parseXmlPayload } from "../../src/webhook/request/request.js";
 import { fuzzCases, fuzzSeed, seeded } from "../fuzz/random.js";
 
 const PIECES = [
-  "<a>", "</a>", "<b x='1>2'>", "</b>", "<c/>", "<!--", "-->", "<![CDATA[", "]]>", "<?xml version=\"1.0\"?>",
-  "<?xml encoding='latin1'?>", "<?pi", "?>", "<!DOCTYPE a [", "<!ENTITY e \"v\">", "]>", "<", ">", "/", "\"", "'",
-  "&amp;", "&bogus;", "&#x41;", "text", " ", "\n", "\ufeff", "\u00e9", "<ns:a xmlns:ns='u'>", "</ns:a>", "=",
+  "<a>",
+  "</a>",
+  "<b x='1>2'>",
+  "</b>",
+  "<c/>",
+  "<!--",
+  "-->",
+  "<![CDATA[",
+  "]]>",
+  '<?xml version="1.0"?>',
+  "<?xml encoding='latin1'?>",
+  "<?pi",
+  "?>",
+  "<!DOCTYPE a [",
+  '<!ENTITY e "v">',
+  "]>",
+  "<",
+  ">",
+  "/",
+  '"',
+  "'",
+  "&amp;",
+  "&bogus;",
+  "&#x41;",
+  "text",
+  " ",
+  "\n",
+  "\ufeff",
+  "\u00e9",
+  "<ns:a xmlns:ns='u'>",
+  "</ns:a>",
+  "=",
 ];
 
 test("XML payloads: every body decodes or fails with a clear error", () => {
@@ -23,7 +52,10 @@ test("XML payloads: every body decodes or fails with a clear error", () => {
       const payload = parseXmlPayload(body);
       assert.equal(typeof payload, "object", `seed ${seed} case ${n}`);
     } catch (e) {
-      assert.ok(e instanceof Error && e.message.startsWith("error parsing XML payload"), `seed ${seed} case ${n}: ${JSON.stringify(body.toString())} threw ${String(e)}`);
+      assert.ok(
+        e instanceof Error && e.message.startsWith("error parsing XML payload"),
+        `seed ${seed} case ${n}: ${JSON.stringify(body.toString())} threw ${String(e)}`,
+      );
     }
   }
 });

@@ -99,7 +99,11 @@ describe("regular expressions are Go's RE2", { concurrency: true }, () => {
   before(async () => {
     hooks = await writeHooks(
       dir,
-      regexes.map(([regex], i) => ({ id: `r${i}`, "execute-command": "/bin/true", "trigger-rule": { match: { type: "regex", regex, parameter: { source: "url", name: "q" } } } })),
+      regexes.map(([regex], i) => ({
+        id: `r${i}`,
+        "execute-command": "/bin/true",
+        "trigger-rule": { match: { type: "regex", regex, parameter: { source: "url", name: "q" } } },
+      })),
       "regex-hooks.json",
     );
     rs = await startServer(["-hooks", hooks, "-verbose"]);
@@ -220,14 +224,19 @@ describe("multipart as Go's mime/multipart reads it", { concurrency: true }, () 
     exchange(`POST ${path} HTTP/1.1\r\nContent-Type: ${type}\r\n`, body);
 
   test("bare LF line endings (the reference's own plex case) are read", async () => {
-    const raw = await mp('--X\nContent-Disposition: form-data; name="a"\n\nv1\n--X\nContent-Disposition: form-data; name="f"; filename="f.json"\nContent-Type: application/json\n\n{"x":"y"}\n--X--\n');
+    const raw = await mp(
+      '--X\nContent-Disposition: form-data; name="a"\n\nv1\n--X\nContent-Disposition: form-data; name="f"; filename="f.json"\nContent-Type: application/json\n\n{"x":"y"}\n--X--\n',
+    );
     const out = printed(bodyOf(raw));
     assert.equal(out["arg1"], utf8hex("v1"));
     assert.equal(out["arg2"], utf8hex("y"));
   });
 
   test("a closing boundary first is an empty form, and what follows it is not read", async () => {
-    const raw = await mp('--XyZ--\r\n--XyZ\r\n--XyZ\r\nContent-Disposition: form-data; name="f"; filename="x.json"\r\n\r\n\r\n', "multipart/form-data; boundary=XyZ");
+    const raw = await mp(
+      '--XyZ--\r\n--XyZ\r\n--XyZ\r\nContent-Disposition: form-data; name="f"; filename="x.json"\r\n\r\n\r\n',
+      "multipart/form-data; boundary=XyZ",
+    );
     assert.equal(statusOf(raw), 200);
     assert.equal(printed(bodyOf(raw))["arg3"], utf8hex("null"));
   });
@@ -238,7 +247,9 @@ describe("multipart as Go's mime/multipart reads it", { concurrency: true }, () 
   });
 
   test("quoted-printable parts are decoded, '=' before non-hex kept", async () => {
-    const out = printed(bodyOf(await mp('--X\r\nContent-Disposition: form-data; name="a"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\na=3Db=\r\nc=ZZ\r\n--X--\r\n')));
+    const out = printed(
+      bodyOf(await mp('--X\r\nContent-Disposition: form-data; name="a"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\na=3Db=\r\nc=ZZ\r\n--X--\r\n')),
+    );
     assert.equal(out["arg1"], utf8hex("a=bc=ZZ"));
   });
 

@@ -43,16 +43,46 @@ after(async () => {
 describe("scalars where the Go struct has a string", { concurrency: true }, () => {
   test("YAML: numbers, booleans and nulls become Go's spelling of them", async () => {
     const cases: [string, string][] = [
-      ["1.50", "1.5"], ["0x1F", "31"], ["017", "15"], ["0o17", "15"], ["0b101", "5"], ["-0b101", "-5"], ["1_000", "1000"],
-      ["08", "8"], ["+12", "12"], ["-0", "0"], ["-0.0", "-0"], [".5", "0.5"], ["12e3", "12000"],
-      ["yes", "true"], ["on", "true"], ["TRUE", "true"], ["n", "false"], ["Off", "false"],
-      ["~", ""], ["null", ""], ["Null", ""],
-      [".inf", "+Inf"], ["-.inf", "-Inf"], [".nan", "NaN"],
+      ["1.50", "1.5"],
+      ["0x1F", "31"],
+      ["017", "15"],
+      ["0o17", "15"],
+      ["0b101", "5"],
+      ["-0b101", "-5"],
+      ["1_000", "1000"],
+      ["08", "8"],
+      ["+12", "12"],
+      ["-0", "0"],
+      ["-0.0", "-0"],
+      [".5", "0.5"],
+      ["12e3", "12000"],
+      ["yes", "true"],
+      ["on", "true"],
+      ["TRUE", "true"],
+      ["n", "false"],
+      ["Off", "false"],
+      ["~", ""],
+      ["null", ""],
+      ["Null", ""],
+      [".inf", "+Inf"],
+      ["-.inf", "-Inf"],
+      [".nan", "NaN"],
       // ghodss/yaml formats floats with 32-bit precision and %g's exponent from 1e6 and below 1e-4.
-      ["1e20", "1e+20"], ["3.14159265358979", "3.1415927"], ["1000000", "1000000"], ["0.000012345", "1.2345e-05"], ["1e-7", "1e-07"],
-      ["123456789012", "123456789012"], ["18446744073709551615", "18446744073709551615"], ["18446744073709551616", "1.8446744e+19"],
+      ["1e20", "1e+20"],
+      ["3.14159265358979", "3.1415927"],
+      ["1000000", "1000000"],
+      ["0.000012345", "1.2345e-05"],
+      ["1e-7", "1e-07"],
+      ["123456789012", "123456789012"],
+      ["18446744073709551615", "18446744073709551615"],
+      ["18446744073709551616", "1.8446744e+19"],
       // Not numbers to yaml.v2: kept as written.
-      ["'1.50'", "1.50"], ["!!str 1.50", "1.50"], ["2001-12-14", "2001-12-14"], ["1e400", "1e400"], ["1:20", "1:20"], ["0x_1F", "31"],
+      ["'1.50'", "1.50"],
+      ["!!str 1.50", "1.50"],
+      ["2001-12-14", "2001-12-14"],
+      ["1e400", "1e400"],
+      ["1:20", "1:20"],
+      ["0x_1F", "31"],
     ];
     const s = await serveFile("scalars.yaml", echoScalars(cases.map(([v]) => v)));
     const r = await send(`${s.base}/hooks/s`);
@@ -63,7 +93,10 @@ describe("scalars where the Go struct has a string", { concurrency: true }, () =
   test("JSON: the same (the reference reads JSON through YAML)", async () => {
     const names = ["1.50", "1e20", "true", "null", "12345678901234567890", "-0", "1E3", "0.1", "-1.5e-10", "1e400"];
     const args = names.map((n) => `{"source":"string","name":${n}}`).join(",");
-    const s = await serveFile("scalars.json", `[{"id":"s","execute-command":"/bin/echo","include-command-output-in-response":true,"pass-arguments-to-command":[${args}]}]`);
+    const s = await serveFile(
+      "scalars.json",
+      `[{"id":"s","execute-command":"/bin/echo","include-command-output-in-response":true,"pass-arguments-to-command":[${args}]}]`,
+    );
     assert.equal((await send(`${s.base}/hooks/s`)).text, "1.5 1e+20 true  12345678901234567890 0 1000 0.1 -1.5e-10 1e400\n");
   });
 
@@ -76,7 +109,7 @@ describe("scalars where the Go struct has a string", { concurrency: true }, () =
     assert.equal((await send(`${s.base}/hooks/12345?t=2`)).text, "Hook rules were not satisfied.");
   });
 
-  test("a YAML 1.1 boolean as an id: `id: y` is the hook \"true\"", async () => {
+  test('a YAML 1.1 boolean as an id: `id: y` is the hook "true"', async () => {
     const s = await serveFile("y.yaml", "- id: y\n  execute-command: /bin/echo\n  response-message: yes-man\n");
     assert.equal((await send(`${s.base}/hooks/true`)).text, "yes-man");
     assert.equal((await send(`${s.base}/hooks/y`)).status, 404);
@@ -153,7 +186,7 @@ describe("hooks files the reference loads", { concurrency: true }, () => {
     assert.equal(s.logs().match(/\tloaded: dup\n/g)?.length, 2);
   });
 
-  test("a hook without id is served at the bare prefix; one without execute-command fails at request time as Go's exec.LookPath(\"\") does", async () => {
+  test('a hook without id is served at the bare prefix; one without execute-command fails at request time as Go\'s exec.LookPath("") does', async () => {
     const s = await serveFile(
       "missing.yaml",
       "- execute-command: /bin/echo\n  response-message: no id\n- id: nocmd\n  include-command-output-in-response: true\n- id: nocmd-async\n  response-message: accepted\n",
@@ -172,10 +205,22 @@ describe("hooks files the reference loads", { concurrency: true }, () => {
 
 describe("hooks files the reference refuses", { concurrency: true }, () => {
   const refused: [string, string, RegExp][] = [
-    ["a quoted string where Go has a boolean", '- id: x\n  execute-command: /bin/echo\n  include-command-output-in-response: "true"\n', /"include-command-output-in-response" must be true or false, not a string/],
-    ["a quoted number where Go has an int", '- id: x\n  execute-command: /bin/echo\n  success-http-response-code: "201"\n', /"success-http-response-code" must be a whole number, not a string/],
+    [
+      "a quoted string where Go has a boolean",
+      '- id: x\n  execute-command: /bin/echo\n  include-command-output-in-response: "true"\n',
+      /"include-command-output-in-response" must be true or false, not a string/,
+    ],
+    [
+      "a quoted number where Go has an int",
+      '- id: x\n  execute-command: /bin/echo\n  success-http-response-code: "201"\n',
+      /"success-http-response-code" must be a whole number, not a string/,
+    ],
     ["a list where Go has a string", "- id: x\n  execute-command: /bin/echo\n  response-message: [1]\n", /"response-message" must be a string, not a list/],
-    ["NaN anywhere (JSON cannot hold it), even under a key nobody reads", "- id: x\n  execute-command: /bin/echo\n  foo: .nan\n", /"foo": NaN is not a number JSON can hold/],
+    [
+      "NaN anywhere (JSON cannot hold it), even under a key nobody reads",
+      "- id: x\n  execute-command: /bin/echo\n  foo: .nan\n",
+      /"foo": NaN is not a number JSON can hold/,
+    ],
     ["a null map key", "- {id: x, execute-command: /bin/echo, ~: 1}\n", /a map key must be a string, number or boolean, not null/],
     [
       "aliases that expand a small file into billions of values",
@@ -201,6 +246,10 @@ describe("hooks files the reference refuses", { concurrency: true }, () => {
       /^\[webhook\] \d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d couldn't load any hooks from file!\naborting webhook execution since the -verbose flag is set to false\.\nIf, for some reason, you want webhook to start without the hooks, either use -verbose flag, or -nopanic\n$/,
     );
     assert.match(r.stderr, /couldn't load hooks from file! \S*broken\.yaml: line 2, column 1: invalid YAML: /);
-    assert.match(r.stderr, /aborting: fix the hooks file named above, or start with -nopanic .*-verbose does not skip a broken file/, "the advice that holds for a broken file");
+    assert.match(
+      r.stderr,
+      /aborting: fix the hooks file named above, or start with -nopanic .*-verbose does not skip a broken file/,
+      "the advice that holds for a broken file",
+    );
   });
 });

@@ -66,7 +66,11 @@ describe("without -jobs", () => {
         {
           id: "retried",
           "execute-command": fixture("flaky.sh"),
-          "pass-arguments-to-command": [{ source: "string", name: count }, { source: "string", name: "1" }, { source: "string", name: "3" }],
+          "pass-arguments-to-command": [
+            { source: "string", name: count },
+            { source: "string", name: "1" },
+            { source: "string", name: "3" },
+          ],
           "include-command-output-in-response": true,
           retry: { attempts: 2, delay: "10ms" },
         },
@@ -103,15 +107,35 @@ describe("-jobs", () => {
       [
         { id: "ok", "execute-command": mixed, "include-command-output-in-response": true },
         { id: "fails", "execute-command": fail, "include-command-output-in-response": true },
-        { id: "stuck", "execute-command": slow, "pass-arguments-to-command": [{ source: "string", name: join(dir, "never") }, { source: "string", name: join(dir, "x") }], "command-timeout": "100ms", "include-command-output-in-response": true },
+        {
+          id: "stuck",
+          "execute-command": slow,
+          "pass-arguments-to-command": [
+            { source: "string", name: join(dir, "never") },
+            { source: "string", name: join(dir, "x") },
+          ],
+          "command-timeout": "100ms",
+          "include-command-output-in-response": true,
+        },
         {
           id: "one-at-a-time",
           "execute-command": slow,
-          "pass-arguments-to-command": [{ source: "payload", name: "wait" }, { source: "payload", name: "done" }],
+          "pass-arguments-to-command": [
+            { source: "payload", name: "wait" },
+            { source: "payload", name: "done" },
+          ],
           "max-concurrency": 1,
         },
         { id: "later", "execute-command": mixed, "async-response": true, "response-message": "accepted" },
-        { id: "chatty", "execute-command": "/bin/sh", "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: "printf 'a%.0s' $(seq 100); echo END" }], "include-command-output-in-response": true },
+        {
+          id: "chatty",
+          "execute-command": "/bin/sh",
+          "pass-arguments-to-command": [
+            { source: "string", name: "-c" },
+            { source: "string", name: "printf 'a%.0s' $(seq 100); echo END" },
+          ],
+          "include-command-output-in-response": true,
+        },
       ],
       "jobs.json",
     );
@@ -194,7 +218,10 @@ describe("-jobs", () => {
     assert.equal(r.status, 200);
     const list = (JSON.parse(r.text) as { jobs: JobJson[] }).jobs;
     assert.ok(list.every((j) => j.hook === "ok" && j.output === undefined));
-    assert.deepEqual(list.slice(0, 3).map((j) => j.id), ids.reverse());
+    assert.deepEqual(
+      list.slice(0, 3).map((j) => j.id),
+      ids.reverse(),
+    );
     const failed = (JSON.parse((await send(`${s.base}/jobs?state=failed`, { method: "GET" })).text) as { jobs: JobJson[] }).jobs;
     assert.ok(failed.length >= 1 && failed.every((j) => j.state === "failed"));
   });
@@ -229,7 +256,10 @@ describe("retention and the history file", () => {
       assert.equal((await send(`${s.base}/jobs/${ids[0]}`, { method: "GET" })).status, 404);
       assert.equal((await send(`${s.base}/jobs/${ids[2]}`, { method: "GET" })).status, 200);
       const list = JSON.parse((await send(`${s.base}/jobs`, { method: "GET" })).text) as { jobs: JobJson[] };
-      assert.deepEqual(list.jobs.map((j) => j.id), [ids[2], ids[1]]);
+      assert.deepEqual(
+        list.jobs.map((j) => j.id),
+        [ids[2], ids[1]],
+      );
     } finally {
       await s.stop();
     }
@@ -283,7 +313,17 @@ describe("shutdown", () => {
     const gate = join(dir, "shutdown-gate");
     const hooks = await writeHooks(
       dir,
-      [{ id: "one", "execute-command": slow, "pass-arguments-to-command": [{ source: "string", name: gate }, { source: "string", name: join(dir, "shutdown-done") }], "max-concurrency": 1 }],
+      [
+        {
+          id: "one",
+          "execute-command": slow,
+          "pass-arguments-to-command": [
+            { source: "string", name: gate },
+            { source: "string", name: join(dir, "shutdown-done") },
+          ],
+          "max-concurrency": 1,
+        },
+      ],
       "shutdown.json",
     );
     const file = join(dir, "shutdown-history.json");

@@ -33,7 +33,6 @@ async function serve(name: string, hooks: unknown[], flags: string[] = []): Prom
   return { w, base: `http://127.0.0.1:${port}/hooks` };
 }
 
-
 async function pidIn(file: string): Promise<number> {
   const text = await eventually(async () => (existsSync(file) ? (await readFile(file, "utf8")).trim() : ""), 10_000);
   return Number(text);
@@ -44,7 +43,17 @@ describe("max-concurrency and max-queue", () => {
     const record = join(dir, "record.log");
     // Each command appends its start and end, in nanoseconds, to one file (small O_APPEND writes are atomic).
     const script = 'echo "start $1 $(date +%s%N)" >> "$2"; sleep 0.02; echo "end $1 $(date +%s%N)" >> "$2"; echo "ran $1"';
-    const { w, base } = await serve("two", [shHook("two", script, [{ source: "url", name: "n" }, { source: "string", name: record }], { "max-concurrency": 2, "max-queue": 200 })]);
+    const { w, base } = await serve("two", [
+      shHook(
+        "two",
+        script,
+        [
+          { source: "url", name: "n" },
+          { source: "string", name: record },
+        ],
+        { "max-concurrency": 2, "max-queue": 200 },
+      ),
+    ]);
     try {
       const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => send(`${base}/two?n=${i}`, { timeoutMs: 60_000 })));
       replies.forEach((r, i) => {
@@ -59,8 +68,15 @@ describe("max-concurrency and max-queue", () => {
           return { kind: kind!, n: Number(n), t: BigInt(ns!) };
         });
       for (const kind of ["start", "end"]) {
-        const ns = events.filter((e) => e.kind === kind).map((e) => e.n).sort((a, b) => a - b);
-        assert.deepEqual(ns, Array.from({ length: 200 }, (_, i) => i), `every command recorded its ${kind} exactly once`);
+        const ns = events
+          .filter((e) => e.kind === kind)
+          .map((e) => e.n)
+          .sort((a, b) => a - b);
+        assert.deepEqual(
+          ns,
+          Array.from({ length: 200 }, (_, i) => i),
+          `every command recorded its ${kind} exactly once`,
+        );
       }
       // Recorded intervals lie inside the real ones, and a slot is freed only after a command's exit.
       events.sort((a, b) => (a.t < b.t ? -1 : a.t > b.t ? 1 : a.kind === "end" ? -1 : 1));
@@ -82,10 +98,19 @@ describe("max-concurrency and max-queue", () => {
     const ran = join(dir, "queue-ran.log");
     const script = 'echo "$1" >> "$2"; while [ ! -e "$3" ]; do sleep 0.05; done; echo "done $1"';
     const { w, base } = await serve("busy", [
-      shHook("busy", script, [{ source: "url", name: "n" }, { source: "string", name: ran }, { source: "string", name: gate }], {
-        "max-concurrency": 1,
-        "max-queue": 1,
-      }),
+      shHook(
+        "busy",
+        script,
+        [
+          { source: "url", name: "n" },
+          { source: "string", name: ran },
+          { source: "string", name: gate },
+        ],
+        {
+          "max-concurrency": 1,
+          "max-queue": 1,
+        },
+      ),
     ]);
     try {
       // Settled at once so an early failure reports itself, not these requests' hang-up at stop.
@@ -114,7 +139,15 @@ describe("max-concurrency and max-queue", () => {
     const ran = join(dir, "shutdown-ran.log");
     const script = 'echo "$1" >> "$2"; sleep 1; echo "done $1"';
     const { w, base } = await serve("drain", [
-      shHook("drain", script, [{ source: "url", name: "n" }, { source: "string", name: ran }], { "max-concurrency": 1, "max-queue": 5 }),
+      shHook(
+        "drain",
+        script,
+        [
+          { source: "url", name: "n" },
+          { source: "string", name: ran },
+        ],
+        { "max-concurrency": 1, "max-queue": 5 },
+      ),
     ]);
     const first = send(`${base}/drain?n=1`).catch((e: Error) => e);
     await eventually(() => existsSync(ran), 10_000);
@@ -138,7 +171,12 @@ describe("max-concurrency and max-queue", () => {
     const script = 'touch "$1"; while [ ! -e "$2" ]; do sleep 0.05; done; echo ok';
     const { w, base } = await serve(
       "global",
-      [shHook("g", script, [{ source: "string", name: started }, { source: "string", name: gate }])],
+      [
+        shHook("g", script, [
+          { source: "string", name: started },
+          { source: "string", name: gate },
+        ]),
+      ],
       ["-max-concurrency", "1", "-max-queue", "0"],
     );
     try {
@@ -185,7 +223,10 @@ test("-help lists the three flags in Go's order with their defaults", async () =
   const r = await run(bin("webhook"), ["-help"]);
   assert.equal(r.code, 0);
   assert.match(r.stderr, /\n {2}-cipher-suites string\n.*\n {2}-command-timeout duration\n {4}\tdefault for the hook field command-timeout: .*\n {2}-debug\n/);
-  assert.match(r.stderr, /\n {2}-max-body int\n.*\n {2}-max-body-idle duration\n.*\n {2}-max-concurrency int\n.*\n {2}-max-connections int\n {4}\t.* \(default 2048\)\n {2}-max-connections-per-ip int\n {4}\t.* \(default 256\)\n {2}-max-multipart-mem int\n.*\n {2}-max-output int\n.*\n {2}-max-queue int\n {4}\t.* \(default 100\)\n {2}-max-request-memory int\n/);
+  assert.match(
+    r.stderr,
+    /\n {2}-max-body int\n.*\n {2}-max-body-idle duration\n.*\n {2}-max-concurrency int\n.*\n {2}-max-connections int\n {4}\t.* \(default 2048\)\n {2}-max-connections-per-ip int\n {4}\t.* \(default 256\)\n {2}-max-multipart-mem int\n.*\n {2}-max-output int\n.*\n {2}-max-queue int\n {4}\t.* \(default 100\)\n {2}-max-request-memory int\n/,
+  );
 });
 
 describe("command-timeout", () => {
@@ -213,7 +254,11 @@ describe("command-timeout", () => {
   test("a process group that ignores SIGTERM gets SIGKILL 5 s later", async () => {
     const pids = join(dir, "t2");
     await run("/bin/mkdir", [pids]);
-    const { w, base } = await serve("stubborn", [shHook("stubborn", sleeper("trap '' TERM;"), [{ source: "string", name: pids }])], ["-command-timeout", "500ms"]);
+    const { w, base } = await serve(
+      "stubborn",
+      [shHook("stubborn", sleeper("trap '' TERM;"), [{ source: "string", name: pids }])],
+      ["-command-timeout", "500ms"],
+    );
     try {
       const r = await send(`${base}/stubborn`);
       assert.equal(r.status, 504);

@@ -94,7 +94,14 @@ describe("load", () => {
             text: NOT_SATISFIED,
           };
         default:
-          return { method: "POST", path: `/hooks/guarded?n=bad-${i}`, headers: { "Content-Type": "application/json" }, body: '{"token":"yes"}', status: 200, text: NOT_SATISFIED };
+          return {
+            method: "POST",
+            path: `/hooks/guarded?n=bad-${i}`,
+            headers: { "Content-Type": "application/json" },
+            body: '{"token":"yes"}',
+            status: 200,
+            text: NOT_SATISFIED,
+          };
       }
     };
     const one = (p: Plan): Promise<{ status: number; text: string }> =>
@@ -138,7 +145,11 @@ describe("load", () => {
     assert.equal(s.proc.child.exitCode, null, "the server is still running");
     const ran = (await ranLines()).filter((l) => /^(good|bad)-\d+$/.test(l));
     const expected = Array.from({ length: total / 50 }, (_, k) => `good-${k * 50}`);
-    assert.deepEqual(ran.filter((l) => l.startsWith("bad-")), [], "no command ran whose rule failed");
+    assert.deepEqual(
+      ran.filter((l) => l.startsWith("bad-")),
+      [],
+      "no command ran whose rule failed",
+    );
     assert.deepEqual([...new Set(ran)].sort(), expected.sort(), "every satisfied request ran its command exactly once");
     assert.equal(ran.length, expected.length);
   });

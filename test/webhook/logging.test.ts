@@ -54,10 +54,7 @@ before(async () => {
       "trigger-rule": { match: { type: "scalr-signature", secret: SCALR_SECRET } },
     },
   ]);
-  [verbose, debug] = await Promise.all([
-    startServer(["-hooks", hooks, "-verbose"]),
-    startServer(["-hooks", hooks, "-debug"]),
-  ]);
+  [verbose, debug] = await Promise.all([startServer(["-hooks", hooks, "-verbose"]), startServer(["-hooks", hooks, "-debug"])]);
 });
 
 after(async () => {
@@ -91,7 +88,10 @@ describe("-verbose", { concurrency: true }, () => {
     assert.match(text, /EXTRA_WHO/, "env names are logged");
     assert.match(text, new RegExp(`using ${workDir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} as cwd`));
     assert.match(text, /command output: cwd=/);
-    await eventually(() => linesOf(verbose.logs(), requestIdsFor(verbose.logs(), "carol-7731")[0]!).some((l) => /\b200\b.*POST \/hooks\/log-me/.test(l)), 10_000);
+    await eventually(
+      () => linesOf(verbose.logs(), requestIdsFor(verbose.logs(), "carol-7731")[0]!).some((l) => /\b200\b.*POST \/hooks\/log-me/.test(l)),
+      10_000,
+    );
   });
 
   test("every log line of a request carries the same request id, and ids differ between requests", async () => {

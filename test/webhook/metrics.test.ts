@@ -44,14 +44,22 @@ function parse(text: string): Sample[] {
     assert.ok(!Number.isNaN(value), `bad value in ${line}`);
     samples.push({ name, labels, value });
   }
-  for (const t of ["webhook_requests_total", "webhook_executions_total", "webhook_execution_duration_seconds", "webhook_running_commands", "webhook_queue_depth"]) {
+  for (const t of [
+    "webhook_requests_total",
+    "webhook_executions_total",
+    "webhook_execution_duration_seconds",
+    "webhook_running_commands",
+    "webhook_queue_depth",
+  ]) {
     assert.ok(types.has(t), `# TYPE ${t} missing`);
   }
   return samples;
 }
 
 function value(samples: Sample[], name: string, labels: Record<string, string>): number | undefined {
-  return samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v) && Object.keys(s.labels).length === Object.keys(labels).length)?.value;
+  return samples.find(
+    (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v) && Object.keys(s.labels).length === Object.keys(labels).length,
+  )?.value;
 }
 
 describe("-metrics", () => {
@@ -93,10 +101,13 @@ describe("-metrics", () => {
     assert.equal(req("ruled", "400"), 1);
     assert.equal(req("fails", "500"), 1);
     assert.equal(req("missing", "500"), 1);
-    assert.equal(req("", "404"), 1, "an unknown hook id counts under hook=\"\"");
+    assert.equal(req("", "404"), 1, 'an unknown hook id counts under hook=""');
     assert.equal(req("postonly", "405"), 1);
     assert.equal(req("slow", "200"), 1);
-    assert.equal(m.filter((x) => x.name === "webhook_requests_total").reduce((a, x) => a + x.value, 0), 9);
+    assert.equal(
+      m.filter((x) => x.name === "webhook_requests_total").reduce((a, x) => a + x.value, 0),
+      9,
+    );
 
     const exe = (hook: string, outcome: string): number | undefined => value(m, "webhook_executions_total", { hook, outcome });
     assert.equal(exe("ok", "success"), 2);
@@ -139,7 +150,7 @@ describe("-metrics", () => {
     assert.equal(h.text, "OK");
   });
 
-  test("the endpoints never shadow a hook: with -urlprefix \"\" a hook named metrics is served", async (t) => {
+  test('the endpoints never shadow a hook: with -urlprefix "" a hook named metrics is served', async (t) => {
     const hooks = await writeHooks(dir, [sh("metrics", "echo the-hook"), sh("healthz", "echo the-health-hook")], "shadow.json");
     const s = await startServer(["-metrics", "-urlprefix", "", "-hooks", hooks]);
     t.after(() => s.stop());

@@ -25,7 +25,6 @@ async function hooksFile(name: string, hooks: unknown[]): Promise<string> {
   return path;
 }
 
-
 describe("-socket", () => {
   test("serves on a Unix socket instead of ip/port; the file is removed on exit", async () => {
     const hooks = await hooksFile("socket.json", [shHook("hi", "echo over-socket")]);
@@ -164,7 +163,8 @@ describe("-pidfile", () => {
 /** Why nobody could not load the program from this checkout (a folder above it other users cannot enter), if so. */
 function closedToOthers(): string | undefined {
   for (let d = repoRoot; ; d = dirname(d)) {
-    if ((statSync(d).mode & 0o001) === 0) return `${d} is closed to other users, so nobody cannot load bin/webhook from ${repoRoot}; run this test from a checkout in a world-readable folder`;
+    if ((statSync(d).mode & 0o001) === 0)
+      return `${d} is closed to other users, so nobody cannot load bin/webhook from ${repoRoot}; run this test from a checkout in a world-readable folder`;
     if (d === dirname(d)) return undefined;
   }
 }
@@ -299,7 +299,10 @@ describe("-log-format json", () => {
       const after = own.slice(own.indexOf(matched));
       assert.ok(after.length >= 5, `the request's lines after the match: ${JSON.stringify(after)}`);
       for (const r of after) assert.equal(r["hook_id"], "j", `hook_id missing from ${JSON.stringify(r)}`);
-      assert.ok(after.some((r) => /^200 \| /.test(r["event"]!)), "the request log line carries it too");
+      assert.ok(
+        after.some((r) => /^200 \| /.test(r["event"]!)),
+        "the request log line carries it too",
+      );
       assert.equal(own[0]!["hook_id"], undefined, "the line before the match has no hook yet");
     } finally {
       await p.stop();
@@ -319,10 +322,36 @@ describe("-help", () => {
     assert.equal(r.code, 0);
     const names = [...r.stderr.matchAll(/^ {2}-(\S+)/gm)].map((m) => m[1]);
     for (const flag of [
-      "cert", "cipher-suites", "debug", "header", "hooks", "hotreload", "http-methods", "ip", "key", "list-cipher-suites",
-      "log-format", "logfile", "max-multipart-mem", "nopanic", "pidfile", "port", "secure", "setgid", "setuid",
-      "shutdown-timeout", "socket", "template", "tls-min-version", "urlprefix", "verbose", "version", "x-request-id", "x-request-id-limit",
-    ]) assert.ok(names.includes(flag), `-${flag} missing from -help`);
+      "cert",
+      "cipher-suites",
+      "debug",
+      "header",
+      "hooks",
+      "hotreload",
+      "http-methods",
+      "ip",
+      "key",
+      "list-cipher-suites",
+      "log-format",
+      "logfile",
+      "max-multipart-mem",
+      "nopanic",
+      "pidfile",
+      "port",
+      "secure",
+      "setgid",
+      "setuid",
+      "shutdown-timeout",
+      "socket",
+      "template",
+      "tls-min-version",
+      "urlprefix",
+      "verbose",
+      "version",
+      "x-request-id",
+      "x-request-id-limit",
+    ])
+      assert.ok(names.includes(flag), `-${flag} missing from -help`);
     assert.deepEqual(names, [...names].sort(), "flags are listed alphabetically, as Go does");
     assert.match(r.stderr, / {2}-cert string\n {4}\tpath to the HTTPS certificate pem file \(default "cert\.pem"\)\n/);
     assert.match(r.stderr, / {2}-shutdown-timeout duration\n[^\n]*\(default 30s\)\n/);

@@ -39,7 +39,10 @@ function sh(id: string, script: string, args: unknown[], extra: Record<string, u
 
 async function lines(file: string): Promise<string[][]> {
   try {
-    return (await readFile(file, "utf8")).split("\n").filter((l) => l !== "").map((l) => l.split(" "));
+    return (await readFile(file, "utf8"))
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => l.split(" "));
   } catch {
     return [];
   }
@@ -90,19 +93,34 @@ describe("-queue -jobs: three instances share the job records", () => {
       sh("rated", 'echo "run $1 $INSTANCE" >> "$2"', [id, { source: "string", name: log("rated") }], { "rate-limit": { requests: 3, period: "1h" } }),
       sh("debounced", 'echo "run $1 $INSTANCE" >> "$2"', [id, { source: "string", name: log("debounced") }], { debounce: "5s" }),
       // Fails with exit 75 on its first X-Fail runs (counted in a file per X-Id), then succeeds.
-      sh("flaky", 'n=$(( $(cat "$2.$1" 2>/dev/null || echo 0) + 1 )); echo $n > "$2.$1"; echo "run $1 $n $INSTANCE" >> "$2"; [ $n -gt "$3" ] || exit 75', [id, { source: "string", name: log("flaky") }, { source: "header", name: "X-Fail" }], {
-        retry: { attempts: 3, delay: "4s", "exit-codes": [75] },
-      }),
-      sh("retried", 'n=$(( $(cat "$2.$1" 2>/dev/null || echo 0) + 1 )); echo $n > "$2.$1"; echo "attempt $n on $INSTANCE"; [ $n -gt 1 ] || exit 75', [id, { source: "string", name: log("retried") }], {
-        "include-command-output-in-response": true,
-        retry: { attempts: 2, delay: "10ms" },
-      }),
+      sh(
+        "flaky",
+        'n=$(( $(cat "$2.$1" 2>/dev/null || echo 0) + 1 )); echo $n > "$2.$1"; echo "run $1 $n $INSTANCE" >> "$2"; [ $n -gt "$3" ] || exit 75',
+        [id, { source: "string", name: log("flaky") }, { source: "header", name: "X-Fail" }],
+        {
+          retry: { attempts: 3, delay: "4s", "exit-codes": [75] },
+        },
+      ),
+      sh(
+        "retried",
+        'n=$(( $(cat "$2.$1" 2>/dev/null || echo 0) + 1 )); echo $n > "$2.$1"; echo "attempt $n on $INSTANCE"; [ $n -gt 1 ] || exit 75',
+        [id, { source: "string", name: log("retried") }],
+        {
+          "include-command-output-in-response": true,
+          retry: { attempts: 2, delay: "10ms" },
+        },
+      ),
       sh("capped", 'echo "run $1 $INSTANCE" >> "$2"; exit "$3"', [id, { source: "string", name: log("capped") }, { source: "header", name: "X-Exit" }], {
         retry: { attempts: 2, delay: "10ms", "exit-codes": [75] },
       }),
-      sh("held", 'echo "start $1 $INSTANCE" >> "$2"; while [ ! -e "$3" ]; do sleep 0.05; done; echo "end $1 $INSTANCE" >> "$2"', [id, { source: "string", name: log("held") }, { source: "string", name: gate() }], {
-        "max-concurrency": 1,
-      }),
+      sh(
+        "held",
+        'echo "start $1 $INSTANCE" >> "$2"; while [ ! -e "$3" ]; do sleep 0.05; done; echo "end $1 $INSTANCE" >> "$2"',
+        [id, { source: "string", name: log("held") }, { source: "string", name: gate() }],
+        {
+          "max-concurrency": 1,
+        },
+      ),
     ];
     const file = join(dir, "hooks.json");
     await writeFile(file, JSON.stringify(hooks));
@@ -142,7 +160,10 @@ describe("-queue -jobs: three instances share the job records", () => {
     const list = await send(`${servers[2]!.base}/jobs?hook=captured`, { method: "GET", headers: auth });
     assert.equal(list.status, 200);
     const listed = (JSON.parse(list.text) as { jobs: JobJson[] }).jobs;
-    assert.ok(listed.some((x) => x.id === id && x.state === "succeeded" && x.output === undefined), list.text);
+    assert.ok(
+      listed.some((x) => x.id === id && x.state === "succeeded" && x.output === undefined),
+      list.text,
+    );
     assert.ok(listed.every((x) => x.hook === "captured"));
     const missing = await send(`${servers[1]!.base}/jobs/000000000000`, { method: "GET", headers: auth });
     assert.equal(missing.status, 404);
@@ -171,7 +192,10 @@ describe("-queue -jobs: three instances share the job records", () => {
   test("job ids are unique over all instances; a reused X-Request-Id gets a suffix on any instance and hook, as in one process", async () => {
     const replies = await Promise.all(Array.from({ length: 60 }, (_, i) => send(`${servers[i % 3]!.base}/hooks/plain`, { method: "POST" })));
     const ids = replies.map((r) => String(r.headers["x-job-id"]));
-    assert.ok(ids.every((x) => /^[0-9a-f]{12}$/.test(x)), ids.join(" "));
+    assert.ok(
+      ids.every((x) => /^[0-9a-f]{12}$/.test(x)),
+      ids.join(" "),
+    );
     assert.equal(new Set(ids).size, 60);
     const first = await send(`${servers[0]!.base}/hooks/plain`, { method: "POST", headers: { "X-Request-Id": "deploy-1" } });
     const second = await send(`${servers[1]!.base}/hooks/plain`, { method: "POST", headers: { "X-Request-Id": "deploy-1" } });
@@ -184,7 +208,9 @@ describe("-queue -jobs: three instances share the job records", () => {
   });
 
   test("rate-limit holds over all instances: 9 triggers at once on three instances, 3 run, 6 get 429", async () => {
-    const replies = await Promise.all(Array.from({ length: 9 }, (_, i) => send(`${servers[i % 3]!.base}/hooks/rated`, { method: "POST", headers: { "X-Id": `r${i}` } })));
+    const replies = await Promise.all(
+      Array.from({ length: 9 }, (_, i) => send(`${servers[i % 3]!.base}/hooks/rated`, { method: "POST", headers: { "X-Id": `r${i}` } })),
+    );
     const ok = replies.filter((r) => r.status === 200);
     const refused = replies.filter((r) => r.status === 429);
     assert.equal(ok.length, 3, replies.map((r) => r.status).join(","));
@@ -211,7 +237,10 @@ describe("-queue -jobs: three instances share the job records", () => {
       assert.equal(j.attempts.length, 0);
     }
     const ran = await lines(log("debounced"));
-    assert.deepEqual(ran.map((l) => l[1]), ["d4"]);
+    assert.deepEqual(
+      ran.map((l) => l[1]),
+      ["d4"],
+    );
   });
 
   test("retry: the attempts cap and the exit codes are the hook's, every attempt in the record", async () => {
@@ -220,9 +249,19 @@ describe("-queue -jobs: three instances share the job records", () => {
     const j75 = await jobWhen(servers[2]!, String(retried.headers["x-job-id"]), final);
     const j3 = await jobWhen(servers[2]!, String(other.headers["x-job-id"]), final);
     assert.equal(j75.state, "failed");
-    assert.deepEqual(j75.attempts.map((a) => [a.number, a.exitCode]), [[1, 75], [2, 75]]);
+    assert.deepEqual(
+      j75.attempts.map((a) => [a.number, a.exitCode]),
+      [
+        [1, 75],
+        [2, 75],
+      ],
+    );
     assert.equal(j3.state, "failed");
-    assert.deepEqual(j3.attempts.map((a) => [a.number, a.exitCode]), [[1, 3]], "exit 3 is not in exit-codes: no retry");
+    assert.deepEqual(
+      j3.attempts.map((a) => [a.number, a.exitCode]),
+      [[1, 3]],
+      "exit 3 is not in exit-codes: no retry",
+    );
     const runs = await lines(log("capped"));
     assert.equal(runs.filter((l) => l[1] === "c75").length, 2);
     assert.equal(runs.filter((l) => l[1] === "c3").length, 1);
@@ -233,7 +272,13 @@ describe("-queue -jobs: three instances share the job records", () => {
     assert.equal(r.status, 200);
     assert.match(r.text, /^attempt 2 on [abc]\n$/);
     const j = await jobWhen(servers[0]!, String(r.headers["x-job-id"]), final);
-    assert.deepEqual(j.attempts.map((a) => [a.number, a.exitCode]), [[1, 75], [2, 0]]);
+    assert.deepEqual(
+      j.attempts.map((a) => [a.number, a.exitCode]),
+      [
+        [1, 75],
+        [2, 0],
+      ],
+    );
   });
 
   test("a retry survives the instance that ran the failed attempt: killed while the backoff (2–4 s) runs, the next attempt runs elsewhere", async () => {
@@ -247,9 +292,18 @@ describe("-queue -jobs: three instances share the job records", () => {
     await victim.proc.exited;
     const j = await jobWhen(live()[0]!, id, final, 30_000);
     assert.equal(j.state, "succeeded");
-    assert.deepEqual(j.attempts.map((a) => [a.number, a.exitCode]), [[1, 75], [2, 0]]);
+    assert.deepEqual(
+      j.attempts.map((a) => [a.number, a.exitCode]),
+      [
+        [1, 75],
+        [2, 0],
+      ],
+    );
     const runs = (await lines(log("flaky"))).filter((l) => l[1] === "f1");
-    assert.deepEqual(runs.map((l) => l[2]), ["1", "2"]);
+    assert.deepEqual(
+      runs.map((l) => l[2]),
+      ["1", "2"],
+    );
     for (const later of runs.slice(1)) assert.notEqual(later[3], first[3], "later attempts ran on a live instance");
   });
 
@@ -269,7 +323,13 @@ describe("-queue -jobs: three instances share the job records", () => {
     assert.equal(j.attempts.length, 2);
     assert.equal(j.attempts[0]!.error, "the instance running it stopped before it ended");
     assert.equal(j.attempts[1]!.exitCode, 0);
-    assert.match(survivor.logs() + live().map((s) => s.logs()).join(""), /attempt 1 did not finish \(the instance running it stopped\); attempt 2 runs here/);
+    assert.match(
+      survivor.logs() +
+        live()
+          .map((s) => s.logs())
+          .join(""),
+      /attempt 1 did not finish \(the instance running it stopped\); attempt 2 runs here/,
+    );
   });
 });
 
@@ -288,7 +348,8 @@ describe("-queue -jobs: retention of the shared records", () => {
         ids.push(String(r.headers["x-job-id"]));
         await jobWhen(servers[0]!, ids[i]!, final);
       }
-      const listed = async (s: Server): Promise<string[]> => (JSON.parse((await send(`${s.base}/jobs?hook=plain`, { method: "GET" })).text) as { jobs: JobJson[] }).jobs.map((j) => j.id);
+      const listed = async (s: Server): Promise<string[]> =>
+        (JSON.parse((await send(`${s.base}/jobs?hook=plain`, { method: "GET" })).text) as { jobs: JobJson[] }).jobs.map((j) => j.id);
       for (const s of servers) assert.deepEqual(await listed(s), ids.slice(2).reverse());
       assert.equal((await send(`${servers[1]!.base}/jobs/${ids[0]}`, { method: "GET" })).status, 404);
       await eventually(async () => (await listed(servers[1]!)).length === 0, 15_000, 200);
@@ -308,7 +369,10 @@ describe("-queue -jobs: a record larger than the NATS server's max_payload", () 
     const servers: Server[] = [];
     try {
       const file = join(dir, "hooks.json");
-      await writeFile(file, JSON.stringify([sh("big", "head -c 1500000 /dev/zero | tr '\\0' a; echo end", [], { "include-command-output-in-response": true })]));
+      await writeFile(
+        file,
+        JSON.stringify([sh("big", "head -c 1500000 /dev/zero | tr '\\0' a; echo end", [], { "include-command-output-in-response": true })]),
+      );
       for (let i = 0; i < 2; i++) servers.push(await startServer(["-hooks", file, "-queue", nats.url, "-jobs", "-jobs-output", "4000000", "-max-output", "0"]));
       const r = await send(`${servers[0]!.base}/hooks/big`, { method: "POST" });
       assert.equal(r.status, 200);
@@ -348,7 +412,8 @@ describe("-queue: a job's end that never reaches the receiving instance live", (
         ]),
       );
       const url = `nats://hooks:pw-4b1c@127.0.0.1:${nats.port}`;
-      for (const name of ["a", "b"]) servers.push(await startServer(["-hooks", file, "-queue", url, "-queue-ack-wait", "2s", "-verbose"], { env: { ...process.env, INSTANCE: name } }));
+      for (const name of ["a", "b"])
+        servers.push(await startServer(["-hooks", file, "-queue", url, "-queue-ack-wait", "2s", "-verbose"], { env: { ...process.env, INSTANCE: name } }));
       const r = await send(`${servers[0]!.base}/hooks/captured?code=104`, { method: "POST" });
       assert.equal(r.status, 404);
       assert.match(r.text, /^out from [ab]\n$/);
@@ -357,8 +422,15 @@ describe("-queue: a job's end that never reaches the receiving instance live", (
       assert.match(ok.text, /^out from [ab]\n$/);
       const streamed = await send(`${servers[0]!.base}/hooks/streamed`, { method: "POST" });
       assert.equal(streamed.status, 200);
-      assert.match(streamed.text, /^one\ntwo from [ab]\n\[webhook: the job's end was read back from its record: output sent while this instance missed messages from NATS may be missing above\]\n$/);
-      for (const [s, job] of [[servers[0]!, r], [servers[1]!, ok], [servers[0]!, streamed]] as const) {
+      assert.match(
+        streamed.text,
+        /^one\ntwo from [ab]\n\[webhook: the job's end was read back from its record: output sent while this instance missed messages from NATS may be missing above\]\n$/,
+      );
+      for (const [s, job] of [
+        [servers[0]!, r],
+        [servers[1]!, ok],
+        [servers[0]!, streamed],
+      ] as const) {
         assert.match(s.logs(), new RegExp(`\\[${String(job.headers["x-job-id"])}\\] \\w+: the job's end was read back from its record`));
       }
     } finally {

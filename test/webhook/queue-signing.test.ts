@@ -32,19 +32,31 @@ describe("-queue-key-file", () => {
       {
         id: "echo",
         "execute-command": "/bin/sh",
-        "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: 'echo "$1" >> "$0"; echo "ran $1"' }, { source: "string", name: ran }, { source: "header", name: "X-Arg" }],
+        "pass-arguments-to-command": [
+          { source: "string", name: "-c" },
+          { source: "string", name: 'echo "$1" >> "$0"; echo "ran $1"' },
+          { source: "string", name: ran },
+          { source: "header", name: "X-Arg" },
+        ],
         "include-command-output-in-response": true,
       },
       {
         id: "slow",
         "execute-command": "/bin/sh",
-        "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: "sleep 1; echo done" }],
+        "pass-arguments-to-command": [
+          { source: "string", name: "-c" },
+          { source: "string", name: "sleep 1; echo done" },
+        ],
         "include-command-output-in-response": true,
       },
       {
         id: "gate",
         "execute-command": "/bin/sh",
-        "pass-arguments-to-command": [{ source: "string", name: "-c" }, { source: "string", name: 'while [ ! -e "$0" ]; do sleep 0.05; done; echo "real end"' }, { source: "url", name: "gate" }],
+        "pass-arguments-to-command": [
+          { source: "string", name: "-c" },
+          { source: "string", name: 'while [ ! -e "$0" ]; do sleep 0.05; done; echo "real end"' },
+          { source: "url", name: "gate" },
+        ],
         "include-command-output-in-response": true,
       },
     ];
@@ -162,12 +174,17 @@ describe("-queue-key-file", () => {
     const { signature, record } = await stored(id);
 
     const final = JSON.stringify({ ...record, state: "succeeded", ended: new Date().toISOString(), exitCode: 0, output: "forged\n" });
-    const ignored = (why: string): number => servers.reduce((n, s) => n + (s.logs().split(`ignored a job record on $KV.webhook_jobs.${id} with ${why} (-queue-key-file)`).length - 1), 0);
+    const ignored = (why: string): number =>
+      servers.reduce((n, s) => n + (s.logs().split(`ignored a job record on $KV.webhook_jobs.${id} with ${why} (-queue-key-file)`).length - 1), 0);
     const forgeries: [string, Uint8Array, string][] = [
       ["unsigned", Buffer.from(final), "no signature"],
       ["a wrong signature", Buffer.from(`${"0".repeat(64)}\n${final}`), "a wrong signature"],
       ["the real record's signature over altered bytes", Buffer.from(`${signature}\n${final}`), "a wrong signature"],
-      ["another key", Buffer.from(`${createHmac("sha256", "not-the-key-but-long-enough").update(`$KV.webhook_jobs.${id}\n`).update(final).digest("hex")}\n${final}`), "a wrong signature"],
+      [
+        "another key",
+        Buffer.from(`${createHmac("sha256", "not-the-key-but-long-enough").update(`$KV.webhook_jobs.${id}\n`).update(final).digest("hex")}\n${final}`),
+        "a wrong signature",
+      ],
       ["another job's real record", otherValue, "a wrong signature"],
     ];
     for (const [what, value, why] of forgeries) {

@@ -31,7 +31,10 @@ const startEnd = (sleep: string): string => `echo "start $1 $INSTANCE" >> "$2"; 
 
 async function lines(file: string): Promise<string[][]> {
   try {
-    return (await readFile(file, "utf8")).split("\n").filter((l) => l !== "").map((l) => l.split(" "));
+    return (await readFile(file, "utf8"))
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => l.split(" "));
   } catch {
     return [];
   }
@@ -167,7 +170,10 @@ describe("-queue: three instances on one NATS JetStream", () => {
       assert.ok(m && m[1] === String(i), `the command's own output: ${JSON.stringify(r.text)}`);
       where.add(m[2]!);
     }
-    assert.ok([...where].some((w) => w !== "a"), `some ran on another instance than a: ${[...where].join(",")}`);
+    assert.ok(
+      [...where].some((w) => w !== "a"),
+      `some ran on another instance than a: ${[...where].join(",")}`,
+    );
     const failed = await send(`${servers[1]!.base}/hooks/captured?x=fail`, { method: "POST" });
     assert.equal(failed.status, 500);
     assert.match(failed.text, /^out fail from [abc]\n$/);
@@ -185,7 +191,10 @@ describe("-queue: three instances on one NATS JetStream", () => {
     const holder = servers[["a", "b", "c"].indexOf(first[2]!)]!;
     assert.equal(await holder.stop(), 0);
     const l = await lines(log("slow"));
-    assert.ok(l.some((x) => x[0] === "end" && x[1] === "g1" && x[2] === first[2]), "the job ended on the instance that held it");
+    assert.ok(
+      l.some((x) => x[0] === "end" && x[1] === "g1" && x[2] === first[2]),
+      "the job ended on the instance that held it",
+    );
     // The others still take work.
     const next = await send(`${live()[0]!.base}/hooks/slow`, { method: "POST", headers: { "X-Id": "g2" } });
     assert.equal(next.status, 200);
@@ -213,7 +222,9 @@ describe("-queue: faults", () => {
     try {
       const file = join(dir, "hooks.json");
       await writeFile(file, JSON.stringify([{ id: "x", "execute-command": "/bin/true" }]));
-      const r = await run(bin("webhook"), ["-hooks", file, "-port", String(await freePort()), "-queue", `nats://user:s3cret-pw@127.0.0.1:${port}`], { timeoutMs: 20_000 });
+      const r = await run(bin("webhook"), ["-hooks", file, "-port", String(await freePort()), "-queue", `nats://user:s3cret-pw@127.0.0.1:${port}`], {
+        timeoutMs: 20_000,
+      });
       assert.equal(r.code, 1);
       assert.match(r.stderr, new RegExp(`cannot connect to the NATS server at nats://127\\.0\\.0\\.1:${port} \\(-queue\\)`));
       assert.doesNotMatch(r.stdout + r.stderr, /s3cret/);
@@ -230,7 +241,8 @@ describe("-queue: faults", () => {
       const file = join(dir, "hooks.json");
       const out = join(dir, "jobs.log");
       await writeFile(file, JSON.stringify([shHook("job", startEnd("0.05"), out, { "max-concurrency": 1 })]));
-      for (const name of ["a", "b"]) servers.push(await startServer(["-hooks", file, "-queue", nats.url, "-queue-ack-wait", "2s"], { env: { ...process.env, INSTANCE: name } }));
+      for (const name of ["a", "b"])
+        servers.push(await startServer(["-hooks", file, "-queue", nats.url, "-queue-ack-wait", "2s"], { env: { ...process.env, INSTANCE: name } }));
       const replies = await burst(30, 6, (i) => ({ url: `${servers[i % 2]!.base}/hooks/job`, headers: { "X-Id": `j${i}` } }));
       assert.ok(replies.every((r) => r.status === 200));
       await nats.stop();

@@ -43,7 +43,10 @@ test("the signature schemes' example: every curl answers what its comment shows,
   assert.equal(expected.length, 3, "three requests");
   const r = await run("bash", ["-e", "-c", runnable.join("\n")]);
   assert.equal(r.code, 0, r.stderr);
-  const answers = r.stdout.split("@@\n").slice(0, -1).map((a) => a.trim());
+  const answers = r.stdout
+    .split("@@\n")
+    .slice(0, -1)
+    .map((a) => a.trim());
   assert.deepEqual(answers, expected);
   const logged = /\(log: (.*)\)$/m.exec(script)![1]!.split(" … ");
   for (const part of logged) assert.ok(server.logs().includes(part), `the log shows "${part}":\n${server.logs()}`);

@@ -28,7 +28,10 @@ describe("flags", () => {
   test("-help prints Go's usage layout on stderr and exits 0", async () => {
     const r = await run(bin("webhook"), ["-help"]);
     assert.equal(r.code, 0);
-    assert.ok(r.stderr.startsWith(`Usage of ${bin("webhook")}:\n  -cert string\n    \tpath to the HTTPS certificate pem file (default "cert.pem")\n`), r.stderr);
+    assert.ok(
+      r.stderr.startsWith(`Usage of ${bin("webhook")}:\n  -cert string\n    \tpath to the HTTPS certificate pem file (default "cert.pem")\n`),
+      r.stderr,
+    );
     assert.ok(r.stderr.includes("  -debug\n    \tshow debug output\n  -header value\n"), r.stderr);
     assert.ok(r.stderr.includes('  -ip string\n    \tip the webhook should serve hooks on (default "0.0.0.0")\n'));
     assert.ok(r.stderr.includes("  -port int\n    \tport the webhook should serve hooks on (default 9000)\n"));
@@ -163,7 +166,11 @@ describe("requests", () => {
       const r = await fetch(`${base}/hooks/xml-first`, { method: "POST", headers: { "Content-Type": "application/xml" }, body });
       assert.equal(await r.text(), `${payload}\n`, body);
     }
-    const notUtf8 = await fetch(`${base}/hooks/xml-first`, { method: "POST", headers: { "Content-Type": "application/xml" }, body: Buffer.from("\xff\xfe<r>1</r>", "latin1") });
+    const notUtf8 = await fetch(`${base}/hooks/xml-first`, {
+      method: "POST",
+      headers: { "Content-Type": "application/xml" },
+      body: Buffer.from("\xff\xfe<r>1</r>", "latin1"),
+    });
     assert.equal(await notUtf8.text(), "null\n");
   });
 

@@ -112,7 +112,10 @@ describe("-hotreload", () => {
     await new Promise((r) => setTimeout(r, 300));
     polling = false;
     await poller;
-    assert.deepEqual(answers.filter((a) => a !== "a-v4" && a !== "a-v5"), []);
+    assert.deepEqual(
+      answers.filter((a) => a !== "a-v4" && a !== "a-v5"),
+      [],
+    );
   });
 
   test("a request in flight during a reload is answered wholly by the set it started with", async () => {
@@ -215,7 +218,10 @@ describe("100 rewrites (valid and invalid in turn) while 1 000 requests run", ()
     const writer = (async () => {
       for (let i = 1; i <= 100; i++) {
         // Odd writes are valid sets, even ones are broken JSON; all are written in place.
-        const text = i % 2 === 1 ? json([hook("busy", `set-${i}`), hook("still", `set-${i}`)]) : `[{"id": "busy", "execute-command": "/bin/true", "response-message": "set-${i}"`;
+        const text =
+          i % 2 === 1
+            ? json([hook("busy", `set-${i}`), hook("still", `set-${i}`)])
+            : `[{"id": "busy", "execute-command": "/bin/true", "response-message": "set-${i}"`;
         await writeFile(file, text);
         await new Promise((r) => setTimeout(r, 15));
       }

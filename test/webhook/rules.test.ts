@@ -27,8 +27,7 @@ const value = (source: string, name: string, v: string) => ({ match: { type: "va
 const hmacRule = (type: string, header = "X-Signature") => ({
   match: { type, secret: SECRET, parameter: { source: "header", name: header } },
 });
-const sign = (algo: "sha1" | "sha256" | "sha512", body: string, key = SECRET): string =>
-  createHmac(algo, key).update(body).digest("hex");
+const sign = (algo: "sha1" | "sha256" | "sha512", body: string, key = SECRET): string => createHmac(algo, key).update(body).digest("hex");
 
 before(async () => {
   dir = await tempDir("webhook-rules-");
@@ -37,10 +36,7 @@ before(async () => {
       and: [
         value("payload", "ref", "refs/heads/master"),
         {
-          or: [
-            value("header", "X-Event", "push"),
-            { not: { match: { type: "regex", regex: "^bot-", parameter: { source: "payload", name: "user" } } } },
-          ],
+          or: [value("header", "X-Event", "push"), { not: { match: { type: "regex", regex: "^bot-", parameter: { source: "payload", name: "user" } } } }],
         },
       ],
     }),
@@ -59,9 +55,13 @@ before(async () => {
     ok("hmac-sha512", hmacRule("payload-hmac-sha512")),
     ok("hash-sha1-deprecated", hmacRule("payload-hash-sha1", "X-Hub-Signature")),
     ok("or-hmac-hard", { or: [hmacRule("payload-hmac-sha256"), value("url", "token", "fallback")] }),
-    ok("or-hmac-soft", { or: [hmacRule("payload-hmac-sha256"), value("url", "token", "fallback")] }, {
-      "trigger-signature-soft-failures": true,
-    }),
+    ok(
+      "or-hmac-soft",
+      { or: [hmacRule("payload-hmac-sha256"), value("url", "token", "fallback")] },
+      {
+        "trigger-signature-soft-failures": true,
+      },
+    ),
     ok("ip-v4-single", { match: { type: "ip-whitelist", "ip-range": "127.0.0.1" } }),
     ok("ip-v4-cidr", { match: { type: "ip-whitelist", "ip-range": "127.0.0.0/8" } }),
     ok("ip-v4-elsewhere", { match: { type: "ip-whitelist", "ip-range": "10.0.0.0/8 192.168.0.0/16" } }),

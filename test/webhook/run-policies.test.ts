@@ -46,27 +46,78 @@ before(async () => {
     { source: "string", name: String(code) },
   ];
   const hooks = await writeHooks(dir, [
-    { id: "status", "execute-command": exit, "pass-arguments-to-command": [{ source: "url", name: "code" }], "include-command-output-in-response": true, "include-command-output-in-response-on-error": true, "status-from-exit-code": true },
-    { id: "no-stderr", "execute-command": exit, "pass-arguments-to-command": [{ source: "url", name: "code" }], "include-command-output-in-response": true, "include-command-output-in-response-on-error": true, "exclude-stderr-from-response": true },
-    { id: "retried", "execute-command": flaky, "pass-arguments-to-command": flakyArgs("retried.count", 2, 1), "include-command-output-in-response": true, retry: { attempts: 3, delay: "10ms" } },
-    { id: "gives-up", "execute-command": flaky, "pass-arguments-to-command": flakyArgs("gives-up.count", 5, 1), "include-command-output-in-response": true, retry: { attempts: 3, delay: "10ms" } },
-    { id: "only-75", "execute-command": flaky, "pass-arguments-to-command": flakyArgs("only-75.count", 5, 1), "include-command-output-in-response": true, retry: { attempts: 3, delay: "10ms", "exit-codes": [75] } },
-    { id: "background-retry", "execute-command": flaky, "pass-arguments-to-command": flakyArgs("background.count", 1, 75), retry: { attempts: 2, delay: "10ms", "exit-codes": [75] } },
+    {
+      id: "status",
+      "execute-command": exit,
+      "pass-arguments-to-command": [{ source: "url", name: "code" }],
+      "include-command-output-in-response": true,
+      "include-command-output-in-response-on-error": true,
+      "status-from-exit-code": true,
+    },
+    {
+      id: "no-stderr",
+      "execute-command": exit,
+      "pass-arguments-to-command": [{ source: "url", name: "code" }],
+      "include-command-output-in-response": true,
+      "include-command-output-in-response-on-error": true,
+      "exclude-stderr-from-response": true,
+    },
+    {
+      id: "retried",
+      "execute-command": flaky,
+      "pass-arguments-to-command": flakyArgs("retried.count", 2, 1),
+      "include-command-output-in-response": true,
+      retry: { attempts: 3, delay: "10ms" },
+    },
+    {
+      id: "gives-up",
+      "execute-command": flaky,
+      "pass-arguments-to-command": flakyArgs("gives-up.count", 5, 1),
+      "include-command-output-in-response": true,
+      retry: { attempts: 3, delay: "10ms" },
+    },
+    {
+      id: "only-75",
+      "execute-command": flaky,
+      "pass-arguments-to-command": flakyArgs("only-75.count", 5, 1),
+      "include-command-output-in-response": true,
+      retry: { attempts: 3, delay: "10ms", "exit-codes": [75] },
+    },
+    {
+      id: "background-retry",
+      "execute-command": flaky,
+      "pass-arguments-to-command": flakyArgs("background.count", 1, 75),
+      retry: { attempts: 2, delay: "10ms", "exit-codes": [75] },
+    },
     {
       id: "sync",
       "execute-command": append,
-      "pass-arguments-to-command": [{ source: "payload", name: "n" }, { source: "string", name: join(dir, "sync.log") }],
+      "pass-arguments-to-command": [
+        { source: "payload", name: "n" },
+        { source: "string", name: join(dir, "sync.log") },
+      ],
       "response-message": "sync scheduled",
       debounce: "3s",
     },
     {
       id: "limited",
       "execute-command": append,
-      "pass-arguments-to-command": [{ source: "payload", name: "n" }, { source: "string", name: join(dir, "limited.log") }],
+      "pass-arguments-to-command": [
+        { source: "payload", name: "n" },
+        { source: "string", name: join(dir, "limited.log") },
+      ],
       "include-command-output-in-response": true,
       "rate-limit": { requests: 2, period: "1h" },
     },
-    { id: "async-plain", "execute-command": append, "pass-arguments-to-command": [{ source: "string", name: "ran" }, { source: "string", name: join(dir, "async.log") }], "async-response": true },
+    {
+      id: "async-plain",
+      "execute-command": append,
+      "pass-arguments-to-command": [
+        { source: "string", name: "ran" },
+        { source: "string", name: join(dir, "async.log") },
+      ],
+      "async-response": true,
+    },
   ]);
   s = await startServer(["-hooks", hooks, "-jobs", "-metrics"]);
 });
@@ -114,11 +165,14 @@ describe("retry", () => {
     assert.equal(r.text, "attempt 3\n");
     const j = await settled(r.headers["x-job-id"] as string);
     assert.equal(j.state, "succeeded");
-    assert.deepEqual(j.attempts.map((a) => [a.number, a.exitCode, a.error]), [
-      [1, 1, "exit status 1"],
-      [2, 1, "exit status 1"],
-      [3, 0, undefined],
-    ]);
+    assert.deepEqual(
+      j.attempts.map((a) => [a.number, a.exitCode, a.error]),
+      [
+        [1, 1, "exit status 1"],
+        [2, 1, "exit status 1"],
+        [3, 0, undefined],
+      ],
+    );
   });
 
   test("after the last attempt the job has failed; exit codes not listed do not retry", async () => {
@@ -138,7 +192,10 @@ describe("retry", () => {
     assert.equal(r.status, 200);
     const j = await settled(r.headers["x-job-id"] as string);
     assert.equal(j.state, "succeeded");
-    assert.deepEqual(j.attempts.map((a) => a.exitCode), [75, 0]);
+    assert.deepEqual(
+      j.attempts.map((a) => a.exitCode),
+      [75, 0],
+    );
   });
 });
 

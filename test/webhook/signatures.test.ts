@@ -24,8 +24,7 @@ const SW = {
 const SLACK = {
   secret: "8f742231b10e8888abcd99yyyzzz85a5",
   timestamp: "1531420618",
-  body:
-    "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c",
+  body: "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c",
   signature: "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503",
 };
 const STRIPE_SECRET = "whsec_stripe-endpoint-secret-0123";
@@ -37,8 +36,7 @@ const now = (): number => Math.floor(Date.now() / 1000);
 const keyOf = (whsec: string): Buffer => Buffer.from(whsec.slice("whsec_".length), "base64");
 const standardSig = (secret: string, id: string, ts: string | number, body: string): string =>
   "v1," + createHmac("sha256", keyOf(secret)).update(`${id}.${ts}.${body}`).digest("base64");
-const stripeSig = (ts: string | number, body: string, secret = STRIPE_SECRET): string =>
-  createHmac("sha256", secret).update(`${ts}.${body}`).digest("hex");
+const stripeSig = (ts: string | number, body: string, secret = STRIPE_SECRET): string => createHmac("sha256", secret).update(`${ts}.${body}`).digest("hex");
 const slackSig = (ts: string | number, body: string, secret = SLACK.secret): string =>
   "v0=" + createHmac("sha256", secret).update(`v0:${ts}:${body}`).digest("hex");
 const shopifySig = (body: string, secret = SHOPIFY_SECRET): string => createHmac("sha256", secret).update(body).digest("base64");
@@ -67,15 +65,19 @@ before(async () => {
     hook("slack", { type: "slack-signature", secret: SLACK.secret }),
     hook("slack-vector", { type: "slack-signature", secret: SLACK.secret, tolerance: "87600h" }),
     hook("shopify", { type: "payload-hmac-sha256-base64", secret: SHOPIFY_SECRET, parameter: { source: "header", name: "X-Shopify-Hmac-Sha256" } }),
-    hook("soft", { type: "value", value: "x" }, {
-      "trigger-signature-soft-failures": true,
-      "trigger-rule": {
-        or: [
-          { match: { type: "stripe-signature", secret: STRIPE_SECRET } },
-          { match: { type: "value", value: "letmein", parameter: { source: "header", name: "X-Token" } } },
-        ],
+    hook(
+      "soft",
+      { type: "value", value: "x" },
+      {
+        "trigger-signature-soft-failures": true,
+        "trigger-rule": {
+          or: [
+            { match: { type: "stripe-signature", secret: STRIPE_SECRET } },
+            { match: { type: "value", value: "letmein", parameter: { source: "header", name: "X-Token" } } },
+          ],
+        },
       },
-    }),
+    ),
   ]);
   s = await startServer(["-hooks", hooks, "-verbose", "-debug"]);
 });

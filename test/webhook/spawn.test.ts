@@ -56,16 +56,12 @@ for (const mode of ["helper", "child_process"] as const) {
           "pass-arguments-to-command": [{ source: "payload", name: "a" }],
         },
         sh("group", `sleep 60 & echo $! > ${join(dir, "grandchild")}; wait`),
-        sh(
-          "stream",
-          `echo first; n=0; while [ ! -e ${join(dir, "gate")} ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done; echo second >&2; exit 3`,
-          { "stream-command-output": true },
-        ),
-        sh(
-          "stream-long",
-          `echo start; i=0; while [ $i -lt 15 ]; do sleep 0.1; echo $i; i=$((i + 1)); done; echo done > ${join(dir, "stream-long-done")}`,
-          { "stream-command-output": true },
-        ),
+        sh("stream", `echo first; n=0; while [ ! -e ${join(dir, "gate")} ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done; echo second >&2; exit 3`, {
+          "stream-command-output": true,
+        }),
+        sh("stream-long", `echo start; i=0; while [ $i -lt 15 ]; do sleep 0.1; echo $i; i=$((i + 1)); done; echo done > ${join(dir, "stream-long-done")}`, {
+          "stream-command-output": true,
+        }),
       ]);
       s = await startServer(["-hooks", hooks, "-verbose", "-shutdown-timeout", "1s"], { env });
     });

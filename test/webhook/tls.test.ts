@@ -19,13 +19,35 @@ before(async () => {
   dir = await tempDir("webhook-tls-");
   cert = join(dir, "cert.pem");
   key = join(dir, "key.pem");
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
-    "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-  ], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+      "-days",
+      "2",
+      "-subj",
+      "/CN=localhost",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1,DNS:localhost",
+    ],
+    { stdio: "ignore" },
+  );
   ca = readFileSync(cert);
   hooks = await writeHooks(dir, [
-    { id: "echo", "execute-command": fixture("echo.sh"), "include-command-output-in-response": true, "pass-arguments-to-command": [{ source: "string", name: "over-tls" }] },
+    {
+      id: "echo",
+      "execute-command": fixture("echo.sh"),
+      "include-command-output-in-response": true,
+      "pass-arguments-to-command": [{ source: "string", name: "over-tls" }],
+    },
   ]);
 });
 after(() => removeDir(dir));
@@ -71,7 +93,10 @@ describe("-secure", () => {
   test("a TLS 1.2 client gets ECDHE with an AEAD suite, in Go's preference order (openssl s_client)", async () => {
     assert.equal(await negotiated(base, ["-tls1_2"]), "ECDHE-RSA-AES128-GCM-SHA256");
     // Listed in the weakest-first order of tls.CipherSuites(): the server's order still wins.
-    assert.equal(await negotiated(base, ["-tls1_2", "-cipher", "AES128-SHA:AES128-GCM-SHA256:ECDHE-RSA-AES128-SHA:ECDHE-RSA-AES256-GCM-SHA384"]), "ECDHE-RSA-AES256-GCM-SHA384");
+    assert.equal(
+      await negotiated(base, ["-tls1_2", "-cipher", "AES128-SHA:AES128-GCM-SHA256:ECDHE-RSA-AES128-SHA:ECDHE-RSA-AES256-GCM-SHA384"]),
+      "ECDHE-RSA-AES256-GCM-SHA384",
+    );
     // A client that lists ChaCha20 first (no AES hardware) gets it, as from Go.
     assert.equal(await negotiated(base, ["-tls1_2", "-cipher", "ECDHE-RSA-CHACHA20-POLY1305:ECDHE-RSA-AES128-GCM-SHA256"]), "ECDHE-RSA-CHACHA20-POLY1305");
     assert.equal(await negotiated(base, ["-tls1_3"]), "TLS_AES_128_GCM_SHA256");
@@ -138,12 +163,23 @@ describe("-cipher-suites", () => {
 
 describe("-list-cipher-suites", () => {
   const tls12AndUp = [
-    "TLS_RSA_WITH_AES_128_CBC_SHA", "TLS_RSA_WITH_AES_256_CBC_SHA", "TLS_RSA_WITH_AES_128_GCM_SHA256",
-    "TLS_RSA_WITH_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256",
-    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
-    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+    "TLS_RSA_WITH_AES_128_CBC_SHA",
+    "TLS_RSA_WITH_AES_256_CBC_SHA",
+    "TLS_RSA_WITH_AES_128_GCM_SHA256",
+    "TLS_RSA_WITH_AES_256_GCM_SHA384",
+    "TLS_AES_128_GCM_SHA256",
+    "TLS_AES_256_GCM_SHA384",
+    "TLS_CHACHA20_POLY1305_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
   ];
 
   test("prints Go's suite names, one per line, and exits 0", async () => {

@@ -91,7 +91,10 @@ describe("request smuggling is refused", { concurrency: true }, () => {
       const raw = await rawExchange(s.port, `POST /hooks/run?n=te-odd HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${te}\r\n\r\n0\r\n\r\n`);
       assert.equal(statusOf(raw), 501, `${te}: ${raw}`);
     }
-    const two = await rawExchange(s.port, "POST /hooks/run?n=te-two HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+    const two = await rawExchange(
+      s.port,
+      "POST /hooks/run?n=te-two HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    );
     assert.equal(statusOf(two), 400, two);
     assert.ok(!(await ran()).includes("te-odd") && !(await ran()).includes("te-two"));
   });
@@ -149,7 +152,10 @@ describe("a request that cannot be read gets Go's exact bytes (checked against a
   const cases: [string, string][] = [
     ["GET / HTTP/1.1\r\n\r\n", `HTTP/1.1 400 Bad Request: missing required Host header${ERROR_HEADERS}400 Bad Request: missing required Host header`],
     ["GET / HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n", `HTTP/1.1 400 Bad Request: invalid header name${ERROR_HEADERS}400 Bad Request: invalid header name`],
-    ["GET / HTTP/2.0\r\nHost: x\r\n\r\n", `HTTP/1.1 505 HTTP Version Not Supported: unsupported protocol version${ERROR_HEADERS}505 HTTP Version Not Supported: unsupported protocol version`],
+    [
+      "GET / HTTP/2.0\r\nHost: x\r\n\r\n",
+      `HTTP/1.1 505 HTTP Version Not Supported: unsupported protocol version${ERROR_HEADERS}505 HTTP Version Not Supported: unsupported protocol version`,
+    ],
     ["POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", `HTTP/1.1 400 Bad Request${ERROR_HEADERS}400 Bad Request`],
     ["garbage\r\n\r\n", `HTTP/1.1 400 Bad Request${ERROR_HEADERS}400 Bad Request`],
     ["GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", `HTTP/1.1 400 Bad Request${ERROR_HEADERS}400 Bad Request`],

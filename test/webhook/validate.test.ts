@@ -19,7 +19,14 @@ const validate = (...args: string[]) => run(bin("webhook"), ["-validate", ...arg
 
 describe("-validate", () => {
   test("good files: exit 0 and a one-line summary, nothing started", async () => {
-    const json = await writeHooks(dir, [{ id: "a", "execute-command": "/bin/true" }, { id: "b", "execute-command": "/bin/true" }], "good.json");
+    const json = await writeHooks(
+      dir,
+      [
+        { id: "a", "execute-command": "/bin/true" },
+        { id: "b", "execute-command": "/bin/true" },
+      ],
+      "good.json",
+    );
     await writeFile(join(dir, "good.yaml"), "- id: c\n  execute-command: /bin/true\n  trigger-rule:\n    match: { type: slack-signature, secret: s3cr3t }\n");
     const r = await validate("-hooks", json, "-hooks", join(dir, "good.yaml"));
     assert.equal(r.code, 0, r.stdout + r.stderr);
@@ -90,7 +97,18 @@ describe("-validate", () => {
 
 describe("-options-file", () => {
   test("flags from a file, one per line; a flag after it on the command line wins", async () => {
-    const hooks = await writeHooks(dir, [{ id: "hi", "execute-command": "/bin/echo", "include-command-output-in-response": true, "pass-arguments-to-command": [{ source: "string", name: "hello" }] }], "ff.json");
+    const hooks = await writeHooks(
+      dir,
+      [
+        {
+          id: "hi",
+          "execute-command": "/bin/echo",
+          "include-command-output-in-response": true,
+          "pass-arguments-to-command": [{ source: "string", name: "hello" }],
+        },
+      ],
+      "ff.json",
+    );
     const flags = join(dir, "webhook.flags");
     await writeFile(flags, `# the frame's hook server\n-hooks ${hooks}\n\nheader X-Served-By=frame hooks\n-http-methods=PUT\nverbose\n`);
     const s = await startServer(["-options-file", flags, "-http-methods", "POST"]);

@@ -98,7 +98,10 @@ describe("request values", { concurrency: true }, () => {
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({
         commits: [{ commit: { id: 1 } }, { commit: { id: "two" } }],
-        matrix: [["a", "b"], ["c", "d"]],
+        matrix: [
+          ["a", "b"],
+          ["c", "d"],
+        ],
         obj: { k: "v" },
         list: [1, "x"],
       }),

@@ -126,7 +126,11 @@ export function baseUrl(host: string): string {
  * page from another server must not flood the terminal or move its cursor.
  */
 function firstLine(text: string): string {
-  const line = text.trim().split(/[\r\n]/, 1)[0]!.replace(/[\x00-\x1f\x7f-\x9f]/g, " ").trim();
+  const line = text
+    .trim()
+    .split(/[\r\n]/, 1)[0]!
+    .replace(/[\x00-\x1f\x7f-\x9f]/g, " ")
+    .trim();
   return line.length > 100 ? `${line.slice(0, 100)}…` : line;
 }
 
@@ -151,7 +155,13 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
  * The error codes of a certificate no trusted CA signed (OpenSSL's verify codes): the one case a CA file in
  * NODE_EXTRA_CA_CERTS can cure. A wrong host name or an expired certificate keeps the plain message.
  */
-const UNTRUSTED = new Set(["UNABLE_TO_VERIFY_LEAF_SIGNATURE", "UNABLE_TO_GET_ISSUER_CERT", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "SELF_SIGNED_CERT_IN_CHAIN", "DEPTH_ZERO_SELF_SIGNED_CERT"]);
+const UNTRUSTED = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+]);
 
 /**
  * What https requests trust when bin/framefi handed NODE_EXTRA_CA_CERTS on (see there): Node's default store,
@@ -175,7 +185,14 @@ function trustWithExtraCa(file: string): SecureContext | undefined {
 }
 
 /** One request and its whole answer; rejects with the transport's error (an errno code, the abort, …). */
-function exchange(url: URL, method: string, headers: Record<string, string>, body: Body | undefined, signal: AbortSignal | undefined, httpsAgent: () => https.Agent): Promise<Answer> {
+function exchange(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  body: Body | undefined,
+  signal: AbortSignal | undefined,
+  httpsAgent: () => https.Agent,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const options = { method, headers, signal };
     const req = url.protocol === "https:" ? https.request(url, { ...options, agent: httpsAgent() }) : http.request(url, { ...options, agent: HTTP_AGENT });
@@ -200,7 +217,14 @@ function exchange(url: URL, method: string, headers: Record<string, string>, bod
  * a GET without body; the login goes to the device's own origin only. An upload's stream cannot be sent twice,
  * so a 307/308 to it is the answer.
  */
-async function send(method: string, url: URL, headers: Record<string, string>, body: Body | undefined, signal: AbortSignal | undefined, httpsAgent: () => https.Agent): Promise<Answer> {
+async function send(
+  method: string,
+  url: URL,
+  headers: Record<string, string>,
+  body: Body | undefined,
+  signal: AbortSignal | undefined,
+  httpsAgent: () => https.Agent,
+): Promise<Answer> {
   for (let redirects = 0; ; redirects++) {
     const answer = await exchange(url, method, headers, body, signal, httpsAgent);
     const location = answer.headers.location;
@@ -342,7 +366,10 @@ export class FrameFiClient {
       size = source.data instanceof Readable ? source.size : source.data.byteLength;
     }
     const boundary = `----framefi${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
-    const quoted = name.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/[\r\n]/g, " ");
+    const quoted = name
+      .replace(/\\/g, "\\\\")
+      .replace(/"/g, '\\"')
+      .replace(/[\r\n]/g, " ");
     const head = Buffer.from(
       `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${quoted}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
     );
@@ -414,7 +441,8 @@ export class FrameFiClient {
       const given = isObject(json) && typeof json.message === "string" ? json.message : undefined;
       // A login refused may come as a page (the firmware's web server); other errors as a page are not the API's.
       const login = res.status === 401 || res.status === 403;
-      const message = given ?? (page && !login ? "a web page, not the device API's JSON; check that this is the device's address" : firstLine(text) || res.statusText);
+      const message =
+        given ?? (page && !login ? "a web page, not the device API's JSON; check that this is the device's address" : firstLine(text) || res.statusText);
       if (res.status === 401) throw new AuthenticationError(res.status, message, text, request);
       if (res.status === 403) throw new ForbiddenError(res.status, message, text, request);
       throw new DeviceHttpError(res.status, message, text, request);

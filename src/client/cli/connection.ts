@@ -93,7 +93,9 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
   try {
     ftpHost = new URL(baseUrl(host)).hostname.replace(/^\[(.*)\]$/, "$1");
   } catch (e) {
-    throw new UsageError(`${hostFrom}: ${e instanceof FrameFiError ? e.message : `"${host}" is not a device address; use host, host:port or http://host:port.`}`);
+    throw new UsageError(
+      `${hostFrom}: ${e instanceof FrameFiError ? e.message : `"${host}" is not a device address; use host, host:port or http://host:port.`}`,
+    );
   }
 
   let web: Credentials | undefined;
@@ -102,7 +104,8 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
     // A user given without a password takes FRAMEFI_PASSWORD, as --ftp-user takes FRAMEFI_FTP_PASSWORD, unless
     // FRAMEFI_USER names another user: that password is not this one's.
     const envUser = pick(env.FRAMEFI_USER) === undefined ? undefined : splitUser(env.FRAMEFI_USER!).user;
-    if (env.FRAMEFI_PASSWORD !== undefined && web.password === undefined && (envUser === undefined || envUser === web.user)) web.password = env.FRAMEFI_PASSWORD;
+    if (env.FRAMEFI_PASSWORD !== undefined && web.password === undefined && (envUser === undefined || envUser === web.user))
+      web.password = env.FRAMEFI_PASSWORD;
   } else if (pick(fw("WEB_SERVER_USER"), fw("WEB_SERVER_PASSWORD")) !== undefined) {
     web = { user: fw("WEB_SERVER_USER") ?? "", password: fw("WEB_SERVER_PASSWORD") ?? "" };
   }

@@ -62,7 +62,10 @@ function parseValue(text: string): { value: string; rest: string } | undefined {
     return end < 0 ? undefined : { value: text.slice(1, end), rest: text.slice(end + 1) };
   }
   // Unquoted, the shell ends the value at the first blank: what follows is not part of it.
-  const [value = "", ...rest] = text.replace(/\s+#.*$/, "").trim().split(/\s+/);
+  const [value = "", ...rest] = text
+    .replace(/\s+#.*$/, "")
+    .trim()
+    .split(/\s+/);
   return { value, rest: rest.join(" ") };
 }
 

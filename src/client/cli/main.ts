@@ -333,7 +333,12 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
       result = await sync({
         client: ctx.client,
         // Never a guess: the port given, else the one the device announces, else the firmware's.
-        ftp: { host: ctx.conn.ftp.host, ports: [ctx.conn.ftp.port ?? (await ctx.client.ftpPort()) ?? FIRMWARE_FTP_PORT], user: ctx.conn.ftp.user, password: ctx.conn.ftp.password },
+        ftp: {
+          host: ctx.conn.ftp.host,
+          ports: [ctx.conn.ftp.port ?? (await ctx.client.ftpPort()) ?? FIRMWARE_FTP_PORT],
+          user: ctx.conn.ftp.user,
+          password: ctx.conn.ftp.password,
+        },
         localDir,
         remoteDir,
         delete: ctx.flags.delete === true,
@@ -379,7 +384,8 @@ function syncPhotoOptions(ctx: Context): PhotoOptions | undefined {
   const sizeFromFlags = fromFlags.has("fit") || fromFlags.has("fill");
   const merged: PhotoSettings = { ...fromFile, ...(sizeFromFlags ? { fit: undefined, fill: undefined } : {}), ...given };
   if (Object.values(merged).every((v) => v === undefined || v === false)) return undefined;
-  const nameOf = (key: keyof PhotoSettings): string => (fromFlags.has(key) || !fileKey.has(key) ? `--${PHOTO_FLAG[key]}` : `${fileKey.get(key)} in the .env's [frame] section`);
+  const nameOf = (key: keyof PhotoSettings): string =>
+    fromFlags.has(key) || !fileKey.has(key) ? `--${PHOTO_FLAG[key]}` : `${fileKey.get(key)} in the .env's [frame] section`;
   const options = photoOptions(merged, nameOf, process.env, homedir());
   return options.profile || options.dedupe || options.limit.maxBytes || options.limit.maxFiles ? options : undefined;
 }
@@ -406,12 +412,16 @@ function photoLines(p: PhotoReport): string[] {
   for (const d of p.skipped) lines.push(`skipped ${d.rel}: ${d.reason}`);
   for (const d of p.leftOut) lines.push(`left out ${d.rel} (${bytes(d.size)}, ${new Date(d.dateMs).toISOString().slice(0, 10)}): it does not fit the limit`);
   if (p.converted > 0 || p.fromCache > 0) {
-    const rate = p.converted > 0 && seconds > 0 ? ` in ${seconds.toFixed(1)} s (${(p.converted / seconds).toFixed(1)} photos/s, ${mb(p.sourceBytes / seconds)} MB/s read)` : "";
+    const rate =
+      p.converted > 0 && seconds > 0
+        ? ` in ${seconds.toFixed(1)} s (${(p.converted / seconds).toFixed(1)} photos/s, ${mb(p.sourceBytes / seconds)} MB/s read)`
+        : "";
     const sizes = p.converted > 0 ? ` (${bytes(p.sourceBytes)} → ${bytes(p.outputBytes)})` : "";
     lines.push(`Photos: ${p.converted} converted${sizes}${rate}, ${p.fromCache} from the cache.`);
   }
   if (p.duplicates.length > 0) lines.push(`${p.duplicates.length} duplicate${p.duplicates.length === 1 ? "" : "s"} skipped.`);
-  if (p.leftOut.length > 0) lines.push(`${p.leftOut.length} file${p.leftOut.length === 1 ? "" : "s"} left out to stay within the limit (listed above); the newest are on the card.`);
+  if (p.leftOut.length > 0)
+    lines.push(`${p.leftOut.length} file${p.leftOut.length === 1 ? "" : "s"} left out to stay within the limit (listed above); the newest are on the card.`);
   return lines;
 }
 
@@ -448,7 +458,8 @@ function printSyncResult(ctx: Context, r: SyncResult, dryRun: boolean): void {
   ctx.out(
     `Sync done: ${r.uploaded} uploaded (${bytes(r.uploadedBytes)}), ${r.deleted} deleted, ${r.created} folder${r.created === 1 ? "" : "s"} created, ${p.unchanged} unchanged${failed}. The device is in ${r.finalMode} mode.`,
   );
-  if (r.failed.length > 0) ctx.err(`framefi: ${r.failed.length} item${r.failed.length === 1 ? "" : "s"} failed (listed above); fix them and run the same command again.`);
+  if (r.failed.length > 0)
+    ctx.err(`framefi: ${r.failed.length} item${r.failed.length === 1 ? "" : "s"} failed (listed above); fix them and run the same command again.`);
 }
 
 /** One line that says what happened and what to do. */
@@ -504,7 +515,9 @@ export async function main(argv: string[]): Promise<number> {
   let conn: Connection | undefined;
   /** Says where the address came from when the answer was not the device's (a ProtocolError names the path itself). */
   const hint = (e: unknown): string =>
-    conn && (e instanceof DeviceUnreachableError || e instanceof ProtocolError || (e instanceof DeviceHttpError && (e.status === 404 || !e.fromApi))) ? hostHint(conn, !(e instanceof ProtocolError)) : "";
+    conn && (e instanceof DeviceUnreachableError || e instanceof ProtocolError || (e instanceof DeviceHttpError && (e.status === 404 || !e.fromApi)))
+      ? hostHint(conn, !(e instanceof ProtocolError))
+      : "";
   try {
     const { flags, positionals } = parse(argv);
     json = flags.json === true;
@@ -552,7 +565,14 @@ export async function main(argv: string[]): Promise<number> {
     else if (e instanceof DeviceHttpError) {
       if (json && e.body.trim().startsWith("{")) out(e.body.trimEnd());
       err(`framefi: ${explain(e)}${hint(e)}`);
-    } else if (e instanceof UsageError || e instanceof FrameFiError || e instanceof EnvFileError || e instanceof FtpLoginError || e instanceof FtpUnreachableError || e instanceof PromptInterrupted) {
+    } else if (
+      e instanceof UsageError ||
+      e instanceof FrameFiError ||
+      e instanceof EnvFileError ||
+      e instanceof FtpLoginError ||
+      e instanceof FtpUnreachableError ||
+      e instanceof PromptInterrupted
+    ) {
       err(`framefi: ${(e as Error).message}${hint(e)}`);
     } else err(`framefi: unexpected error: ${(e as Error)?.message ?? String(e)}. Please report it.`);
     return exitCodeOf(e);

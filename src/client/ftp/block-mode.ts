@@ -158,7 +158,12 @@ export class BlockConnection implements RemoteConnection {
   async features(): Promise<Set<string>> {
     const reply = await this.control.send("FEAT");
     if (reply.code !== 211) return new Set();
-    return new Set(reply.message.split("\n").slice(1, -1).map((l) => l.trim().split(" ")[0]!.toUpperCase()));
+    return new Set(
+      reply.message
+        .split("\n")
+        .slice(1, -1)
+        .map((l) => l.trim().split(" ")[0]!.toUpperCase()),
+    );
   }
 
   async list(dir: string): Promise<Map<string, RemoteEntry>> {
@@ -379,7 +384,10 @@ async function login(target: FtpTarget, port: number): Promise<{ control: Contro
     if (reply.code !== 220) throw refusal(reply);
     reply = await control.send(`USER ${target.user}`);
     if (reply.code === 331) reply = await control.send(`PASS ${target.password}`);
-    if (reply.code === 530) throw new FtpLoginError(`The FTP server at ${target.host}:${port} refused user "${target.user}" (530). Pass the device's FTP user and password with --ftp-user USER:PASSWORD.`);
+    if (reply.code === 530)
+      throw new FtpLoginError(
+        `The FTP server at ${target.host}:${port} refused user "${target.user}" (530). Pass the device's FTP user and password with --ftp-user USER:PASSWORD.`,
+      );
     if (reply.code !== 230) throw refusal(reply);
     reply = await control.send("TYPE I");
     if (reply.code !== 200) throw refusal(reply);

@@ -29,14 +29,18 @@ export async function connectCard(target: FtpTarget, timeoutMs: number, size: nu
     }
     if (Date.now() > deadline) {
       const ports = target.ports.join(" or ");
-      throw new FtpUnreachableError(`No FTP server answered at ${target.host} port ${ports} within ${Math.round(timeoutMs / 1000)} s (${last}). Check that the device is in FTP mode, or give its FTP port with --ftp-port.`);
+      throw new FtpUnreachableError(
+        `No FTP server answered at ${target.host} port ${ports} within ${Math.round(timeoutMs / 1000)} s (${last}). Check that the device is in FTP mode, or give its FTP port with --ftp-port.`,
+      );
     }
     await new Promise((r) => setTimeout(r, 250));
   }
 }
 
 async function blockPool(first: BlockConnection, target: FtpTarget, port: number, size: number): Promise<CardPool<BlockConnection>> {
-  const extra = Promise.allSettled(Array.from({ length: Math.max(0, size - 1) }, () => withTimeout(BlockConnection.open(target, port), EXTRA_LOGIN_TIMEOUT_MS)));
+  const extra = Promise.allSettled(
+    Array.from({ length: Math.max(0, size - 1) }, () => withTimeout(BlockConnection.open(target, port), EXTRA_LOGIN_TIMEOUT_MS)),
+  );
   const opened = async (): Promise<BlockConnection[]> => (await extra).flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
   let features: Set<string>;
   try {
@@ -53,7 +57,10 @@ function withTimeout(opening: Promise<BlockConnection>, ms: number): Promise<Blo
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       reject(new Error(`no login within ${ms} ms`));
-      void opening.then((c) => c.abort(), () => undefined);
+      void opening.then(
+        (c) => c.abort(),
+        () => undefined,
+      );
     }, ms);
     opening.then(
       (c) => {

@@ -18,7 +18,9 @@ async function login(target: FtpTarget, port: number, giveUpMs?: number): Promis
   } catch (e) {
     client.close();
     if (isReply(e) && e.code === 530) {
-      throw new FtpLoginError(`The FTP server at ${target.host}:${port} refused user "${target.user}" (530). Pass the device's FTP user and password with --ftp-user USER:PASSWORD.`);
+      throw new FtpLoginError(
+        `The FTP server at ${target.host}:${port} refused user "${target.user}" (530). Pass the device's FTP user and password with --ftp-user USER:PASSWORD.`,
+      );
     }
     throw e;
   } finally {

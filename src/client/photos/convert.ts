@@ -42,7 +42,9 @@ function checkSize(meta: Metadata): void {
   const limit = isHevcHeif(meta) ? MAX_HEIC_PIXELS : MAX_PIXELS;
   if (width * height > limit) {
     const kind = isHevcHeif(meta) ? "HEIC photos" : "photos";
-    throw new PhotoTooLargeError(`too large to decode (${width}×${height}, ${megapixels(width * height)}; ${kind} up to ${megapixels(limit)} are converted); skipped`);
+    throw new PhotoTooLargeError(
+      `too large to decode (${width}×${height}, ${megapixels(width * height)}; ${kind} up to ${megapixels(limit)} are converted); skipped`,
+    );
   }
 }
 
@@ -102,7 +104,9 @@ export async function convertPhoto(data: Buffer, profile: FrameProfile, mtimeMs:
     // HEIC pixels come out of libheif already turned as the file says (its irot/imir boxes).
     if (!isHevcHeif(meta)) return await encode(sharp(data, { limitInputPixels: MAX_PIXELS }).autoOrient());
     return await heic.decode(data, meta.width! * meta.height!, (image) =>
-      encode(sharp(Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength), { raw: { width: image.width, height: image.height, channels: 4 } })),
+      encode(
+        sharp(Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength), { raw: { width: image.width, height: image.height, channels: 4 } }),
+      ),
     );
   } catch (e) {
     if (e instanceof PhotoDecodeError) throw e;

@@ -104,8 +104,7 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
     out.input.entries.set(cardRel, { type: "file", abs: cache.outputPath(pid, id.hash), size, mtimeMs: e.mtimeMs });
     if (size === undefined) {
       out.jobs.set(cardRel, { rel: cardRel, source: rel, abs: e.abs, size: e.size, mtimeMs: e.mtimeMs, hash: id.hash, output: cache.outputPath(pid, id.hash) });
-    }
-    else out.fromCache++;
+    } else out.fromCache++;
   }
   return out;
 }

@@ -119,13 +119,15 @@ export function photoOptions(s: PhotoSettings, nameOf: NameOf, env: NodeJS.Proce
     profile = { ...box, resize: sizeKey, quality, format: "jpeg", dateFromMtime: parseBool(s.dateFromMtime, nameOf("dateFromMtime")) };
   } else {
     for (const key of ["quality", "format", "others", "dateFromMtime"] as const) {
-      if (s[key] !== undefined && s[key] !== false) throw new UsageError(`${nameOf(key)} needs a frame profile: add ${nameOf("fit")} WxH or ${nameOf("fill")} WxH.`);
+      if (s[key] !== undefined && s[key] !== false)
+        throw new UsageError(`${nameOf(key)} needs a frame profile: add ${nameOf("fit")} WxH or ${nameOf("fill")} WxH.`);
     }
   }
   let others: "copy" | "skip" = "copy";
   if (s.others !== undefined) {
     const v = s.others.trim().toLowerCase();
-    if (v !== "copy" && v !== "skip") throw new UsageError(`${nameOf("others")} is copy or skip (what to do with files that are not photos), got "${s.others}".`);
+    if (v !== "copy" && v !== "skip")
+      throw new UsageError(`${nameOf("others")} is copy or skip (what to do with files that are not photos), got "${s.others}".`);
     others = v;
   }
   const limit: CapacityLimit = {};

@@ -50,11 +50,15 @@ function depth(rel: string): number {
  * Whether a local file goes to the card, given the card's entry of that name (a file, or nothing); undefined when
  * the card's copy is up to date.
  */
-export function decideUpload(rel: string, l: { abs: string; size: number; mtimeMs: number }, r: RemoteEntry | undefined, canSetTimes: boolean): Upload | undefined {
+export function decideUpload(
+  rel: string,
+  l: { abs: string; size: number; mtimeMs: number },
+  r: RemoteEntry | undefined,
+  canSetTimes: boolean,
+): Upload | undefined {
   const upload = (why: Upload["why"]): Upload => ({ rel, abs: l.abs, size: l.size, mtimeMs: l.mtimeMs, why });
   if (!r || r.type !== "file") return upload("new");
-  const sameTime =
-    r.mtimeMs === undefined || (canSetTimes ? Math.abs(r.mtimeMs - l.mtimeMs) <= MTIME_SLACK_MS : r.mtimeMs >= l.mtimeMs - MTIME_SLACK_MS);
+  const sameTime = r.mtimeMs === undefined || (canSetTimes ? Math.abs(r.mtimeMs - l.mtimeMs) <= MTIME_SLACK_MS : r.mtimeMs >= l.mtimeMs - MTIME_SLACK_MS);
   return r.size === l.size && sameTime ? undefined : upload("changed");
 }
 
@@ -68,7 +72,8 @@ export function makePlan(local: PlanInput, remote: Map<string, RemoteEntry>, opt
   const blocked: string[] = [...local.unreadable.keys()];
   for (const [rel, reason] of local.unreadable) plan.problems.push({ rel, reason: `cannot read this local folder (${reason})` });
   for (const rel of local.skipped) plan.problems.push({ rel, reason: "not a regular file or folder; skipped" });
-  for (const rel of local.outside) plan.problems.push({ rel, reason: "a link that leads outside the folder; skipped (--follow-links uploads what it points to)" });
+  for (const rel of local.outside)
+    plan.problems.push({ rel, reason: "a link that leads outside the folder; skipped (--follow-links uploads what it points to)" });
 
   for (const [rel, l] of local.entries) {
     if (blocked.some((b) => isUnder(rel, b))) continue;

@@ -121,7 +121,11 @@ async function withReconnect<T>(conn: RemoteConnection, signal: AbortSignal, fn:
   }
 }
 
-async function listRemote(pool: CardPool<RemoteConnection>, root: string, signal: AbortSignal): Promise<{ tree: Map<string, RemoteEntry>; rootMissing: boolean }> {
+async function listRemote(
+  pool: CardPool<RemoteConnection>,
+  root: string,
+  signal: AbortSignal,
+): Promise<{ tree: Map<string, RemoteEntry>; rootMissing: boolean }> {
   const tree = new Map<string, RemoteEntry>();
   let rootMissing = false;
   let failure: Error | undefined;
@@ -170,7 +174,13 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     events.failed(rel, reason);
   };
   /** Runs `op` on each item (one at a time when order matters); a refusal by the server fails that item only. */
-  const perItem = async (pool: CardPool<RemoteConnection>, items: readonly string[], inOrder: boolean, op: (conn: RemoteConnection, rel: string) => Promise<void>, failure: string): Promise<void> => {
+  const perItem = async (
+    pool: CardPool<RemoteConnection>,
+    items: readonly string[],
+    inOrder: boolean,
+    op: (conn: RemoteConnection, rel: string) => Promise<void>,
+    failure: string,
+  ): Promise<void> => {
     const one = async (conn: RemoteConnection, rel: string): Promise<void> => {
       try {
         await withReconnect(conn, signal, () => op(conn, rel));
@@ -227,21 +237,39 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     const remotePath = (rel: string): string => remoteJoin(opts.remoteDir, rel);
     if (rootMissing) await pool.each([opts.remoteDir], (conn, dir) => withReconnect(conn, signal, () => conn.ensureDir(dir)));
     // Deletions first: they free space on the card for what comes. Folders after their files, deepest first.
-    await perItem(pool, plan.deleteFiles, false, async (conn, rel) => {
-      await conn.removeFile(remotePath(rel));
-      result.deleted++;
-      events.deleted(rel, "file");
-    }, "cannot delete");
-    await perItem(pool, plan.deleteDirs, true, async (conn, rel) => {
-      await conn.removeDir(remotePath(rel));
-      result.deleted++;
-      events.deleted(rel, "dir");
-    }, "cannot delete the folder");
-    await perItem(pool, plan.mkdirs, true, async (conn, rel) => {
-      await conn.mkdir(remotePath(rel));
-      result.created++;
-      events.created(rel);
-    }, "cannot create the folder");
+    await perItem(
+      pool,
+      plan.deleteFiles,
+      false,
+      async (conn, rel) => {
+        await conn.removeFile(remotePath(rel));
+        result.deleted++;
+        events.deleted(rel, "file");
+      },
+      "cannot delete",
+    );
+    await perItem(
+      pool,
+      plan.deleteDirs,
+      true,
+      async (conn, rel) => {
+        await conn.removeDir(remotePath(rel));
+        result.deleted++;
+        events.deleted(rel, "dir");
+      },
+      "cannot delete the folder",
+    );
+    await perItem(
+      pool,
+      plan.mkdirs,
+      true,
+      async (conn, rel) => {
+        await conn.mkdir(remotePath(rel));
+        result.created++;
+        events.created(rel);
+      },
+      "cannot create the folder",
+    );
 
     const failedDirs = result.failed.map((f) => f.rel);
     // Uploads start with what is ready while the pending photos are converted; the queue ends with the last one.
@@ -256,7 +284,9 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
       }
       events.uploadStarted(u);
       try {
-        await withReconnect(conn, signal, () => conn.upload(u.abs, u.size, remotePath(u.rel), pool.canSetTimes ? u.mtimeMs : undefined, (sent) => events.uploadProgress(u, sent), u.why === "new"));
+        await withReconnect(conn, signal, () =>
+          conn.upload(u.abs, u.size, remotePath(u.rel), pool.canSetTimes ? u.mtimeMs : undefined, (sent) => events.uploadProgress(u, sent), u.why === "new"),
+        );
         result.uploaded++;
         result.uploadedBytes += u.size;
         events.uploaded(u);
@@ -284,7 +314,16 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     });
     events.step("Reading the photos…");
     prepared = await tools!.preparePhotos(local, photos, cache);
-    const report: PhotoReport = { converted: 0, fromCache: prepared.fromCache, convertMs: 0, sourceBytes: 0, outputBytes: 0, duplicates: prepared.duplicates, skipped: prepared.skipped, leftOut: [] };
+    const report: PhotoReport = {
+      converted: 0,
+      fromCache: prepared.fromCache,
+      convertMs: 0,
+      sourceBytes: 0,
+      outputBytes: 0,
+      duplicates: prepared.duplicates,
+      skipped: prepared.skipped,
+      leftOut: [],
+    };
     result.photos = report;
     for (const p of prepared.problems) fail(p.rel, p.reason);
     const { limit } = photos;

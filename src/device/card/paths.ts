@@ -76,10 +76,14 @@ export class CardPaths {
   /** Where a new entry at the card path `path` goes (or the entry itself, to remove or rename it): its folder must exist. */
   async creatable(path: string): Promise<CardPath> {
     const name = basename(path);
-    if (path === "/" || path === "" || name === "" || name === "." || name === "..") throw new CardError("name-not-allowed", "The card's root cannot be replaced.");
+    if (path === "/" || path === "" || name === "" || name === "." || name === "..")
+      throw new CardError("name-not-allowed", "The card's root cannot be replaced.");
     if (isInternalName(name)) throw new CardError("name-not-allowed", "That name is reserved for uploads in progress; choose another.");
     const folder = await this.existing(dirname(path));
-    const relative = path.split("/").filter((s) => s !== "" && s !== ".").join("/");
+    const relative = path
+      .split("/")
+      .filter((s) => s !== "" && s !== ".")
+      .join("/");
     return { relative, absolute: childPath(folder, name), folder };
   }
 
@@ -111,7 +115,7 @@ export class CardPaths {
     if (name.startsWith("/")) refuse("absolute paths are not allowed; give a path relative to the card");
     if (/^[A-Za-z]:/.test(name)) refuse("drive letters are not allowed; give a path relative to the card");
     const segments = name.split("/").filter((s) => s !== "" && s !== ".");
-    if (segments.includes("..")) refuse("\"..\" is not allowed; the path must stay inside the card");
+    if (segments.includes("..")) refuse('".." is not allowed; the path must stay inside the card');
     if (segments.length === 0) refuse("it names no file");
     if (segments.some(isInternalName)) refuse("that name is reserved for uploads in progress");
     if (segments.some((s) => Buffer.byteLength(s) > 255)) refuse("a path component is longer than 255 bytes");
@@ -158,7 +162,11 @@ export class CardPaths {
   async landingFolder(target: CardPath): Promise<string> {
     const dir = dirname(target.absolute);
     const refuse = (cause?: unknown): never => {
-      throw new CardError("unsafe-path", `Invalid file name "${printable(target.relative)}": a folder on its path became a link that leads outside the card while the file was being sent.`, { cause });
+      throw new CardError(
+        "unsafe-path",
+        `Invalid file name "${printable(target.relative)}": a folder on its path became a link that leads outside the card while the file was being sent.`,
+        { cause },
+      );
     };
     let real: string | undefined;
     try {
@@ -168,7 +176,15 @@ export class CardPaths {
     }
     if (real !== undefined) return this.inside(real) ? real : refuse();
     let existing = dirname(dir);
-    while (this.inside(existing) && existing !== this.root && !(await lstat(existing).then(() => true, () => false))) existing = dirname(existing);
+    while (
+      this.inside(existing) &&
+      existing !== this.root &&
+      !(await lstat(existing).then(
+        () => true,
+        () => false,
+      ))
+    )
+      existing = dirname(existing);
     if (!this.inside(await realpath(existing))) refuse();
     if (this.fatNames) this.makeFolders(existing, dir);
     else await mkdir(dir, { recursive: true });

@@ -231,7 +231,9 @@ export class Writes {
         position += total;
       } catch (e) {
         const err = e as NodeJS.ErrnoException;
-        throw err.code === "ENOSPC" ? new CardError("no-space", "Not enough free space on the card's filesystem: the upload was stopped and nothing was stored.", { cause: err }) : err;
+        throw err.code === "ENOSPC"
+          ? new CardError("no-space", "Not enough free space on the card's filesystem: the upload was stopped and nothing was stored.", { cause: err })
+          : err;
       }
     };
     const write: CardWrite = {
@@ -289,7 +291,10 @@ export class Writes {
     for (const w of writes) landings.push(await this.landings.get(w)!());
     if (this.fatNames) {
       for (const [i, l] of landings.entries()) {
-        const before = landings.slice(0, i).filter((o) => o.folder === l.folder).map((o) => o.name);
+        const before = landings
+          .slice(0, i)
+          .filter((o) => o.folder === l.folder)
+          .map((o) => o.name);
         const twin = caseTwinAmong(before, l.name) ?? fatCaseTwin(l.folder, l.name);
         if (twin !== undefined) throw new CardError("name-not-allowed", `Invalid file name "${printable(l.target.relative)}": ${caseTwinProblem(twin)}.`);
       }

@@ -76,7 +76,12 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "card", kind: "string", default: "./sdcard", help: "folder that plays the SD card (created if missing)" },
   { name: "card-size", kind: "size", help: "emulate a card of this capacity, enforced (e.g. 8GiB, 500MB, 1000000); default: the folder's filesystem" },
   { name: "state", kind: "string", default: "./framefi-state", help: "folder for the persisted settings (settings.json)" },
-  { name: "web-user", kind: "string", default: "", help: "web API user; blank = no authentication (as on the firmware: a password alone does not switch it on)" },
+  {
+    name: "web-user",
+    kind: "string",
+    default: "",
+    help: "web API user; blank = no authentication (as on the firmware: a password alone does not switch it on)",
+  },
   { name: "web-password", kind: "string", default: "", help: "web API password" },
   { name: "read-only-user", kind: "string", default: "", help: "optional read-only account: every GET allowed, every POST answered 403" },
   { name: "read-only-password", kind: "string", default: "", help: "password of the read-only account" },
@@ -85,7 +90,11 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "ftp-port", kind: "int", default: "2121", help: "FTP control port (the FTP server runs while the device is in FTP mode)" },
   { name: "ftp-passive-ports", kind: "string", help: "port range for passive FTP data connections, e.g. 50000-50100; default: any free port" },
   { name: "ftp-public-address", kind: "string", help: "IPv4 address announced in passive FTP replies when clients reach the device through NAT" },
-  { name: "ftp-stream-only", kind: "bool", help: "refuse FTP block mode (MODE B) with the firmware's 504, as the dongle does; framefi sync then opens a data connection per file" },
+  {
+    name: "ftp-stream-only",
+    kind: "bool",
+    help: "refuse FTP block mode (MODE B) with the firmware's 504, as the dongle does; framefi sync then opens a data connection per file",
+  },
   { name: "setup-host", kind: "string", help: "address of the Wi-Fi setup page after a Wi-Fi reset (default: --host)" },
   { name: "setup-port", kind: "int", default: "8081", help: "port of the Wi-Fi setup page (the device's own access point)" },
   { name: "mqtt-url", kind: "string", help: "MQTT broker, mqtt://[user:password@]host[:port]; enables the MQTT client" },
@@ -94,18 +103,39 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "mqtt-client-id", kind: "string", default: "FrameFi", help: "MQTT client id" },
   { name: "mqtt-topic-prefix", kind: "string", default: "frame-fi", help: "prefix of the MQTT topics (give each frame on one broker its own)" },
   { name: "mqtt-discovery-prefix", kind: "string", default: "homeassistant", help: "prefix of the Home Assistant MQTT discovery topics" },
-  { name: "ha-discovery", kind: "bool", help: "announce the frame to Home Assistant (MQTT discovery); leave off with the firmware's YAML (both together show every entity twice)" },
+  {
+    name: "ha-discovery",
+    kind: "bool",
+    help: "announce the frame to Home Assistant (MQTT discovery); leave off with the firmware's YAML (both together show every entity twice)",
+  },
   { name: "orientation", kind: "int", default: "1", help: "display orientation 0-3 (0 portrait, 1 landscape, 2 portrait inverted, 3 landscape inverted)" },
   { name: "brightness", kind: "int", default: "13", help: "LED brightness 0-255 until changed through the API" },
   { name: "rescan-interval", kind: "int", default: "300", help: "seconds between background rescans of the card folder" },
   { name: "boot-delay", kind: "int", default: "300", help: "milliseconds a simulated boot takes" },
-  { name: "firmware-ports", kind: "bool", help: "the dongle's ports as defaults: web API and setup page 80, FTP 21, passive data port 50009 (ports below 1024 need root or CAP_NET_BIND_SERVICE)" },
-  { name: "fat-names", kind: "bool", help: "refuse what a FAT32 card cannot hold: names with \" * : < > ? \\ |, names differing only in case, files of 4 GiB or more" },
+  {
+    name: "firmware-ports",
+    kind: "bool",
+    help: "the dongle's ports as defaults: web API and setup page 80, FTP 21, passive data port 50009 (ports below 1024 need root or CAP_NET_BIND_SERVICE)",
+  },
+  {
+    name: "fat-names",
+    kind: "bool",
+    help: 'refuse what a FAT32 card cannot hold: names with " * : < > ? \\ |, names differing only in case, files of 4 GiB or more',
+  },
   { name: "usb-gadget", kind: "bool", help: "be a real USB drive (Linux configfs gadget): the card is --card-image, mounted at --card in FTP mode" },
   { name: "card-image", kind: "string", help: "with --usb-gadget: the FAT32 card image (created with --card-size if missing) or a block device" },
   { name: "gadget-udc", kind: "string", help: "with --usb-gadget: the USB device controller to bind to (default: the first in /sys/class/udc)" },
-  { name: "allowed-host", kind: "string", help: "host names (comma-separated) the web API and setup page answer besides IP addresses, localhost and this machine's name; * = any" },
-  { name: "login-attempts", kind: "int", default: "5", help: "failed logins (web and FTP together) from one address before each further attempt must wait (1 s, doubling up to 60 s)" },
+  {
+    name: "allowed-host",
+    kind: "string",
+    help: "host names (comma-separated) the web API and setup page answer besides IP addresses, localhost and this machine's name; * = any",
+  },
+  {
+    name: "login-attempts",
+    kind: "int",
+    default: "5",
+    help: "failed logins (web and FTP together) from one address before each further attempt must wait (1 s, doubling up to 60 s)",
+  },
   { name: "request-timeout", kind: "int", default: "20", help: "seconds a request's head may take to arrive, and its body may go without bringing 4 KiB" },
 ];
 
@@ -139,7 +169,7 @@ export function helpText(): string {
   }
   lines.push(
     "  --config FILE",
-    "      JSON file whose keys are the option names above, e.g. {\"port\": 8080, \"card-size\": \"8GiB\"}  [FRAMEFI_CONFIG]",
+    '      JSON file whose keys are the option names above, e.g. {"port": 8080, "card-size": "8GiB"}  [FRAMEFI_CONFIG]',
     "  -h, --help",
     "      print this help and exit",
     "  --version",
@@ -149,11 +179,20 @@ export function helpText(): string {
 }
 
 const UNITS: Record<string, number> = {
-  "": 1, b: 1,
-  k: 1024, kb: 1000, kib: 1024,
-  m: 1024 ** 2, mb: 1000 ** 2, mib: 1024 ** 2,
-  g: 1024 ** 3, gb: 1000 ** 3, gib: 1024 ** 3,
-  t: 1024 ** 4, tb: 1000 ** 4, tib: 1024 ** 4,
+  "": 1,
+  b: 1,
+  k: 1024,
+  kb: 1000,
+  kib: 1024,
+  m: 1024 ** 2,
+  mb: 1000 ** 2,
+  mib: 1024 ** 2,
+  g: 1024 ** 3,
+  gb: 1000 ** 3,
+  gib: 1024 ** 3,
+  t: 1024 ** 4,
+  tb: 1000 ** 4,
+  tib: 1024 ** 4,
 };
 
 export function parseSize(text: string): number {
@@ -333,7 +372,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     bootDelay: inRange("boot-delay", int("boot-delay"), 0, 60_000),
     fatNames: usbGadget || bool("fat-names", raw("fat-names")),
     usbGadget: usbGadget ? { image: resolve(cwd, cardImage!), udc: raw("gadget-udc") } : undefined,
-    allowedHosts: (raw("allowed-host") ?? "").split(",").map((h) => h.trim()).filter((h) => h !== ""),
+    allowedHosts: (raw("allowed-host") ?? "")
+      .split(",")
+      .map((h) => h.trim())
+      .filter((h) => h !== ""),
     loginAttempts: inRange("login-attempts", int("login-attempts"), 1, 1_000_000),
     requestTimeout: inRange("request-timeout", int("request-timeout"), 1, 3_600),
   };

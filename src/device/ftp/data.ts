@@ -25,7 +25,12 @@ export class DataSocket extends Socket {
   /** Node reads `noDelay` (here always set: a reply's last bytes must not wait) only in the constructor. */
   constructor(buffer: Buffer, options: SocketConstructorOpts & { handle?: unknown } = {}) {
     const owner: { socket?: DataSocket } = {};
-    super({ ...options, allowHalfOpen: true, noDelay: true, onread: { buffer, callback: (n: number) => owner.socket!.arrived(buffer.subarray(0, n)) } } as SocketConstructorOpts);
+    super({
+      ...options,
+      allowHalfOpen: true,
+      noDelay: true,
+      onread: { buffer, callback: (n: number) => owner.socket!.arrived(buffer.subarray(0, n)) },
+    } as SocketConstructorOpts);
     owner.socket = this;
   }
 

@@ -55,7 +55,11 @@ export function createFtpServer(options: FtpServerOptions): FtpServer {
       else await listenOn(srv, { host, port: options.port });
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
-      throw new FtpListenError(err.code ?? "unknown", `Cannot listen for FTP on ${options.host}:${options.port}: ${err.code ?? err.message}. Choose another FTP port.`, { cause: err });
+      throw new FtpListenError(
+        err.code ?? "unknown",
+        `Cannot listen for FTP on ${options.host}:${options.port}: ${err.code ?? err.message}. Choose another FTP port.`,
+        { cause: err },
+      );
     }
     const addr = srv.address();
     bound = { host, port: typeof addr === "object" && addr ? addr.port : options.port };

@@ -25,7 +25,6 @@ const LOGIN_TIMEOUT_MS = 30_000;
 const MAX_COMMANDS_BEFORE_LOGIN = 20;
 const MAX_LOGIN_FAILURES = 3;
 
-
 /** Commands allowed before login. */
 const OPEN = new Set(["USER", "PASS", "QUIT", "FEAT", "SYST", "NOOP", "OPTS", "AUTH", "HELP"]);
 /** Commands that consume a REST offset, and those that may come between REST and the transfer. */
@@ -207,7 +206,10 @@ export class Session {
       case "FEAT":
         return this.write(211, "Features:", FEATURES);
       case "HELP":
-        return this.write(214, "Commands: USER PASS PWD CWD CDUP TYPE MODE PASV EPSV PORT EPRT LIST NLST MLSD MLST SIZE MDTM MFMT STOR APPE RETR REST ABOR DELE MKD RMD RNFR RNTO ALLO SITE FREE FEAT OPTS SYST NOOP QUIT.");
+        return this.write(
+          214,
+          "Commands: USER PASS PWD CWD CDUP TYPE MODE PASV EPSV PORT EPRT LIST NLST MLSD MLST SIZE MDTM MFMT STOR APPE RETR REST ABOR DELE MKD RMD RNFR RNTO ALLO SITE FREE FEAT OPTS SYST NOOP QUIT.",
+        );
       case "OPTS":
         return this.optsCmd(arg);
       case "AUTH":
@@ -505,7 +507,10 @@ export class Session {
 
   private async listCmd(verb: "LIST" | "NLST", arg: string): Promise<void> {
     // Clients send ls options such as "-la"; we always list the same way.
-    const target = arg.split(" ").filter((w) => !w.startsWith("-")).join(" ");
+    const target = arg
+      .split(" ")
+      .filter((w) => !w.startsWith("-"))
+      .join(" ");
     const { path, real } = await this.resolveExisting(target || ".");
     const st = await stat(real).catch(fsReply);
     const entries = st.isDirectory() ? await readFolder(this.ctx.card, real) : [await entryOf(real, path.split("/").pop()!)];
@@ -544,10 +549,13 @@ export class Session {
     });
     let received = 0;
     try {
-      await this.runTransfer(async (socket) => {
-        received = await receiveFile(write, socket, { announced, replaces, blocks: this.blockMode });
-        return received;
-      }, { direction: "upload", path });
+      await this.runTransfer(
+        async (socket) => {
+          received = await receiveFile(write, socket, { announced, replaces, blocks: this.blockMode });
+          return received;
+        },
+        { direction: "upload", path },
+      );
     } finally {
       await write.abort();
     }
@@ -657,7 +665,8 @@ export class Session {
   private portCmd(target: { host: string; port: number } | undefined): void {
     if (!target || !isIP(target.host)) throw new Reply(501, "Malformed address.");
     // Connecting anywhere but the client itself would let us be used to reach third parties (FTP bounce).
-    if (plainAddress(target.host) !== this.peer || target.port < 1024) throw new Reply(504, "Data connections go only to your own address, port 1024 or above.");
+    if (plainAddress(target.host) !== this.peer || target.port < 1024)
+      throw new Reply(504, "Data connections go only to your own address, port 1024 or above.");
     this.closeData();
     this.data = activeChannel(target.host, target.port, this.ctx.readBuffer);
     this.write(200, "PORT command successful.");

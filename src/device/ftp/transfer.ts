@@ -163,7 +163,11 @@ function receiveData(write: CardWrite, socket: DataSocket, blocks: BlockDecoder 
     let refused: CardError | undefined;
     let discarded = 0;
     const full = (): CardError =>
-      new CardError(refused!.code, refused!.code === "too-big" ? "The card cannot hold a file this big (FAT32: under 4 GiB)." : "Not enough space on the card.", { cause: refused });
+      new CardError(
+        refused!.code,
+        refused!.code === "too-big" ? "The card cannot hold a file this big (FAT32: under 4 GiB)." : "Not enough space on the card.",
+        { cause: refused },
+      );
     const settle = (failure?: unknown): void => {
       socket.intake = undefined;
       socket.off("end", onEnd).off("error", settle).off("close", onClose);

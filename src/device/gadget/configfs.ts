@@ -18,7 +18,11 @@ const ENABLE_HINT =
   "after rootwait in /boot/firmware/cmdline.txt, reboot, and plug the frame into the data port (USB, not PWR). " +
   "Elsewhere: modprobe libcomposite, mount -t configfs none /sys/kernel/config, and use a board with USB device mode.";
 
-const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
+const exists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 /** The USB device controllers the kernel has. */
 async function controllers(paths: GadgetPaths): Promise<string[]> {
@@ -90,7 +94,11 @@ export class ConfigfsGadget {
       try {
         await write("UDC", this.udc);
       } catch (e) {
-        throw new GadgetError("unsupported", `cannot bind the USB gadget to ${this.udc}: ${(e as Error).message}; is another gadget (g_ether, g_mass_storage) using it?`, { cause: e });
+        throw new GadgetError(
+          "unsupported",
+          `cannot bind the USB gadget to ${this.udc}: ${(e as Error).message}; is another gadget (g_ether, g_mass_storage) using it?`,
+          { cause: e },
+        );
       }
     }
   }

@@ -44,11 +44,17 @@ export class CardImage {
   async check(): Promise<void> {
     const result = await runCommand("fsck.vfat", ["-a", "-w", this.path]);
     if (result.stopped) {
-      throw new GadgetError("command-failed", `fsck.vfat did not finish checking the card image ${this.path} (${failure(result)}); check it by hand: fsck.vfat -a ${this.path}`);
+      throw new GadgetError(
+        "command-failed",
+        `fsck.vfat did not finish checking the card image ${this.path} (${failure(result)}); check it by hand: fsck.vfat -a ${this.path}`,
+      );
     }
     if (result.exitCode === 1) this.log(`warning: fsck.vfat repaired the card image: ${result.output.split("\n").slice(1).join(" ").slice(0, 500)}`);
     else if (result.exitCode !== 0) {
-      throw new GadgetError("command-failed", `the card image ${this.path} is not a FAT filesystem fsck.vfat can repair (exit ${result.exitCode}): ${result.output.split("\n").at(-1)}`);
+      throw new GadgetError(
+        "command-failed",
+        `the card image ${this.path} is not a FAT filesystem fsck.vfat can repair (exit ${result.exitCode}): ${result.output.split("\n").at(-1)}`,
+      );
     }
   }
 
@@ -63,7 +69,11 @@ export class CardImage {
     for (let attempt = 1; ; attempt++) {
       const result = await runCommand("umount", [this.mountPoint]);
       if (result.exitCode === 0 || !(await this.mounted())) return;
-      if (attempt >= 25) throw new GadgetError("command-failed", `cannot unmount the card image from ${this.mountPoint}: ${result.output}; close what uses it (fuser -m ${this.mountPoint})`);
+      if (attempt >= 25)
+        throw new GadgetError(
+          "command-failed",
+          `cannot unmount the card image from ${this.mountPoint}: ${result.output}; close what uses it (fuser -m ${this.mountPoint})`,
+        );
       await sleep(200);
     }
   }

@@ -32,11 +32,17 @@ export function runCommand(program: string, args: string[]): Promise<CommandResu
     execFile(program, args, { timeout: COMMAND_TIMEOUT_MS, maxBuffer: 4 * 1024 * 1024 }, (error, stdout, stderr) => {
       const output = `${stdout}${stderr}`.trim();
       const code = error?.code;
-      if (code === "ENOENT") reject(new GadgetError("unsupported", `${program} is not installed; install it (apt-get install dosfstools mount)`, { cause: error }));
+      if (code === "ENOENT")
+        reject(new GadgetError("unsupported", `${program} is not installed; install it (apt-get install dosfstools mount)`, { cause: error }));
       else if (!error) resolve({ exitCode: 0, output });
       else if (typeof code === "number") resolve({ exitCode: code, output });
       // Killed, timed out or its output too large: never mistaken for an exit code (fsck.vfat's 1 means "repaired").
-      else resolve({ exitCode: -1, output, stopped: error.killed ? `stopped after ${COMMAND_TIMEOUT_MS / 1000} s` : `killed by ${error.signal ?? error.message}` });
+      else
+        resolve({
+          exitCode: -1,
+          output,
+          stopped: error.killed ? `stopped after ${COMMAND_TIMEOUT_MS / 1000} s` : `killed by ${error.signal ?? error.message}`,
+        });
     });
   });
 }

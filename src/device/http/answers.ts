@@ -116,7 +116,9 @@ export function watchBodyProgress(req: IncomingMessage, res: ServerResponse, wat
       // Destroying the request (not only its socket) tells whoever reads the body, answered or not.
       if (res.headersSent) req.destroy();
       else {
-        sendError(res, 408, `The request body arrived too slowly (under ${watch.minBytes} bytes in ${watch.windowMs / 1000} s); the connection is closed.`, { Connection: "close" });
+        sendError(res, 408, `The request body arrived too slowly (under ${watch.minBytes} bytes in ${watch.windowMs / 1000} s); the connection is closed.`, {
+          Connection: "close",
+        });
         res.once("finish", () => req.destroy());
       }
       return;
@@ -197,7 +199,9 @@ export function limitConnections(server: Server, limits: ConnectionLimits): (req
     if (open >= limits.total || fromAddress >= limits.perAddress) {
       const body = JSON.stringify({ status: "error", message: "Too many open connections: try again in a moment." });
       refused.add(socket);
-      socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n${body}`,
+      );
       socket.destroySoon();
       return;
     }

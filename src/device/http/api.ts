@@ -63,12 +63,14 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
   const modeAnswer: Handler = (_req, res) => sendJson(res, 200, bodies.mode(state.snapshot().mode));
   // The answer comes once the switch is done, so a switch that fails (FTP port taken, …) answers an error
   // instead of a success the device cannot keep.
-  const switchMode = (mode: Mode): Handler => async (_req, res) => {
-    if (!state.setMode(mode)) return sendJson(res, 200, bodies.alreadyIn(mode));
-    const failure = await state.switchOutcome(mode);
-    if (failure) sendError(res, 500, `Could not switch to ${MODE_LABELS[mode]} mode: ${failure} The device stays in USB MSC mode.`);
-    else sendJson(res, 200, bodies.switching(mode));
-  };
+  const switchMode =
+    (mode: Mode): Handler =>
+    async (_req, res) => {
+      if (!state.setMode(mode)) return sendJson(res, 200, bodies.alreadyIn(mode));
+      const failure = await state.switchOutcome(mode);
+      if (failure) sendError(res, 500, `Could not switch to ${MODE_LABELS[mode]} mode: ${failure} The device stays in USB MSC mode.`);
+      else sendJson(res, 200, bodies.switching(mode));
+    };
 
   route("GET", "/", async (_req, res) => {
     const s = state.snapshot();
@@ -100,10 +102,12 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
   route("POST", "/display/toggle", (_req, res) => sendJson(res, 200, bodies.displayToggled(state.setDisplay("toggle"))));
 
   route("GET", "/mqtt/status", (_req, res) => sendJson(res, 200, bodies.mqttStatus(state.snapshot().mqtt)));
-  const mqttAction = (action: "enable" | "disable" | "toggle"): Handler => async (_req, res) => {
-    await state.setMqttEnabled(action === "toggle" ? "toggle" : action === "enable").saved;
-    sendJson(res, 200, bodies.mqttDone(action));
-  };
+  const mqttAction =
+    (action: "enable" | "disable" | "toggle"): Handler =>
+    async (_req, res) => {
+      await state.setMqttEnabled(action === "toggle" ? "toggle" : action === "enable").saved;
+      sendJson(res, 200, bodies.mqttDone(action));
+    };
   route("POST", "/mqtt/enable", mqttAction("enable"));
   route("POST", "/mqtt/disable", mqttAction("disable"));
   route("POST", "/mqtt/toggle", mqttAction("toggle"));
@@ -184,7 +188,12 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     if (refuseForeign(req, res, ctx.hosts)) return;
     const methods = routes.get(url.pathname);
     if (!methods) {
-      sendErrorAndClose(req, res, 404, `Not found: ${req.method} ${url.pathname}. This device serves the FrameFi firmware's API (GET / for its status) and its web panel at /panel/.`);
+      sendErrorAndClose(
+        req,
+        res,
+        404,
+        `Not found: ${req.method} ${url.pathname}. This device serves the FrameFi firmware's API (GET / for its status) and its web panel at /panel/.`,
+      );
       return;
     }
     const wait = needsLogin() ? ctx.throttle.retryAfter(req.socket.remoteAddress) : 0;
@@ -203,7 +212,9 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     const method = (req.method === "HEAD" ? "GET" : req.method) as Method;
     const handler = methods[method];
     if (!handler) {
-      const allow = Object.keys(methods).flatMap((m) => (m === "GET" ? ["GET", "HEAD"] : [m])).join(", ");
+      const allow = Object.keys(methods)
+        .flatMap((m) => (m === "GET" ? ["GET", "HEAD"] : [m]))
+        .join(", ");
       sendErrorAndClose(req, res, 405, `Method ${req.method} is not allowed on ${url.pathname}; use ${allow}.`, { Allow: allow });
       return;
     }
@@ -213,7 +224,8 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     }
     const fail = (e: unknown): void => {
       ctx.log(`internal error on ${req.method} ${url.pathname}: ${(e as Error).stack ?? String(e)}`);
-      if (!res.headersSent) sendErrorAndClose(req, res, 500, `Internal error while handling ${req.method} ${url.pathname}: ${(e as Error).message}. The service keeps running.`);
+      if (!res.headersSent)
+        sendErrorAndClose(req, res, 500, `Internal error while handling ${req.method} ${url.pathname}: ${(e as Error).message}. The service keeps running.`);
       else res.destroy();
     };
     try {

@@ -85,7 +85,12 @@ export function refuseForeign(req: IncomingMessage, res: ServerResponse, policy:
   }
   const crossSite = crossSiteReason(req);
   if (crossSite) {
-    sendErrorEarly(req, res, 403, `Forbidden: a ${req.method} from a web page of another site is refused, since ${crossSite}; open the device's own page or call the API directly.`);
+    sendErrorEarly(
+      req,
+      res,
+      403,
+      `Forbidden: a ${req.method} from a web page of another site is refused, since ${crossSite}; open the device's own page or call the API directly.`,
+    );
     return true;
   }
   return false;

@@ -17,8 +17,7 @@ export interface SetupContext {
   restart: () => void;
 }
 
-const escape = (s: string): string =>
-  s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+const escape = (s: string): string => s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 
 function page(title: string, body: string): string {
   return `<!DOCTYPE html>
@@ -32,9 +31,7 @@ input{width:100%;padding:.4em;box-sizing:border-box}button{margin-top:1em;width:
 
 function field(name: string, label: string, value: string, opts: { password?: boolean; maxlength: number }): string {
   const type = opts.password ? "password" : "text";
-  const toggle = opts.password
-    ? `<label><input type="checkbox" style="width:auto" onclick="f2('${name}')"> Show Password</label>`
-    : "";
+  const toggle = opts.password ? `<label><input type="checkbox" style="width:auto" onclick="f2('${name}')"> Show Password</label>` : "";
   return `<label for="${name}">${escape(label)}</label><input id="${name}" name="${name}" type="${type}" maxlength="${opts.maxlength}" value="${escape(value)}">${toggle}`;
 }
 
@@ -134,7 +131,10 @@ export function parseSetupForm(form: URLSearchParams, current: Settings, ctx: Pi
   const webPassword = secret("web_pass");
   const changesWeb = (webUser !== undefined && webUser !== current.webUser) || (webPassword !== undefined && !ctx.isWebPassword(webPassword));
   if (changesWeb && webLoginSet(current) && !ctx.isWebPassword(form.get(CURRENT_WEB_PASS) ?? "")) {
-    return { error: "The web user and password were set before the reset: enter the current web password to change them, or leave them as they are.", status: 403 };
+    return {
+      error: "The web user and password were set before the reset: enter the current web password to change them, or leave them as they are.",
+      status: 403,
+    };
   }
   if (changesWeb) {
     set("webUser", webUser);
@@ -179,7 +179,10 @@ export function createSetupHandler(ctx: SetupContext): (req: IncomingMessage, re
     sendHtml(
       res,
       200,
-      page("FrameFi Setup", `<h1>Credentials saved</h1><p>FrameFi is joining <b>${escape(checked.values.wifiSsid ?? "")}</b> and restarting; its web API answers on its usual address in a moment.</p>`),
+      page(
+        "FrameFi Setup",
+        `<h1>Credentials saved</h1><p>FrameFi is joining <b>${escape(checked.values.wifiSsid ?? "")}</b> and restarting; its web API answers on its usual address in a moment.</p>`,
+      ),
     );
   };
   return (req, res) => {
@@ -192,7 +195,10 @@ export function createSetupHandler(ctx: SetupContext): (req: IncomingMessage, re
     if (path === "/wifisave" || path === "/paramsave") {
       if (req.method !== "POST") {
         // A GET could come from any <img> on any page: saving takes a POST of the form.
-        sendHtml(res, 405, setupForm(ctx, "Settings are saved with the form's Save button (a POST), not by opening an address."), { Allow: "POST", Connection: "close" });
+        sendHtml(res, 405, setupForm(ctx, "Settings are saved with the form's Save button (a POST), not by opening an address."), {
+          Allow: "POST",
+          Connection: "close",
+        });
         req.resume();
         return;
       }

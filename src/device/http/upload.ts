@@ -32,7 +32,8 @@ function statusFor(e: unknown): { status: number; message: string } {
   if (code === "ENOSPC") return { status: 507, message: "Not enough free space on the card's filesystem: the upload was stopped and nothing was stored." };
   if (code === "EDQUOT") return { status: 507, message: "The disk quota is used up: the upload was stopped and nothing was stored." };
   if (code === "ENAMETOOLONG") return { status: 400, message: "Invalid file name: it is too long." };
-  if (code === "EACCES" || code === "EPERM" || code === "EROFS") return { status: 500, message: `The card folder cannot be written (${code}): check its permissions; nothing was stored.` };
+  if (code === "EACCES" || code === "EPERM" || code === "EROFS")
+    return { status: 500, message: `The card folder cannot be written (${code}): check its permissions; nothing was stored.` };
   return { status: 500, message: `Failed to write the file: ${(e as Error).message}.` };
 }
 

@@ -63,9 +63,11 @@ export interface MqttStatus {
   connected: boolean;
 }
 
-const swVersion = (JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as {
-  version: string;
-}).version;
+const swVersion = (
+  JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as {
+    version: string;
+  }
+).version;
 
 const silent: MqttLog = { info: () => {}, warn: () => {} };
 
@@ -223,11 +225,7 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
       if (client !== this.#client) return;
       this.#client = undefined;
       client.end(true);
-      const code = connectedHere
-        ? failure === MqttState.CONNECTION_TIMEOUT
-          ? failure
-          : MqttState.CONNECTION_LOST
-        : (failure ?? MqttState.CONNECT_FAILED);
+      const code = connectedHere ? (failure === MqttState.CONNECTION_TIMEOUT ? failure : MqttState.CONNECTION_LOST) : (failure ?? MqttState.CONNECT_FAILED);
       if (code !== this.#state) {
         const what = connectedHere ? "MQTT connection lost" : `MQTT connection to ${redact(this.#url)} failed`;
         this.#o.log.warn(`${what} (state ${code}${reason ? `: ${reason}` : ""}); retrying every ${this.#o.retryMs / 1000} s.`);
@@ -255,9 +253,7 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
       // Off, the configs an earlier run retained are cleared (an empty retained message deletes them), so
       // Home Assistant does not keep a second set of entities beside a user's own YAML.
       const on = this.#o.discovery;
-      await Promise.all(
-        configs.map((m) => client.publishAsync(m.topic, on ? JSON.stringify(m.config) : "", { qos: 1, retain: true })),
-      );
+      await Promise.all(configs.map((m) => client.publishAsync(m.topic, on ? JSON.stringify(m.config) : "", { qos: 1, retain: true })));
       await client.publishAsync(t.availability, "online", { qos: 1, retain: true });
     } catch (err) {
       // The connection went away mid-way; the close handler records the state and retries.

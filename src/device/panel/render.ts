@@ -96,7 +96,8 @@ class Tft {
     for (const piece of this.wrap(text)) {
       const visible = piece.text.trimEnd();
       const lead = visible.length - visible.trimStart().length;
-      if (visible.trim() !== "") this.ops.push({ kind: "text", x: piece.x + lead * CELL_W, y: piece.y, text: visible.trimStart(), color: this.color, tall: false });
+      if (visible.trim() !== "")
+        this.ops.push({ kind: "text", x: piece.x + lead * CELL_W, y: piece.y, text: visible.trimStart(), color: this.color, tall: false });
     }
   }
 

@@ -95,7 +95,10 @@ interface FlagDef {
 export class FlagError extends Error {
   override readonly name = "FlagError";
   readonly code = "EFLAG";
-  constructor(message: string, readonly exitCode: number) {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
     super(message);
   }
 }
@@ -209,7 +212,8 @@ const FLAGS: FlagDef[] = [
   {
     name: "jobs",
     kind: "bool",
-    usage: "make every triggered execution a job: its id in the X-Job-Id answer header, its state and output at GET /jobs/<id>, recent ones at GET /jobs?hook=ID (outside the hook URL prefix)",
+    usage:
+      "make every triggered execution a job: its id in the X-Job-Id answer header, its state and output at GET /jobs/<id>, recent ones at GET /jobs?hook=ID (outside the hook URL prefix)",
     set: (o, v) => (o.jobs = parseGoBool(v)),
   },
   {
@@ -282,7 +286,8 @@ const FLAGS: FlagDef[] = [
   {
     name: "max-background",
     kind: "int",
-    usage: "max-concurrency of hooks that answer before their command runs (no output capture or streaming) when neither the hook nor -max-concurrency sets one; more wait in the hook's queue (-max-queue); 0 is no limit",
+    usage:
+      "max-concurrency of hooks that answer before their command runs (no output capture or streaming) when neither the hook nor -max-concurrency sets one; more wait in the hook's queue (-max-queue); 0 is no limit",
     option: "maxBackground",
     set: (o, v) => (o.maxBackground = parseCount(v)),
   },
@@ -387,7 +392,8 @@ const FLAGS: FlagDef[] = [
   {
     name: "queue",
     kind: "string",
-    usage: "share the hooks' queues with other instances through NATS JetStream at this URL (nats://[user:password@]HOST:PORT, tls://… for TLS; several comma-separated); max-concurrency and max-queue then hold over all instances together",
+    usage:
+      "share the hooks' queues with other instances through NATS JetStream at this URL (nats://[user:password@]HOST:PORT, tls://… for TLS; several comma-separated); max-concurrency and max-queue then hold over all instances together",
     option: "queue",
     set: (o, v) => (o.queue = v),
   },
@@ -401,7 +407,8 @@ const FLAGS: FlagDef[] = [
   {
     name: "queue-key-file",
     kind: "string",
-    usage: "with -queue: a file holding a key (at least 16 bytes) every instance shares; each signs the messages it publishes with it and refuses messages not signed with it",
+    usage:
+      "with -queue: a file holding a key (at least 16 bytes) every instance shares; each signs the messages it publishes with it and refuses messages not signed with it",
     option: "queueKeyFile",
     set: (o, v) => (o.queueKeyFile = v),
   },
@@ -430,8 +437,7 @@ const FLAGS: FlagDef[] = [
   {
     name: "socket",
     kind: "string",
-    usage:
-      "path to a Unix socket (e.g. /tmp/webhook.sock) to use instead of listening on an ip and port; if specified, the ip and port options are ignored",
+    usage: "path to a Unix socket (e.g. /tmp/webhook.sock) to use instead of listening on an ip and port; if specified, the ip and port options are ignored",
     option: "socket",
     set: (o, v) => (o.socket = v),
   },
@@ -453,7 +459,8 @@ const FLAGS: FlagDef[] = [
   {
     name: "validate",
     kind: "bool",
-    usage: "check the hooks files (rendered with -template if given), print each problem with file, line and hook id, and exit: 0 when there are none, 1 otherwise",
+    usage:
+      "check the hooks files (rendered with -template if given), print each problem with file, line and hook id, and exit: 0 when there are none, 1 otherwise",
     set: (o, v) => (o.validate = parseGoBool(v)),
   },
   { name: "verbose", kind: "bool", usage: "show verbose output", option: "verbose", set: (o, v) => (o.verbose = parseGoBool(v)) },

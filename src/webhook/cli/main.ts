@@ -146,7 +146,10 @@ async function main(): Promise<void> {
   const log = new Log(opts.verbose, (s) => void process.stderr.write(s), opts.logFormat);
   const runner = new Runner();
   // With -queue the job records live in the NATS server (kv-records.ts), with -jobs or not.
-  const records = opts.jobs && opts.queue === "" ? new MemoryRecords({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m)) : undefined;
+  const records =
+    opts.jobs && opts.queue === ""
+      ? new MemoryRecords({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m))
+      : undefined;
   let jobs = records ? new JobStore(records, opts.jobsOutput) : undefined;
   const flagSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
   let queue: NatsQueue | undefined;
@@ -173,7 +176,14 @@ async function main(): Promise<void> {
         superseded: (hook) => app.superseded(hook),
       };
       const retention = { keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, outputBytes: opts.jobsOutput };
-      queue = await NatsQueue.connect({ url: opts.queue, ackWaitMs: opts.queueAckWaitMs, log, runner: jobRunner, jobs: retention, signer: new QueueSigner(key) });
+      queue = await NatsQueue.connect({
+        url: opts.queue,
+        ackWaitMs: opts.queueAckWaitMs,
+        log,
+        runner: jobRunner,
+        jobs: retention,
+        signer: new QueueSigner(key),
+      });
     } catch (e) {
       if (!(e instanceof QueueConnectError)) throw e;
       fatal(e.message);
@@ -276,7 +286,8 @@ async function main(): Promise<void> {
   log.print(`version ${REFERENCE_VERSION} starting (FrameFi bin/webhook ${version()})`);
   log.setSecrets(flagSecrets);
   records?.load();
-  if (queue && opts.jobsFile !== "") log.always("warning: -jobs-file is not used with -queue: the job records live in the NATS server (key-value bucket webhook_jobs)");
+  if (queue && opts.jobsFile !== "")
+    log.always("warning: -jobs-file is not used with -queue: the job records live in the NATS server (key-value bucket webhook_jobs)");
   if (jobs && opts.jobsToken === "" && opts.jobsAuth === "") {
     log.always("warning: /jobs answers anyone who can reach this server, and job output may hold secrets; set -jobs-token or -jobs-auth");
   }
@@ -288,7 +299,10 @@ async function main(): Promise<void> {
   loadHooks(registry, opts, log);
   if (opts.hotreload) registry.watch();
   await app.queueReady;
-  if (queue) log.print(`sharing the hooks' queues through NATS JetStream at ${queue.address}${opts.queueKeyFile !== "" ? ", messages signed with the key in -queue-key-file" : ""}`);
+  if (queue)
+    log.print(
+      `sharing the hooks' queues through NATS JetStream at ${queue.address}${opts.queueKeyFile !== "" ? ", messages signed with the key in -queue-key-file" : ""}`,
+    );
   transport.open();
 
   const scheme = opts.secure ? "https" : "http";

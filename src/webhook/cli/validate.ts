@@ -61,7 +61,8 @@ export function validateHooksFiles(paths: string[], options: LoadOptions): Valid
       const label = `hook #${i + 1} (id ${JSON.stringify(hook.id)})`;
       for (const key of unknownFields(raw)) problems.push(`${at}: ${label}: "${key}" is not a hook field, so it is ignored (a typo?)`);
       for (const type of matchTypes(hook["trigger-rule"])) {
-        if (!MATCH_TYPES.has(type) && !isSignatureType(type)) problems.push(`${at}: ${label}: match type ${JSON.stringify(type)} does not exist, so the match is never true`);
+        if (!MATCH_TYPES.has(type) && !isSignatureType(type))
+          problems.push(`${at}: ${label}: match type ${JSON.stringify(type)} does not exist, so the match is never true`);
       }
       if (hook.id === "") problems.push(`${at}: ${label}: the hook has no "id"`);
       if (hook["execute-command"] === "") problems.push(`${at}: ${label}: the hook has no "execute-command"`);

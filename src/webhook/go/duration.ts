@@ -1,6 +1,6 @@
 // Go's time.Duration: parsing ("30s", "1m30s") and printing ("1.234567ms").
 
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, "μs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Go's time.ParseDuration ("30s", "1m30s", "1.5h", "0"), in milliseconds. */
 export function parseGoDuration(s: string): number {

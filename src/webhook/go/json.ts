@@ -58,14 +58,30 @@ export function parseJson(text: string): JsonValue {
       const e = text[i + 1];
       i += 2;
       switch (e) {
-        case '"': out += '"'; break;
-        case "\\": out += "\\"; break;
-        case "/": out += "/"; break;
-        case "b": out += "\b"; break;
-        case "f": out += "\f"; break;
-        case "n": out += "\n"; break;
-        case "r": out += "\r"; break;
-        case "t": out += "\t"; break;
+        case '"':
+          out += '"';
+          break;
+        case "\\":
+          out += "\\";
+          break;
+        case "/":
+          out += "/";
+          break;
+        case "b":
+          out += "\b";
+          break;
+        case "f":
+          out += "\f";
+          break;
+        case "n":
+          out += "\n";
+          break;
+        case "r":
+          out += "\r";
+          break;
+        case "t":
+          out += "\t";
+          break;
         case "u": {
           const hex = text.slice(i, i + 4);
           if (!/^[0-9a-fA-F]{4}$/.test(hex)) fail("in \\u hexadecimal character escape");
@@ -188,7 +204,10 @@ const ESC: Record<string, string> = {
 function quote(s: string): string {
   return (
     '"' +
-    s.replace(/["\\\n\r\t<>&\u2028\u2029\u0000-\u001f]|[\udc80-\udcff]/gu, (c) => ESC[c] ?? (c.charCodeAt(0) >= 0xdc80 ? "\\ufffd" : "\\u00" + c.charCodeAt(0).toString(16).padStart(2, "0"))) +
+    s.replace(
+      /["\\\n\r\t<>&\u2028\u2029\u0000-\u001f]|[\udc80-\udcff]/gu,
+      (c) => ESC[c] ?? (c.charCodeAt(0) >= 0xdc80 ? "\\ufffd" : "\\u00" + c.charCodeAt(0).toString(16).padStart(2, "0")),
+    ) +
     '"'
   );
 }

@@ -18,7 +18,12 @@ export function cleanPath(p: string): string {
 /** Go's URL path unescaping over the target's bytes: %XX to bytes; undefined for a malformed escape (Go answers 400). */
 export function pathUnescape(p: string): string | undefined {
   if (/%(?![0-9a-fA-F]{2})/.test(p)) return undefined;
-  return decodeBytes(Buffer.from(p.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), "latin1"));
+  return decodeBytes(
+    Buffer.from(
+      p.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))),
+      "latin1",
+    ),
+  );
 }
 
 /** Go's url.QueryUnescape over a string of bytes (one char per byte); undefined for a malformed escape. */

@@ -25,9 +25,7 @@ export class ConfigError extends Error {
 /** The Go type of a field, as encoding/json fills it. */
 type GoType =
   /** count: ours, an int that must not be negative. */
-  | { kind: "string" | "bool" | "int" | "count" }
-  | { kind: "slice"; elem: GoType }
-  | { kind: "struct"; fields: Record<string, GoType> };
+  { kind: "string" | "bool" | "int" | "count" } | { kind: "slice"; elem: GoType } | { kind: "struct"; fields: Record<string, GoType> };
 
 const STRING: GoType = { kind: "string" };
 const BOOL: GoType = { kind: "bool" };
@@ -46,7 +44,16 @@ const ARGUMENT_FIELDS: FieldsOf<Argument> = {
   "headers-to-add-to-signature-payload": slice(STRING),
 };
 const ARGUMENT: GoType = { kind: "struct", fields: ARGUMENT_FIELDS };
-const MATCH_FIELDS: FieldsOf<MatchRule> = { type: STRING, regex: STRING, secret: STRING, value: STRING, parameter: ARGUMENT, "ip-range": STRING, redact: BOOL, tolerance: STRING };
+const MATCH_FIELDS: FieldsOf<MatchRule> = {
+  type: STRING,
+  regex: STRING,
+  secret: STRING,
+  value: STRING,
+  parameter: ARGUMENT,
+  "ip-range": STRING,
+  redact: BOOL,
+  tolerance: STRING,
+};
 const RULE: GoType = { kind: "struct", fields: {} };
 Object.assign((RULE as { fields: Record<string, GoType> }).fields, {
   and: slice(RULE),
@@ -108,7 +115,10 @@ function describe(v: YamlValue): string {
  * letters that fold to ASCII ones (ſ to s, the Kelvin sign to k).
  */
 function fold(key: string): string {
-  return key.replace(/\u017f/g, "s").replace(/\u212a/g, "k").replace(/[A-Z]/g, (c) => c.toLowerCase());
+  return key
+    .replace(/\u017f/g, "s")
+    .replace(/\u212a/g, "k")
+    .replace(/[A-Z]/g, (c) => c.toLowerCase());
 }
 
 function fieldFor(fields: Record<string, GoType>, key: string): string | undefined {
@@ -209,14 +219,16 @@ function checkOwnFields(hook: Record<string, unknown>): void {
   }
   const dedup = hook["deduplicate"] as Deduplicate | undefined;
   if (dedup) {
-    if (!dedup.id) throw new ConfigError(`"deduplicate" needs "id": the request value naming a delivery, e.g. {"source": "header", "name": "X-GitHub-Delivery"}`);
+    if (!dedup.id)
+      throw new ConfigError(`"deduplicate" needs "id": the request value naming a delivery, e.g. {"source": "header", "name": "X-GitHub-Delivery"}`);
     let ms = -1;
     try {
       ms = parseGoDuration(dedup.window ?? DEDUP_WINDOW_DEFAULT);
     } catch {
       // reported below
     }
-    if (ms <= 0 || ms > MAX_DEDUP_WINDOW) throw new ConfigError(`"deduplicate"."window" must be a duration from "1s" to "24h" such as "10m", not ${JSON.stringify(dedup.window)}`);
+    if (ms <= 0 || ms > MAX_DEDUP_WINDOW)
+      throw new ConfigError(`"deduplicate"."window" must be a duration from "1s" to "24h" such as "10m", not ${JSON.stringify(dedup.window)}`);
   }
 }
 

@@ -31,10 +31,14 @@ function duration(text: string, field: string, min: number): number {
 export function runPolicy(hook: Hook): RunPolicy {
   const answersLater = hook["include-command-output-in-response"] === true || hook["stream-command-output"] === true;
   const async = hook["async-response"] === true;
-  if (async && answersLater) throw new Error('"async-response" answers before the command runs: drop include-command-output-in-response and stream-command-output (the job keeps the output)');
+  if (async && answersLater)
+    throw new Error(
+      '"async-response" answers before the command runs: drop include-command-output-in-response and stream-command-output (the job keeps the output)',
+    );
   const debounce = hook.debounce;
   const debounceMs = debounce === undefined || debounce === "" ? 0 : duration(debounce, "debounce", 1);
-  if (debounceMs > 0 && answersLater) throw new Error('"debounce" answers before the command runs: drop include-command-output-in-response and stream-command-output');
+  if (debounceMs > 0 && answersLater)
+    throw new Error('"debounce" answers before the command runs: drop include-command-output-in-response and stream-command-output');
   let retry: RetryPolicy | undefined;
   const r = hook.retry;
   if (r !== undefined) {

@@ -106,7 +106,9 @@ function checkTimestamp(m: MatchRule, text: string, now: number): void {
   const toleranceMs = parseGoDuration(m.tolerance ?? DEFAULT_TOLERANCE);
   const skewMs = Math.abs(now - Number(text) * 1000);
   if (skewMs > toleranceMs) {
-    throw new SignatureError(`invalid payload signature outdated: timestamp ${text} is ${Math.round(skewMs / 1000)}s from now, beyond the tolerance of ${m.tolerance ?? DEFAULT_TOLERANCE}`);
+    throw new SignatureError(
+      `invalid payload signature outdated: timestamp ${text} is ${Math.round(skewMs / 1000)}s from now, beyond the tolerance of ${m.tolerance ?? DEFAULT_TOLERANCE}`,
+    );
   }
 }
 
@@ -127,7 +129,10 @@ function verifyStandard(m: MatchRule, r: HookRequest, secret: string, now: numbe
   if (!key) throw new Error('a standard-webhooks "secret" is "whsec_" followed by the base64 key the sender shows');
   const digest = hmac("sha256", key, `${id}.${ts}.`, r.rawBody);
   // Any one signature may match: a sender rotating its key signs with the old and the new one.
-  const given = sigs.split(" ").filter((s) => s.startsWith("v1,")).map((s) => s.slice(3));
+  const given = sigs
+    .split(" ")
+    .filter((s) => s.startsWith("v1,"))
+    .map((s) => s.slice(3));
   if (!given.some((s) => sameDigest(digest, s, "base64"))) throw new SignatureError(`invalid payload signatures [${given.join(" ")}]`);
   checkTimestamp(m, ts, now);
   return true;

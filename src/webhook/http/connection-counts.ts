@@ -23,7 +23,10 @@ export function clientKey(ip: string | undefined): string | undefined {
   const h = groups(head);
   const t = tail === undefined ? [] : groups(tail);
   const all = [...h, ...Array<string>(Math.max(0, 8 - h.length - t.length)).fill("0"), ...t];
-  return `${all.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(":")}::/64`;
+  return `${all
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(":")}::/64`;
 }
 
 export class ConnectionCounts {

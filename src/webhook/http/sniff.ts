@@ -64,7 +64,25 @@ const text: Signature = (data, start) => {
 const RIFF_MASK = "\xff\xff\xff\xff\x00\x00\x00\x00\xff\xff\xff\xff";
 
 const SIGNATURES: Signature[] = [
-  ...["<!DOCTYPE HTML", "<HTML", "<HEAD", "<SCRIPT", "<IFRAME", "<H1", "<DIV", "<FONT", "<TABLE", "<A", "<STYLE", "<TITLE", "<B", "<BODY", "<BR", "<P", "<!--"].map(html),
+  ...[
+    "<!DOCTYPE HTML",
+    "<HTML",
+    "<HEAD",
+    "<SCRIPT",
+    "<IFRAME",
+    "<H1",
+    "<DIV",
+    "<FONT",
+    "<TABLE",
+    "<A",
+    "<STYLE",
+    "<TITLE",
+    "<B",
+    "<BODY",
+    "<BR",
+    "<P",
+    "<!--",
+  ].map(html),
   masked("\xff\xff\xff\xff\xff", "<?xml", "text/xml; charset=utf-8", true),
   exact("%PDF-", "application/pdf"),
   exact("%!PS-Adobe-", "application/postscript"),

@@ -173,7 +173,14 @@ function starResponse(method: string): HttpResponse {
 /** The reasons Go's server names in its status line and body ("400 Bad Request: missing required Host header"). */
 const GO_NAMED = new Set(["missing required Host header", "invalid header name", "invalid header value", "unsupported protocol version"]);
 /** The reasons Go's server answers with a bare "400 Bad Request". */
-const GO_BARE = new Set(["malformed HTTP request", "malformed HTTP version", "malformed MIME header line", "invalid Content-Length", "too many transfer encodings", "too many Host headers"]);
+const GO_BARE = new Set([
+  "malformed HTTP request",
+  "malformed HTTP version",
+  "malformed MIME header line",
+  "invalid Content-Length",
+  "too many transfer encodings",
+  "too many Host headers",
+]);
 const GO_ERROR_HEADERS = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n";
 
 /**

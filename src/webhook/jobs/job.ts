@@ -49,7 +49,14 @@ const JOB_STATES: ReadonlySet<string> = new Set(["queued", "running", ...FINAL_S
 /** Whether `v` has a job's required fields, as a history file or another instance stored it (a missing output becomes ""). */
 export function isJob(v: unknown): v is Job {
   const job = v as Partial<Job> | null;
-  const ok = typeof job === "object" && job !== null && typeof job.id === "string" && typeof job.hook === "string" && JOB_STATES.has(String(job.state)) && Array.isArray(job.attempts) && typeof job.created === "string";
+  const ok =
+    typeof job === "object" &&
+    job !== null &&
+    typeof job.id === "string" &&
+    typeof job.hook === "string" &&
+    JOB_STATES.has(String(job.state)) &&
+    Array.isArray(job.attempts) &&
+    typeof job.created === "string";
   if (ok) job.output = typeof job.output === "string" ? job.output : "";
   return ok;
 }

@@ -40,7 +40,8 @@ export class MemoryRecords implements JobRecords {
     try {
       text = readFileSync(file, "utf8");
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "ENOENT") this.warn(`cannot read the jobs file ${file} (${(e as Error).message}); starting with an empty job history`);
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT")
+        this.warn(`cannot read the jobs file ${file} (${(e as Error).message}); starting with an empty job history`);
       return;
     }
     let jobs: Job[];

@@ -38,7 +38,10 @@ export function answerJobs(r: JobsRequest, store: JobStore, access: JobsAccess):
   const denied = checkAccess(r.authorization, access);
   if (denied) return denied;
   const id = r.path.slice("/jobs/".length);
-  if (id !== "") return settle(store.get(id), (job) => (job ? json(200, job) : json(404, { error: `no job ${id}: it never existed or is older than the history keeps (-jobs-keep, -jobs-max-age)` })));
+  if (id !== "")
+    return settle(store.get(id), (job) =>
+      job ? json(200, job) : json(404, { error: `no job ${id}: it never existed or is older than the history keeps (-jobs-keep, -jobs-max-age)` }),
+    );
   const params = new URLSearchParams(r.query);
   const hook = params.get("hook") ?? undefined;
   const state = params.get("state") ?? undefined;

@@ -141,7 +141,16 @@ export function prefix(now = new Date()): string {
 }
 
 /** The reference's request log line for an answered request (and, with -debug, the request and response dump). */
-export function logExchange(log: Log, debug: boolean, head: RequestHead, rid: string, start: bigint, res: HttpResponse, body?: Buffer, fields?: LogFields): void {
+export function logExchange(
+  log: Log,
+  debug: boolean,
+  head: RequestHead,
+  rid: string,
+  start: bigint,
+  res: HttpResponse,
+  body?: Buffer,
+  fields?: LogFields,
+): void {
   if (!log.enabled) return;
   if (debug) log.raw(dump(rid, head, body, res), fields);
   const elapsed = goDuration(process.hrtime.bigint() - start);

@@ -28,7 +28,12 @@ function encodeRecord(job: Job, maxBytes: number, signer: QueueSigner): Buffer {
   let data = signer.seal(subject, Buffer.from(JSON.stringify(fitted)));
   while (data.length > maxBytes && (fitted.output !== "" || (fitted.stderr ?? "") !== "")) {
     const half = (s: string): string => s.slice(Math.ceil(s.length / 2));
-    fitted = { ...fitted, output: half(fitted.output), outputCut: job.outputCut ?? Buffer.byteLength(job.output), ...(fitted.stderr !== undefined ? { stderr: half(fitted.stderr) } : {}) };
+    fitted = {
+      ...fitted,
+      output: half(fitted.output),
+      outputCut: job.outputCut ?? Buffer.byteLength(job.output),
+      ...(fitted.stderr !== undefined ? { stderr: half(fitted.stderr) } : {}),
+    };
     data = signer.seal(subject, Buffer.from(JSON.stringify(fitted)));
   }
   return data;
@@ -38,7 +43,11 @@ function encodeRecord(job: Job, maxBytes: number, signer: QueueSigner): Buffer {
  * The record stored on `subject` (its key's subject), or why it is refused (-queue-key-file: not
  * signed with the key); undefined for anything else that is not a record (written by another client).
  */
-export function decodeRecord(subject: string, value: Uint8Array, signer: QueueSigner): { job: Job; refusal?: never } | { refusal: string; job?: never } | undefined {
+export function decodeRecord(
+  subject: string,
+  value: Uint8Array,
+  signer: QueueSigner,
+): { job: Job; refusal?: never } | { refusal: string; job?: never } | undefined {
   const { data, refusal } = signer.unseal(subject, value);
   if (refusal !== undefined) return { refusal };
   try {
@@ -68,7 +77,13 @@ export class KvRecords implements JobRecords {
   ) {}
 
   /** Opens (creating or re-configuring) the bucket with the retention given; `maxBytes` is the NATS server's max_payload. */
-  static async open(js: JetStreamClient, jsm: JetStreamManager, retention: RetentionOptions & { maxBytes: number }, signer: QueueSigner, warn: (message: string) => void): Promise<KvRecords> {
+  static async open(
+    js: JetStreamClient,
+    jsm: JetStreamManager,
+    retention: RetentionOptions & { maxBytes: number },
+    signer: QueueSigner,
+    warn: (message: string) => void,
+  ): Promise<KvRecords> {
     const kv = await js.views.kv(JOBS_BUCKET, { history: 1, storage: StorageType.File });
     const name = `KV_${JOBS_BUCKET}`;
     const { config } = await jsm.streams.info(name);

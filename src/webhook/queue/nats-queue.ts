@@ -47,7 +47,16 @@ import { JobStore } from "../jobs/store.js";
 import type { Log } from "../log/log.js";
 import { DELIVERIES_BUCKET, jobRecordSubject, jobSubject, RATES_BUCKET, streamName, token } from "./names.js";
 import type { QueueSigner } from "./signing.js";
-import { decodeRequest, encodeRequest, type JobOutcome, type JobRunner, type JobSubmission, type QueueHook, type SharedQueue, type Submitted } from "./queue.js";
+import {
+  decodeRequest,
+  encodeRequest,
+  type JobOutcome,
+  type JobRunner,
+  type JobSubmission,
+  type QueueHook,
+  type SharedQueue,
+  type Submitted,
+} from "./queue.js";
 
 export class QueueConnectError extends Error {
   readonly code = "QUEUE_CONNECT";
@@ -178,7 +187,10 @@ export class NatsQueue implements SharedQueue {
       nc = await connect({ ...connectOptions(opts.url), name: "webhook", maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: 5000 });
     } catch (e) {
       if (e instanceof QueueConnectError) throw e;
-      throw new QueueConnectError(`cannot connect to the NATS server at ${address} (-queue): ${(e as Error).message}; start nats-server -js there or fix -queue`, { cause: e });
+      throw new QueueConnectError(
+        `cannot connect to the NATS server at ${address} (-queue): ${(e as Error).message}; start nats-server -js there or fix -queue`,
+        { cause: e },
+      );
     }
     let jsm: JetStreamManager;
     try {
@@ -193,7 +205,9 @@ export class NatsQueue implements SharedQueue {
       return new NatsQueue(nc, js, jsm, records, opts);
     } catch (e) {
       await nc.close();
-      throw new QueueConnectError(`cannot open the job records (key-value bucket) on the NATS server at ${address} (-queue): ${(e as Error).message}`, { cause: e });
+      throw new QueueConnectError(`cannot open the job records (key-value bucket) on the NATS server at ${address} (-queue): ${(e as Error).message}`, {
+        cause: e,
+      });
     }
   }
 
@@ -245,7 +259,8 @@ export class NatsQueue implements SharedQueue {
         if (claim.first !== undefined) return { kind: "duplicate", id: claim.first };
         const submitted = await this.publish(job);
         // A delivery refused is not remembered: its redelivery must run.
-        if (submitted.kind !== "queued" && submitted.kind !== "duplicate") await this.deliveries!.delete(claim.key, { previousSeq: claim.revision }).catch(() => undefined);
+        if (submitted.kind !== "queued" && submitted.kind !== "duplicate")
+          await this.deliveries!.delete(claim.key, { previousSeq: claim.revision }).catch(() => undefined);
         return submitted;
       }
       return await this.publish(job);
@@ -296,7 +311,12 @@ export class NatsQueue implements SharedQueue {
     } catch (e) {
       return this.refused(e);
     }
-    const msg: JobMessage = { id: record.id, hook: job.hook.id, req: encodeRequest(job.req) as Record<string, unknown>, ...(job.debounceMs > 0 ? { debounce: job.debounceMs } : {}) };
+    const msg: JobMessage = {
+      id: record.id,
+      hook: job.hook.id,
+      req: encodeRequest(job.req) as Record<string, unknown>,
+      ...(job.debounceMs > 0 ? { debounce: job.debounceMs } : {}),
+    };
     let waiter: { result: Promise<JobOutcome>; cancel(): void } | undefined;
     if (job.onOutput) {
       msg.reply = `webhook.out.${randomUUID()}`;
@@ -310,7 +330,11 @@ export class NatsQueue implements SharedQueue {
     };
     const data = encodeJobMessage(msg);
     if (data.length > this.nc.info!.max_payload) {
-      return refuse({ kind: "unavailable", reason: `the job (${data.length} bytes) is larger than the NATS server's max_payload of ${this.nc.info!.max_payload} bytes`, tooLarge: true });
+      return refuse({
+        kind: "unavailable",
+        reason: `the job (${data.length} bytes) is larger than the NATS server's max_payload of ${this.nc.info!.max_payload} bytes`,
+        tooLarge: true,
+      });
     }
     try {
       const h = natsHeaders();
@@ -328,7 +352,11 @@ export class NatsQueue implements SharedQueue {
   }
 
   /** The first job id of this delivery within the window, or the key and revision this job claimed it with. */
-  private async claimDelivery(hook: QueueHook, deliveryId: string, jobId: string): Promise<{ first: string; key?: never; revision?: never } | { first?: never; key: string; revision: number }> {
+  private async claimDelivery(
+    hook: QueueHook,
+    deliveryId: string,
+    jobId: string,
+  ): Promise<{ first: string; key?: never; revision?: never } | { first?: never; key: string; revision: number }> {
     this.deliveries ??= await this.js.views.kv(DELIVERIES_BUCKET, { history: 1, ttl: MAX_DEDUP_WINDOW, storage: StorageType.File });
     const kv = this.deliveries;
     const id = deliveryId.length <= 100 ? token(deliveryId) : createHash("sha256").update(deliveryId).digest("hex");
@@ -373,7 +401,11 @@ export class NatsQueue implements SharedQueue {
       }
       if (!FINAL_STATES.has(record.state)) return;
       end();
-      if (fromRecord) this.opts.log.print(`[${job.id}] ${job.hook}: the job's end was read back from its record (its stored record never arrived here)`, { rid: job.id, hook: job.hook });
+      if (fromRecord)
+        this.opts.log.print(`[${job.id}] ${job.hook}: the job's end was read back from its record (its stored record never arrived here)`, {
+          rid: job.id,
+          hook: job.hook,
+        });
       resolve(outcome(record, fromRecord));
     };
     const recheck = (): void => {
@@ -472,7 +504,10 @@ export class NatsQueue implements SharedQueue {
       }
       const open = job.attempts[job.attempts.length - 1];
       if (open && open.ended === undefined) {
-        log.print(`[${msg.id}] ${msg.hook}: attempt ${open.number} did not finish (the instance running it stopped); attempt ${open.number + 1} runs here`, fields);
+        log.print(
+          `[${msg.id}] ${msg.hook}: attempt ${open.number} did not finish (the instance running it stopped); attempt ${open.number + 1} runs here`,
+          fields,
+        );
         this.jobs.abandoned(job, "the instance running it stopped before it ended");
       }
       const attempt = this.jobs.started(job);
@@ -535,7 +570,11 @@ export class NatsQueue implements SharedQueue {
         if (again) this.records.changed(job);
         return this.jobs.stored(job);
       },
-      (e) => this.opts.log.print(`[${msg.id}] ${msg.hook}: the job's final record could not be stored (${e.message}): a request waiting for it is not answered`, { rid: msg.id, hook: msg.hook }),
+      (e) =>
+        this.opts.log.print(`[${msg.id}] ${msg.hook}: the job's final record could not be stored (${e.message}): a request waiting for it is not answered`, {
+          rid: msg.id,
+          hook: msg.hook,
+        }),
     );
   }
 
@@ -546,7 +585,11 @@ export class NatsQueue implements SharedQueue {
   private ack(m: JsMsg, job: JobMessage): Promise<void> {
     return this.untilAckWait(
       () => m.ackAck({ timeout: Math.min(PUBLISH_TIMEOUT_MS, this.opts.ackWaitMs) }),
-      (e) => this.opts.log.print(`[${job.id}] ${job.hook}: the NATS server did not confirm the job's end (${e.message}): it may run again`, { rid: job.id, hook: job.hook }),
+      (e) =>
+        this.opts.log.print(`[${job.id}] ${job.hook}: the NATS server did not confirm the job's end (${e.message}): it may run again`, {
+          rid: job.id,
+          hook: job.hook,
+        }),
     );
   }
 

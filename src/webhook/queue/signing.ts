@@ -29,14 +29,18 @@ export function readQueueKey(path: string): Buffer {
   try {
     key = readFileSync(path);
   } catch (e) {
-    throw new QueueKeyError(`cannot read the queue key file ${path} (-queue-key-file): ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
+    throw new QueueKeyError(`cannot read the queue key file ${path} (-queue-key-file): ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, {
+      cause: e,
+    });
   }
   let end = key.length;
   if (end > 0 && key[end - 1] === 0x0a) end--;
   if (end > 0 && key[end - 1] === 0x0d) end--;
   key = key.subarray(0, end);
   if (key.length < MIN_KEY_BYTES) {
-    throw new QueueKeyError(`the queue key file ${path} (-queue-key-file) holds ${key.length} bytes; it needs at least ${MIN_KEY_BYTES}: make one with  head -c 32 /dev/urandom | base64 > ${path}`);
+    throw new QueueKeyError(
+      `the queue key file ${path} (-queue-key-file) holds ${key.length} bytes; it needs at least ${MIN_KEY_BYTES}: make one with  head -c 32 /dev/urandom | base64 > ${path}`,
+    );
   }
   return key;
 }

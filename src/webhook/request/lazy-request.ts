@@ -67,7 +67,8 @@ export class LazyRequest implements HookRequest {
       if (this.kind === "json") return parseJsonPayload(this.payloadBody);
       if (this.kind === "form") return parseFormPayload(this.payloadBody);
       if (this.kind === "xml") return parseXmlPayload(this.payloadBody);
-      if (this.log.enabled) this.log.print(`[${this.id}] error parsing body payload due to unsupported content type header: ${this.contentType}`, this.m.fields);
+      if (this.log.enabled)
+        this.log.print(`[${this.id}] error parsing body payload due to unsupported content type header: ${this.contentType}`, this.m.fields);
     } catch (e) {
       this.log.print(`[${this.id}] ${(e as Error).message}`, this.m.fields);
     }

@@ -79,7 +79,10 @@ function consumeMediaParam(v: string): [string, string, string] {
 
 function percentHexUnescape(s: string): string | undefined {
   if (/%(?![0-9a-fA-F]{2})/.test(s)) return undefined;
-  return Buffer.from(s.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), "latin1").toString("latin1");
+  return Buffer.from(
+    s.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))),
+    "latin1",
+  ).toString("latin1");
 }
 
 function decode2231(v: string): string | undefined {
@@ -226,7 +229,12 @@ function decodeQuotedPrintable(body: Buffer): Buffer {
         if (hex === undefined) {
           if (len - i >= 2 && at(i + 1) !== 0x0d && at(i + 1) !== 0x0a) b = 0x3d;
           else if (len - i < 3) throw new MultipartError("unexpected EOF");
-          else throw new MultipartError(`quotedprintable: invalid hex byte 0x${at(i + 1)!.toString(16).padStart(2, "0")}`);
+          else
+            throw new MultipartError(
+              `quotedprintable: invalid hex byte 0x${at(i + 1)!
+                .toString(16)
+                .padStart(2, "0")}`,
+            );
         } else {
           b = hex;
           i += 2;

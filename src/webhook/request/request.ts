@@ -240,7 +240,10 @@ export function parseMultipart(requestContentType: string, body: Buffer, maxMemo
     logs.push(`parsing multipart form file ${goQuote(key)} as JSON`);
     try {
       const v = parseJsonBytes(first.content);
-      if (v !== null && !isObject(v)) throw new Error(`json: cannot unmarshal ${Array.isArray(v) ? "array" : typeof v === "string" ? "string" : "number"} into Go value of type map[string]interface {}`);
+      if (v !== null && !isObject(v))
+        throw new Error(
+          `json: cannot unmarshal ${Array.isArray(v) ? "array" : typeof v === "string" ? "string" : "number"} into Go value of type map[string]interface {}`,
+        );
       set(key, v);
     } catch (e) {
       logs.push(`error parsing JSON payload file: ${(e as Error).message}`);

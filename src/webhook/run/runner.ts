@@ -133,7 +133,12 @@ export class Runner {
    * Starts the command and resolves when it has exited and its output is read. Never rejects.
    * `onStart` gets the running command at once (a streaming reader pauses and resumes it).
    */
-  async run(spec: CommandSpec, owner: { hook: string; rid: string }, onOutput?: OutputSink, onStart?: (command: RunningCommand) => void): Promise<CommandResult> {
+  async run(
+    spec: CommandSpec,
+    owner: { hook: string; rid: string },
+    onOutput?: OutputSink,
+    onStart?: (command: RunningCommand) => void,
+  ): Promise<CommandResult> {
     const began = process.hrtime.bigint();
     const tail = new Tail(spec.maxOutput ?? 0);
     const keep = spec.captureOutput;
@@ -146,7 +151,11 @@ export class Runner {
         ? (c) => tail.push(c)
         : undefined;
     const errTail = spec.separateStderr ? new Tail(spec.maxOutput ?? 0) : undefined;
-    const command = this.spawner.start({ path: spec.path, argv: spec.argv, env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) }, sink, errTail && ((c) => errTail.push(c)));
+    const command = this.spawner.start(
+      { path: spec.path, argv: spec.argv, env: spec.env, ...(spec.cwd ? { cwd: spec.cwd } : {}) },
+      sink,
+      errTail && ((c) => errTail.push(c)),
+    );
     onStart?.(command);
     const entry: RunningEntry = { ...owner, command };
     this.commands.add(entry);

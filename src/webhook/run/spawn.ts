@@ -124,9 +124,7 @@ function executableFormat(path: string): boolean {
   }
 }
 
-const signalNames = new Map<number, NodeJS.Signals>(
-  Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]),
-);
+const signalNames = new Map<number, NodeJS.Signals>(Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
 
 type EnvList = (extra: Record<string, string>) => string[];
 

@@ -71,7 +71,6 @@ export interface Matched extends Accepted {
   fields: LogFields;
 }
 
-
 const MSG = {
   notFound: "Hook not found.",
   rulesNotSatisfied: "Hook rules were not satisfied.",
@@ -155,7 +154,17 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
     const query = q === -1 ? "" : head.url.slice(q + 1);
     const path = rawPath.includes("%") ? pathUnescape(rawPath) : decodeLatin1(rawPath);
     if (path === undefined) {
-      return { kind: "response", response: { status: 400, headers: [["Content-Type", "text/plain; charset=utf-8"], ["Connection", "close"]], body: "400 Bad Request" } };
+      return {
+        kind: "response",
+        response: {
+          status: 400,
+          headers: [
+            ["Content-Type", "text/plain; charset=utf-8"],
+            ["Connection", "close"],
+          ],
+          body: "400 Bad Request",
+        },
+      };
     }
     const logging = this.log.enabled;
     const rid = logging || this.opts.jobs || this.queue ? this.requestId(head) : "";
@@ -177,7 +186,10 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
       // Outside the hook URL prefix, so these never shadow a hook.
       if (path === "/healthz") return { kind: "response", response: this.health() };
       if (path === "/metrics" && this.opts.metrics) {
-        return { kind: "response", response: { status: 200, headers: [["Content-Type", METRICS_TYPE]], body: this.runner.metrics.render() + this.executions.counters.render() } };
+        return {
+          kind: "response",
+          response: { status: 200, headers: [["Content-Type", METRICS_TYPE]], body: this.runner.metrics.render() + this.executions.counters.render() },
+        };
       }
       if (this.opts.jobs && isJobsPath(path)) {
         const authorization = rawHeader(head.rawHeaders, "authorization");
@@ -278,9 +290,7 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
     const req = new LazyRequest(m, contentType, kind, body, hook["trigger-signature-soft-failures"] === true, log);
 
     if (kind === "multipart") {
-      const jsonFields = new Set(
-        (hook["parse-parameters-as-json"] ?? []).filter((a) => a.source === "payload" && a.name).map((a) => a.name!),
-      );
+      const jsonFields = new Set((hook["parse-parameters-as-json"] ?? []).filter((a) => a.source === "payload" && a.name).map((a) => a.name!));
       // Go's ParseMultipartForm: the URL query first, then the body by the request's own header.
       const queryError = parseQuery(m.query).error;
       let mp: MultipartResult;
@@ -296,13 +306,16 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
     }
     if (kind === "xml" && body.length > XML_INLINE_MAX) {
       // Decoded now, as the reference decodes every payload before the rules: on the thread, the server goes on.
-      return this.xml.decode(body).then(
-        (payload) => (req.payload = payload),
-        (e: Error) => {
-          log.print(`[${rid}] ${e.message}`, m.fields);
-          req.payload = undefined;
-        },
-      ).then(() => this.trigger(m, req, out));
+      return this.xml
+        .decode(body)
+        .then(
+          (payload) => (req.payload = payload),
+          (e: Error) => {
+            log.print(`[${rid}] ${e.message}`, m.fields);
+            req.payload = undefined;
+          },
+        )
+        .then(() => this.trigger(m, req, out));
     }
     // With logging on, parse now so the log lines come in the reference's order.
     if (log.enabled) void req.payload;
@@ -338,7 +351,10 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
     const policy = this.executions.policy(hook);
     const wait = this.executions.limited(hook, policy);
     if (wait !== undefined) {
-      log.print(`[${rid}] ${hook.id} got matched, but its rate-limit of ${policy.rate!.requests} per ${msText(policy.rate!.periodMs)} is reached - answering 429`, m.fields);
+      log.print(
+        `[${rid}] ${hook.id} got matched, but its rate-limit of ${policy.rate!.requests} per ${msText(policy.rate!.periodMs)} is reached - answering 429`,
+        m.fields,
+      );
       out.set("Retry-After", String(wait));
       out.set("Content-Type", "text/plain; charset=utf-8");
       return respond(429, out, MSG.rateLimited);
@@ -356,7 +372,8 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
     if (job) out.set("X-Job-Id", job.id);
 
     if (hook["stream-command-output"]) return this.stream(m, out, (onOutput, onStart) => this.executeInTurn(hook, req, turn, job, policy, onOutput, onStart));
-    if (hook["include-command-output-in-response"]) return this.executeInTurn(hook, req, turn, job, policy).then((result) => this.captured(m, out, result, policy.statusFromExit));
+    if (hook["include-command-output-in-response"])
+      return this.executeInTurn(hook, req, turn, job, policy).then((result) => this.captured(m, out, result, policy.statusFromExit));
     const running = this.executeInTurn(hook, req, turn, job, policy).catch((e: Error) => log.print(`[${rid}] error occurred: ${e.message}`, m.fields));
     return { ...this.answerNow(m, out, policy, job), bodyInUse: running };
   }
@@ -419,7 +436,10 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
       const wait = await queue.limited(hook.id, policy.rate.requests, policy.rate.periodMs);
       if (wait !== undefined) {
         this.executions.counters.rateLimit(hook.id);
-        this.log.print(`[${rid}] ${hook.id} got matched, but its rate-limit of ${policy.rate.requests} per ${msText(policy.rate.periodMs)} is reached over all instances - answering 429`, m.fields);
+        this.log.print(
+          `[${rid}] ${hook.id} got matched, but its rate-limit of ${policy.rate.requests} per ${msText(policy.rate.periodMs)} is reached over all instances - answering 429`,
+          m.fields,
+        );
         out.set("Retry-After", String(wait));
         out.set("Content-Type", "text/plain; charset=utf-8");
         return respond(429, out, MSG.rateLimited);
@@ -447,7 +467,10 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
     });
     if (submitted.kind === "full") {
       const { max, maxQueue } = this.limitsOf(hook);
-      this.log.print(`[${rid}] ${hook.id} got matched, but ${max} commands are running (max-concurrency) and ${maxQueue} are waiting (max-queue) over all instances - answering 429`, m.fields);
+      this.log.print(
+        `[${rid}] ${hook.id} got matched, but ${max} commands are running (max-concurrency) and ${maxQueue} are waiting (max-queue) over all instances - answering 429`,
+        m.fields,
+      );
       out.set("Retry-After", RETRY_AFTER_S);
       out.set("Content-Type", "text/plain; charset=utf-8");
       return respond(429, out, MSG.busy);
@@ -462,10 +485,16 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
     out.set("X-Job-Id", submitted.id);
     for (const h of hook["response-headers"] ?? []) out.set(h.name, h.value);
     if (submitted.kind === "duplicate") {
-      this.log.print(`[${rid}] ${hook.id} got matched, but delivery ${goQuote(deliveryId ?? "")} was already accepted as job ${submitted.id} (deduplicate): nothing runs`, m.fields);
+      this.log.print(
+        `[${rid}] ${hook.id} got matched, but delivery ${goQuote(deliveryId ?? "")} was already accepted as job ${submitted.id} (deduplicate): nothing runs`,
+        m.fields,
+      );
       return this.respondWith(m, hook["success-http-response-code"], out, hook["response-message"] ?? "");
     }
-    this.log.print(`[${rid}] ${hook.id} hook triggered successfully: queued as job ${submitted.id}${policy.debounceMs > 0 ? ` (debounced: it runs once no other trigger came for ${policy.debounceMs}ms)` : ""}`, m.fields);
+    this.log.print(
+      `[${rid}] ${hook.id} hook triggered successfully: queued as job ${submitted.id}${policy.debounceMs > 0 ? ` (debounced: it runs once no other trigger came for ${policy.debounceMs}ms)` : ""}`,
+      m.fields,
+    );
     const result = submitted.result;
     if (!result) {
       if (!policy.async) return this.respondWith(m, hook["success-http-response-code"], out, hook["response-message"] ?? "");
@@ -492,7 +521,11 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
    * carries the rest as it is produced; a failure is told in a last line. A command that fails
    * before any output is answered like a captured one (500).
    */
-  private stream(m: Matched, out: Headers, run: (onOutput: OutputSink, onStart: (command: RunningCommand) => void) => Promise<ExecuteResult>): Promise<HttpResponse> {
+  private stream(
+    m: Matched,
+    out: Headers,
+    run: (onOutput: OutputSink, onStart: (command: RunningCommand) => void) => Promise<ExecuteResult>,
+  ): Promise<HttpResponse> {
     const hook = m.hook;
     const body = new OutputStream();
     return new Promise<HttpResponse>((resolve) => {
@@ -574,7 +607,10 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
     const { max, maxQueue } = this.limitsOf(m.hook);
     const turn = this.runner.takeTurn(m.hook.id, max, maxQueue);
     if (!turn) {
-      this.log.print(`[${m.rid}] ${m.hook.id} got matched, but ${max} commands are running (max-concurrency) and ${maxQueue} are waiting (max-queue) - answering 429`, m.fields);
+      this.log.print(
+        `[${m.rid}] ${m.hook.id} got matched, but ${max} commands are running (max-concurrency) and ${maxQueue} are waiting (max-queue) - answering 429`,
+        m.fields,
+      );
     } else if (turn.wait) {
       this.log.print(`[${m.rid}] ${m.hook.id} runs ${max} commands already (max-concurrency): this one waits for its turn`, m.fields);
     }
@@ -686,7 +722,6 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
     logExchange(this.log, this.opts.debug, head, rid, start, res, undefined, fields);
     return { kind: "response", response: res };
   }
-
 }
 
 /** What running a hook's command gave: its output, Go's error text, its exit, and whether command-timeout stopped it. */

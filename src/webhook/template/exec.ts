@@ -4,7 +4,17 @@
 import { FuncError, type ParamKind, type TemplateFunction } from "./builtins.js";
 import { TemplateError } from "./error.js";
 import { UnsupportedFormat, quote, sprint } from "./fmt.js";
-import { nodeString, type ArgNode, type ControlNode, type CommandNode, type ListNode, type Node, type PipeNode, type TemplateNode, type VariableNode } from "./parse.js";
+import {
+  nodeString,
+  type ArgNode,
+  type ControlNode,
+  type CommandNode,
+  type ListNode,
+  type Node,
+  type PipeNode,
+  type TemplateNode,
+  type VariableNode,
+} from "./parse.js";
 import { isMap, isTrue, sortedKeys, typeName, type GoValue } from "./value.js";
 
 /** A pipeline stage with no value from a previous stage (Go's missingVal). */
@@ -57,11 +67,7 @@ export class Executor {
     const col = Buffer.byteLength(before.slice(lineStart), "utf8");
     let context = nodeString(node);
     if (Buffer.byteLength(context, "utf8") > 20) context = `${[...context].slice(0, 20).join("")}...`;
-    throw new TemplateError(
-      `template: ${this.name}:${line}:${col}: executing ${quote(this.tmplName)} at <${context}>: ${message}`,
-      this.name,
-      line,
-    );
+    throw new TemplateError(`template: ${this.name}:${line}:${col}: executing ${quote(this.tmplName)} at <${context}>: ${message}`, this.name, line);
   }
 
   private walk(dot: GoValue, node: Node): void {
@@ -279,26 +285,13 @@ export class Executor {
     this.errorf(`can't evaluate field ${fieldName} in type ${fromMap ? "interface {}" : typeName(receiver)}`);
   }
 
-  private evalFunction(
-    dot: GoValue,
-    node: Extract<ArgNode, { type: "identifier" }>,
-    cmd: AnyNode,
-    args: ArgNode[] | null,
-    final: Final,
-  ): GoValue {
+  private evalFunction(dot: GoValue, node: Extract<ArgNode, { type: "identifier" }>, cmd: AnyNode, args: ArgNode[] | null, final: Final): GoValue {
     this.at(node);
     // The parser has checked that the function exists.
     return this.evalCall(dot, this.funcs[node.ident]!, cmd, node.ident, args, final);
   }
 
-  private evalCall(
-    dot: GoValue,
-    fn: TemplateFunction,
-    node: AnyNode,
-    name: string,
-    allArgs: ArgNode[] | null,
-    final: Final,
-  ): GoValue {
+  private evalCall(dot: GoValue, fn: TemplateFunction, node: AnyNode, name: string, allArgs: ArgNode[] | null, final: Final): GoValue {
     const args = allArgs ? allArgs.slice(1) : [];
     const numIn = args.length + (final === MISSING ? 0 : 1);
     let numFixed = args.length;
