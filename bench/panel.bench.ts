@@ -19,7 +19,7 @@ async function openStream(url: string): Promise<{ next(): Promise<{ view: { led:
         const { value, done } = await reader.read();
         if (done) return;
         buffer += value;
-        let end;
+        let end: number;
         while ((end = buffer.indexOf("\n\n")) >= 0) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
@@ -59,7 +59,7 @@ async function measure(url: string, panels: number): Promise<number[]> {
     await Promise.all(streams.map((s) => s.next()));
     samples.push(performance.now() - t0);
   }
-  streams.forEach((s) => s.close());
+  for (const s of streams) s.close();
   return samples;
 }
 

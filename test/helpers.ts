@@ -67,7 +67,9 @@ export function start(command: string, args: string[], opts: StartOptions = {}):
   let out = "";
   let err = "";
   const listeners = new Set<() => void>();
-  const notify = (): void => listeners.forEach((l) => l());
+  const notify = (): void => {
+    for (const l of listeners) l();
+  };
   child.stdout!.setEncoding("utf8").on("data", (d: string) => {
     out += d;
     notify();

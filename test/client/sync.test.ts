@@ -221,6 +221,7 @@ describe("framefi sync", () => {
     const dir = await tempDir("framefi-piped-");
     try {
       for (let i = 0; i < 50; i++) await put(dir, `p${i}.jpg`, 20_000);
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script, not a template
       const script = '"$@" | head -1; echo "exit=${PIPESTATUS[0]}" >&2';
       const r = await run("bash", ["-c", script, "_", bin("framefi"), ...base(), "sync", ...ftp(), dir, "--to", "/piped"], { timeoutMs: 60_000 });
       assert.match(r.stderr, /exit=0$/m, r.stderr);

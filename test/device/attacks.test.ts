@@ -46,7 +46,9 @@ describe("server-sent events to clients that never read", () => {
     const pid = dev.program.child.pid!;
     const before = await rssMiB(pid);
     const lurkers = Array.from({ length: 2000 }, () => lurker(dev.port, "GET /panel/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
-    t.after(() => lurkers.forEach((l) => l.socket.destroy()));
+    t.after(() => {
+      for (const l of lurkers) l.socket.destroy();
+    });
     const firsts = await Promise.all(lurkers.map((l) => l.first));
     const streams = firsts.filter((f) => f.startsWith("HTTP/1.1 200")).length;
     const refused = firsts.filter((f) => f.startsWith("HTTP/1.1 503")).length;
@@ -64,7 +66,7 @@ describe("server-sent events to clients that never read", () => {
     // Another address is still served (the flooding one may have used up its share of connections).
     const other = lurker(dev.port, "GET /display/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", { from: "127.0.0.2" });
     assert.match(await other.first, /^HTTP\/1\.1 200/, "the device still answers");
-    lurkers.forEach((l) => l.socket.destroy());
+    for (const l of lurkers) l.socket.destroy();
     // Once they are gone, a panel can subscribe again.
     await eventually(
       async () => {
@@ -86,8 +88,12 @@ describe("slow and unfinished request bodies", () => {
     await toFtpMode(dev);
     const head = (i: number): string => `PUT /upload?filename=slow-${i}.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n`;
     const slow = Array.from({ length: 300 }, (_, i) => lurker(dev.port, head(i)));
-    t.after(() => slow.forEach((l) => l.socket.destroy()));
-    const drip = setInterval(() => slow.forEach((l) => l.socket.writable && l.socket.write("x")), 500);
+    t.after(() => {
+      for (const l of slow) l.socket.destroy();
+    });
+    const drip = setInterval(() => {
+      for (const l of slow) if (l.socket.writable) l.socket.write("x");
+    }, 500);
     t.after(() => clearInterval(drip));
     assert.equal((await call(dev.url, "GET", "/")).status, 200, "the API answers while they trickle");
     let peak = await rssMiB(dev.program.child.pid!);
@@ -134,7 +140,9 @@ describe("slow and unfinished request bodies", () => {
     });
     await program.waitFor(/web API listening/);
     const idle = Array.from({ length: 40 }, () => lurker(port, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
-    t.after(() => idle.forEach((l) => l.socket.destroy()));
+    t.after(() => {
+      for (const l of idle) l.socket.destroy();
+    });
     const refused = await Promise.all(idle.slice(22).map((l) => l.first));
     assert.ok(
       refused.every((f) => f.startsWith("HTTP/1.1 503")),
@@ -144,7 +152,7 @@ describe("slow and unfinished request bodies", () => {
     const fromOther = lurker(port, "GET /led/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", { from: "127.0.0.2" });
     assert.match(await fromOther.first, /^HTTP\/1\.1 200/, "a client from another address is still served");
     fromOther.socket.destroy();
-    idle.forEach((l) => l.socket.destroy());
+    for (const l of idle) l.socket.destroy();
     await eventually(
       async () => {
         const again = lurker(port, "GET /led/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
@@ -217,7 +225,7 @@ describe("uploads always end with an answer and a closed socket", () => {
       }
       if (s.writable) s.write("0\r\n\r\n");
     };
-    puts.forEach((p) => void pump(p.socket));
+    for (const p of puts) void pump(p.socket);
     const answers = await Promise.all(puts.map((p) => p.first));
     assert.ok(
       answers.every((a) => a.startsWith("HTTP/1.1 507")),

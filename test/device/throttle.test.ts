@@ -21,7 +21,7 @@ test("five failures are free (--login-attempts), then delays double up to 60 s; 
 });
 
 test("parallel attempts from one address take turns, and those too far behind are refused", () => {
-  let t = 0;
+  const t = 0;
   const throttle = createLoginThrottle({ now: () => t, freeFailures: 3, maxDelayMs: 4_000 });
   for (let i = 0; i < 3; i++) throttle.failed("192.0.2.1", "web");
   const waits = [0, 1, 2, 3].map(() => throttle.admit("192.0.2.1"));

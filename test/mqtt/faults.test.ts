@@ -29,7 +29,7 @@ describe("connection faults", { concurrency: 2 }, () => {
     const silent = createServer((s) => void sockets.add(s));
     await new Promise<void>((res) => silent.listen(0, "127.0.0.1", res));
     t.after(() => {
-      sockets.forEach((s) => s.destroy());
+      for (const s of sockets) s.destroy();
       silent.close();
     });
     const port = (silent.address() as { port: number }).port;

@@ -53,7 +53,7 @@ describe("cross-site requests from another origin in Chromium", { skip }, () => 
   });
   after(async () => {
     await browser?.close();
-    sites.forEach((s) => s.close());
+    for (const s of sites) s.close();
     await dev?.stop();
   });
 

@@ -31,7 +31,7 @@ describe("the MQTT dot", () => {
   });
   after(async () => {
     await dev?.stop();
-    sockets.forEach((s) => s.destroy());
+    for (const s of sockets) s.destroy();
     await new Promise<void>((res) => (server ? server.close(() => res()) : res()));
     await new Promise<void>((res) => (broker ? broker.close(() => res()) : res()));
   });
@@ -40,7 +40,7 @@ describe("the MQTT dot", () => {
     await eventually(async () => (await dots(dev)).join() === "#a6e3a1", 15_000);
     const status = (await (await fetch(`${dev.url}/mqtt/status`)).json()) as { mqtt_connected: boolean };
     assert.equal(status.mqtt_connected, true, "the dot agrees with the API");
-    sockets.forEach((s) => s.destroy());
+    for (const s of sockets) s.destroy();
     await new Promise<void>((res) => server.close(() => res()));
     await eventually(async () => (await dots(dev)).join() === "#f38ba8", 15_000);
   });

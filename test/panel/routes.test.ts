@@ -33,7 +33,7 @@ async function openEvents(url: string, headers: Record<string, string> = {}): Pr
         const { value, done } = await reader.read();
         if (done) return "ended";
         buffer += value;
-        let end;
+        let end: number;
         while ((end = buffer.indexOf("\n\n")) >= 0) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
@@ -163,7 +163,7 @@ describe("many panels at once", () => {
       const events = await Promise.all(streams.map((s) => s.next()));
       assert.ok(events.every((e) => e.view.display.backlight === false));
     } finally {
-      streams.forEach((s) => s.close());
+      for (const s of streams) s.close();
     }
     assert.doesNotMatch(dev.program.stderr() + dev.program.stdout(), /MaxListenersExceeded/);
   });

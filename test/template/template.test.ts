@@ -9,6 +9,9 @@ import { parse as parseYaml } from "yaml";
 import { renderTemplate, TemplateError, type RenderOptions } from "../../src/webhook/template/template.js";
 import { removeDir, tempDir } from "../helpers.js";
 
+/** The fields of a rendered hook these tests read. */
+type RenderedHook = { "trigger-rule": { match: { value?: string; secret?: string } }; "response-message"?: string };
+
 const render = (text: string, options: RenderOptions = {}): string => renderTemplate(text, "t", { env: {}, ...options });
 
 /** Asserts each template renders to the expected output. */
@@ -267,7 +270,7 @@ describe("hooks files as users write them", () => {
 
   test("a JSON hooks file with getenv | js and credential | js parses to the secrets themselves", () => {
     const env = { SYNC_SECRET: secret, DEPLOY_ENV: "production", "github-secret": "gh-secret" };
-    const hooks = JSON.parse(renderTemplate(jsonHooks, "hooks.json", { env })) as Record<string, any>[];
+    const hooks = JSON.parse(renderTemplate(jsonHooks, "hooks.json", { env })) as RenderedHook[];
     assert.equal(hooks[0]!["trigger-rule"].match.value, secret);
     assert.equal(hooks[1]!["trigger-rule"].match.secret, "gh-secret");
     assert.equal(hooks[1]!["response-message"], "syncing prod");
@@ -275,7 +278,7 @@ describe("hooks files as users write them", () => {
 
   test("if/else on an environment variable picks the other branch", () => {
     const env = { SYNC_SECRET: "s", DEPLOY_ENV: "staging" };
-    const hooks = JSON.parse(renderTemplate(jsonHooks, "hooks.json", { env })) as Record<string, any>[];
+    const hooks = JSON.parse(renderTemplate(jsonHooks, "hooks.json", { env })) as RenderedHook[];
     assert.equal(hooks[1]!["response-message"], "syncing staging");
     assert.equal(hooks[1]!["trigger-rule"].match.secret, "");
   });
@@ -305,7 +308,7 @@ describe("hooks files as users write them", () => {
         "",
       ].join("\n");
       const env = { CREDENTIALS_DIRECTORY: dir };
-      const hooks = parseYaml(renderTemplate(yamlHooks, "hooks.yaml", { env })) as Record<string, any>[];
+      const hooks = parseYaml(renderTemplate(yamlHooks, "hooks.yaml", { env })) as RenderedHook[];
       assert.equal(hooks.length, 1);
       assert.equal(hooks[0]!["trigger-rule"].match.value, "tok-\u00e9n");
       const withExtra = parseYaml(renderTemplate(yamlHooks, "hooks.yaml", { env: { ...env, EXTRA_HOOK: "1" } })) as unknown[];

@@ -258,7 +258,7 @@ describe("command line", { concurrency: true }, () => {
     assert.equal(r.code, 1);
     assert.match(
       r.stderr,
-      /error listening on socket: -setuid and -setgid options are not compatible with -socket\.  If you need to bind a socket as root but run webhook as a different user, consider using systemd activation\n/,
+      /error listening on socket: -setuid and -setgid options are not compatible with -socket\. {2}If you need to bind a socket as root but run webhook as a different user, consider using systemd activation\n/,
     );
   });
 

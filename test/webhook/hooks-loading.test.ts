@@ -199,7 +199,7 @@ describe("hooks files the reference loads", { concurrency: true }, () => {
     const a = await send(`${s.base}/hooks/nocmd-async`);
     assert.equal(a.status, 200);
     assert.equal(a.text, "accepted");
-    await s.proc.waitFor(/\] error in exec: "": executable file not found in \$PATH\n[^]*\] error in exec: "": executable file not found in \$PATH\n/);
+    await s.proc.waitFor(/\] error in exec: "": executable file not found in \$PATH\n[\s\S]*\] error in exec: "": executable file not found in \$PATH\n/);
   });
 });
 

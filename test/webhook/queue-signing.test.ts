@@ -20,7 +20,7 @@ const KEY = "c2hhcmVkLXF1ZXVlLWtleS1mb3ItdGVzdHM=";
 describe("-queue-key-file", () => {
   let dir = "";
   let nats: Nats;
-  let servers: Server[] = [];
+  const servers: Server[] = [];
   let nc: NatsConnection;
   let ran = "";
 

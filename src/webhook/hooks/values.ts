@@ -15,7 +15,7 @@ export class ParameterNodeError extends Error {
   }
 }
 
-const has = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+const has = (o: object, k: string): boolean => Object.hasOwn(o, k);
 
 function isMap(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof JsonNumber);

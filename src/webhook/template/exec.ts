@@ -138,7 +138,7 @@ export class Executor {
       try {
         if (Array.isArray(value)) {
           if (value.length > 0) {
-            value.forEach((elem, i) => oneIteration(BigInt(i), elem));
+            for (const [i, elem] of value.entries()) oneIteration(BigInt(i), elem);
             return;
           }
         } else if (typeof value === "bigint") {
@@ -226,7 +226,7 @@ export class Executor {
       case "dot":
         return dot;
       case "nil":
-        this.errorf("nil is not a command");
+        return this.errorf("nil is not a command");
       case "number":
         return this.idealConstant(first);
       case "string":
@@ -305,7 +305,7 @@ export class Executor {
     }
 
     if (fn.builtin && (name === "and" || name === "or")) {
-      let v: GoValue = undefined;
+      let v: GoValue;
       for (const arg of args) {
         v = this.evalArg(dot, "value", arg);
         if (isTrue(v) === (name === "or")) return v;

@@ -491,7 +491,7 @@ export class Parser {
       case "number":
       case "nil":
       case "dot":
-        this.errorf(`unexpected . after term ${quote(nodeString(node))}`);
+        return this.errorf(`unexpected . after term ${quote(nodeString(node))}`);
       default:
         return { type: "chain", pos: chainPos, node, field: fields };
     }
