@@ -1,6 +1,7 @@
 // The frame's topics on a real broker: retained state, commands, availability and last will,
 // Home Assistant discovery, disable/enable, several frames on one broker.
 import assert from "node:assert/strict";
+import { createServer, type AddressInfo } from "node:net";
 import { after, before, describe, test, type TestContext } from "node:test";
 import { sharedBroker, type Broker } from "./fixtures/broker.js";
 import { clearRetained, startFrame, unique, WAIT, watch, type Frame, type Watcher } from "./fixtures/frame.js";
@@ -191,8 +192,21 @@ describe("a frame on a shared broker", { concurrency: 3 }, () => {
     await frame.command("disable");
     await watcher.waitFor(`${prefix}/status`, (s) => s === "offline", WAIT, seen);
     await frame.waitEvent((e) => e.event === "state" && e.state === -1 && e.connected === false, WAIT, from);
-    // Several retry periods (500 ms) later it is still disconnected and silent.
-    await new Promise((r) => setTimeout(r, 2_000));
+    // Several retry periods (500 ms) later it is still disconnected and silent. A control frame started now, whose
+    // broker address takes each connection and closes it, counts those periods under the same load.
+    const attempts = { count: 0 };
+    const refuser = createServer((socket) => {
+      attempts.count++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => refuser.listen(0, "127.0.0.1", resolve));
+    const control = startFrame({ url: `mqtt://127.0.0.1:${(refuser.address() as AddressInfo).port}`, retryMs: 500, ...unique("control") });
+    try {
+      await eventually(() => attempts.count >= 4, WAIT);
+    } finally {
+      await control.stop();
+      refuser.close();
+    }
     assert.deepEqual(
       frame
         .events()

@@ -4,6 +4,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { eventually, freePort, removeDir, tempDir } from "../helpers.js";
 import { send } from "./fixtures/harness.js";
@@ -104,12 +105,17 @@ describe("-hotreload", () => {
     const poller = (async () => {
       while (polling) answers.push(await answer(s.base, "a"));
     })();
-    await new Promise((r) => setTimeout(r, 100));
+    /** Resolves once the poller has had `n` more answers. */
+    const answered = (n: number): Promise<boolean> => {
+      const target = answers.length + n;
+      return eventually(() => answers.length >= target, 10_000);
+    };
+    await answered(3);
     await rm(file);
-    await new Promise((r) => setTimeout(r, 120));
+    await new Promise((r) => setTimeout(r, 120)); // the editor's gap between delete and write, part of the scenario
     await writeFile(file, json([hook("a", "a-v5")]));
     await eventually(async () => (await answer(s.base, "a")) === "a-v5", 10_000);
-    await new Promise((r) => setTimeout(r, 300));
+    await answered(10);
     polling = false;
     await poller;
     assert.deepEqual(
@@ -119,6 +125,7 @@ describe("-hotreload", () => {
   });
 
   test("a request in flight during a reload is answered wholly by the set it started with", async () => {
+    const started = join(dir, "slow-started");
     const slow = (label: string): unknown => ({
       id: "slow",
       "execute-command": "/bin/sh",
@@ -126,19 +133,23 @@ describe("-hotreload", () => {
       "response-headers": [{ name: "X-Set", value: label }],
       "pass-arguments-to-command": [
         { source: "string", name: "-c" },
-        { source: "string", name: `sleep 1; echo ${label}` },
+        { source: "string", name: `touch ${started}; sleep 1; echo ${label}` },
       ],
     });
     await writeFile(file, json([slow("v1")]));
     await eventually(async () => (await send(`${s.base}/slow`, { method: "GET" })).text === "v1\n", 10_000);
+    await rm(started, { force: true });
     const inFlight = send(`${s.base}/slow`, { method: "GET" });
-    await new Promise((r) => setTimeout(r, 200));
+    await eventually(() => existsSync(started), 10_000);
     await writeFile(file, json([slow("v2")]));
     const first = await inFlight;
     assert.equal(first.text, "v1\n");
     assert.equal(first.headers["x-set"], "v1");
-    const next = await send(`${s.base}/slow`, { method: "GET" });
-    assert.equal(next.text, "v2\n");
+    // The new set serves the next requests once the watcher has reloaded it.
+    const next = await eventually(async () => {
+      const r = await send(`${s.base}/slow`, { method: "GET" });
+      return r.text === "v2\n" && r;
+    }, 15_000);
     assert.equal(next.headers["x-set"], "v2");
   });
 });
@@ -179,8 +190,15 @@ describe("SIGUSR1 and SIGHUP reload without -hotreload", () => {
   after(() => s?.w.stop());
 
   test("a change alone does nothing; SIGUSR1 reloads", async () => {
-    await writeFile(file, json([hook("sig", "v2")]));
-    await new Promise((r) => setTimeout(r, 300));
+    // A second server watching the same file (-hotreload) shows when the change has been seen: by then, the
+    // first one would have reloaded too if it watched.
+    const watcher = await serve(["-hotreload", "-hooks", file]);
+    try {
+      await writeFile(file, json([hook("sig", "v2")]));
+      await eventually(async () => (await answer(watcher.base, "sig")) === "v2", 10_000);
+    } finally {
+      await watcher.w.stop();
+    }
     assert.equal(await answer(s.base, "sig"), "v1");
     s.w.proc.child.kill("SIGUSR1");
     await eventually(async () => (await answer(s.base, "sig")) === "v2", 10_000);
