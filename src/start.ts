@@ -8,6 +8,7 @@ import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { surviveClosedOutput } from "./shared/closed-output.js";
 
 const root = resolve(fileURLToPath(import.meta.url), "../../..");
 
@@ -81,7 +82,9 @@ async function prepareDemo(demoDir: string): Promise<{ card: string; photos: str
 function relay(child: ChildProcess, tag: string): void {
   for (const stream of [child.stdout, child.stderr]) {
     if (!stream) continue;
-    createInterface({ input: stream }).on("line", (line) => process.stdout.write(`[${tag}] ${line}\n`));
+    createInterface({ input: stream })
+      .on("line", (line) => process.stdout.write(`[${tag}] ${line}\n`))
+      .on("error", () => undefined); // a pipe read error ends the relay, and the child's exit is reported anyway
   }
 }
 
@@ -123,7 +126,11 @@ function launch(name: string, args: string[], env: NodeJS.ProcessEnv): Program {
   // Own process group: a Ctrl-C reaches only the launcher, which then stops each program once, in order.
   const child = spawn(process.execPath, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   relay(child, name);
-  const exited = new Promise<number | string>((res) => child.once("close", (code, signal) => res(code ?? signal ?? -1)));
+  const exited = new Promise<number | string>((res) => {
+    child.once("close", (code, signal) => res(code ?? signal ?? -1));
+    // A program that could not be started at all (EAGAIN, ENOMEM) ends like one that exited.
+    child.once("error", (e: NodeJS.ErrnoException) => res(e.code ?? e.message));
+  });
   return { name, child, exited };
 }
 
@@ -208,7 +215,7 @@ async function main(): Promise<number> {
       // A second Ctrl-C stops everything at once.
       if (++signals > 1) {
         process.stdout.write("Stopping at once.\n");
-        programs.forEach((p) => alive(p) && p.child.kill("SIGKILL"));
+        for (const p of programs) if (alive(p)) p.child.kill("SIGKILL");
       }
       res("interrupted");
     };
@@ -221,7 +228,9 @@ async function main(): Promise<number> {
     }, 1_000).unref();
   });
   // Should the launcher die some other way, take the programs with it.
-  process.once("exit", () => programs.forEach((p) => p.child.exitCode === null && p.child.kill("SIGTERM")));
+  process.once("exit", () => {
+    for (const p of programs) if (p.child.exitCode === null) p.child.kill("SIGTERM");
+  });
   const died = Promise.race(programs.map((p) => p.exited.then((code) => ({ program: p.name, code }))));
 
   const ready = (async (): Promise<"ready"> => {
@@ -280,6 +289,7 @@ async function main(): Promise<number> {
   return 1;
 }
 
+surviveClosedOutput();
 try {
   process.exitCode = await main();
 } catch (e) {

@@ -9,6 +9,9 @@ export function listenOn(server: Server, options: ListenOptions): Promise<void> 
     server.once("error", onError);
     server.listen(options, () => {
       server.off("error", onError);
+      // Later errors are a failed accept (ENOBUFS, ENOMEM): the server goes on listening, so one must not end the
+      // program. (Running out of file descriptors is handled inside libuv and never gets here.)
+      server.on("error", () => undefined);
       resolve();
     });
   });

@@ -28,6 +28,7 @@ import { lockDevice } from "../sync/lock.js";
 import type { PhotoReport, SyncResult } from "../sync/sync.js";
 import { FRAME_KEYS, photoOptions, type PhotoOptions, type PhotoSettings } from "../photos/profile.js";
 import { EXIT, UsageError } from "./usage.js";
+import { surviveClosedOutput } from "../../shared/closed-output.js";
 
 const USAGE = `Usage: framefi [options] <command> [arguments]
 
@@ -579,11 +580,7 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-// A reader that went away (framefi sync | head) must not stop a sync midway, leaving the device in FTP mode: the
-// rest of the output is dropped.
-process.stdout.on("error", (e: NodeJS.ErrnoException) => {
-  if (e.code !== "EPIPE" && e.code !== "ERR_STREAM_DESTROYED") throw e;
-});
+surviveClosedOutput();
 
 process.on("uncaughtException", (e) => {
   process.stderr.write(`framefi: unexpected error: ${e.message}. Please report it.\n`);

@@ -20,7 +20,12 @@ function readTerminalLine(prompt: string, echo: boolean): Promise<string> {
     let line = "";
     const finish = (err?: Error): void => {
       stdin.off("data", onData);
-      stdin.setRawMode(false);
+      stdin.off("error", finish);
+      try {
+        stdin.setRawMode(false);
+      } catch {
+        // a terminal that hung up has no mode left to restore
+      }
       stdin.pause();
       process.stderr.write("\n");
       if (err) reject(err);
@@ -48,6 +53,7 @@ function readTerminalLine(prompt: string, echo: boolean): Promise<string> {
     };
     stdin.resume();
     stdin.on("data", onData);
+    stdin.once("error", finish); // the terminal hung up (EIO): the prompt fails like an interrupted one
   });
 }
 

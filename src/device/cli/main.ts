@@ -9,6 +9,7 @@ import { deviceLog, type DeviceLog } from "../log.js";
 import { mqttPlugin } from "../mqtt/plugin.js";
 import { simulatedHardware } from "../hardware.js";
 import { DeviceService, urlOf } from "../service.js";
+import { surviveClosedOutput } from "../../shared/closed-output.js";
 
 /** --usb-gadget: the real USB drive, ready before the service starts (or a one-line reason and exit 1). */
 async function prepareGadget(config: DeviceConfig, log: DeviceLog): Promise<GadgetUsb> {
@@ -76,6 +77,7 @@ async function main(): Promise<void> {
   // After an uncaught exception Node cannot say what state the program is in, so going on is unsafe: say why and
   // exit non-zero, and a supervisor (systemd, a container runtime) starts a fresh device. A request's own errors
   // never get here: the API answers them with a 500. A rejection nobody handles arrives here too (Node's default).
+  surviveClosedOutput();
   process.on("uncaughtException", (e: unknown, origin) => {
     const what = origin === "unhandledRejection" ? "unhandled promise rejection" : "unexpected error";
     lastWord(`${what}, exiting: ${(e as Error)?.stack ?? String(e)}`);

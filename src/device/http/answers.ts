@@ -5,6 +5,24 @@ import type { Socket } from "node:net";
 import type { ErrorBody } from "../../shared/firmware.js";
 import { addressKey } from "../auth/throttle.js";
 
+/**
+ * The request's target as a URL, or undefined when it is not one (`//`, `/\\`, a bad percent escape): every
+ * server of the device answers that with 400 instead of letting `new URL` throw in its request handler.
+ * Origin form ("/path?query") is the norm; absolute form ("http://host/path") is allowed by HTTP/1.1.
+ */
+export function requestUrl(req: IncomingMessage): URL | undefined {
+  const target = req.url ?? "/";
+  try {
+    const url = target.startsWith("/") ? new URL(`http://device${target}`) : new URL(target);
+    decodeURIComponent(url.pathname);
+    return url;
+  } catch {
+    return undefined;
+  }
+}
+
+export const MALFORMED_URL = "Malformed request URL.";
+
 export function sendJson(res: ServerResponse, status: number, body: object, headers: Record<string, string> = {}): void {
   if (res.headersSent) {
     res.destroy();

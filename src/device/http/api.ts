@@ -3,7 +3,7 @@
 import { sameSecret } from "../../shared/secret.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Card } from "../card/card.js";
-import { readSmallBody, sendError, sendErrorAndClose, sendErrorEarly, sendJson } from "./answers.js";
+import { MALFORMED_URL, readSmallBody, requestUrl, sendError, sendErrorAndClose, sendErrorEarly, sendJson } from "./answers.js";
 import { bodies, errors, MODE_LABELS, statusBody, type Mode } from "../../shared/firmware.js";
 import { refuseForeign, type HostPolicy } from "./request-guard.js";
 import type { Settings } from "../settings.js";
@@ -175,14 +175,9 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
   const needsLogin = (): boolean => ctx.settings().webUser !== "" || ctx.settings().webPassword !== "";
 
   return (req, res) => {
-    let url: URL;
-    try {
-      const target = req.url ?? "/";
-      // Origin form ("/path?query") is the norm; absolute form ("http://host/path") is allowed by HTTP/1.1.
-      url = target.startsWith("/") ? new URL(`http://device${target}`) : new URL(target);
-      decodeURIComponent(url.pathname);
-    } catch {
-      sendErrorAndClose(req, res, 400, "Malformed request URL.");
+    const url = requestUrl(req);
+    if (!url) {
+      sendErrorAndClose(req, res, 400, MALFORMED_URL);
       return;
     }
     if (refuseForeign(req, res, ctx.hosts)) return;

@@ -2,6 +2,7 @@
 // firmware's WiFiManager portal: network name and password, FTP, web and MQTT settings, saved by /wifisave.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Settings } from "../settings.js";
+import { MALFORMED_URL, requestUrl, sendErrorAndClose } from "./answers.js";
 
 /** What a saved form changes: only the fields it sent (a blank password field keeps the stored password). */
 export type SetupValues = Partial<Settings>;
@@ -186,7 +187,11 @@ export function createSetupHandler(ctx: SetupContext): (req: IncomingMessage, re
     );
   };
   return (req, res) => {
-    const url = new URL(req.url ?? "/", "http://setup");
+    const url = requestUrl(req);
+    if (!url) {
+      sendErrorAndClose(req, res, 400, MALFORMED_URL);
+      return;
+    }
     const path = url.pathname;
     if (req.method === "GET" && (path === "/" || path === "/wifi" || path === "/0wifi" || path === "/param")) {
       sendHtml(res, 200, setupForm(ctx));

@@ -3,7 +3,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { MODE_LABELS } from "../../shared/firmware.js";
-import { sendError, sendJson } from "../http/answers.js";
+import { MALFORMED_URL, requestUrl, sendError, sendErrorAndClose, sendJson } from "../http/answers.js";
 import { SimulatedDisplay, type Display, type Screen } from "../hardware.js";
 import { addressKey } from "../auth/throttle.js";
 import type { DeviceState } from "../state.js";
@@ -256,7 +256,11 @@ export function createPanel(ctx: PanelContext): Panel {
  */
 export function servePanel(routes: PanelRoute[]): (req: IncomingMessage, res: ServerResponse) => boolean {
   return (req, res) => {
-    const url = new URL(req.url ?? "/", "http://device");
+    const url = requestUrl(req);
+    if (!url) {
+      sendErrorAndClose(req, res, 400, MALFORMED_URL);
+      return true;
+    }
     const method = req.method === "HEAD" ? "GET" : req.method;
     const route = routes.find((r) => r.path === url.pathname && r.method === method);
     if (!route) return false;

@@ -24,6 +24,7 @@ import { JobStore } from "../jobs/store.js";
 import { MemoryRecords } from "../jobs/memory-records.js";
 import { validateHooksFiles } from "./validate.js";
 import { listCipherSuites, minVersion, TlsConfigError, tlsOptions } from "./tls.js";
+import { surviveClosedOutput } from "../../shared/closed-output.js";
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -103,9 +104,7 @@ function loadHooks(registry: HookRegistry, opts: Options, log: Log): void {
 }
 
 async function main(): Promise<void> {
-  // A closed log pipe must not take the server down.
-  process.stderr.on("error", () => undefined);
-  process.stdout.on("error", () => undefined);
+  surviveClosedOutput();
   const opts = parseArgs();
   if (opts.version) {
     // Exactly the reference's line (scripts compare it); which implementation this is goes to stderr.

@@ -858,13 +858,20 @@ export class HttpTransport {
       return;
     }
     if (this.held) {
+      // Unread until open(); a reset meanwhile must not end the server (a socket's error without a listener does).
+      socket.on("error", () => undefined);
       socket.pause();
       this.held.push(socket);
       return;
     }
+    this.serve(socket);
+  };
+
+  /** Reads and answers an admitted connection. */
+  private serve(socket: Socket): void {
     this.connections.add(new Connection(socket, this));
     this.sweeper ??= setInterval(() => this.sweep(), 1000).unref();
-  };
+  }
 
   /**
    * A connection beyond a cap: answered 503 before its request is read (a client reads it as the answer
@@ -906,7 +913,8 @@ export class HttpTransport {
     this.held = undefined;
     for (const socket of held) {
       socket.resume();
-      if (!socket.destroyed) this.onConnection(socket);
+      // Admitted (and counted) when accepted.
+      if (!socket.destroyed) this.serve(socket);
     }
   }
 
