@@ -178,3 +178,16 @@ describe("secrets", () => {
     }
   });
 });
+
+describe("-logfile on a full disk", () => {
+  test("lines that cannot be written are dropped, said once on stderr, and every request is still answered", async (t) => {
+    const hooks = await writeHooks(dir, [{ id: "logged", "execute-command": "/bin/true", "response-message": "ran" }]);
+    // /dev/full takes the open and fails every write with ENOSPC.
+    const s = await startServer(["-hooks", hooks, "-verbose", "-logfile", "/dev/full"]);
+    t.after(() => s.stop());
+    for (let i = 0; i < 3; i++) assert.equal((await send(`${s.base}/hooks/logged`, { method: "GET" })).text, "ran");
+    assert.equal(s.proc.child.exitCode, null);
+    const said = s.proc.stderr().match(/cannot write to -logfile \/dev\/full \(ENOSPC\)/g) ?? [];
+    assert.equal(said.length, 1, s.proc.stderr());
+  });
+});

@@ -62,11 +62,25 @@ function fatal(message: string): never {
   process.exit(1);
 }
 
-/** -logfile: lines are appended to the file, written before the call returns. */
+/**
+ * -logfile: lines are appended to the file, written before the call returns. A line that cannot be written (a full
+ * disk) is dropped, not thrown into whatever request logged it; the first such failure is said once on stderr.
+ */
 function openLogFile(path: string): (s: string) => void {
   const fd = openSync(path, "a", 0o666);
   process.once("exit", () => closeSync(fd));
-  return (s) => void writeSync(fd, s);
+  let failed = false;
+  return (s) => {
+    try {
+      writeSync(fd, s);
+    } catch (e) {
+      if (!failed)
+        process.stderr.write(`webhook: cannot write to -logfile ${path} (${(e as NodeJS.ErrnoException).code}); log lines are dropped until it can\n`);
+      failed = true;
+      return;
+    }
+    failed = false;
+  };
 }
 
 /** -validate: every problem on stdout, then a summary; the exit code. */
