@@ -4,22 +4,11 @@
 // a mistake: keys no field reads (a typo such as "trigger_rule" drops the rule), match types that
 // do not exist (never true), a hook without id or command, an id defined twice.
 import { Composer, isSeq, Parser, type Document } from "yaml";
-import type { Hook, Rule } from "../hooks/hook.js";
+import { type Hook, MATCH_TYPES as REFERENCE_MATCH_TYPES, type Rule } from "../hooks/hook.js";
 import { ConfigError, decodeHooksText, readHooksFile, toHook, unknownFields, type LoadOptions } from "../hooks/config.js";
 import { isSignatureType } from "../hooks/signatures.js";
 
-const MATCH_TYPES = new Set([
-  "value",
-  "regex",
-  "payload-hmac-sha1",
-  "payload-hmac-sha256",
-  "payload-hmac-sha512",
-  "payload-hash-sha1",
-  "payload-hash-sha256",
-  "payload-hash-sha512",
-  "ip-whitelist",
-  "scalr-signature",
-]);
+const MATCH_TYPES = new Set<string>(REFERENCE_MATCH_TYPES);
 
 export interface ValidationResult {
   problems: string[];

@@ -25,18 +25,21 @@ export interface Argument {
   "headers-to-add-to-signature-payload"?: string[];
 }
 
-export type MatchType =
-  | "value"
-  | "regex"
-  | "payload-hmac-sha1"
-  | "payload-hmac-sha256"
-  | "payload-hmac-sha512"
-  | "payload-hash-sha1"
-  | "payload-hash-sha256"
-  | "payload-hash-sha512"
-  | "ip-whitelist"
-  | "scalr-signature"
-  | SignatureType;
+/** The reference's match types; ours (signature profiles such as "github") are SignatureType. */
+export const MATCH_TYPES = [
+  "value",
+  "regex",
+  "payload-hmac-sha1",
+  "payload-hmac-sha256",
+  "payload-hmac-sha512",
+  "payload-hash-sha1",
+  "payload-hash-sha256",
+  "payload-hash-sha512",
+  "ip-whitelist",
+  "scalr-signature",
+] as const;
+
+export type MatchType = (typeof MATCH_TYPES)[number] | SignatureType;
 
 export interface MatchRule {
   type: MatchType;
