@@ -12,7 +12,7 @@
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer, type TlsOptions } from "node:tls";
 import type { Accepted, HttpApp, HttpResponse, RequestHead, Routed } from "./contract.js";
-import { clientKey, ConnectionCounts, type CapReached } from "./connection-counts.js";
+import { clientKey, ConnectionCounts, type CapReached } from "../../shared/connection-counts.js";
 import { STATUS_TEXT } from "./status.js";
 
 export interface TransportOptions {
