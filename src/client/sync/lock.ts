@@ -6,15 +6,7 @@ import { createHash } from "node:crypto";
 import { open, readFile, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
+import { processExists } from "../../shared/process.js";
 
 /** Takes the lock of the device at `url`, waiting while another live process holds it. Resolves to its release. */
 export async function lockDevice(url: string, signal: AbortSignal, waiting: () => void): Promise<() => Promise<void>> {
@@ -32,7 +24,7 @@ export async function lockDevice(url: string, signal: AbortSignal, waiting: () =
     }
     const owner = Number(await readFile(path, "utf8").catch(() => ""));
     // An empty file is a lock being written this instant: wait for it like a live one.
-    if (owner > 0 && !alive(owner)) {
+    if (owner > 0 && !processExists(owner)) {
       await unlink(path).catch(() => undefined);
       continue;
     }

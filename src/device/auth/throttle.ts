@@ -1,7 +1,7 @@
 // Login throttling per client address: after a few failures each further attempt waits longer (doubling up to
 // a ceiling), however many connections the address opens. The device service owns one instance for every login
 // surface (FTP, web basic auth), so failures on either count together; its memory is bounded by `maxAddresses`.
-import { isIPv6 } from "node:net";
+import { clientKey } from "../../shared/connection-counts.js";
 
 /** The address is so far behind that its attempt is refused without being checked. */
 export class ThrottledError extends Error {
@@ -118,22 +118,7 @@ export function createLoginThrottle(options: ThrottleOptions = {}): LoginThrottl
   };
 }
 
-/**
- * The key of a client address as `socket.remoteAddress` gives it: IPv4 as is (also when IPv4-mapped,
- * "::ffff:1.2.3.4"); IPv6 by its /64 prefix, since one host usually holds a whole /64.
- */
+/** The key a client address is throttled under (IPv6 by its /64, see clientKey); a socket without one is "unknown". */
 export function addressKey(address: string | undefined): string {
-  if (!address) return "unknown";
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  const plain = address.split("%")[0]!;
-  if (!isIPv6(plain)) return address;
-  const [head = "", tail = ""] = plain.toLowerCase().split("::");
-  const left = head === "" ? [] : head.split(":");
-  const right = tail === "" ? [] : tail.split(":");
-  const groups = plain.includes("::") ? [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right] : left;
-  return `${groups
-    .slice(0, 4)
-    .map((g) => g.replace(/^0+(?=.)/, ""))
-    .join(":")}::/64`;
+  return clientKey(address) ?? "unknown";
 }

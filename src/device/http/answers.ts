@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { ErrorBody } from "../../shared/firmware.js";
-import { addressKey } from "../auth/throttle.js";
+import { ConnectionCounts, type ConnectionCaps } from "../../shared/connection-counts.js";
 
 /**
  * The request's target as a URL, or undefined when it is not one (`//`, `/\\`, a bad percent escape): every
@@ -189,16 +189,11 @@ function openFileLimit(): number {
   return 1024;
 }
 
-export interface ConnectionLimits {
-  total: number;
-  perAddress: number;
-}
-
 /**
  * Limits that leave two thirds of the process's file descriptors to the card, the settings and FTP: at most
  * 2 048 connections, half of them from one address (so one client cannot lock out the others).
  */
-export function defaultConnectionLimits(): ConnectionLimits {
+export function defaultConnectionLimits(): ConnectionCaps {
   const total = Math.max(16, Math.min(2048, Math.floor((openFileLimit() - 64) / 3)));
   return { total, perAddress: Math.max(8, Math.floor(total / 2)) };
 }
@@ -207,30 +202,18 @@ export function defaultConnectionLimits(): ConnectionLimits {
  * Answers connections beyond the limits with 503 and closes them before they cost more than a descriptor.
  * Returns whether a request arrived on such a connection (the caller ignores it: its answer is already sent).
  */
-export function limitConnections(server: Server, limits: ConnectionLimits): (req: IncomingMessage) => boolean {
-  let open = 0;
-  const perAddress = new Map<string, number>();
+export function limitConnections(server: Server, limits: ConnectionCaps): (req: IncomingMessage) => boolean {
+  const counts = new ConnectionCounts(limits);
   const refused = new WeakSet<Socket>();
   server.prependListener("connection", (socket: Socket) => {
-    const key = addressKey(socket.remoteAddress);
-    const fromAddress = perAddress.get(key) ?? 0;
-    if (open >= limits.total || fromAddress >= limits.perAddress) {
+    if (counts.admit(socket)) {
       const body = JSON.stringify({ status: "error", message: "Too many open connections: try again in a moment." });
       refused.add(socket);
       socket.end(
         `HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n${body}`,
       );
       socket.destroySoon();
-      return;
     }
-    open++;
-    perAddress.set(key, fromAddress + 1);
-    socket.once("close", () => {
-      open--;
-      const left = (perAddress.get(key) ?? 1) - 1;
-      if (left > 0) perAddress.set(key, left);
-      else perAddress.delete(key);
-    });
   });
   return (req) => refused.has(req.socket);
 }

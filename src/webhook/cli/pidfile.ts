@@ -2,20 +2,11 @@
 // a stale one (no such process, or not a number) is replaced. The file is removed on exit.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
+import { processExists } from "../../shared/process.js";
 
 export class PidFileError extends Error {
   override readonly name = "PidFileError";
   readonly code = "EPIDFILE";
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    // EPERM: it exists, it is just not ours to signal.
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 /** Writes this process's id to `path`; throws PidFileError when a live process already holds it. */
