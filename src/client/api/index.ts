@@ -184,7 +184,20 @@ function trustWithExtraCa(file: string): SecureContext | undefined {
   return trust;
 }
 
-/** One request and its whole answer; rejects with the transport's error (an errno code, the abort, …). */
+/** The most the client reads of an answer: the API's JSON is under 1 KB; an error page is read for its first line. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+/** An answer longer than MAX_ANSWER_BYTES; `text` is its beginning. */
+class OverlongAnswer extends Error {
+  constructor(readonly answer: Answer) {
+    super("overlong answer");
+  }
+}
+
+/**
+ * One request and its answer, read up to MAX_ANSWER_BYTES (then OverlongAnswer); rejects with the transport's
+ * error (an errno code, the abort, …). `signal` bounds the whole exchange, the answer's body included.
+ */
 function exchange(
   url: URL,
   method: string,
@@ -194,22 +207,60 @@ function exchange(
   httpsAgent: () => https.Agent,
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const options = { method, headers, signal };
+    const options = { method, headers };
     const req = url.protocol === "https:" ? https.request(url, { ...options, agent: httpsAgent() }) : http.request(url, { ...options, agent: HTTP_AGENT });
-    req.on("error", reject);
+    const stop = (e: unknown): void => {
+      signal?.removeEventListener("abort", onAbort);
+      req.destroy();
+      reject(e);
+    };
+    const onAbort = (): void => stop(signal!.reason);
+    if (signal?.aborted) return stop(signal.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    req.on("error", stop);
     req.on("response", (res) => {
       const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("error", reject);
+      let size = 0;
+      // TextDecoder, like fetch's text(), drops a byte order mark.
+      const answer = (): Answer => ({
+        status: res.statusCode ?? 0,
+        statusText: res.statusMessage ?? "",
+        headers: res.headers,
+        text: new TextDecoder().decode(Buffer.concat(chunks)),
+      });
+      res.on("data", (chunk: Buffer) => {
+        chunks.push(chunk);
+        size += chunk.length;
+        if (size > MAX_ANSWER_BYTES) stop(new OverlongAnswer(answer()));
+      });
+      res.on("error", stop);
+      res.on("close", () => stop(new Error("the connection closed before the answer's end")));
       res.on("end", () => {
-        // TextDecoder, like fetch's text(), drops a byte order mark.
-        const text = new TextDecoder().decode(Buffer.concat(chunks));
-        resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? "", headers: res.headers, text });
+        signal?.removeEventListener("abort", onAbort);
+        resolve(answer());
       });
     });
-    if (typeof body === "object") pipeline(body, req, (e) => e && reject(e));
+    if (typeof body === "object") pipeline(body, req, (e) => e && stop(e));
     else req.end(body);
   });
+}
+
+/** The beginning of an overlong error answer stands for it (its first line is the message); a success that long is not the API's. */
+function overlong(answer: Answer, request: string, url: string): Answer {
+  if (answer.status >= 200 && answer.status <= 299) {
+    throw new ProtocolError(
+      `${request}: ${url} sent an answer of over ${MAX_ANSWER_BYTES >> 10} KiB, not the device API's JSON. Check that this is the device's address.`,
+    );
+  }
+  return answer;
+}
+
+/** A request that got no answer: why, in the device's terms. */
+function unreachable(e: unknown, url: string, timedOut: string | undefined): DeviceUnreachableError {
+  const code = (e as NodeJS.ErrnoException).code;
+  const reason = timedOut ?? code ?? (e as Error).message;
+  const certificate = code === undefined ? undefined : UNTRUSTED.has(code) ? "untrusted" : /CERT/.test(code) ? "invalid" : undefined;
+  return new DeviceUnreachableError(url, reason, { cause: e }, certificate);
 }
 
 /**
@@ -422,10 +473,8 @@ export class FrameFiClient {
       res = await send(method, new URL(this.url + path), headers, opts.body, signal, () => this.httpsAgent());
     } catch (e) {
       if (e instanceof FrameFiError) throw e;
-      const code = (e as NodeJS.ErrnoException).code;
-      const reason = signal?.aborted ? `no answer within ${timeout} ms` : (code ?? (e as Error).message);
-      const certificate = code === undefined ? undefined : UNTRUSTED.has(code) ? "untrusted" : /CERT/.test(code) ? "invalid" : undefined;
-      throw new DeviceUnreachableError(this.url, reason, { cause: e }, certificate);
+      if (e instanceof OverlongAnswer) res = overlong(e.answer, request, this.url);
+      else throw unreachable(e, this.url, signal?.aborted ? `no answer within ${timeout} ms` : undefined);
     }
     const { text } = res;
     const announced = Number(res.headers["x-framefi-ftp-port"] ?? NaN);
