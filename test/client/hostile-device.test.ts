@@ -7,6 +7,10 @@ import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { framefi, startFramefi } from "./fixtures/cli.js";
 
+/** What a terminal would obey: escape sequences, bells, carriage returns, C1 codes (a line break aside). */
+const CONTROL = /[\x00-\x09\x0b-\x1f\x7f-\x9f]/;
+const EVIL = "\x1b]0;PWNED-TITLE\x07\x1b[2J\r\x9b31m";
+
 /** The peak resident memory (VmHWM) of a process, in MB, read from /proc while it runs; 0 once it is gone. */
 function peakRssMb(pid: number): number {
   try {
@@ -83,5 +87,44 @@ describe("framefi against a hostile device", () => {
     assert.equal(r.code, 3, r.stderr);
     assert.match(r.stderr, /did not answer \(no answer within 1000 ms\)/);
     assert.ok(Date.now() - started < 8_000, `took ${Date.now() - started} ms`);
+  });
+
+  test("text from the device reaches the terminal with its control characters blanked", async () => {
+    const answers: Record<string, [number, object]> = {
+      "GET /": [
+        200,
+        {
+          mode: EVIL,
+          display: { status: EVIL, orientation: 1 },
+          sd_card: { total_size: 8e9, used_size: 1e9, free_size: 7e9, file_count: 3 },
+          mqtt: { enabled: true, connected: false, state: -2 },
+          led: { state: EVIL, color: EVIL, brightness: 13 },
+        },
+      ],
+      "GET /mode/msc": [200, { mode: EVIL }],
+      "GET /display/status": [200, { display_status: EVIL }],
+      "POST /led/on": [200, { status: "success", message: EVIL }],
+      "POST /restart": [500, { status: "error", message: EVIL }],
+      "POST /device/restart": [500, { status: "error", message: EVIL }],
+      "POST /display/on": [200, { status: "error", message: EVIL }],
+    };
+    respond = (req, res) => {
+      const [status, body] = answers[`${req.method} ${req.url}`] ?? [404, { status: "error", message: EVIL }];
+      res.writeHead(status, { "Content-Type": "application/json" }).end(JSON.stringify(body));
+    };
+    for (const args of [
+      ["status"],
+      ["--json", "status"],
+      ["mode"],
+      ["display", "status"],
+      ["led", "on"],
+      ["restart"],
+      ["display", "on"],
+      ["wifi", "reset", "-y"],
+    ]) {
+      const r = await framefi(["--host", host, ...args]);
+      assert.match(r.stdout + r.stderr, /PWNED-TITLE/, `${args.join(" ")}: ${r.stdout}${r.stderr}`);
+      assert.doesNotMatch(r.stdout + r.stderr, CONTROL, `${args.join(" ")}: ${JSON.stringify(r.stdout + r.stderr)}`);
+    }
   });
 });

@@ -64,6 +64,17 @@ async function emptyListing(control: Socket, data: () => Promise<Socket>, after:
   control.write("226 done\r\n");
 }
 
+/** A folder of the given MLSD lines, in blocks (each line a block, then the EOF block). */
+async function listing(control: Socket, data: () => Promise<Socket>, lines: string[]): Promise<void> {
+  const blocks = lines.map((line) => {
+    const entry = Buffer.from(`${line}\r\n`);
+    return Buffer.concat([Buffer.from([0, entry.length >> 8, entry.length & 255]), entry]);
+  });
+  control.write("150 here\r\n");
+  (await data()).write(Buffer.concat([...blocks, Buffer.from([64, 0, 0])]));
+  control.write("226 done\r\n");
+}
+
 /**
  * Reads one upload's blocks (each chunk after `delayMs`, to be slow) and resolves once its EOF block is in. The
  * socket is left paused with any bytes after the EOF block put back: the client sends the next file's first
@@ -278,13 +289,8 @@ describe("framefi sync against a misbehaving FTP server", () => {
     const commands: string[] = [];
     const { server, port } = await hostileServer(async (command, control, data) => {
       commands.push(command.split(" ")[0]!);
-      if (command.startsWith("MLSD")) {
-        // The card has an older a.jpg of another size: the upload replaces it.
-        const entry = Buffer.from("type=file;size=5;modify=20200101000000; a.jpg\r\n");
-        control.write("150 here\r\n");
-        (await data()).write(Buffer.concat([Buffer.from([0, 0, entry.length]), entry, Buffer.from([64, 0, 0])]));
-        return void control.write("226 done\r\n");
-      }
+      // The card has an older a.jpg of another size: the upload replaces it.
+      if (command.startsWith("MLSD")) return listing(control, data, ["type=file;size=5;modify=20200101000000; a.jpg"]);
       if (command.startsWith("STOR")) {
         control.write("150 go\r\n");
         await uploadEnd(await data());
@@ -394,6 +400,27 @@ describe("framefi sync against a misbehaving FTP server", () => {
       assert.equal(r.code, 1, r.stderr);
       assert.match(r.stderr, /^failed a\.jpg: 550 no/m);
       assert.doesNotMatch(r.stderr, /unexpected error|stack/i);
+    } finally {
+      server.close();
+    }
+  });
+
+  test("a card name with control characters is printed blanked (deleted … lines)", async () => {
+    const evil = "x\x1b]0;PWNED-TITLE\x07\x1b[2J\x9b31m.jpg";
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      if (command.startsWith("MLSD")) return listing(control, data, [`type=file;size=5;modify=20200101000000; ${evil}`]);
+      if (command.startsWith("STOR")) {
+        control.write("150 go\r\n");
+        await uploadEnd(await data());
+        return void control.write("226 done\r\n");
+      }
+      control.write(command.startsWith("DELE") ? "250 gone\r\n" : command.startsWith("MFMT") ? "213 ok\r\n" : "502 no\r\n");
+    });
+    try {
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--delete", "--ftp-port", String(port), "--parallel", "1", photos], { cwd: photos });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /^deleted x \]0;PWNED-TITLE/m);
+      assert.doesNotMatch(r.stdout + r.stderr, /[\x00-\x09\x0b-\x1f\x7f-\x9f]/);
     } finally {
       server.close();
     }

@@ -11,6 +11,7 @@ import https from "node:https";
 import { basename } from "node:path";
 import { pipeline, Readable } from "node:stream";
 import { createSecureContext, type SecureContext } from "node:tls";
+import { blankControls, firstLine } from "./text.js";
 import type { ActionResult, Brightness, DeviceStatus, DisplayStatus, LedStatus, Mode, ModeStatus, MqttStatus } from "../../shared/firmware.js";
 
 export {
@@ -119,19 +120,6 @@ export function baseUrl(host: string): string {
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new FrameFiError(`"${host}": only http:// and https:// addresses are supported.`);
   return url.origin + url.pathname.replace(/\/+$/, "");
-}
-
-/**
- * An answer's text cut to its first line, at most 100 characters, control characters shown as spaces: an error
- * page from another server must not flood the terminal or move its cursor.
- */
-function firstLine(text: string): string {
-  const line = text
-    .trim()
-    .split(/[\r\n]/, 1)[0]!
-    .replace(/[\x00-\x1f\x7f-\x9f]/g, " ")
-    .trim();
-  return line.length > 100 ? `${line.slice(0, 100)}…` : line;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -487,11 +475,12 @@ export class FrameFiClient {
     }
     const page = /html/i.test(res.headers["content-type"] ?? "") || /^\s*<(!doctype html|html)/i.test(text);
     if (res.status < 200 || res.status > 299) {
-      const given = isObject(json) && typeof json.message === "string" ? json.message : undefined;
+      const given = isObject(json) && typeof json.message === "string" ? blankControls(json.message) : undefined;
       // A login refused may come as a page (the firmware's web server); other errors as a page are not the API's.
       const login = res.status === 401 || res.status === 403;
       const message =
-        given ?? (page && !login ? "a web page, not the device API's JSON; check that this is the device's address" : firstLine(text) || res.statusText);
+        given ??
+        (page && !login ? "a web page, not the device API's JSON; check that this is the device's address" : firstLine(text) || blankControls(res.statusText));
       if (res.status === 401) throw new AuthenticationError(res.status, message, text, request);
       if (res.status === 403) throw new ForbiddenError(res.status, message, text, request);
       throw new DeviceHttpError(res.status, message, text, request);
@@ -504,7 +493,7 @@ export class FrameFiClient {
     }
     // The firmware answers some errors with status 200 and {"status":"error"}; treat them as errors too.
     if (json.status === "error") {
-      throw new DeviceHttpError(res.status, typeof json.message === "string" ? json.message : text, text, request);
+      throw new DeviceHttpError(res.status, typeof json.message === "string" ? blankControls(json.message) : firstLine(text), text, request);
     }
     this.bodies.set(json, text);
     return json as T;

@@ -29,6 +29,12 @@ import type { PhotoReport, SyncResult } from "../sync/sync.js";
 import { FRAME_KEYS, photoOptions, type PhotoOptions, type PhotoSettings } from "../photos/profile.js";
 import { EXIT, UsageError } from "./usage.js";
 import { surviveClosedOutput } from "../../shared/closed-output.js";
+import { blankControls } from "../api/text.js";
+
+/** `text` with the control characters of each of its lines blanked (see blankControls). */
+function printable(text: string): string {
+  return text.split("\n").map(blankControls).join("\n");
+}
 
 const USAGE = `Usage: framefi [options] <command> [arguments]
 
@@ -507,10 +513,12 @@ function version(): string {
 
 export async function main(argv: string[]): Promise<number> {
   // A sync prints a line per file: batched, so that a pipe's reader is not woken a thousand times.
-  const out = batchedLines(process.stdout);
+  const lines = batchedLines(process.stdout);
+  // Much of what is printed came from the device (names, modes, messages): a line of it must not steer the terminal.
+  const out = (text: string): void => lines(printable(text));
   const err = (line: string): void => {
-    out.flush();
-    process.stderr.write(line + "\n");
+    lines.flush();
+    process.stderr.write(printable(line) + "\n");
   };
   let json = false;
   let conn: Connection | undefined;
@@ -583,7 +591,7 @@ export async function main(argv: string[]): Promise<number> {
 surviveClosedOutput();
 
 process.on("uncaughtException", (e) => {
-  process.stderr.write(`framefi: unexpected error: ${e.message}. Please report it.\n`);
+  process.stderr.write(printable(`framefi: unexpected error: ${e.message}. Please report it.`) + "\n");
   process.exit(EXIT.deviceError);
 });
 

@@ -1,6 +1,7 @@
 // How a sync shows what it does: a progress bar on a terminal (files, bytes, rate, time left), otherwise one
 // line per file on stdout, so logs and scripts can follow. Steps and failures go to stderr.
 import type { WriteStream } from "node:tty";
+import { blankControls } from "../api/text.js";
 import { bytes, duration } from "../cli/format.js";
 import type { Plan, Upload } from "./plan.js";
 import type { SyncEvents } from "./sync.js";
@@ -81,7 +82,7 @@ export function barEvents(tty: WriteStream): SyncEvents & { stop(): void } {
   };
   const above = (text: string): void => {
     clear();
-    tty.write(text + "\n");
+    tty.write(blankControls(text) + "\n");
     draw();
   };
   const timer = setInterval(draw, 200);
