@@ -4,7 +4,7 @@
 // with a clear error, never hang or crash, and the device must be back in USB MSC mode.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { appendFile, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, rm, symlink, writeFile } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { BlockDecoder } from "../../src/shared/ftp-blocks.js";
@@ -73,6 +73,13 @@ async function listing(control: Socket, data: () => Promise<Socket>, lines: stri
   control.write("150 here\r\n");
   (await data()).write(Buffer.concat([...blocks, Buffer.from([64, 0, 0])]));
   control.write("226 done\r\n");
+}
+
+/** Takes an upload to its EOF block and answers `reply`. */
+async function store(control: Socket, data: () => Promise<Socket>, reply = "226 done\r\n"): Promise<void> {
+  control.write("150 go\r\n");
+  await uploadEnd(await data());
+  control.write(reply);
 }
 
 /**
@@ -291,11 +298,7 @@ describe("framefi sync against a misbehaving FTP server", () => {
       commands.push(command.split(" ")[0]!);
       // The card has an older a.jpg of another size: the upload replaces it.
       if (command.startsWith("MLSD")) return listing(control, data, ["type=file;size=5;modify=20200101000000; a.jpg"]);
-      if (command.startsWith("STOR")) {
-        control.write("150 go\r\n");
-        await uploadEnd(await data());
-        return void control.write("552 Upload aborted: Not enough space on the card.\r\n");
-      }
+      if (command.startsWith("STOR")) return store(control, data, "552 Upload aborted: Not enough space on the card.\r\n");
       control.write(command.startsWith("MFMT") ? "213 ok\r\n" : "502 no\r\n");
     });
     try {
@@ -373,11 +376,7 @@ describe("framefi sync against a misbehaving FTP server", () => {
     const { server, port } = await hostileServer(async (command, control, data) => {
       if (command.startsWith("MLSD")) return emptyListing(control, data);
       if (command.startsWith("STOR") && ++stors === 1) return void control.end("421 Idle timeout; closing the connection.\r\n");
-      if (command.startsWith("STOR")) {
-        control.write("150 go\r\n");
-        await uploadEnd(await data());
-        return void control.write("226 done\r\n");
-      }
+      if (command.startsWith("STOR")) return store(control, data);
       control.write(command.startsWith("MFMT") ? "213 ok\r\n" : "502 no\r\n");
     });
     try {
@@ -409,11 +408,7 @@ describe("framefi sync against a misbehaving FTP server", () => {
     const evil = "x\x1b]0;PWNED-TITLE\x07\x1b[2J\x9b31m.jpg";
     const { server, port } = await hostileServer(async (command, control, data) => {
       if (command.startsWith("MLSD")) return listing(control, data, [`type=file;size=5;modify=20200101000000; ${evil}`]);
-      if (command.startsWith("STOR")) {
-        control.write("150 go\r\n");
-        await uploadEnd(await data());
-        return void control.write("226 done\r\n");
-      }
+      if (command.startsWith("STOR")) return store(control, data);
       control.write(command.startsWith("DELE") ? "250 gone\r\n" : command.startsWith("MFMT") ? "213 ok\r\n" : "502 no\r\n");
     });
     try {
@@ -423,6 +418,70 @@ describe("framefi sync against a misbehaving FTP server", () => {
       assert.doesNotMatch(r.stdout + r.stderr, /[\x00-\x09\x0b-\x1f\x7f-\x9f]/);
     } finally {
       server.close();
+    }
+  });
+
+  test("a card whose folders nest forever: the listing stops at 32 levels with a clear error; links are not followed", async () => {
+    const listed: string[] = [];
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      if (!command.startsWith("MLSD")) return void control.write("502 no\r\n");
+      const path = command.slice(5);
+      listed.push(path);
+      const depth = path.split("/").length;
+      return listing(control, data, [
+        `type=dir;modify=2020010100000${depth % 10}; level${depth}`,
+        "type=OS.unix=symlink;modify=20200101000000; link",
+        "type=cdir;modify=20200101000000; .",
+        "type=pdir;modify=20200101000000; ..",
+      ]);
+    });
+    try {
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), "--parallel", "2", photos], {
+        cwd: photos,
+        timeoutMs: 60_000,
+      });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /Cannot list the card: its folders nest more than 32 levels deep under \/ /);
+      assert.ok(listed.length <= 34, `${listed.length} listings`);
+      assert.ok(!listed.some((p) => /link|\/\.\.?(\/|$)/.test(p)), listed.join(" "));
+      await eventually(async () => ((await (await fetch(`${dev.url}/`)).json()) as { mode: string }).mode === "USB MSC");
+    } finally {
+      server.close();
+    }
+  });
+
+  test("a folder that lists as its parent, all the way down, is a link back: not followed, the sync goes on", async () => {
+    let listings = 0;
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      if (command.startsWith("MLSD")) {
+        listings++;
+        return listing(control, data, ["type=dir;modify=20200101000000; again"]);
+      }
+      if (command.startsWith("STOR")) return store(control, data);
+      control.write(command.startsWith("MFMT") ? "213 ok\r\n" : "502 no\r\n");
+    });
+    try {
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), photos], { cwd: photos, timeoutMs: 60_000 });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /^Not following \/again on the card: it lists as \/, a link back to it\.$/m);
+      assert.match(r.stdout, /^uploaded a\.jpg /m);
+      assert.ok(listings <= 34, `${listings} listings`);
+    } finally {
+      server.close();
+    }
+  });
+
+  test("our device with a card link sub/up -> ..: the sync does not follow it and succeeds", async () => {
+    await mkdir(join(dev.card, "sub"));
+    await symlink("..", join(dev.card, "sub", "up"));
+    try {
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", photos], { cwd: photos, timeoutMs: 60_000 });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /^Not following \/sub\/up on the card: it lists as \/, a link back to it\.$/m);
+      assert.match(r.stdout, /^uploaded a\.jpg /m);
+    } finally {
+      await rm(join(dev.card, "sub"), { recursive: true, force: true });
+      await rm(join(dev.card, "a.jpg"), { force: true });
     }
   });
 });

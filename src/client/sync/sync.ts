@@ -9,6 +9,7 @@ import { switchMode } from "./modes.js";
 import { LocalFileError, SyncStopped } from "./errors.js";
 import { connectCard } from "../ftp/connect.js";
 import { isReply, remoteJoin, type CardPool, type FtpTarget, type RemoteConnection, type RemoteEntry } from "../ftp/remote.js";
+import { listCard } from "./card-tree.js";
 import { scanLocal, type LocalTree } from "./local-tree.js";
 import { decideUpload, makePlan, type Plan, type PlanInput, type Upload } from "./plan.js";
 import type { PhotoCache } from "../photos/cache.js";
@@ -119,38 +120,6 @@ async function withReconnect<T>(conn: RemoteConnection, signal: AbortSignal, fn:
     }
     return await fn();
   }
-}
-
-async function listRemote(
-  pool: CardPool<RemoteConnection>,
-  root: string,
-  signal: AbortSignal,
-): Promise<{ tree: Map<string, RemoteEntry>; rootMissing: boolean }> {
-  const tree = new Map<string, RemoteEntry>();
-  let rootMissing = false;
-  let failure: Error | undefined;
-  let level = [""];
-  while (level.length > 0) {
-    const next: string[] = [];
-    await pool.each(level, async (conn, rel) => {
-      try {
-        const entries = await withReconnect(conn, signal, () => conn.list(remoteJoin(root, rel)));
-        for (const [name, entry] of entries) {
-          const child = rel === "" ? name : `${rel}/${name}`;
-          tree.set(child, entry);
-          if (entry.type === "dir") next.push(child);
-        }
-      } catch (e) {
-        if (isReply(e) && rel === "" && e.code === 550) rootMissing = true;
-        else failure ??= new Error(`Cannot list ${remoteJoin(root, rel)} on the card: ${(e as Error).message}`, { cause: e });
-        // A broken connection leaves the pool; the folder is not lost with it: the sync stops below.
-        if (!isReply(e)) throw e;
-      }
-    });
-    if (failure) throw failure;
-    level = next.sort();
-  }
-  return { tree, rootMissing };
 }
 
 export async function sync(opts: SyncOptions): Promise<SyncResult> {
@@ -371,8 +340,14 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     if (signal.aborted) throw signal.reason;
 
     events.step("Comparing the folder with the card…");
-    const [local, remote] = await Promise.all([scanLocal(opts.localDir, { followLinksOutside: opts.followLinks }), listRemote(pool, opts.remoteDir, signal)]);
+    const [local, remote] = await Promise.all([
+      scanLocal(opts.localDir, { followLinksOutside: opts.followLinks }),
+      listCard(pool, opts.remoteDir, (conn, fn) => withReconnect(conn, signal, fn)),
+    ]);
     if (signal.aborted) throw signal.reason;
+    for (const [link, to] of remote.loops) {
+      events.step(`Not following ${remoteJoin(opts.remoteDir, link)} on the card: it lists as ${remoteJoin(opts.remoteDir, to)}, a link back to it.`);
+    }
     const input = opts.photos ? await preparedInput(local, remote.tree, opts.photos) : local;
     const plan = makePlan(input, remote.tree, { delete: opts.delete, canSetTimes: pool.canSetTimes });
     result.plan = plan;
