@@ -588,14 +588,18 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-surviveClosedOutput();
-
-process.on("uncaughtException", (e) => {
-  process.stderr.write(printable(`framefi: unexpected error: ${e.message}. Please report it.`) + "\n");
-  process.exit(EXIT.deviceError);
-});
-
-// Exits at once when done: everything is awaited by then, and stdout and stderr are written synchronously on
-// Linux. Left to drain, Node 20's exit cleanup sometimes spun at 100% CPU forever with only the terminal's
-// stdout and stderr handles left (seen after syncs on a pseudo-terminal; test/client/sync.test.ts).
-void main(process.argv.slice(2)).then((code) => process.exit(code));
+/**
+ * Runs `framefi` as the program (bin/framefi calls it; importing this module does nothing): installs the process's
+ * handlers, runs the command line and exits with its code.
+ */
+export function runProgram(): void {
+  surviveClosedOutput();
+  process.on("uncaughtException", (e) => {
+    process.stderr.write(printable(`framefi: unexpected error: ${e.message}. Please report it.`) + "\n");
+    process.exit(EXIT.deviceError);
+  });
+  // Exits at once when done: everything is awaited by then, and stdout and stderr are written synchronously on
+  // Linux. Left to drain, Node 20's exit cleanup sometimes spun at 100% CPU forever with only the terminal's
+  // stdout and stderr handles left (seen after syncs on a pseudo-terminal; test/client/sync.test.ts).
+  void main(process.argv.slice(2)).then((code) => process.exit(code));
+}
