@@ -235,6 +235,15 @@ describe("framefi commands", () => {
       assert.equal(bad.code, 2);
       oneLineError(bad.stderr);
       assert.match(bad.stderr, /\.env line/);
+
+      // Every command refuses an unknown key in [frame], as sync does: a typo there must not pass silently.
+      await writeFile(join(cwd, ".env"), `FTP_HOST="${host}"\n\n[frame]\nFIT=1024x600\nSHARPEN=yes\n`);
+      for (const command of ["status", "mode", "led", "sync"]) {
+        const typo = await framefi([command], { cwd });
+        assert.equal(typo.code, 2, `${command}: ${typo.stderr}`);
+        oneLineError(typo.stderr);
+        assert.match(typo.stderr, /\.env line 5: unknown key SHARPEN in \[frame\]; the keys are FIT, FILL, /);
+      }
     } finally {
       await removeDir(cwd);
     }

@@ -309,7 +309,7 @@ describe("framefi sync with the .env's [frame] section", () => {
       await writeFile(join(cwd, ".env"), env("SHARPEN=yes\n"));
       const bad = await framefi(["sync"], { cwd, env: vars });
       assert.equal(bad.code, 2);
-      assert.match(bad.stderr, /^framefi: \.env \[frame\]: unknown key SHARPEN; the keys are FIT, FILL, /m);
+      assert.match(bad.stderr, /^framefi: .*\.env line \d+: unknown key SHARPEN in \[frame\]; the keys are FIT, FILL, /m);
       await writeFile(join(cwd, ".env"), env("").replace("FIT=640x480", "FIT=640"));
       const badSize = await framefi(["sync"], { cwd, env: vars });
       assert.equal(badSize.code, 2);

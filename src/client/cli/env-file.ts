@@ -4,6 +4,7 @@
 // of our own may follow the firmware's variables: after a `[frame]` line, keys are the sync's frame profile,
 // returned as "frame.KEY" (the firmware's scripts never see them when the section comes last).
 import { readFile } from "node:fs/promises";
+import { FRAME_KEYS } from "../photos/profile.js";
 
 /** The variables the firmware's sync.sh reads. */
 export const ENV_KEYS = ["FTP_HOST", "FTP_USER", "FTP_PASSWORD", "WEB_SERVER_USER", "WEB_SERVER_PASSWORD", "LOCAL_DIR", "REMOTE_DIR"] as const;
@@ -14,23 +15,23 @@ export class EnvFileError extends Error {
   override name = "EnvFileError";
 }
 
-/** The sections a .env file may have. */
-export const ENV_SECTIONS = ["frame"] as const;
+/** The sections a .env file may have, and the keys each takes. */
+const SECTIONS: Record<string, readonly string[]> = { frame: Object.keys(FRAME_KEYS) };
 
 /** Parses the text of a .env file; a line that is not KEY=value (or a known [section]) is an error naming the line. */
 export function parseEnv(text: string, file = ".env"): EnvValues {
   const values: EnvValues = {};
-  let prefix = "";
+  let section: string | undefined;
   const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
   lines.forEach((raw, i) => {
     const line = raw.trim();
     if (line === "" || line.startsWith("#")) return;
-    const section = /^\[\s*([^\]]*?)\s*\]$/.exec(line);
-    if (section) {
-      if (!(ENV_SECTIONS as readonly string[]).includes(section[1]!)) {
-        throw new EnvFileError(`${file} line ${i + 1}: unknown section [${section[1]}]; the one section is [frame].`);
+    const header = /^\[\s*([^\]]*?)\s*\]$/.exec(line);
+    if (header) {
+      if (!Object.hasOwn(SECTIONS, header[1]!)) {
+        throw new EnvFileError(`${file} line ${i + 1}: unknown section [${header[1]}]; the one section is [frame].`);
       }
-      prefix = `${section[1]}.`;
+      section = header[1]!;
       return;
     }
     const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
@@ -40,7 +41,10 @@ export function parseEnv(text: string, file = ".env"): EnvValues {
     if (value.rest.trim() !== "" && !/^\s+#/.test(value.rest)) {
       throw new EnvFileError(`${file} line ${i + 1} is not KEY=value: text follows the value of ${m[1]}; put the whole value in quotes or remove the rest.`);
     }
-    values[prefix + m[1]!] = value.value;
+    if (section !== undefined && !SECTIONS[section]!.includes(m[1]!)) {
+      throw new EnvFileError(`${file} line ${i + 1}: unknown key ${m[1]} in [${section}]; the keys are ${SECTIONS[section]!.join(", ")}.`);
+    }
+    values[section === undefined ? m[1]! : `${section}.${m[1]}`] = value.value;
   });
   return values;
 }

@@ -373,8 +373,8 @@ function syncPhotoOptions(ctx: Context): PhotoOptions | undefined {
   const fromFile: PhotoSettings = {};
   const fileKey = new Map<keyof PhotoSettings, string>();
   for (const [key, value] of Object.entries(ctx.conn.frame)) {
-    const setting = Object.hasOwn(FRAME_KEYS, key) ? FRAME_KEYS[key] : undefined;
-    if (!setting) throw new UsageError(`.env [frame]: unknown key ${key}; the keys are ${Object.keys(FRAME_KEYS).join(", ")}.`);
+    // The .env's reader took known keys only.
+    const setting = FRAME_KEYS[key]!;
     fromFile[setting] = value;
     fileKey.set(setting, key);
   }
