@@ -471,10 +471,9 @@ function printSyncResult(ctx: Context, r: SyncResult, dryRun: boolean): void {
 
 /** One line that says what happened and what to do. */
 function explain(e: unknown): string {
-  if (e instanceof AuthenticationError) {
-    return `the device refused the login (401: ${e.deviceMessage}). Give its web user and password with -u USER[:PASSWORD] or FRAMEFI_USER.`;
-  }
-  if (e instanceof ForbiddenError) return `this account may not do that (403: ${e.deviceMessage}). Use an account with full access.`;
+  // The device's own 401 message is written for curl users; framefi says what to do in its own terms.
+  if (e instanceof AuthenticationError) return "the device refused the login (401). Give its web user and password with -u USER[:PASSWORD] or FRAMEFI_USER.";
+  if (e instanceof ForbiddenError) return `this account may not do that (403: ${e.deviceMessage.replace(/[.!?\s]+$/, "")}). Use an account with full access.`;
   if (e instanceof DeviceHttpError) {
     const hint = /MSC mode/i.test(e.deviceMessage) ? " Switch the device to FTP mode first: framefi mode ftp." : "";
     return `the device answered ${e.status}: ${e.deviceMessage}${hint}`;
