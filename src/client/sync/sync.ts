@@ -318,7 +318,9 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
       if (e.type !== "file") continue;
       const onCard = remote.get(rel);
       const replaces = !opts.delete && onCard?.type === "file" ? onCard.size : 0;
-      candidates.push({ rel, size: e.size ?? 0, dateMs: prepared.dates.get(rel) ?? e.mtimeMs, replaces });
+      // A photo not converted (no size limit asked for it) counts, and is reported, by its size in the folder.
+      const size = e.size ?? prepared.jobs.get(rel)?.size ?? 0;
+      candidates.push({ rel, size, dateMs: prepared.dates.get(rel) ?? e.mtimeMs, replaces });
     }
     const { leftOut } = tools!.selectNewest(candidates, { maxFiles: limit.maxFiles ?? Infinity, maxBytes, fixedBytes });
     for (const c of leftOut) prepared.input.entries.delete(c.rel);
