@@ -29,6 +29,12 @@ export {
   type MqttStatus,
   type OnOff,
 } from "../../shared/firmware.js";
+export { framePhotos, sync, type PhotoChoices, type SyncFolderOptions } from "./sync.js";
+export type { PhotoReport, SyncEvents, SyncResult } from "../sync/sync.js";
+export type { Plan, Upload } from "../sync/plan.js";
+export type { PhotoOptions } from "../photos/profile.js";
+export { FtpLoginError, FtpUnreachableError, SyncStopped } from "../sync/errors.js";
+export { switchMode } from "../sync/modes.js";
 export type Toggle = "on" | "off" | "toggle";
 export type MqttAction = "enable" | "disable" | "toggle";
 

@@ -34,9 +34,6 @@ export interface Connection {
   frame: Record<string, string>;
 }
 
-/** The firmware's FTP port, used when none is configured and the device announces none (a real dongle). */
-export const FIRMWARE_FTP_PORT = 21;
-
 /**
  * A hint for an answer that is not the device's: an address without a port means port 80, as on the firmware, but
  * our device service listens on 8080 by default; the API is at the device's root (`mentionPath`: say so when the

@@ -15,8 +15,9 @@ import {
   FrameFiError,
   MODE_FTP,
   ProtocolError,
+  sync,
 } from "../api/index.js";
-import { FIRMWARE_FTP_PORT, hostHint, resolveConnection, type Connection } from "./connection.js";
+import { hostHint, resolveConnection, type Connection } from "./connection.js";
 import { EnvFileError } from "./env-file.js";
 import { bytes, ledSummary, mqttSummary, statusSummary } from "./format.js";
 import { FtpLoginError, FtpUnreachableError, SyncStopped } from "../sync/errors.js";
@@ -24,7 +25,6 @@ import { barEvents, lineEvents, planLine, quietEvents } from "../sync/progress.j
 import { batchedLines } from "../../shared/batched-lines.js";
 import { askPassword, confirm, haveTerminal, PromptInterrupted } from "./prompt.js";
 import { switchMode } from "../sync/modes.js";
-import { lockDevice } from "../sync/lock.js";
 import type { PhotoReport, SyncResult } from "../sync/sync.js";
 import { FRAME_KEYS, photoOptions, type PhotoOptions, type PhotoSettings } from "../photos/profile.js";
 import { EXIT, UsageError } from "./usage.js";
@@ -324,28 +324,9 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
     let result: SyncResult;
-    // Loaded here: the FTP client is only needed by sync.
-    const { sync } = await import("../sync/sync.js");
-    let unlock: () => Promise<void>;
     try {
-      unlock = await lockDevice(ctx.client.url, controller.signal, () => events.step(`Waiting for another framefi sync to ${ctx.client.url} to finish…`));
-    } catch (e) {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
-      if (!controller.signal.aborted) throw e;
-      ctx.err("framefi: Interrupted while waiting for the other sync; nothing was changed.");
-      return EXIT.interrupted;
-    }
-    try {
-      result = await sync({
-        client: ctx.client,
-        // Never a guess: the port given, else the one the device announces, else the firmware's.
-        ftp: {
-          host: ctx.conn.ftp.host,
-          ports: [ctx.conn.ftp.port ?? (await ctx.client.ftpPort()) ?? FIRMWARE_FTP_PORT],
-          user: ctx.conn.ftp.user,
-          password: ctx.conn.ftp.password,
-        },
+      result = await sync(ctx.client, {
+        ftp: ctx.conn.ftp,
         localDir,
         remoteDir,
         delete: ctx.flags.delete === true,
@@ -357,8 +338,12 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
         events,
         photos,
       });
+    } catch (e) {
+      // Ctrl-C before the sync began, while another one held the device.
+      if (!controller.signal.aborted || e instanceof SyncStopped) throw e;
+      ctx.err("framefi: Interrupted while waiting for the other sync; nothing was changed.");
+      return EXIT.interrupted;
     } finally {
-      await unlock();
       bar?.stop();
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);

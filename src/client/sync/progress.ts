@@ -8,19 +8,22 @@ import type { SyncEvents } from "./sync.js";
 
 type Write = (line: string) => void;
 
+/** Hears nothing: the base of the reporters below, and of a library sync's events. */
+export const NO_EVENTS: SyncEvents = {
+  step: () => undefined,
+  planned: () => undefined,
+  uploadStarted: () => undefined,
+  uploadProgress: () => undefined,
+  uploaded: () => undefined,
+  deleted: () => undefined,
+  created: () => undefined,
+  failed: () => undefined,
+  photoDone: () => undefined,
+};
+
 /** Says nothing but failures and steps (for --json and --dry-run, whose output is printed at the end). */
 export function quietEvents(err: Write): SyncEvents {
-  return {
-    step: (text) => err(text),
-    planned: () => undefined,
-    uploadStarted: () => undefined,
-    uploadProgress: () => undefined,
-    uploaded: () => undefined,
-    deleted: () => undefined,
-    created: () => undefined,
-    failed: (rel, reason) => err(`failed ${rel}: ${reason}`),
-    photoDone: () => undefined,
-  };
+  return { ...NO_EVENTS, step: (text) => err(text), failed: (rel, reason) => err(`failed ${rel}: ${reason}`) };
 }
 
 /** One line per file on `out`; steps and failures on `err`. */

@@ -1,0 +1,112 @@
+// The library's sync: mirrors a local folder to the device's card over FTP, as `framefi sync` does (the CLI calls
+// this). The FTP client and the photo pipeline load at the first call, so that importing the library stays cheap.
+import { homedir } from "node:os";
+import { FrameFiError } from "./index.js";
+import type { FrameFiClient } from "./index.js";
+import type { SyncEvents, SyncResult } from "../sync/sync.js";
+import type { PhotoOptions, PhotoSettings } from "../photos/profile.js";
+
+/** The firmware's FTP port and login, used when none is given and the device announces no port. */
+const FIRMWARE_FTP = { port: 21, user: "user", password: "password" };
+
+export interface SyncFolderOptions {
+  /** The local folder to mirror. */
+  localDir: string;
+  /** The folder on the card; default "/". */
+  remoteDir?: string;
+  /** Delete what is on the card but not in the folder. */
+  delete?: boolean;
+  /** Compare and report, change nothing on the card (the device is in FTP mode for the comparison, then as before). */
+  dryRun?: boolean;
+  /** Leave the device in FTP mode at the end (default: back to USB MSC mode). */
+  stay?: boolean;
+  /** FTP connections at once, 1–16; default 4 (the firmware serves one). */
+  parallel?: number;
+  /** Also upload what links leading outside the folder point to (default: skip them). */
+  followLinks?: boolean;
+  /** The device's FTP server; default: the client's host, the port the device announces (else 21), user:password. */
+  ftp?: { host?: string; port?: number | undefined; user?: string; password?: string };
+  /** Aborting stops the sync and puts the device back in the mode it was in. */
+  signal?: AbortSignal;
+  /** Hears what the sync does, as it does it; every method is optional. */
+  events?: Partial<SyncEvents>;
+  /** Photos converted for the frame, a capacity limit or --dedupe: see framePhotos(). */
+  photos?: PhotoOptions;
+  /** How long to wait for a mode switch and for the FTP server; default 30 s. */
+  waitMs?: number;
+}
+
+/** What framePhotos() takes: the `framefi sync` photo options, typed. */
+export interface PhotoChoices {
+  /** Convert photos for a frame of this size ("1024x600"): upright, at most that size, baseline JPEG. */
+  fit?: string;
+  /** The same, but exactly that size: cover the frame and crop what is beyond. */
+  fill?: string;
+  /** JPEG quality 1–100; default 85. */
+  quality?: number;
+  /** Files that are not photos: sent as they are (default) or left out. */
+  others?: "copy" | "skip";
+  /** Send files with the same content once. */
+  dedupe?: boolean;
+  /** At most this many files from the folder; the newest are kept. */
+  maxFiles?: number;
+  /** At most this much on the card in all ("90%", "2GB", "500MiB"); the newest are kept. */
+  maxSize?: string;
+  /** Give photos without an EXIF date taken their file's modification time. */
+  dateFromMtime?: boolean;
+  /** Where converted photos are kept; default $XDG_CACHE_HOME/framefi, else ~/.cache/framefi. */
+  cache?: string;
+}
+
+/** Checks photo choices and makes them the `photos` option of sync(); a bad value throws, naming it. */
+export async function framePhotos(choices: PhotoChoices): Promise<PhotoOptions> {
+  const { photoOptions } = await import("../photos/profile.js");
+  const text = (v: number | undefined): string | undefined => (v === undefined ? undefined : String(v));
+  const settings: PhotoSettings = { ...choices, quality: text(choices.quality), maxFiles: text(choices.maxFiles) };
+  return photoOptions(settings, (key) => `photos.${key}`, process.env, homedir());
+}
+
+/**
+ * Mirrors `options.localDir` to the card: switches the device to FTP mode, uploads what is new or changed (and
+ * deletes what is gone, with `delete`), then switches it back. One sync per device at a time on this machine: a
+ * second waits for the first (`events.step` says so). Files that fail are in the result's `failed`; a sync that
+ * cannot go on throws SyncStopped, with the device back in its mode.
+ */
+export async function sync(client: FrameFiClient, options: SyncFolderOptions): Promise<SyncResult> {
+  const parallel = options.parallel ?? 4;
+  if (!Number.isInteger(parallel) || parallel < 1 || parallel > 16) throw new FrameFiError(`parallel must be a whole number from 1 to 16, got ${parallel}.`);
+  const [{ sync: mirror }, { lockDevice }, { NO_EVENTS }] = await Promise.all([
+    import("../sync/sync.js"),
+    import("../sync/lock.js"),
+    import("../sync/progress.js"),
+  ]);
+  const events = { ...NO_EVENTS, ...options.events };
+  const signal = options.signal ?? new AbortController().signal;
+  const unlock = await lockDevice(client.url, signal, () => events.step(`Waiting for another framefi sync to ${client.url} to finish…`));
+  try {
+    const ftp = options.ftp ?? {};
+    return await mirror({
+      client,
+      ftp: {
+        host: ftp.host ?? new URL(client.url).hostname.replace(/^\[(.*)\]$/, "$1"),
+        // Never a guess: the port given, else the one the device announces, else the firmware's.
+        ports: [ftp.port ?? (await client.ftpPort()) ?? FIRMWARE_FTP.port],
+        user: ftp.user ?? FIRMWARE_FTP.user,
+        password: ftp.password ?? FIRMWARE_FTP.password,
+      },
+      localDir: options.localDir,
+      remoteDir: options.remoteDir ?? "/",
+      delete: options.delete === true,
+      dryRun: options.dryRun === true,
+      stay: options.stay === true,
+      parallel,
+      followLinks: options.followLinks === true,
+      signal,
+      events,
+      photos: options.photos,
+      waitMs: options.waitMs,
+    });
+  } finally {
+    await unlock();
+  }
+}
