@@ -104,7 +104,6 @@ describe("framefi against a hostile device", () => {
       "GET /mode/msc": [200, { mode: EVIL }],
       "GET /display/status": [200, { display_status: EVIL }],
       "POST /led/on": [200, { status: "success", message: EVIL }],
-      "POST /restart": [500, { status: "error", message: EVIL }],
       "POST /device/restart": [500, { status: "error", message: EVIL }],
       "POST /display/on": [200, { status: "error", message: EVIL }],
     };
