@@ -25,7 +25,7 @@ export interface SyncFolderOptions {
   /** Also upload what links leading outside the folder point to (default: skip them). */
   followLinks?: boolean;
   /** The device's FTP server; default: the client's host, the port the device announces (else 21), user:password. */
-  ftp?: { host?: string; port?: number | undefined; user?: string; password?: string };
+  ftp?: { host?: string; port?: number | undefined; user?: string | undefined; password?: string | undefined };
   /** Aborting stops the sync and puts the device back in the mode it was in. */
   signal?: AbortSignal;
   /** Hears what the sync does, as it does it; every method is optional. */

@@ -26,7 +26,8 @@ export interface Connection {
   hostFrom: "--host" | "FRAMEFI_DEVICE" | "FTP_HOST";
   /** Web credentials; undefined when none are configured (an open API). */
   web: Credentials | undefined;
-  ftp: { user: string; password: string; host: string; port: number | undefined };
+  /** The FTP login and port; undefined: the library's default (the firmware's login, the port the device announces). */
+  ftp: { user: string | undefined; password: string | undefined; host: string; port: number | undefined };
   /** The .env's LOCAL_DIR (sync's default folder) and REMOTE_DIR (default "/"). */
   localDir: string | undefined;
   remoteDir: string;
@@ -108,8 +109,8 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
   }
 
   const ftpGiven = flags.ftpUser !== undefined ? splitUser(flags.ftpUser) : undefined;
-  const ftpUser = pick(ftpGiven?.user, env.FRAMEFI_FTP_USER, fw("FTP_USER")) ?? "user";
-  const ftpPassword = ftpGiven?.password ?? pick(env.FRAMEFI_FTP_PASSWORD, fw("FTP_PASSWORD")) ?? "password";
+  const ftpUser = pick(ftpGiven?.user, env.FRAMEFI_FTP_USER, fw("FTP_USER"));
+  const ftpPassword = ftpGiven?.password ?? pick(env.FRAMEFI_FTP_PASSWORD, fw("FTP_PASSWORD"));
   const portText = pick(flags.ftpPort, env.FRAMEFI_FTP_PORT);
   const ftpPort = portText === undefined ? undefined : parsePort(portText, flags.ftpPort !== undefined ? "--ftp-port" : "FRAMEFI_FTP_PORT");
 
