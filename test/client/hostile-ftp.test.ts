@@ -4,7 +4,7 @@
 // with a clear error, never hang or crash, and the device must be back in USB MSC mode.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { appendFile, mkdir, rm, symlink, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { BlockDecoder } from "../../src/shared/ftp-blocks.js";
@@ -482,6 +482,26 @@ describe("framefi sync against a misbehaving FTP server", () => {
     } finally {
       await rm(join(dev.card, "sub"), { recursive: true, force: true });
       await rm(join(dev.card, "a.jpg"), { force: true });
+    }
+  });
+
+  test("a card folder that lists as its parent for one level only (x/x/ of the same time) is a folder, not a link", async () => {
+    const folder = await tempDir("framefi-nested-");
+    try {
+      await mkdir(join(folder, "x", "x"), { recursive: true });
+      await writeFile(join(folder, "x", "x", "pic.jpg"), Buffer.alloc(1_000, 3));
+      const first = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", folder], { cwd: folder });
+      assert.equal(first.code, 0, first.stderr);
+      // The card's / and /x now list alike: one folder "x" of the same time.
+      const t = new Date(Date.UTC(2024, 0, 1));
+      for (const dir of [join(dev.card, "x", "x"), join(dev.card, "x")]) await utimes(dir, t, t);
+      const again = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--delete", folder], { cwd: folder });
+      assert.equal(again.code, 0, again.stderr);
+      assert.doesNotMatch(again.stderr, /Not following/);
+      assert.match(again.stdout, /^Sync done: 0 uploaded \(0 B\), 0 deleted, 0 folders created, 1 unchanged\./m);
+    } finally {
+      await rm(join(dev.card, "x"), { recursive: true, force: true });
+      await removeDir(folder);
     }
   });
 });
