@@ -37,7 +37,7 @@ function fingerprint(listing: Listing): string {
  */
 async function leadsBack(list: List, known: ReadonlyMap<string, string>, above: string, rel: string, print: string): Promise<boolean> {
   const loop = segments(rel).slice(segments(above).length);
-  const seen = new Map(known).set(rel, print);
+  const walked = new Map([[rel, print]]);
   let at = rel;
   for (let i = 0; segments(at).length < MAX_DEPTH; i++) {
     const next = `${at}/${loop[i % loop.length]}`;
@@ -50,9 +50,10 @@ async function leadsBack(list: List, known: ReadonlyMap<string, string>, above: 
       if (isReply(e)) return true;
       throw e;
     }
-    const print = fingerprint(listing);
-    if (print !== seen.get(counterpart.join("/"))) return false;
-    seen.set(next, print);
+    const found = fingerprint(listing);
+    const key = counterpart.join("/");
+    if (found !== (walked.get(key) ?? known.get(key))) return false;
+    walked.set(next, found);
     at = next;
   }
   return true;
