@@ -450,6 +450,20 @@ describe("framefi sync against a misbehaving FTP server", () => {
     }
   });
 
+  test("a card of more than 250 000 entries: the sync stops with a clear error instead of holding them all", async () => {
+    const lines = Array.from({ length: 250_001 }, (_, i) => `type=file;size=1;modify=20200101000000; f${i}.jpg`);
+    const { server, port } = await hostileServer((command, control, data) =>
+      command.startsWith("MLSD") ? listing(control, data, lines) : void control.write("502 no\r\n"),
+    );
+    try {
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), photos], { cwd: photos, timeoutMs: 60_000 });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /The card holds more than 250000 files and folders under \/; sync a folder further down with --to\./);
+    } finally {
+      server.close();
+    }
+  });
+
   test("a folder that lists as its parent, all the way down, is a link back: not followed, the sync goes on", async () => {
     let listings = 0;
     const { server, port } = await hostileServer(async (command, control, data) => {
