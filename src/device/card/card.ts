@@ -1,18 +1,25 @@
 // The SD card: a folder, and the one owner of its paths, its writes and its space. The web upload and the FTP
-// server both work through its file-system interface (CardFileSystem); the API, MQTT and the panel read its figures.
-import { mkdir, realpath } from "node:fs/promises";
+// server both work through its file-system interface (CardFileSystem): nothing else touches the card folder, so
+// every change passes through here and reaches the figures; the API, MQTT and the panel read them.
+import { mkdirSync, renameSync, utimesSync, type Stats } from "node:fs";
+import { mkdir, open, realpath, rmdir, stat, unlink, type FileHandle } from "node:fs/promises";
+import { entryOf, entryStats, readFolder, type CardEntry } from "./entries.js";
 import { Inventory, type CardFigures } from "./figures.js";
-import { CardPaths, isInternalName, type CardPath } from "./paths.js";
+import { CardPaths, type CardPath } from "./paths.js";
 import { Writes, type CardWrite, type WriteOptions } from "./writes.js";
 
 export { CardError, type CardErrorCode } from "./errors.js";
+export type { CardEntry } from "./entries.js";
 export type { CardFigures } from "./figures.js";
 export { isInternalName, type CardPath } from "./paths.js";
 export type { CardWrite, WriteOptions } from "./writes.js";
 
 /**
  * What a file server needs from the card (as ftp-srv's FileSystem): every path it touches is resolved here, every
- * new file is written here. Paths are card paths ("/album/a.jpg"); errors are CardError.
+ * entry is read, made, changed and removed here. Client paths are card paths ("/album/a.jpg"); `real` is a path
+ * existing() returned, `target` one creatable() returned. The card's refusals are CardError; a file-system failure
+ * (ENOENT, ENOTEMPTY, ENOSPC…) comes as the system's error. The operations a server makes right after a name check
+ * (mkdir, rename) are synchronous, so that no other session can pass the same check in between.
  */
 export interface CardFileSystem {
   /** The real path of an existing entry, following symlinks only while they stay inside the card. */
@@ -21,14 +28,26 @@ export interface CardFileSystem {
   creatable(path: string): Promise<CardPath>;
   /** Refuses a new entry's name the card cannot hold (the FAT rules when the card has them). */
   allowNew(target: CardPath): void;
+  /** What is at `real` (a link followed). */
+  stat(real: string): Promise<Stats>;
+  /** The entry at `target` itself (a link stays a link), or undefined when there is none. Synchronous. */
+  entryStats(target: CardPath): Stats | undefined;
+  /** A folder's visible entries, sorted by name: no writes in progress, no links leading out of the card. */
+  list(real: string): Promise<CardEntry[]>;
+  /** The facts of the entry at `real`, listed under `name`. */
+  entry(real: string, name: string): Promise<CardEntry>;
+  /** Makes a folder at `target`, its name checked first (allowNew). */
+  mkdir(target: CardPath): void;
+  /** Removes the file or the empty folder at `target` (a link itself, not its target). */
+  remove(target: CardPath, kind: "file" | "folder"): Promise<void>;
+  /** Moves `source` to `target`, the new name checked first (allowNew). */
+  rename(source: CardPath, target: CardPath): void;
+  /** Sets the modification (and access) time of the entry at `real`. */
+  setTime(real: string, when: Date): void;
+  /** Opens the file at `real` for reading. */
+  openRead(real: string): Promise<FileHandle>;
   /** Starts writing a file: claims its space, and lands it atomically on commit. */
   beginWrite(target: CardPath, opts?: WriteOptions): Promise<CardWrite>;
-  /** Real paths whose entries the server changed itself (deleted, renamed, folders made or removed). */
-  changed(paths: string[]): void;
-  /** Whether a name is the card's own (a write in progress): never listed, reached or created. */
-  isInternal(name: string): boolean;
-  /** Whether a real path lies inside the card. */
-  inside(real: string): boolean;
   /** Capacity, space used and free, file count (as GET / reports them). */
   figures(): Promise<CardFigures>;
 }
@@ -147,15 +166,44 @@ export class Card implements CardFileSystem {
     return this.writes.commitAll(writes);
   }
 
-  changed(paths: string[]): void {
-    this.inventory.changed(paths);
+  stat(real: string): Promise<Stats> {
+    return stat(real);
   }
 
-  isInternal(name: string): boolean {
-    return isInternalName(name);
+  entryStats(target: CardPath): Stats | undefined {
+    return entryStats(target);
   }
 
-  inside(real: string): boolean {
-    return this.paths.inside(real);
+  list(real: string): Promise<CardEntry[]> {
+    return readFolder(real, (r) => this.paths.inside(r));
+  }
+
+  entry(real: string, name: string): Promise<CardEntry> {
+    return entryOf(real, name);
+  }
+
+  mkdir(target: CardPath): void {
+    this.paths.allowNew(target);
+    mkdirSync(target.absolute);
+    this.inventory.changed([target.absolute]);
+  }
+
+  async remove(target: CardPath, kind: "file" | "folder"): Promise<void> {
+    await (kind === "folder" ? rmdir(target.absolute) : unlink(target.absolute));
+    this.inventory.changed([target.absolute]);
+  }
+
+  rename(source: CardPath, target: CardPath): void {
+    this.paths.allowNew(target);
+    renameSync(source.absolute, target.absolute);
+    this.inventory.changed([source.absolute, target.absolute]);
+  }
+
+  setTime(real: string, when: Date): void {
+    utimesSync(real, when, when);
+  }
+
+  openRead(real: string): Promise<FileHandle> {
+    return open(real, "r");
   }
 }

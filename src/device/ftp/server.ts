@@ -1,5 +1,4 @@
 // The device's FTP server: listens while the device is in FTP mode, serving the card folder.
-import { stat } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { listenEverywhere, listenOn } from "../../shared/listen.js";
 import { DATA_READ_BUFFER, plainAddress } from "./data.js";
@@ -33,7 +32,7 @@ export function createFtpServer(options: FtpServerOptions): FtpServer {
 
   const start = async (): Promise<void> => {
     if (server) throw new Error("The FTP server is already running.");
-    const st = await stat(options.root).catch(() => undefined);
+    const st = await options.card.stat(options.root).catch(() => undefined);
     if (!st?.isDirectory()) throw new Error(`The card folder ${options.root} does not exist or is not a folder.`);
     const ctx = { options, card: options.card, log, readBuffer: Buffer.allocUnsafeSlow(DATA_READ_BUFFER) };
     const srv = createServer((socket) => {

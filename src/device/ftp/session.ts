@@ -1,12 +1,10 @@
 // One control connection: reads commands, checks the login, and runs them one at a time.
 import { sameSecret } from "../../shared/secret.js";
 import { setTimeout as sleep } from "node:timers/promises";
-import { lstatSync, mkdirSync, renameSync, utimesSync, type Stats } from "node:fs";
-import { rmdir, stat, unlink } from "node:fs/promises";
 import type { Socket } from "node:net";
 import { isIP } from "node:net";
 import { activeChannel, listenPassive, parseEprt, parsePort, PassivePort, pasvAddress, plainAddress, type DataChannel, type DataSocket } from "./data.js";
-import { ALL_FACTS, entryOf, factsLine, listLine, readFolder, type Fact } from "./listing.js";
+import { ALL_FACTS, factsLine, listLine, type Fact } from "./listing.js";
 import { parseTimeVal, timeVal } from "../../shared/ftp-time.js";
 import { CardError, type CardFileSystem, type CardPath, type CardWrite } from "../card/card.js";
 import { cardPath } from "./paths.js";
@@ -383,7 +381,7 @@ export class Session {
 
   private async cwdCmd(arg: string): Promise<void> {
     const { path, real } = await this.resolveExisting(arg);
-    if (!(await stat(real)).isDirectory()) throw new Reply(550, "Not a folder.");
+    if (!(await this.ctx.card.stat(real)).isDirectory()) throw new Reply(550, "Not a folder.");
     this.cwd = path;
     this.write(250, `Folder changed to ${path}.`);
   }
@@ -414,13 +412,11 @@ export class Session {
     if (!arg) throw new Reply(501, "MKD needs a folder name.");
     const path = this.path(arg);
     const target = await this.entry(path);
-    this.checkNewName(target);
     try {
-      mkdirSync(target.absolute);
+      this.ctx.card.mkdir(target);
     } catch (e) {
-      fsReply(e);
+      newNameReply(e);
     }
-    this.ctx.card.changed([target.absolute]);
     this.write(257, `${quote(path)} created.`);
   }
 
@@ -428,20 +424,16 @@ export class Session {
     if (!arg) throw new Reply(501, "RMD needs a folder name.");
     const { path, real } = await this.resolveExisting(arg);
     if (path === "/") throw new Reply(550, "The card's root cannot be removed.");
-    if (!(await stat(real)).isDirectory()) throw new Reply(550, "Not a folder; use DELE for files.");
-    const entry = await this.entry(path);
-    await rmdir(entry.absolute).catch(fsReply);
-    this.ctx.card.changed([entry.absolute]);
+    if (!(await this.ctx.card.stat(real)).isDirectory()) throw new Reply(550, "Not a folder; use DELE for files.");
+    await this.ctx.card.remove(await this.entry(path), "folder").catch(fsReply);
     this.write(250, "Folder removed.");
   }
 
   private async deleCmd(arg: string): Promise<void> {
     if (!arg) throw new Reply(501, "DELE needs a file name.");
     const { path, real } = await this.resolveExisting(arg);
-    if ((await stat(real)).isDirectory()) throw new Reply(550, "That is a folder; use RMD.");
-    const entry = await this.entry(path);
-    await unlink(entry.absolute).catch(fsReply);
-    this.ctx.card.changed([entry.absolute]);
+    if ((await this.ctx.card.stat(real)).isDirectory()) throw new Reply(550, "That is a folder; use RMD.");
+    await this.ctx.card.remove(await this.entry(path), "file").catch(fsReply);
     this.write(250, "File deleted.");
   }
 
@@ -461,13 +453,11 @@ export class Session {
     const path = this.path(arg);
     const target = await this.entry(path);
     const source = await this.entry(from);
-    this.checkNewName(target);
     try {
-      renameSync(source.absolute, target.absolute);
+      this.ctx.card.rename(source, target);
     } catch (e) {
-      fsReply(e);
+      newNameReply(e);
     }
-    this.ctx.card.changed([source.absolute, target.absolute]);
     this.write(250, "Rename successful.");
   }
 
@@ -475,14 +465,14 @@ export class Session {
 
   private async sizeCmd(arg: string): Promise<void> {
     const { real } = await this.resolveExisting(arg);
-    const st = await stat(real);
+    const st = await this.ctx.card.stat(real);
     if (!st.isFile()) throw new Reply(550, "Not a regular file.");
     this.write(213, String(st.size));
   }
 
   private async mdtmCmd(arg: string): Promise<void> {
     const { real } = await this.resolveExisting(arg);
-    this.write(213, timeVal((await stat(real)).mtime));
+    this.write(213, timeVal((await this.ctx.card.stat(real)).mtime));
   }
 
   /** MFMT time path (draft-somers-ftp-mfxx): sets a file's modification time, so syncs can compare times. */
@@ -492,7 +482,7 @@ export class Session {
     if (!when || space < 0) throw new Reply(501, "Usage: MFMT YYYYMMDDHHMMSS path.");
     const { path, real } = await this.resolveExisting(arg.slice(space + 1));
     try {
-      utimesSync(real, when, when);
+      this.ctx.card.setTime(real, when);
     } catch (e) {
       fsReply(e);
     }
@@ -501,7 +491,7 @@ export class Session {
 
   private async mlstCmd(arg: string): Promise<void> {
     const { path, real } = await this.resolveExisting(arg || ".");
-    const entry = await entryOf(real, path);
+    const entry = await this.ctx.card.entry(real, path);
     this.write(250, `Listing ${path}`, [factsLine(entry, this.facts)]);
   }
 
@@ -512,8 +502,8 @@ export class Session {
       .filter((w) => !w.startsWith("-"))
       .join(" ");
     const { path, real } = await this.resolveExisting(target || ".");
-    const st = await stat(real).catch(fsReply);
-    const entries = st.isDirectory() ? await readFolder(this.ctx.card, real) : [await entryOf(real, path.split("/").pop()!)];
+    const st = await this.ctx.card.stat(real).catch(fsReply);
+    const entries = st.isDirectory() ? await this.ctx.card.list(real) : [await this.ctx.card.entry(real, path.split("/").pop()!)];
     const now = Date.now();
     const text = entries.map((e) => (verb === "LIST" ? listLine(e, now) : e.name) + "\r\n").join("");
     await this.runTransfer((socket) => sendText(text, socket, this.blockMode));
@@ -521,8 +511,8 @@ export class Session {
 
   private async mlsdCmd(arg: string): Promise<void> {
     const { real } = await this.resolveExisting(arg || ".");
-    if (!(await stat(real)).isDirectory()) throw new Reply(501, "Not a folder; use MLST for files.");
-    const text = (await readFolder(this.ctx.card, real)).map((e) => factsLine(e, this.facts) + "\r\n").join("");
+    if (!(await this.ctx.card.stat(real)).isDirectory()) throw new Reply(501, "Not a folder; use MLST for files.");
+    const text = (await this.ctx.card.list(real)).map((e) => factsLine(e, this.facts) + "\r\n").join("");
     await this.runTransfer((socket) => sendText(text, socket, this.blockMode));
   }
 
@@ -531,10 +521,10 @@ export class Session {
   private async retrCmd(arg: string): Promise<void> {
     const offset = this.takeRest();
     const { path, real } = await this.resolveExisting(arg);
-    const st = await stat(real);
+    const st = await this.ctx.card.stat(real);
     if (!st.isFile()) throw new Reply(550, "Not a regular file.");
     if (offset > st.size) throw new Reply(554, "Restart offset is beyond the end of the file.");
-    await this.runTransfer((socket) => sendFile(real, st.size, offset, socket, this.blockMode), { direction: "download", path });
+    await this.runTransfer((socket) => sendFile(this.ctx.card, real, st.size, offset, socket, this.blockMode), { direction: "download", path });
     this.ctx.log(`ftp ${this.label}: sent ${path}`);
   }
 
@@ -570,15 +560,9 @@ export class Session {
     const target = await this.entry(path);
     this.checkNewName(target);
     // Existing content is kept for APPE and REST; through a symlink only when it stays inside the card.
-    let here: Stats | undefined;
-    try {
-      // No exception for a new file: building one (with its stack) cost more than the lookup itself.
-      here = lstatSync(target.absolute, { throwIfNoEntry: false });
-    } catch {
-      // a name too long, say: refused when the file lands
-    }
+    const here = this.ctx.card.entryStats(target);
     const source = here?.isSymbolicLink() ? await this.ctx.card.existing(path).catch(pathReply) : target.absolute;
-    const existing = here?.isSymbolicLink() ? await stat(source).catch(() => undefined) : here;
+    const existing = here?.isSymbolicLink() ? await this.ctx.card.stat(source).catch(() => undefined) : here;
     if (existing?.isDirectory()) throw new Reply(550, "That name is a folder.");
     const size = existing?.size ?? 0;
     if (offset > size) throw new Reply(554, "Restart offset is beyond the end of the file.");
@@ -600,8 +584,7 @@ export class Session {
     try {
       this.ctx.card.allowNew(target);
     } catch (e) {
-      if (e instanceof CardError) throw new Reply(553, `File name not allowed: ${e.message}.`);
-      throw e;
+      newNameReply(e);
     }
   }
 
@@ -760,6 +743,12 @@ function failedTransfer(e: unknown, aborted: boolean): never {
   if (e instanceof Reply) throw e;
   const code = (e as NodeJS.ErrnoException).code;
   if (code === "ECONNRESET" || code === "EPIPE" || code === "ERR_STREAM_PREMATURE_CLOSE") throw new Reply(426, "Data connection lost; transfer aborted.");
+  return fsReply(e);
+}
+
+/** A refused new name → 553; a file-system error through fsReply. */
+function newNameReply(e: unknown): never {
+  if (e instanceof CardError) throw new Reply(553, `File name not allowed: ${e.message}.`);
   return fsReply(e);
 }
 

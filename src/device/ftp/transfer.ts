@@ -5,13 +5,12 @@
 // watches the socket, so no abort signal is needed (one cost as much CPU as the rest of a small file's bookkeeping).
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { open } from "node:fs/promises";
 import { finished } from "node:stream/promises";
 import type { Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { BlockDecoder, BlockFormatError, END_BLOCK, toBlocks } from "../../shared/ftp-blocks.js";
-import { CardError, type CardWrite } from "../card/card.js";
+import { CardError, type CardFileSystem, type CardWrite } from "../card/card.js";
 import type { DataSocket } from "./data.js";
 import { Reply } from "./replies.js";
 import { writeAll } from "../../shared/socket-write.js";
@@ -38,18 +37,18 @@ const SENDFILE_HELPER = fileURLToPath(new URL("../../../native/sendfile-helper",
 const KERNEL_SEND_MIN = 8 * 1024 * 1024;
 
 /**
- * Sends the file of `size` bytes from `offset`. In stream mode a large file goes through the sendfile helper
+ * Sends the card's file at `real`, of `size` bytes, from `offset`. In stream mode a large file goes through the sendfile helper
  * (the kernel sends it, as vsftpd's does); otherwise each chunk is read while the one before it goes out, into two
  * buffers used in turn (a fresh buffer per chunk made the kernel fault in new pages for every megabyte, most of a
  * download's time here). Resolves once the client has all of it; a connection closed or destroyed first rejects
  * (the reply is 426).
  */
-export async function sendFile(real: string, size: number, offset: number, socket: Socket, blocks: boolean): Promise<void> {
+export async function sendFile(card: CardFileSystem, real: string, size: number, offset: number, socket: Socket, blocks: boolean): Promise<void> {
   if (!blocks && size - offset >= KERNEL_SEND_MIN && existsSync(SENDFILE_HELPER) && (await sendByKernel(real, offset, socket))) {
     return endConnection(socket);
   }
   const buffers: Buffer[] = [];
-  const file = await open(real, "r");
+  const file = await card.openRead(real);
   let sending: Promise<void> = Promise.resolve();
   try {
     for (let position = offset, turn = 0; ; turn ^= 1) {
