@@ -1,5 +1,5 @@
 // FTP replies: the error a handler throws to answer with a code, and how file-system errors map to codes.
-import { CardError } from "../card/card.js";
+import { CardError, type CardErrorCode } from "../card/card.js";
 
 /** A reply to send; thrown by handlers to stop with an error. */
 export class Reply extends Error {
@@ -27,18 +27,34 @@ export function quote(path: string): string {
   return `"${path.replaceAll('"', '""')}"`;
 }
 
-/** The card's refusal → 550 (a path missing, outside the card, not allowed), 552 (no room) or 450 (busy). */
-export function pathReply(e: unknown): never {
-  if (!(e instanceof CardError)) throw e;
-  if (e.code === "no-space" || e.code === "too-big") throw new Reply(552, e.message);
-  if (e.code === "busy") throw new Reply(450, e.message);
-  throw new Reply(550, e.message);
-}
+/** The reply code for each way the card refuses: 552 no room, 450 busy, 550 the rest. */
+const CARD_REFUSALS: Record<CardErrorCode, number> = {
+  "unsafe-path": 550,
+  "not-found": 550,
+  outside: 550,
+  "name-not-allowed": 550,
+  "no-space": 552,
+  "too-big": 552,
+  busy: 450,
+  "not-writable": 550,
+};
 
-/** A file-system error → the FTP reply a client understands; anything unexpected is rethrown (→ 451). */
-export function fsReply(e: unknown): never {
+/** What was being done when the card refused: reaching a path, naming a new entry, or receiving an upload's bytes. */
+export type CardStep = "path" | "new-name" | "upload";
+
+/**
+ * The one mapping from the card's refusals (CardError) and the file-system errors it passes on to FTP replies. A new
+ * name refused is 553 whatever the reason; an upload's space or name refused says so. Anything unexpected is
+ * rethrown (→ 451).
+ */
+export function cardReply(e: unknown, step: CardStep = "path"): never {
   if (e instanceof Reply) throw e;
-  if (e instanceof CardError) pathReply(e);
+  if (e instanceof CardError) {
+    if (step === "new-name") throw new Reply(553, `File name not allowed: ${e.message}.`);
+    if (step === "upload" && e.code === "name-not-allowed") throw new Reply(553, e.message);
+    const code = CARD_REFUSALS[e.code];
+    throw new Reply(code, step === "upload" && code === 552 ? `Upload aborted: ${e.message}` : e.message);
+  }
   switch ((e as NodeJS.ErrnoException).code) {
     case "ENOENT":
       throw new Reply(550, "No such file or folder.");

@@ -35,3 +35,12 @@ export interface FtpServer {
   /** The bound address while started. */
   address(): { host: string; port: number } | undefined;
 }
+
+/** What every session of a server shares. */
+export interface SessionContext {
+  options: FtpServerOptions;
+  card: CardFileSystem;
+  log: (line: string) => void;
+  /** What every data connection of the server reads into (see DataSocket). */
+  readBuffer: Buffer;
+}
