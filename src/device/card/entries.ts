@@ -2,7 +2,7 @@
 import { lstatSync, type Stats } from "node:fs";
 import { readdir, realpath, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { isInternalName, type CardPath } from "./paths.js";
+import { hasControlCharacter, isInternalName, type CardPath } from "./paths.js";
 
 /** One entry of a folder listing. */
 export interface CardEntry {
@@ -27,12 +27,16 @@ export async function entryOf(real: string, name: string): Promise<CardEntry> {
   return { name, isDir: st.isDirectory(), size: st.isDirectory() ? 0 : st.size, mtime: st.mtime };
 }
 
-/** The visible entries of a folder: no uploads in progress, no symlinks leading outside the card, nothing unreadable. */
+/**
+ * The visible entries of a folder: no uploads in progress, no symlinks leading outside the card, nothing unreadable,
+ * and no names with control characters (put on the card by other means): a CR or LF in a name would split its
+ * listing line in two, and an escaped spelling would name a file that does not exist.
+ */
 export async function readFolder(real: string, inside: (real: string) => boolean): Promise<CardEntry[]> {
   const dirents = await readdir(real, { withFileTypes: true });
   const entries = await Promise.all(
     dirents.map(async (d): Promise<CardEntry | undefined> => {
-      if (isInternalName(d.name)) return undefined;
+      if (isInternalName(d.name) || hasControlCharacter(d.name)) return undefined;
       let target = join(real, d.name);
       try {
         if (d.isSymbolicLink()) {

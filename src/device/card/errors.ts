@@ -9,6 +9,8 @@ export type CardErrorCode =
   | "outside"
   /** A new entry may not take that name (the card root, an internal name, the FAT rules). */
   | "name-not-allowed"
+  /** A name with control characters: no door creates, reaches or lists one (they would split listing lines). */
+  | "control-character"
   /** The card cannot hold the bytes. */
   | "no-space"
   /** The card cannot hold a file this big (FAT32: under 4 GiB). */

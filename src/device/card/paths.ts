@@ -24,6 +24,23 @@ const TEMP_NAME = /^\.framefi-upload-[0-9a-f]+\.part$/;
 /** The FTP server's temp names before the card owned every write: still found on cards, still internal. */
 const LEGACY_FTP_TEMP = /^\..*\.ftp-partial-[0-9a-f]{8}$/s;
 
+/** Control characters (C0 and DEL): never in a name a client gives or is shown. */
+const CONTROL = /[\x00-\x1f\x7f]/;
+
+/** Whether a name (or a path) holds a control character: CR or LF would split a listing line, ESC drive a terminal. */
+export function hasControlCharacter(name: string): boolean {
+  return CONTROL.test(name);
+}
+
+/** Refuses a client's path that holds a control character (see hasControlCharacter). */
+function refuseControlCharacters(path: string): void {
+  if (hasControlCharacter(path))
+    throw new CardError(
+      "control-character",
+      `Name not allowed: "${printable(path)}" contains a control character (bytes 0x00-0x1F or 0x7F); use a name without them.`,
+    );
+}
+
 /** Whether a file name is the card's own (a write in progress): never listed, reached or created by clients. */
 export function isInternalName(name: string): boolean {
   // Both patterns start with a dot; most names don't, and the watcher asks for every event.
@@ -58,9 +75,11 @@ export class CardPaths {
 
   /**
    * The real path of something that exists at the card path `path` ("/a/b" or "a/b"), following symlinks only
-   * while they stay inside the card. Internal names are not there for clients.
+   * while they stay inside the card. Internal names are not there for clients, nor are names with control characters
+   * (made on the card by other means: they are not listed either).
    */
   async existing(path: string): Promise<string> {
+    refuseControlCharacters(path);
     if (path.split("/").some(isInternalName)) throw new CardError("not-found", "No such file or folder.");
     let real: string;
     try {
@@ -75,6 +94,7 @@ export class CardPaths {
 
   /** Where a new entry at the card path `path` goes (or the entry itself, to remove or rename it): its folder must exist. */
   async creatable(path: string): Promise<CardPath> {
+    refuseControlCharacters(path);
     const name = basename(path);
     if (path === "/" || path === "" || name === "" || name === "." || name === "..")
       throw new CardError("name-not-allowed", "The card's root cannot be replaced.");
@@ -101,8 +121,8 @@ export class CardPaths {
   }
 
   /**
-   * A web upload's file name → where it goes; missing folders on the way are created when it lands. Refuses NUL,
-   * backslashes, absolute paths, drive letters, ".." segments, internal names, and any folder on the way that is a
+   * A web upload's file name → where it goes; missing folders on the way are created when it lands. Refuses NUL and
+   * other control characters, backslashes, absolute paths, drive letters, ".." segments, internal names, and any folder on the way that is a
    * symlink leading out of the card or a file. The last component may be anything but a link leading out.
    */
   async uploadTarget(name: string): Promise<CardPath> {
@@ -111,6 +131,7 @@ export class CardPaths {
     };
     if (name.endsWith("/") || name.endsWith("/.")) refuse("it ends with a folder separator, so it names a folder, not a file");
     if (name.includes("\0")) refuse("it contains a NUL character");
+    if (hasControlCharacter(name)) refuse("it contains a control character (bytes 0x00-0x1F or 0x7F), which would break folder listings; rename the file");
     if (name.includes("\\")) refuse("backslashes are not allowed; use / between folders");
     if (name.startsWith("/")) refuse("absolute paths are not allowed; give a path relative to the card");
     if (/^[A-Za-z]:/.test(name)) refuse("drive letters are not allowed; give a path relative to the card");

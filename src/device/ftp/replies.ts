@@ -27,12 +27,13 @@ export function quote(path: string): string {
   return `"${path.replaceAll('"', '""')}"`;
 }
 
-/** The reply code for each way the card refuses: 552 no room, 450 busy, 550 the rest. */
+/** The reply code for each way the card refuses: 552 no room, 450 busy, 553 a name no door takes, 550 the rest. */
 const CARD_REFUSALS: Record<CardErrorCode, number> = {
   "unsafe-path": 550,
   "not-found": 550,
   outside: 550,
   "name-not-allowed": 550,
+  "control-character": 553,
   "no-space": 552,
   "too-big": 552,
   busy: 450,
