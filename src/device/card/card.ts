@@ -12,7 +12,7 @@ export { CardError, type CardErrorCode } from "./errors.js";
 export type { CardEntry } from "./entries.js";
 export type { CardFigures } from "./figures.js";
 export { isInternalName, type CardPath } from "./paths.js";
-export type { CardWrite, WriteOptions } from "./writes.js";
+export { removeLeftovers, type CardWrite, type WriteOptions } from "./writes.js";
 
 /**
  * What a file server needs from the card (as ftp-srv's FileSystem): every path it touches is resolved here, every

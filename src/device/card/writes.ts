@@ -11,6 +11,23 @@ import { CardError, printable } from "./errors.js";
 import type { Inventory } from "./figures.js";
 import { caseTwinProblem, childPath, isInternalName, tempName, type CardPath, type CardPaths } from "./paths.js";
 
+/**
+ * Removes the temp files a crash left anywhere under `dir` (a card image mounted again before the card opens, so
+ * the frame never sees them); returns how many.
+ */
+export async function removeLeftovers(dir: string): Promise<number> {
+  let removed = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) removed += await removeLeftovers(path);
+    else if (isInternalName(entry.name)) {
+      await rm(path, { force: true });
+      removed++;
+    }
+  }
+  return removed;
+}
+
 /** One file being written: bytes go to the temp file through sink(); commit() lands it, abort() removes it. */
 export interface CardWrite {
   readonly target: CardPath;

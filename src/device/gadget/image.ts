@@ -1,9 +1,7 @@
 // The card image: a FAT32 file (or a block device such as a partition), checked with fsck.vfat and loop-mounted
 // read-write while the device is in FTP mode. Never mounted while the USB host has it.
-import { open, readdir, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { open, rm, stat } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
-import { isInternalName } from "../card/card.js";
 import { failure, GadgetError, isMountPoint, mustRun, runCommand } from "./system.js";
 
 export class CardImage {
@@ -76,19 +74,5 @@ export class CardImage {
         );
       await sleep(200);
     }
-  }
-
-  /** Removes upload temp files a crash left in the mounted tree, so the frame never sees them. */
-  async removeLeftovers(dir = this.mountPoint): Promise<number> {
-    let removed = 0;
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) removed += await this.removeLeftovers(path);
-      else if (isInternalName(entry.name)) {
-        await rm(path, { force: true });
-        removed++;
-      }
-    }
-    return removed;
   }
 }

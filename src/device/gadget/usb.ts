@@ -3,6 +3,7 @@
 // never inserted and mounted at once, so after a crash at any step start-up only has to unmount, check and go on.
 import { mkdir, realpath } from "node:fs/promises";
 import { hostname } from "node:os";
+import { removeLeftovers } from "../card/card.js";
 import type { UsbMassStorage } from "../hardware.js";
 import { checkGadgetSupport, ConfigfsGadget, SYSTEM_PATHS, type GadgetPaths } from "./configfs.js";
 import { CardImage } from "./image.js";
@@ -46,7 +47,7 @@ export class GadgetUsb implements UsbMassStorage {
     await this.gadget.setUp({ manufacturer: "FrameFi", product: "FrameFi SD card", serial: serialOf(hostname()) });
     if (await image.mounted()) {
       log(`the card image was still mounted at ${image.mountPoint} (the service stopped in FTP mode): finishing the switch`);
-      const removed = await image.removeLeftovers();
+      const removed = await removeLeftovers(image.mountPoint);
       if (removed > 0) log(`removed ${removed} unfinished upload(s) from the card`);
       await image.unmount();
     }
