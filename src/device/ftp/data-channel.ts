@@ -117,7 +117,7 @@ export class SessionData {
    * closed after the transfer; in block mode it is kept for the next one unless the transfer failed. ABOR and the
    * session closing stop it (Transfer.abort): `work` then sees its socket destroyed.
    */
-  async run(work: (socket: DataSocket) => Promise<number | void>, file?: FileTransfer): Promise<void> {
+  async run(work: (socket: DataSocket) => Promise<number> | Promise<void>, file?: FileTransfer): Promise<void> {
     const channel = this.data;
     const keep = this.blockMode;
     if (!keep) this.data = undefined;
