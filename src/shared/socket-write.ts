@@ -16,7 +16,7 @@ export function writeAll(socket: Socket, buffers: readonly Buffer[], closed: () 
     if (socket.destroyed) return onClose();
     socket.on("close", onClose).on("error", finish);
     socket.cork();
-    buffers.forEach((b, i) => socket.write(b, i === buffers.length - 1 ? finish : undefined));
+    for (const [i, b] of buffers.entries()) socket.write(b, i === buffers.length - 1 ? finish : undefined);
     socket.uncork();
   });
 }

@@ -1,5 +1,5 @@
 // The local side of a sync: every file and folder under the folder to mirror, by relative posix path.
-import { readdirSync, realpathSync, statSync } from "node:fs";
+import { type Dirent, readdirSync, realpathSync, type Stats, statSync } from "node:fs";
 import { join, sep } from "node:path";
 
 export interface LocalEntry {
@@ -40,7 +40,7 @@ export async function scanLocal(root: string, opts: ScanOptions = {}): Promise<L
     const id = `${st.dev}:${st.ino}`;
     if (seen.has(id)) return;
     seen.add(id);
-    let entries;
+    let entries: Dirent[];
     try {
       entries = readdirSync(abs, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     } catch (e) {
@@ -51,7 +51,7 @@ export async function scanLocal(root: string, opts: ScanOptions = {}): Promise<L
       const name = entry.name;
       const childAbs = join(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
-      let st2;
+      let st2: Stats;
       try {
         if (entry.isSymbolicLink() && !opts.followLinksOutside && !inside(realpathSync(childAbs))) {
           tree.outside.push(childRel);

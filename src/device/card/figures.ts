@@ -1,6 +1,6 @@
 // The card's figures (bytes used, recursive file count, free space), kept in memory so GET / never walks the tree:
 // updated by the card's own writes, by a watcher on every folder, and by a periodic rescan.
-import { lstatSync, readdirSync, watch, type Dirent, type FSWatcher } from "node:fs";
+import { lstatSync, readdirSync, type Stats, watch, type Dirent, type FSWatcher } from "node:fs";
 import { statfs } from "node:fs/promises";
 import { setImmediate } from "node:timers/promises";
 import { basename, dirname, sep } from "node:path";
@@ -266,7 +266,7 @@ export class Inventory {
     if (!this.inside(path) || this.inProgress(basename(path))) return;
     // Synchronous, as the walk: the watcher reports every file a sync lands, and a promise per file cost more
     // than the stat itself.
-    let st;
+    let st: Stats | undefined;
     try {
       st = lstatSync(path, { throwIfNoEntry: false });
     } catch {

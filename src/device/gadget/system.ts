@@ -63,6 +63,6 @@ export async function mustRun(program: string, args: string[], what: string): Pr
 export async function isMountPoint(path: string): Promise<boolean> {
   const info = await readFile("/proc/self/mountinfo", "utf8");
   // Field 5 is the mount point, with space, tab, newline and backslash written as octal escapes.
-  const unescape = (s: string): string => s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
-  return info.split("\n").some((line) => unescape(line.split(" ")[4] ?? "") === path);
+  const unescapeOctal = (s: string): string => s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
+  return info.split("\n").some((line) => unescapeOctal(line.split(" ")[4] ?? "") === path);
 }
