@@ -1,6 +1,7 @@
 // The Wi-Fi setup page the device serves from its own access point after a Wi-Fi reset, shaped like the
 // firmware's WiFiManager portal: network name and password, FTP, web and MQTT settings, saved by /wifisave.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { sameSecret } from "../../shared/secret.js";
 import type { Settings } from "../settings.js";
 import { MALFORMED_URL, requestUrl, sendErrorAndClose } from "./answers.js";
 
@@ -18,12 +19,12 @@ export interface SetupContext {
   restart: () => void;
 }
 
-const escape = (s: string): string => s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 
 function page(title: string, body: string): string {
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${escape(title)}</title>
+<title>${escapeHtml(title)}</title>
 <style>body{font-family:sans-serif;max-width:420px;margin:1em auto;padding:0 1em}label{display:block;margin-top:.6em}
 input{width:100%;padding:.4em;box-sizing:border-box}button{margin-top:1em;width:100%;padding:.6em}.err{color:#b00}</style>
 <script>function f2(id){var x=document.getElementById(id);x.type==='password'?x.type='text':x.type='password';}</script>
@@ -33,16 +34,16 @@ input{width:100%;padding:.4em;box-sizing:border-box}button{margin-top:1em;width:
 function field(name: string, label: string, value: string, opts: { password?: boolean; maxlength: number }): string {
   const type = opts.password ? "password" : "text";
   const toggle = opts.password ? `<label><input type="checkbox" style="width:auto" onclick="f2('${name}')"> Show Password</label>` : "";
-  return `<label for="${name}">${escape(label)}</label><input id="${name}" name="${name}" type="${type}" maxlength="${opts.maxlength}" value="${escape(value)}">${toggle}`;
+  return `<label for="${name}">${escapeHtml(label)}</label><input id="${name}" name="${name}" type="${type}" maxlength="${opts.maxlength}" value="${escapeHtml(value)}">${toggle}`;
 }
 
 export function setupForm(ctx: SetupContext, error = ""): string {
   const s = ctx.settings();
   return page(
     "FrameFi Setup",
-    `<h1>FrameFi Setup</h1><p>Access point <b>${escape(ctx.apSsid)}</b>. Choose the Wi-Fi network FrameFi joins.</p>
-${error ? `<p class="err">${escape(error)}</p>` : ""}
-<p>Blank password fields keep the stored passwords.</p>
+    `<h1>FrameFi Setup</h1><p>Access point <b>${escapeHtml(ctx.apSsid)}</b>. Choose the Wi-Fi network FrameFi joins.</p>
+${error ? `<p class="err">${escapeHtml(error)}</p>` : ""}
+<p>Blank password fields keep the stored passwords (a new MQTT host or port gets none).</p>
 <form method="POST" action="/wifisave">
 ${field("s", "SSID", "", { maxlength: 32 })}
 ${field("p", "Password", "", { password: true, maxlength: 64 })}
@@ -52,7 +53,7 @@ ${field("ftp_pass", "FTP Password", "", { password: true, maxlength: 32 })}
 <br/><hr><br/>
 ${field("web_user", "Web User", s.webUser, { maxlength: 32 })}
 ${field("web_pass", "Web Password", "", { password: true, maxlength: 32 })}
-${webLoginSet(s) ? field(CURRENT_WEB_PASS, "Current Web Password (needed to change the web user or password)", "", { password: true, maxlength: 64 }) : ""}
+${webLoginSet(s) ? field(CURRENT_WEB_PASS, "Current Web Password (needed to change the web, FTP or MQTT login)", "", { password: true, maxlength: 64 }) : ""}
 <br/><hr><br/>
 ${field("mqtt_client_id", "MQTT Client ID", s.mqttClientId, { maxlength: 32 })}
 ${field("mqtt_host", "MQTT Host", s.mqttHost, { maxlength: 64 })}
@@ -92,10 +93,14 @@ function readForm(req: IncomingMessage): Promise<URLSearchParams> {
 
 export type FormCheck = { values: SetupValues } | { error: string; status: 400 | 403 };
 
+/** The login fields: changing one of them in setup mode needs the current web password when a web login is set. */
+const LOGINS = ["webUser", "webPassword", "ftpUser", "ftpPassword", "mqttUser", "mqttPassword"] as const;
+
 /**
  * Validates a form of WiFiManager's fields. What the form does not send is kept, and so is what a blank password
- * field would clear. `wifi`: the network name is required (/wifisave) or ignored (/paramsave). Changing web
- * credentials that were set needs the current web password.
+ * field would clear, except that a stored MQTT password never goes to a broker it was not given for: a new MQTT
+ * host or port with the password left blank means no password. `wifi`: the network name is required (/wifisave)
+ * or ignored (/paramsave). Changing a web, FTP or MQTT login that was set needs the current web password.
  */
 export function parseSetupForm(form: URLSearchParams, current: Settings, ctx: Pick<SetupContext, "isWebPassword">, wifi: boolean): FormCheck {
   const bad = (error: string): FormCheck => ({ error, status: 400 });
@@ -129,19 +134,22 @@ export function parseSetupForm(form: URLSearchParams, current: Settings, ctx: Pi
   set("mqttUser", text("mqtt_user"));
   set("mqttPassword", secret("mqtt_pass"));
   const webUser = text("web_user");
-  const webPassword = secret("web_pass");
-  const changesWeb = (webUser !== undefined && webUser !== current.webUser) || (webPassword !== undefined && !ctx.isWebPassword(webPassword));
-  if (changesWeb && webLoginSet(current) && !ctx.isWebPassword(form.get(CURRENT_WEB_PASS) ?? "")) {
+  set("webUser", webUser);
+  // A blank user with the password field left blank means no login at all, as blank flags do.
+  set("webPassword", secret("web_pass") ?? (webUser === "" && current.webUser !== "" ? "" : undefined));
+  // Values equal to the stored ones change nothing (and need no password).
+  for (const key of LOGINS) {
+    if (values[key] !== undefined && sameSecret(values[key], current[key])) delete values[key];
+  }
+  if (LOGINS.some((key) => values[key] !== undefined) && webLoginSet(current) && !ctx.isWebPassword(form.get(CURRENT_WEB_PASS) ?? "")) {
     return {
-      error: "The web user and password were set before the reset: enter the current web password to change them, or leave them as they are.",
+      error: "A web login is set: enter the current web password to change the web, FTP or MQTT login, or leave those fields as they are.",
       status: 403,
     };
   }
-  if (changesWeb) {
-    set("webUser", webUser);
-    // A blank user with the password field left blank means no login at all, as blank flags do.
-    set("webPassword", webUser === "" && webPassword === undefined ? "" : webPassword);
-  }
+  const movesBroker =
+    (values.mqttHost !== undefined && values.mqttHost !== current.mqttHost) || (values.mqttPort !== undefined && values.mqttPort !== current.mqttPort);
+  if (movesBroker && values.mqttPassword === undefined && current.mqttPassword !== "") values.mqttPassword = "";
   return { values };
 }
 
@@ -182,7 +190,7 @@ export function createSetupHandler(ctx: SetupContext): (req: IncomingMessage, re
       200,
       page(
         "FrameFi Setup",
-        `<h1>Credentials saved</h1><p>FrameFi is joining <b>${escape(checked.values.wifiSsid ?? "")}</b> and restarting; its web API answers on its usual address in a moment.</p>`,
+        `<h1>Credentials saved</h1><p>FrameFi is joining <b>${escapeHtml(checked.values.wifiSsid ?? "")}</b> and restarting; its web API answers on its usual address in a moment.</p>`,
       ),
     );
   };
