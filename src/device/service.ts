@@ -49,6 +49,9 @@ export interface DeviceServiceOptions {
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
+/** How often a setup page whose port is taken tries again. */
+const SETUP_RETRY_MS = 5_000;
+
 /** Bytes a request body must bring per --request-timeout window. */
 const MIN_BODY_BYTES = 4096;
 
@@ -93,6 +96,8 @@ export class DeviceService {
   readonly hardware: Hardware;
   private api: Server | undefined;
   private setup: Server | undefined;
+  /** The next attempt to open a setup page whose port was taken. */
+  private setupRetry: NodeJS.Timeout | undefined;
   private readonly plugins: DevicePlugin[];
   private running: DevicePlugin[] = [];
   private current: Settings;
@@ -251,10 +256,9 @@ export class DeviceService {
         if (refuseForeign(req, res, this.hosts)) return;
         if (!panel(req, res)) setupPage(req, res);
       });
-      const host = await listenPatiently(this.setup, this.config.setupHost, this.config.setupPort, this.booted);
-      this.booted = true;
       this.state.enterSetup(ap);
-      this.log(`setup mode: no Wi-Fi network stored; setup page on ${urlOf(host, this.config.setupPort)} (access point ${ap.ssid})`);
+      await this.openSetupPage(this.setup, ap.ssid);
+      this.booted = true;
       return;
     }
     const network = await this.hardware.wifi.connect(this.current.wifiSsid);
@@ -282,7 +286,37 @@ export class DeviceService {
     }
   }
 
+  /**
+   * A setup page whose port is taken (by another program) must not take the device down with it: the device stays
+   * in setup mode, says so once, and tries again every few seconds until the page opens or the device stops.
+   */
+  private async openSetupPage(server: Server, apSsid: string): Promise<void> {
+    const { setupHost, setupPort } = this.config;
+    const opened = (host: string): void => {
+      if (this.setup !== server) {
+        close(server);
+        return;
+      }
+      this.log(`setup mode: no Wi-Fi network stored; setup page on ${urlOf(host, setupPort)} (access point ${apSsid})`);
+    };
+    try {
+      opened(await listenPatiently(server, setupHost, setupPort, this.booted));
+      return;
+    } catch (e) {
+      this.log(
+        `error: cannot open the setup page on ${urlOf(setupHost, setupPort)} (${(e as Error).message}); FrameFi stays in setup mode and tries again every ${SETUP_RETRY_MS / 1000} s: free the port, or start it with another --setup-port.`,
+      );
+    }
+    const retry = (): void => {
+      this.setupRetry = setTimeout(() => {
+        if (this.setup === server) listen(server, setupHost, setupPort).then(opened, retry);
+      }, SETUP_RETRY_MS);
+    };
+    retry();
+  }
+
   private async shutdown(): Promise<void> {
+    clearTimeout(this.setupRetry);
     for (const p of this.running.splice(0).reverse()) {
       await p.stop().catch((e: Error) => this.log(`error: a plug-in failed to stop: ${e.message}`));
     }

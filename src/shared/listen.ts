@@ -5,15 +5,21 @@ import type { ListenOptions, Server } from "node:net";
 /** Listens once; rejects with the listen error (EADDRINUSE, EACCES…). */
 export function listenOn(server: Server, options: ListenOptions): Promise<void> {
   return new Promise((resolve, reject) => {
-    const onError = (e: Error): void => reject(e);
-    server.once("error", onError);
-    server.listen(options, () => {
+    // Both listeners go either way, so a server that retries does not pile them up.
+    const onError = (e: Error): void => {
+      server.off("listening", onListening);
+      reject(e);
+    };
+    const onListening = (): void => {
       server.off("error", onError);
       // Later errors are a failed accept (ENOBUFS, ENOMEM): the server goes on listening, so one must not end the
       // program. (Running out of file descriptors is handled inside libuv and never gets here.)
       server.on("error", () => undefined);
       resolve();
-    });
+    };
+    server.once("error", onError);
+    server.once("listening", onListening);
+    server.listen(options);
   });
 }
 
