@@ -18,6 +18,8 @@ export interface StartConfig {
   devicePort: number;
   hooksPort: number;
   ftpPort: number;
+  /** The device's Wi-Fi setup page, served after a Wi-Fi reset (holding the panel's button). */
+  setupPort: number;
   hookSecret: string;
   githubSecret: string;
 }
@@ -28,6 +30,7 @@ export const DEFAULTS = {
   FRAMEFI_DEVICE_PORT: "8080",
   FRAMEFI_HOOKS_PORT: "9000",
   FRAMEFI_FTP_PORT: "2121",
+  FRAMEFI_SETUP_PORT: "8081",
   FRAMEFI_HOOK_SECRET: "frame-demo-secret",
   FRAMEFI_GITHUB_SECRET: "github-demo-secret",
 } as const;
@@ -52,6 +55,7 @@ export function configFrom(env: NodeJS.ProcessEnv): StartConfig {
     devicePort: port("FRAMEFI_DEVICE_PORT", env),
     hooksPort: port("FRAMEFI_HOOKS_PORT", env),
     ftpPort: port("FRAMEFI_FTP_PORT", env),
+    setupPort: port("FRAMEFI_SETUP_PORT", env),
     hookSecret: secret("FRAMEFI_HOOK_SECRET"),
     githubSecret: secret("FRAMEFI_GITHUB_SECRET"),
   };
@@ -94,6 +98,7 @@ function portsOf(config: StartConfig): { port: number; variable: string; what: s
     { port: config.devicePort, variable: "FRAMEFI_DEVICE_PORT", what: "the device API" },
     { port: config.hooksPort, variable: "FRAMEFI_HOOKS_PORT", what: "the hook server" },
     { port: config.ftpPort, variable: "FRAMEFI_FTP_PORT", what: "the device's FTP server" },
+    { port: config.setupPort, variable: "FRAMEFI_SETUP_PORT", what: "the device's setup page after a Wi-Fi reset" },
   ];
 }
 
@@ -140,7 +145,10 @@ const HOOKS_SHUTDOWN_S = 30;
 async function main(): Promise<number> {
   const config = configFrom(process.env);
   const host = "127.0.0.1";
-  for (const p of portsOf(config)) {
+  const ports = portsOf(config);
+  for (const [i, p] of ports.entries()) {
+    const twin = ports.slice(0, i).find((q) => q.port === p.port);
+    if (twin) throw new StartError(`${twin.variable} and ${p.variable} are both ${p.port}; give each its own port.`);
     if (await taken(host, p.port)) {
       throw new StartError(`port ${p.port} (${p.what}) is already in use; is FrameFi already running? Stop it, or set ${p.variable} to a free port.`);
     }
@@ -164,6 +172,8 @@ async function main(): Promise<number> {
       state,
       "--ftp-port",
       String(config.ftpPort),
+      "--setup-port",
+      String(config.setupPort),
     ],
     // An 8 GiB card unless FRAMEFI_CARD_SIZE says otherwise: the screen's figures and capacity bar look like a frame's.
     { ...process.env, FRAMEFI_CARD_SIZE: process.env.FRAMEFI_CARD_SIZE ?? "8GiB" },

@@ -72,6 +72,32 @@ describe("a taken port", () => {
   });
 });
 
+describe("a taken setup port", () => {
+  test("the device's setup page port is checked at start too: one line naming it and FRAMEFI_SETUP_PORT, exit 1, nothing started", async () => {
+    const blocker = createServer((socket) => socket.destroy());
+    const port = await freePort();
+    await new Promise<void>((res) => blocker.listen(port, "127.0.0.1", res));
+    try {
+      const devicePort = await freePort();
+      const r = await launch({ FRAMEFI_SETUP_PORT: String(port), FRAMEFI_DEVICE_PORT: String(devicePort) });
+      assert.equal(r.code, 1);
+      assert.equal(
+        r.stderr,
+        `framefi start: port ${port} (the device's setup page after a Wi-Fi reset) is already in use; is FrameFi already running? Stop it, or set FRAMEFI_SETUP_PORT to a free port.\n`,
+      );
+      await assert.rejects(fetch(`http://127.0.0.1:${devicePort}/`), "the device never started");
+    } finally {
+      await new Promise<void>((res) => blocker.close(() => res()));
+    }
+  });
+
+  test("two variables with one port are refused before anything starts", async () => {
+    const r = await launch({ FRAMEFI_SETUP_PORT: "28081", FRAMEFI_FTP_PORT: "28081" });
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, "framefi start: FRAMEFI_FTP_PORT and FRAMEFI_SETUP_PORT are both 28081; give each its own port.\n");
+  });
+});
+
 describe("an orphaned launcher", () => {
   test("when the process that started it dies (a supervisor stopping npm alone), it stops both programs", async () => {
     const demo = await tempDir("framefi-demo-");
