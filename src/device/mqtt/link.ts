@@ -4,9 +4,12 @@
 // commands go to the device, and the device's change events bring the new state back here.
 import { EventEmitter } from "node:events";
 import { readFileSync } from "node:fs";
-import mqtt, { type MqttClient } from "mqtt";
+import { createConnection } from "node:net";
+import type { Duplex } from "node:stream";
+import { MqttClient } from "mqtt";
 import { displayTopicPayload, MqttState, stateTopicPayload, type DeviceStatus, type Mode } from "../../shared/firmware.js";
 import { discoveryMessages, topicsFor, type MqttTopics } from "./discovery.js";
+import { limitIncoming } from "./packet-limit.js";
 
 export { topicsFor, type MqttTopics } from "./discovery.js";
 
@@ -70,6 +73,12 @@ const swVersion = (
 ).version;
 
 const silent: MqttLog = { info: () => {}, warn: () => {} };
+
+/**
+ * The largest packet taken in: commands are a few bytes (the firmware's PubSubClient keeps 256); anything larger
+ * is dropped as it arrives, never held in memory.
+ */
+const MAX_INCOMING_PACKET_BYTES = 4096;
 
 /** How long disable() waits for the broker to take the `offline` message before closing anyway. */
 const OFFLINE_GRACE_MS = 2_000;
@@ -184,8 +193,13 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
   }
 
   #open(): MqttClient {
-    if (!/^[a-z]+:\/\/[^/:]/.test(this.#url)) throw new Error("no broker host given");
-    return mqtt.connect(this.#url, {
+    const { host, port } = brokerAddress(this.#url);
+    const connection = (): Duplex =>
+      limitIncoming(createConnection({ host, port }), MAX_INCOMING_PACKET_BYTES, ({ topic, bytes }) =>
+        this.#o.log.warn(`MQTT ${printable(topic)}: ignored a ${bytes}-byte message (the limit is ${MAX_INCOMING_PACKET_BYTES} bytes).`),
+      );
+    return new MqttClient(connection, {
+      protocolId: "MQTT",
       clientId: this.#o.clientId,
       username: this.#o.username,
       password: this.#o.password,
@@ -353,6 +367,16 @@ async function closeClient(client: MqttClient, availability: string | undefined)
     });
   });
 }
+
+/** Host and port of an mqtt:// (or tcp://) broker URL; throws when there is no usable host. */
+function brokerAddress(url: string): { host: string; port: number } {
+  const u = URL.parse(url);
+  if (!u || !/^(mqtt|tcp):$/.test(u.protocol) || !u.hostname) throw new Error("no broker host given");
+  return { host: u.hostname.replace(/^\[|\]$/g, ""), port: u.port ? Number(u.port) : 1883 };
+}
+
+/** A broker-chosen topic for a log line: control characters blanked. */
+const printable = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ");
 
 /** The URL without credentials, for logs. */
 function redact(url: string): string {
