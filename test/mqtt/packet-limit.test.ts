@@ -1,6 +1,8 @@
 // The gate in front of mqtt.js, fed packets cut at every possible place: small packets come out byte for byte,
 // an oversized PUBLISH is reported once, acknowledged with its packet id, and leaves no trace in what mqtt.js reads.
 import assert from "node:assert/strict";
+import { once } from "node:events";
+import { connect, createServer } from "node:net";
 import { Duplex } from "node:stream";
 import { test } from "node:test";
 import { limitIncoming, type OversizedMessage } from "../../src/device/mqtt/packet-limit.js";
@@ -64,4 +66,13 @@ test("an oversized packet that is not a PUBLISH ends the connection with EMSGSIZ
   const error = await failed;
   assert.equal(error.code, "EMSGSIZE");
   assert.match(error.message, /over the 256-byte limit; disconnecting/);
+});
+
+test("the broker hanging up closes the stream mqtt.js reads (so it reconnects at once, not after a keepalive timeout)", { timeout: 5_000 }, async (t) => {
+  const server = createServer((socket) => socket.end());
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => server.close());
+  const gated = limitIncoming(connect((server.address() as { port: number }).port, "127.0.0.1"), 256, () => undefined);
+  gated.resume();
+  await once(gated, "close");
 });

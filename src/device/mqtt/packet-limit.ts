@@ -107,9 +107,10 @@ function tooLarge(message: string): Error {
  * Acknowledgements of dropped messages go through the same writer, after whole packets, so they never split one.
  */
 export function limitIncoming(socket: Duplex, maxBytes: number, onOversized: (m: OversizedMessage) => void): Duplex {
-  let stream: Duplex | undefined;
-  const gate = new Gate(maxBytes, onOversized, (packet) => stream?.write(packet));
+  const gate = new Gate(maxBytes, onOversized, (packet) => stream.write(packet));
   pipeline(socket, gate, () => undefined);
-  stream = Duplex.from({ readable: gate, writable: socket });
+  const stream = Duplex.from({ readable: gate, writable: socket });
+  // A pair that ends cleanly would stay open on its writable side: the broker hanging up must close it for mqtt.js.
+  socket.once("close", () => stream.destroy());
   return stream;
 }
