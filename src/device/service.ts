@@ -22,7 +22,7 @@ export interface DeviceContext {
   config: DeviceConfig;
   state: DeviceState;
   card: Card;
-  /** The settings as they are now (re-read on every boot). */
+  /** The settings as they are now: the settings store, their one owner. */
   settings: () => Settings;
   /** Reboots in-process, as POST /device/restart does (for MQTT's restart command). */
   restart: () => Promise<void>;
@@ -100,7 +100,6 @@ export class DeviceService {
   private setupRetry: NodeJS.Timeout | undefined;
   private readonly plugins: DevicePlugin[];
   private running: DevicePlugin[] = [];
-  private current: Settings;
   private lifecycle: Promise<void> = Promise.resolve();
   private cardTimer: NodeJS.Timeout | undefined;
   /** Whether a boot has listened once: later boots (restarts) wait for their port to come free. */
@@ -130,7 +129,6 @@ export class DeviceService {
       () => defaultSettings(config),
       (m) => this.log(`warning: ${m}`),
     );
-    this.current = defaultSettings(config);
     this.card = new Card(config.card, {
       capacity: config.cardSize,
       rescanIntervalMs: config.rescanInterval * 1000,
@@ -144,7 +142,7 @@ export class DeviceService {
       config,
       state: this.state,
       card: this.card,
-      settings: () => this.current,
+      settings: () => this.settings.current(),
       restart: () => this.restart(),
       loginThrottle: this.loginThrottle,
       log: this.log,
@@ -185,7 +183,7 @@ export class DeviceService {
   wifiReset(): Promise<void> {
     return this.transition("Wi-Fi reset", async () => {
       this.log("Wi-Fi reset: clearing the stored network and credentials");
-      const { webUser, webPassword } = this.current;
+      const { webUser, webPassword } = this.settings.current();
       const defaults = defaultSettings(this.config);
       const keepWeb = webUser !== defaults.webUser || webPassword !== defaults.webPassword;
       this.state.beginWifiReset();
@@ -238,16 +236,16 @@ export class DeviceService {
   }
 
   private async boot(): Promise<void> {
-    this.current = await this.settings.load();
-    this.state.beginBoot(this.current);
+    const settings = await this.settings.load();
+    this.state.beginBoot();
     await sleep(this.config.bootDelay);
-    if (this.current.wifiSsid === "") {
+    if (settings.wifiSsid === "") {
       const ap = await this.hardware.wifi.startAccessPoint();
       const setupPage = createSetupHandler({
         apSsid: ap.ssid,
-        settings: () => this.current,
+        settings: () => this.settings.current(),
         store: (values) => this.storeSetup(values),
-        isWebPassword: (password) => sameSecret(password, this.current.webPassword),
+        isWebPassword: (password) => sameSecret(password, this.settings.current().webPassword),
         restart: () => void this.restart(),
       });
       // The web panel stays reachable in setup mode, on the setup page's server (the API is down).
@@ -261,16 +259,16 @@ export class DeviceService {
       this.booted = true;
       return;
     }
-    const network = await this.hardware.wifi.connect(this.current.wifiSsid);
+    const network = await this.hardware.wifi.connect(settings.wifiSsid);
     this.api = this.createApiServer();
     const host = await listenPatiently(this.api, this.config.host, this.config.port, this.booted);
     this.booted = true;
     this.api.on("error", (e) => this.log(`error: web API server: ${e.message}`));
     await this.state.finishBoot(network);
     // As the firmware: the web user switches authentication on; a password alone does not.
-    const authOn = this.current.webUser !== "";
+    const authOn = settings.webUser !== "";
     this.log(`web API listening on ${urlOf(host, this.config.port)}; mode USB MSC${authOn ? "; basic auth on" : ""}`);
-    if (!authOn && this.current.webPassword !== "") {
+    if (!authOn && settings.webPassword !== "") {
       this.log("warning: a web password is set but no web user, so the API is open to everyone (as on the firmware); set --web-user too");
     }
     if (!authOn && this.config.readonlyUser !== "") {
@@ -329,8 +327,7 @@ export class DeviceService {
   }
 
   private async storeSetup(values: SetupValues): Promise<void> {
-    await this.settings.update(values);
-    this.current = this.settings.current();
+    await this.settings.commit(values);
     this.log(values.wifiSsid === undefined ? "setup saved: settings stored" : `setup saved: joining ${values.wifiSsid}`);
   }
 
@@ -338,7 +335,7 @@ export class DeviceService {
     const handler = createApi({
       state: this.state,
       card: this.card,
-      settings: () => this.current,
+      settings: () => this.settings.current(),
       readonlyAccount: { user: this.config.readonlyUser, password: this.config.readonlyPassword },
       restart: () => void this.restart(),
       wifiReset: () => void this.wifiReset(),

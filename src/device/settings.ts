@@ -75,7 +75,10 @@ export type Warn = (message: string) => void;
 /** The temp files of writeFile: `.settings.json.<12 hex>.tmp`. */
 const TEMP_FILE = /^\.settings\.json\.[0-9a-f]{12}\.tmp$/;
 
-/** The settings file: loads overrides on top of the defaults and saves changes, one write at a time. */
+/**
+ * The one owner of the settings values (the device state, the API, FTP and MQTT ask it): loads overrides on top of
+ * the defaults and saves changes, one write at a time.
+ */
 export class SettingsStore {
   readonly file: string;
   private overrides: Partial<Settings> = {};
@@ -134,10 +137,28 @@ export class SettingsStore {
     return { ...this.defaults(), ...this.overrides };
   }
 
-  /** Stores changed values; resolves once they are on disk. */
+  /** Changes values at once, then stores them; resolves once they are on disk (they stay in effect if that fails). */
   async update(changes: Partial<Settings>): Promise<void> {
     Object.assign(this.overrides, changes);
     return this.persist();
+  }
+
+  /** Changes values only if they reach the disk: when the write fails, they are as they were (all or nothing). */
+  async commit(changes: Partial<Settings>): Promise<void> {
+    const before = { ...this.overrides };
+    Object.assign(this.overrides, changes);
+    try {
+      await this.persist();
+    } catch (e) {
+      const undo = this.overrides as Record<string, unknown>;
+      for (const [key, value] of Object.entries(changes)) {
+        // A later change of the same key stands.
+        if (undo[key] !== value) continue;
+        if (key in before) undo[key] = (before as Record<string, unknown>)[key];
+        else delete undo[key];
+      }
+      throw e;
+    }
   }
 
   /** Forgets every stored value, then stores `keep` (the firmware's Wi-Fi reset clears its whole store). */

@@ -68,9 +68,6 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   private readonly switchFailures = new Map<Mode, string>();
   private displayOn = true;
   private ledOn = true;
-  private brightness = 13;
-  private orientation = 1;
-  private mqttEnabled = false;
   private mqttState: number = MqttState.DISCONNECTED;
   private mqttConnected = false;
   private network: { address: string; mac: string } = { address: "", mac: "" };
@@ -94,13 +91,15 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   }
 
   snapshot(): Snapshot {
+    // Brightness, orientation and the MQTT flag are settings: the store owns them.
+    const s = this.settings.current();
     return {
       phase: this.phase,
       mode: this.mode,
       switching: this.applied !== this.mode,
-      display: { on: this.displayOn, orientation: this.orientation },
-      led: { on: this.ledOn, color: this.ledColor(), brightness: this.brightness },
-      mqtt: { enabled: this.mqttEnabled, state: this.mqttState, connected: this.mqttConnected },
+      display: { on: this.displayOn, orientation: s.orientation },
+      led: { on: this.ledOn, color: this.ledColor(), brightness: s.ledBrightness },
+      mqtt: { enabled: s.mqttEnabled, state: this.mqttState, connected: this.mqttConnected },
       transfers: this.transfers,
       written: { ...this.written },
       wifiReset: this.wifiReset,
@@ -109,20 +108,17 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
 
   // --- boot, setup, shutdown (driven by the service) ---------------------------------------------------------
 
-  /** Power-on: yellow LED, boot screen, state from the settings; the mode is MSC until told otherwise. */
-  beginBoot(settings: Settings): void {
+  /** Power-on: yellow LED, boot screen, the orientation the settings hold; the mode is MSC until told otherwise. */
+  beginBoot(): void {
     this.phase = "booting";
     this.wifiReset = false;
     this.mode = "msc";
     this.displayOn = true;
     this.ledOn = true;
-    this.brightness = settings.ledBrightness;
-    this.orientation = settings.orientation;
-    this.mqttEnabled = settings.mqttEnabled;
     this.mqttState = MqttState.DISCONNECTED;
     this.mqttConnected = false;
     this.hardware.display.setBacklight(true);
-    this.hardware.display.setOrientation(this.orientation);
+    this.hardware.display.setOrientation(this.settings.current().orientation);
     this.hardware.display.draw({ kind: "boot", version: "framefi-device" });
     this.showLed();
     this.emitChange("phase");
@@ -201,17 +197,18 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
 
   /** Sets and persists the brightness; resolves once it is on disk (or the write failed and was logged). */
   setBrightness(value: number): Promise<void> {
-    this.brightness = value;
+    const saved = this.save({ ledBrightness: value });
     this.showLed();
     this.emitChange("brightness");
-    return this.save({ ledBrightness: value });
+    return saved;
   }
 
   /** Enables, disables or toggles the MQTT client and persists the choice; returns the new state. */
   setMqttEnabled(enabled: boolean | "toggle"): { enabled: boolean; saved: Promise<void> } {
-    const next = enabled === "toggle" ? !this.mqttEnabled : enabled;
-    const changed = next !== this.mqttEnabled;
-    this.mqttEnabled = next;
+    const was = this.settings.current().mqttEnabled;
+    const next = enabled === "toggle" ? !was : enabled;
+    const changed = next !== was;
+    const saved = this.save({ mqttEnabled: next });
     if (!next) {
       this.mqttState = MqttState.DISCONNECTED;
       this.mqttConnected = false;
@@ -221,12 +218,12 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
       // The firmware redraws the mode screen: the MQTT dot appears or goes.
       this.redraw();
     }
-    return { enabled: next, saved: this.save({ mqttEnabled: next }) };
+    return { enabled: next, saved };
   }
 
   /**
-   * The change is in effect either way (the answer says so); a settings file that cannot be written only costs
-   * persistence, and the log says what to fix.
+   * The change is in effect at once, either way (the answer says so); a settings file that cannot be written only
+   * costs persistence, and the log says what to fix.
    */
   private save(changes: Partial<Settings>): Promise<void> {
     return this.settings.update(changes).catch((e: Error) => {
@@ -350,7 +347,7 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
   }
 
   private showLed(): void {
-    this.hardware.led.show(this.ledOn ? this.ledColor() : undefined, this.brightness);
+    this.hardware.led.show(this.ledOn ? this.ledColor() : undefined, this.settings.current().ledBrightness);
   }
 
   private redraw(): void {
@@ -365,7 +362,7 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
           files: f.fileCount,
           totalBytes: f.totalSize,
           freeBytes: f.freeSize,
-          mqttConnected: this.mqttEnabled ? this.mqttConnected : undefined,
+          mqttConnected: this.settings.current().mqttEnabled ? this.mqttConnected : undefined,
         };
         this.hardware.display.draw(screen);
       },
