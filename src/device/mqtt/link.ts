@@ -370,8 +370,8 @@ async function closeClient(client: MqttClient, availability: string | undefined)
 
 /** Host and port of an mqtt:// (or tcp://) broker URL; throws when there is no usable host. */
 function brokerAddress(url: string): { host: string; port: number } {
-  const u = URL.parse(url);
-  if (!u || !/^(mqtt|tcp):$/.test(u.protocol) || !u.hostname) throw new Error("no broker host given");
+  const u = new URL(url);
+  if (!/^(mqtt|tcp):$/.test(u.protocol) || !u.hostname) throw new Error("no broker host given");
   return { host: u.hostname.replace(/^\[|\]$/g, ""), port: u.port ? Number(u.port) : 1883 };
 }
 
