@@ -292,7 +292,7 @@ export class DeviceService {
     const { setupHost, setupPort } = this.config;
     const opened = (host: string): void => {
       if (this.setup !== server) {
-        close(server);
+        void close(server);
         return;
       }
       this.log(`setup mode: no Wi-Fi network stored; setup page on ${urlOf(host, setupPort)} (access point ${apSsid})`);

@@ -91,6 +91,40 @@ describe("a taken setup port", () => {
     }
   });
 
+  test("taken after the start, the setup port does not end the device or the hook server: one line, and the page opens once the port is free", async (t) => {
+    const demo = await tempDir("framefi-demo-");
+    t.after(() => removeDir(demo));
+    const [devicePort, hooksPort, setupPort] = [await freePort(), await freePort(), await freePort()];
+    const launcherRun = start(process.execPath, [launcher], {
+      env: {
+        ...process.env,
+        FRAMEFI_DEMO_DIR: demo,
+        FRAMEFI_DEVICE_PORT: String(devicePort),
+        FRAMEFI_HOOKS_PORT: String(hooksPort),
+        FRAMEFI_FTP_PORT: String(await freePort()),
+        FRAMEFI_SETUP_PORT: String(setupPort),
+      },
+    });
+    t.after(() => launcherRun.stop());
+    await launcherRun.waitFor(/Ctrl-C stops both\./, 30_000);
+    const blocker = createServer((socket) => socket.destroy());
+    await new Promise<void>((res) => blocker.listen(setupPort, "127.0.0.1", res));
+    t.after(() => blocker.close());
+    // What holding the panel's button does.
+    assert.equal((await fetch(`http://127.0.0.1:${devicePort}/wifi/reset`, { method: "POST" })).status, 200);
+    await launcherRun.waitFor(
+      /\[device\] framefi-device: error: cannot open the setup page on http:\/\/127\.0\.0\.1:\d+ \(.*EADDRINUSE.*\); FrameFi stays in setup mode/,
+      20_000,
+    );
+    assert.equal((await fetch(`http://127.0.0.1:${hooksPort}/`)).status, 200, "the hook server answers");
+    await new Promise<void>((res) => blocker.close(() => res()));
+    await eventually(async () => (await fetch(`http://127.0.0.1:${setupPort}/`).catch(() => undefined))?.status === 200, 15_000, 100);
+    assert.equal((await fetch(`http://127.0.0.1:${hooksPort}/`)).status, 200, "the hook server still answers");
+    const out = launcherRun.stdout() + launcherRun.stderr();
+    assert.doesNotMatch(out, /stopped \(exit|MaxListenersExceededWarning/);
+    assert.equal(out.match(/cannot open the setup page/g)?.length, 1);
+  });
+
   test("two variables with one port are refused before anything starts", async () => {
     const r = await launch({ FRAMEFI_SETUP_PORT: "28081", FRAMEFI_FTP_PORT: "28081" });
     assert.equal(r.code, 1);
