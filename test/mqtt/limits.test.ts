@@ -185,6 +185,8 @@ test("a hostile broker's 250 MB message: dropped as it arrives and acknowledged;
     socket.write(publishHead("frame-fi/display/set", size, { qos: 1, retain: false, id: 0x1234 }));
     await writeFiller(socket, size);
     socket.write(Buffer.concat([publishHead("frame-fi/display/set", 3, { qos: 0, retain: false }), Buffer.from("OFF")]));
+    // A topic too long for a log line, with terminal escapes in it.
+    socket.write(publishHead(`\x1b]0;PWNED\x07${"x".repeat(60_000)}`, 0, { qos: 0, retain: false }));
   });
   await dev.program.waitFor(/MQTT frame-fi\/display\/set: ignored/, 60_000);
   assertPeakUnder200(t, dev);
@@ -194,5 +196,7 @@ test("a hostile broker's 250 MB message: dropped as it arrives and acknowledged;
   );
   await eventually(() => broker.acked.has(0x1234), WAIT, 50);
   await eventually(async () => (await status(dev)).display.status === "off", WAIT, 100);
+  const [line] = await dev.program.waitFor(/warning: MQTT [^\n]*: ignored a 600\d\d-byte message[^\n]*/, WAIT);
+  assert.ok(line.length < 250 && !line.includes("\x1b"), `a short line without escapes: ${line.slice(0, 80)}`);
   assert.equal(await mqttState(dev), 0, "still connected");
 });

@@ -375,8 +375,11 @@ function brokerAddress(url: string): { host: string; port: number } {
   return { host: u.hostname.replace(/^\[|\]$/g, ""), port: u.port ? Number(u.port) : 1883 };
 }
 
-/** A broker-chosen topic for a log line: control characters blanked. */
-const printable = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ");
+/** A broker-chosen topic for a log line: control characters blanked, at most 128 characters. */
+const printable = (text: string): string => {
+  const shown = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ");
+  return shown.length > 128 ? `${shown.slice(0, 128)}…` : shown;
+};
 
 /** The URL without credentials, for logs. */
 function redact(url: string): string {
