@@ -143,7 +143,7 @@ export class SettingsStore {
     return this.persist();
   }
 
-  /** Changes values only if they reach the disk: when the write fails, they are as they were (all or nothing). */
+  /** Changes values and stores them; when the write fails, they are put back as they were (all or nothing). */
   async commit(changes: Partial<Settings>): Promise<void> {
     const before = { ...this.overrides };
     Object.assign(this.overrides, changes);
