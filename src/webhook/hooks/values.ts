@@ -64,6 +64,38 @@ export function replaceParameter(s: string, params: unknown, value: unknown): bo
   return has(params, head) ? replaceParameter(s.slice(dot + 1), params[head], value) : false;
 }
 
+/**
+ * The parts of `payload` that getParameter and replaceParameter reach along `paths`, in the same
+ * shape (arrays keep their length, with holes where nothing is read): reading those paths gives
+ * what reading them in the whole payload gives.
+ */
+export function payloadPart(payload: Record<string, unknown>, paths: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const p of paths) copyPath(p, payload, out);
+  return out;
+}
+
+function copyPath(s: string, from: unknown, to: Record<string, unknown> | unknown[]): void {
+  const dot = s.indexOf(".");
+  const head = dot === -1 ? s : s.slice(0, dot);
+  const step = (key: string | number, value: unknown): void => {
+    if (dot === -1) return define(to, key, value);
+    const into = Object.hasOwn(to, key) ? (to as Record<string, unknown>)[key] : Array.isArray(value) ? new Array(value.length) : isMap(value) ? {} : value;
+    define(to, key, into);
+    if (typeof into === "object" && into !== null) copyPath(s.slice(dot + 1), value, into as Record<string, unknown>);
+  };
+  if (Array.isArray(from)) {
+    if (INDEX.test(head) && Number(head) < from.length) step(Number(head), from[Number(head)]);
+  } else if (isMap(from)) {
+    if (has(from, s)) define(to, s, from[s]); // a literal key with dots: getParameter reads it whole
+    if (dot !== -1 && has(from, head)) step(head, from[head]);
+  }
+}
+
+function define(o: object, k: string | number, value: unknown): void {
+  Object.defineProperty(o, k, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /** Thrown for a source or request key the reference does not know; rules turn it into a 500. */
 class SourceError extends Error {
   override readonly name = "SourceError";
