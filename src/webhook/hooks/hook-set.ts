@@ -11,7 +11,8 @@ export interface PreparedRules {
   readonly secrets: ConfiguredSecrets;
 }
 
-function* matches(rule: Rule | undefined): Generator<MatchRule> {
+/** Every match of a rule tree. */
+export function* matches(rule: Rule | undefined): Generator<MatchRule> {
   if (!rule) return;
   for (const sub of [...(rule.and ?? []), ...(rule.or ?? []), ...(rule.not ? [rule.not] : [])]) yield* matches(sub);
   if (rule.match) yield rule.match;

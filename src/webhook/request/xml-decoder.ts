@@ -1,52 +1,75 @@
 // XML bodies decoded off the event loop. fast-xml-parser takes about half a second per megabyte here, time in
 // which no other request would be served: one request of -max-body's 10 MB held the whole server for seconds.
 // One worker thread, started on first use, decodes the large ones in turn; small ones stay inline (a round trip
-// to the thread costs more than they do).
+// to the thread costs more than they do). Bodies wait here, counted in the transport's request memory: the
+// thread holds one at a time, its heap is capped, and it sends back only the parts of the payload the hook reads
+// (copying a whole decoded payload back held the event loop for seconds).
 import { Worker } from "node:worker_threads";
+import type { PayloadReads } from "../hooks/payload-reads.js";
 import type { Payload } from "./request.js";
 
 /** Bodies up to this size are decoded on the event loop. */
 export const XML_INLINE_MAX = 64 * 1024;
+/** The thread's heap: a 10 MB body of small elements decodes in about 300 MB; a body needing more fails to decode. */
+const THREAD_HEAP_MB = 512;
 
 interface Waiting {
+  body: Buffer;
+  reads: PayloadReads;
   resolve: (payload: Payload) => void;
   reject: (e: Error) => void;
 }
 
+export interface DecodeRequest {
+  body: Uint8Array;
+  reads: PayloadReads;
+}
+
 export class XmlDecoder {
   private worker: Worker | undefined;
-  private readonly waiting = new Map<number, Waiting>();
-  private sequence = 0;
+  private readonly waiting: Waiting[] = [];
+  private current: Waiting | undefined;
 
-  /** The body's payload as parseXmlPayload gives it; rejects with its "error parsing XML payload: …". */
-  decode(body: Buffer): Promise<Payload> {
-    const id = this.sequence++;
-    const worker = (this.worker ??= this.start());
+  /** The parts of the body's payload that `reads` names, as parseXmlPayload gives them; rejects with its "error parsing XML payload: …". */
+  decode(body: Buffer, reads: PayloadReads): Promise<Payload> {
     return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      worker.postMessage({ id, body });
+      this.waiting.push({ body, reads, resolve, reject });
+      this.next();
     });
+  }
+
+  /** Sends the next body to the thread when it is idle: a copy, moved there (the request keeps its own). */
+  private next(): void {
+    if (this.current || this.waiting.length === 0) return;
+    const w = (this.current = this.waiting.shift()!);
+    const body = new Uint8Array(w.body);
+    const message: DecodeRequest = { body, reads: w.reads };
+    (this.worker ??= this.start()).postMessage(message, [body.buffer]);
   }
 
   private start(): Worker {
-    const worker = new Worker(new URL("./xml-decoder-thread.js", import.meta.url));
+    const worker = new Worker(new URL("./xml-decoder-thread.js", import.meta.url), { resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB } });
     // Not a reason to keep the process alive: the connection waiting for the answer is one.
     worker.unref();
-    worker.on("message", (m: { id: number; payload?: Payload; error?: string }) => {
-      const waiting = this.waiting.get(m.id);
-      this.waiting.delete(m.id);
-      if (m.error !== undefined) waiting?.reject(new Error(m.error));
-      else waiting?.resolve(m.payload);
+    worker.on("message", (m: { payload?: Payload; error?: string }) => {
+      const w = this.current;
+      this.current = undefined;
+      if (m.error !== undefined) w?.reject(new Error(m.error));
+      else w?.resolve(m.payload);
+      this.next();
     });
-    worker.on("error", (e) => this.fail(new Error(`error parsing XML payload: the decoding thread failed (${e.message})`, { cause: e })));
-    worker.on("exit", () => this.fail(new Error("error parsing XML payload: the decoding thread stopped")));
+    worker.on("error", (e) => this.fail(worker, new Error(`error parsing XML payload: the decoding thread failed (${e.message})`, { cause: e })));
+    worker.on("exit", () => this.fail(worker, new Error("error parsing XML payload: the decoding thread stopped")));
     return worker;
   }
 
-  /** The thread is gone: what waited fails, and the next body starts a new one. */
-  private fail(e: Error): void {
+  /** The thread is gone: the body it held fails, and the next one starts a new thread. */
+  private fail(worker: Worker, e: Error): void {
+    if (this.worker !== worker) return; // its "exit" after its "error"
     this.worker = undefined;
-    for (const w of this.waiting.values()) w.reject(e);
-    this.waiting.clear();
+    const w = this.current;
+    this.current = undefined;
+    w?.reject(e);
+    this.next();
   }
 }

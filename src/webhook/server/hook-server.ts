@@ -13,6 +13,7 @@ import type { Hook, HookRequest } from "../hooks/hook.js";
 import { parseMultipart, parseQuery, rawHeader, type MultipartResult } from "../request/request.js";
 import { XML_INLINE_MAX, XmlDecoder } from "../request/xml-decoder.js";
 import { evaluate } from "../hooks/rules.js";
+import { payloadReads, withoutPayload } from "../hooks/payload-reads.js";
 import type { HookSet, PreparedRules } from "../hooks/hook-set.js";
 import { describeArgument, ParameterNodeError, replaceParameter } from "../hooks/values.js";
 import type { Accepted, HttpApp, HttpResponse, RequestHead, Routed } from "../http/contract.js";
@@ -304,30 +305,51 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
       for (const l of mp.logs) log.print(`[${rid}] ${l}`, m.fields);
       req.payload = mp.payload;
     }
-    if (kind === "xml" && body.length > XML_INLINE_MAX) {
-      // Decoded now, as the reference decodes every payload before the rules: on the thread, the server goes on.
-      return this.xml
-        .decode(body)
-        .then(
-          (payload) => (req.payload = payload),
-          (e: Error) => {
-            log.print(`[${rid}] ${e.message}`, m.fields);
-            req.payload = undefined;
-          },
-        )
-        .then(() => this.trigger(m, req, out));
-    }
+    if (kind === "xml" && body.length > XML_INLINE_MAX) return this.largeXml(m, req, out, body);
     // With logging on, parse now so the log lines come in the reference's order.
     if (log.enabled) void req.payload;
+    this.parseJsonParameters(hook, req, m.fields);
     return this.trigger(m, req, out);
   }
 
-  /** Evaluates the rules and, when they hold, runs the command. */
+  /**
+   * A large XML body is decoded on the thread (the server goes on), and only when the hook reads
+   * the payload: not when nothing reads it, nor when the rule fails before reading it (the reference
+   * decodes every body first: its "error parsing XML payload" line is then not logged).
+   */
+  private largeXml(m: Matched, req: LazyRequest, out: Headers, body: Buffer): HttpResponse | Promise<HttpResponse> {
+    const { hook } = m;
+    const reads = payloadReads(hook);
+    const jsonFromPayload = (hook["parse-parameters-as-json"] ?? []).some((a) => a.source === "payload");
+    if (!jsonFromPayload) {
+      this.parseJsonParameters(hook, req, m.fields);
+      const rule = hook["trigger-rule"];
+      const decided = rule && reads.length > 0 ? withoutPayload(rule, req, m.prepared) : undefined;
+      const refused = decided && (!decided.ok || (decided.error && !(decided.error instanceof ParameterNodeError)));
+      if (reads.length === 0 || refused) {
+        req.payload = undefined;
+        return this.trigger(m, req, out);
+      }
+    }
+    return this.xml
+      .decode(body, reads)
+      .then(
+        (payload) => (req.payload = payload),
+        (e: Error) => {
+          this.log.print(`[${m.rid}] ${e.message}`, m.fields);
+          req.payload = undefined;
+        },
+      )
+      .then(() => {
+        if (jsonFromPayload) this.parseJsonParameters(hook, req, m.fields);
+        return this.trigger(m, req, out);
+      });
+  }
+
+  /** Evaluates the rules (parse-parameters-as-json applied) and, when they hold, runs the command. */
   private trigger(m: Matched, req: HookRequest, out: Headers): HttpResponse | Promise<HttpResponse> {
     const { hook, rid } = m;
     const log = this.log;
-    this.parseJsonParameters(hook, req, m.fields);
-
     let ok = true;
     if (hook["trigger-rule"]) {
       const result = evaluate(hook["trigger-rule"], req, (w) => log.print(w, m.fields), m.prepared);
