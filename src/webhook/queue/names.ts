@@ -21,6 +21,7 @@ export const JOBS_BUCKET = "webhook_jobs";
 export const RATES_BUCKET = "webhook_rates";
 
 export const jobKey = (id: string): string => token(id);
-/** The subject the record under `key` is stored on (its every change is published there); its signature covers it. */
-export const jobKeySubject = (key: string): string => `$KV.${JOBS_BUCKET}.${key}`;
+/** The subject a bucket's value under `key` is stored on (its every change is published there); its signature covers it. */
+export const kvSubject = (bucket: string, key: string): string => `$KV.${bucket}.${key}`;
+export const jobKeySubject = (key: string): string => kvSubject(JOBS_BUCKET, key);
 export const jobRecordSubject = (id: string): string => jobKeySubject(jobKey(id));

@@ -19,7 +19,7 @@
 // - -queue-key-file (signing.ts): job messages, output chunks and job records are signed, and
 //   what is not signed with the key is refused: a job message runs nothing, a chunk is not output,
 //   a record neither ends a waiting request nor shows in /jobs.
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import {
   AckPolicy,
   connect,
@@ -33,19 +33,19 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
-  type KV,
   type NatsConnection,
   type NatsError,
+  type StoredMsg,
   type Subscription,
 } from "nats";
-import { MAX_DEDUP_WINDOW } from "../policy/dedupe.js";
 import type { HookRequest } from "../hooks/hook.js";
 import { FINAL_STATES, type Job } from "../jobs/job.js";
 import { decodeRecord, KvRecords, refusedRecord } from "./kv-records.js";
 import type { RetentionOptions } from "../jobs/memory-records.js";
 import { JobStore } from "../jobs/store.js";
 import type { Log } from "../log/log.js";
-import { DELIVERIES_BUCKET, jobRecordSubject, jobSubject, RATES_BUCKET, streamName, token } from "./names.js";
+import { DeliveryClaims, RateWindows } from "./kv-state.js";
+import { jobRecordSubject, jobSubject, streamName } from "./names.js";
 import type { QueueSigner } from "./signing.js";
 import {
   decodeRequest,
@@ -119,10 +119,12 @@ const RETRY_MS = 1000;
 const PUBLISH_TIMEOUT_MS = 5000;
 /** How often a request waiting for a job's end reads its record, in case the stored record's message was missed. */
 const RECHECK_MS = 5000;
-/** Compare-and-set rounds of a rate-limit window before the trigger is refused as contended. */
-const MAX_RATE_ROUNDS = 100;
+/** Job messages after a debounced one read to find a later trigger signed with the key (-queue-key-file). */
+const MAX_LATER_READ = 256;
 
 const CONSUMER = "run";
+/** JetStream's error code for a message that is not in the stream (acked, refused, or never there). */
+const NO_MESSAGE = 10037;
 
 /** The -queue URLs without their credentials: what messages may name. */
 export function describeServers(url: string): string {
@@ -162,8 +164,8 @@ export class NatsQueue implements SharedQueue {
   readonly jobs: JobStore;
   private connected = true;
   private handingBack = false;
-  private deliveries: KV | undefined;
-  private rates: KV | undefined;
+  private readonly deliveries: DeliveryClaims;
+  private readonly rates: RateWindows;
   /** Requests waiting for their job's end: each reads the job's record again when called. */
   private readonly waiting = new Set<() => void>();
 
@@ -176,6 +178,8 @@ export class NatsQueue implements SharedQueue {
   ) {
     this.address = describeServers(opts.url);
     this.jobs = new JobStore(records, opts.jobs.outputBytes);
+    this.deliveries = new DeliveryClaims(js, opts.signer, (m) => opts.log.always(m));
+    this.rates = new RateWindows(js, opts.signer, (m) => opts.log.always(m));
     void this.watchStatus();
   }
 
@@ -255,12 +259,11 @@ export class NatsQueue implements SharedQueue {
     if (!this.connected) return { kind: "unavailable", reason: `the NATS server at ${this.address} is unreachable` };
     try {
       if (job.deliveryId !== undefined && job.hook.dedupWindowMs > 0) {
-        const claim = await this.claimDelivery(job.hook, job.deliveryId, job.id);
+        const claim = await this.deliveries.claim(job.hook, job.deliveryId, job.id);
         if (claim.first !== undefined) return { kind: "duplicate", id: claim.first };
         const submitted = await this.publish(job);
         // A delivery refused is not remembered: its redelivery must run.
-        if (submitted.kind !== "queued" && submitted.kind !== "duplicate")
-          await this.deliveries!.delete(claim.key, { previousSeq: claim.revision }).catch(() => undefined);
+        if (submitted.kind !== "queued" && submitted.kind !== "duplicate") await this.deliveries.release(claim);
         return submitted;
       }
       return await this.publish(job);
@@ -269,31 +272,8 @@ export class NatsQueue implements SharedQueue {
     }
   }
 
-  async limited(hookId: string, requests: number, periodMs: number): Promise<number | undefined> {
-    try {
-      this.rates ??= await this.js.views.kv(RATES_BUCKET, { history: 1, storage: StorageType.File });
-      const kv = this.rates;
-      const key = token(hookId);
-      for (let round = 0; round < MAX_RATE_ROUNDS; round++) {
-        const entry = await kv.get(key);
-        const now = Date.now();
-        const held = entry?.operation === "PUT" ? parseWindow(entry.value) : undefined;
-        const w = held && now - held.opened < periodMs ? held : { opened: now, count: 0 };
-        if (w.count >= requests) return Math.max(1, Math.ceil((w.opened + periodMs - now) / 1000));
-        const value = JSON.stringify({ opened: w.opened, count: w.count + 1 });
-        try {
-          if (entry?.operation === "PUT") await kv.update(key, value, entry.revision);
-          else await kv.create(key, value);
-          return undefined;
-        } catch {
-          // Another instance counted a trigger meanwhile: count again.
-        }
-      }
-      return 1;
-    } catch {
-      // NATS is away: the trigger is not counted, and submit answers 503.
-      return undefined;
-    }
+  limited(hookId: string, requests: number, periodMs: number): Promise<number | undefined> {
+    return this.rates.limited(hookId, requests, periodMs);
   }
 
   /** Why NATS refused a job, as the hook server answers it (429 when the hook's stream is full). */
@@ -342,40 +322,13 @@ export class NatsQueue implements SharedQueue {
       const ack = await this.js.publish(jobSubject(job.hook.id), data, {
         headers: this.opts.signer.sign(jobSubject(job.hook.id), data, h),
         timeout: PUBLISH_TIMEOUT_MS,
-        ...(job.deliveryId !== undefined && job.hook.dedupWindowMs > 0 ? { msgID: job.deliveryId } : {}),
+        ...(job.deliveryId !== undefined && job.hook.dedupWindowMs > 0 ? { msgID: this.opts.signer.messageId(job.deliveryId) } : {}),
       });
       if (ack.duplicate) return refuse({ kind: "duplicate", id: record.id });
     } catch (e) {
       return refuse(this.refused(e));
     }
     return waiter ? { kind: "queued", id: record.id, result: waiter.result } : { kind: "queued", id: record.id };
-  }
-
-  /** The first job id of this delivery within the window, or the key and revision this job claimed it with. */
-  private async claimDelivery(
-    hook: QueueHook,
-    deliveryId: string,
-    jobId: string,
-  ): Promise<{ first: string; key?: never; revision?: never } | { first?: never; key: string; revision: number }> {
-    this.deliveries ??= await this.js.views.kv(DELIVERIES_BUCKET, { history: 1, ttl: MAX_DEDUP_WINDOW, storage: StorageType.File });
-    const kv = this.deliveries;
-    const id = deliveryId.length <= 100 ? token(deliveryId) : createHash("sha256").update(deliveryId).digest("hex");
-    const key = `${token(hook.id)}.${id}`;
-    const value = Buffer.from(jobId);
-    for (;;) {
-      try {
-        return { key, revision: await kv.create(key, value) };
-      } catch {
-        const entry = await kv.get(key);
-        if (!entry || entry.operation !== "PUT") continue; // removed meanwhile: claim again
-        if (Date.now() - entry.created.getTime() < hook.dedupWindowMs) return { first: Buffer.from(entry.value).toString() };
-        try {
-          return { key, revision: await kv.update(key, value, entry.revision) };
-        } catch {
-          continue; // another instance claimed it first: read again
-        }
-      }
-    }
   }
 
   /**
@@ -550,14 +503,36 @@ export class NatsQueue implements SharedQueue {
    */
   private async quietPeriod(m: JsMsg, quietMs: number): Promise<{ supersededBy: string } | { waitMs: number }> {
     const { state } = await this.jsm.streams.info(m.info.stream);
-    if (state.last_seq > m.seq) {
-      const later = await this.jsm.streams.getMessage(m.info.stream, { seq: state.last_seq }).then(
-        (s) => parseJobMessage(s.data).id,
-        () => `a later trigger (sequence ${state.last_seq})`,
-      );
-      return { supersededBy: later };
-    }
+    const later = await this.laterTrigger(m.info.stream, m.seq, state.last_seq);
+    if (later !== undefined) return { supersededBy: later };
     return { waitMs: Math.max(0, Math.ceil(quietMs - (Date.now() - m.info.timestampNanos / 1e6))) };
+  }
+
+  /**
+   * The id of the last trigger after sequence `seq` in the stream, or undefined when there is none.
+   * Without a key that is the stream's last message, read or not. With -queue-key-file only a
+   * message signed with the key counts: one sent by a publisher without the key (or already gone:
+   * refused, or run) does not drop the trigger, which then runs.
+   */
+  private async laterTrigger(stream: string, seq: number, last: number): Promise<string | undefined> {
+    const keyed = this.opts.signer.keyed;
+    for (let at = last; at > seq && last - at < MAX_LATER_READ; at--) {
+      let stored: StoredMsg;
+      try {
+        stored = await this.jsm.streams.getMessage(stream, { seq: at });
+      } catch (e) {
+        if (!keyed) return `a later trigger (sequence ${at})`;
+        if ((e as NatsError).api_error?.err_code === NO_MESSAGE) continue;
+        throw e;
+      }
+      if (keyed && this.opts.signer.refusal(stored.subject, stored.data, stored.header)) continue;
+      try {
+        return parseJobMessage(stored.data).id;
+      } catch {
+        return `a later trigger (sequence ${at})`;
+      }
+    }
+    return undefined;
   }
 
   /**
@@ -624,16 +599,6 @@ export class NatsQueue implements SharedQueue {
     await Promise.all([...this.pullers.values()].map((p) => p.stopped));
     await this.records.close();
     await this.nc.drain().catch(() => undefined);
-  }
-}
-
-/** A rate-limit window as stored; undefined when unreadable (it is then opened afresh). */
-function parseWindow(data: Uint8Array): { opened: number; count: number } | undefined {
-  try {
-    const v = JSON.parse(Buffer.from(data).toString()) as { opened?: unknown; count?: unknown };
-    return typeof v.opened === "number" && typeof v.count === "number" ? { opened: v.opened, count: v.count } : undefined;
-  } catch {
-    return undefined;
   }
 }
 

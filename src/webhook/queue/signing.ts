@@ -1,6 +1,6 @@
 // Signed shared-queue messages (-queue-key-file): with a key shared by the instances, every job
-// message, output chunk and job record carries an HMAC-SHA256 of its subject and bytes, and one
-// whose signature is missing or wrong is refused. Messages carry it in a header; a job record
+// message, output chunk, job record, rate-limit window and delivery claim carries an HMAC-SHA256 of
+// its subject and bytes, and one whose signature is missing or wrong is refused. Messages carry it in a header; a job record
 // (stored in a key-value bucket, whose puts carry no headers) carries it in front of its bytes.
 // Without a key nothing is signed or checked. The signature proves a message comes from a holder
 // of the key; it does not make it fresh (a copied message or record can be published again).
@@ -51,6 +51,19 @@ export class QueueSigner {
 
   private signature(subject: string, data: Uint8Array): string {
     return createHmac("sha256", this.key!).update(subject).update("\n").update(data).digest("hex");
+  }
+
+  /** Whether there is a key: what is not signed with it is refused. */
+  get keyed(): boolean {
+    return this.key !== undefined;
+  }
+
+  /**
+   * The JetStream message id a delivery is published with: with a key, one a publisher without the
+   * key cannot compute (and so cannot send first, to make the real delivery a duplicate); without, `id`.
+   */
+  messageId(id: string): string {
+    return this.key ? this.signature("message-id", Buffer.from(id)) : id;
   }
 
   /** The headers to publish `data` on `subject` with: `h` (or none) plus the signature when there is a key. */
