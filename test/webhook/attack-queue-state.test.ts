@@ -104,3 +104,67 @@ describe("-queue-key-file: the queue's state outside the job messages", () => {
     assert.match(servers[1]!.logs(), /delivery "d1" was already accepted as job/);
   });
 });
+
+describe("-queue instances with and without -queue-key-file", () => {
+  let dir = "";
+  let nats: Nats;
+  let keyed: Server;
+  let plain: Server;
+
+  before(async () => {
+    dir = await tempDir("webhook-queue-mismatch-");
+    nats = await startNats();
+    const hooks = [
+      {
+        id: "echo",
+        "execute-command": "/bin/echo",
+        "pass-arguments-to-command": [{ source: "header", name: "X-Id" }],
+        "include-command-output-in-response": true,
+      },
+    ];
+    const file = join(dir, "hooks.json");
+    await writeFile(file, JSON.stringify(hooks));
+    const keyFile = join(dir, "queue.key");
+    await writeFile(keyFile, "c2hhcmVkLXF1ZXVlLWtleS1mb3ItdGVzdHM=\n", { mode: 0o600 });
+    keyed = await startServer(["-hooks", file, "-queue", nats.url, "-queue-key-file", keyFile]);
+    plain = await startServer(["-hooks", file, "-queue", nats.url]);
+  });
+
+  after(async () => {
+    await keyed?.stop();
+    await plain?.stop();
+    await nats?.close();
+    await removeDir(dir);
+  });
+
+  test("a request to the keyed instance is answered by its command: the instance without the key leaves signed jobs alone, and says so", async () => {
+    // Before, the instance without the key ran the job and the keyed one, refusing its unsigned record, waited forever.
+    for (let i = 0; i < 8; i++) {
+      const r = await send(`${keyed.base}/hooks/echo`, { headers: { "X-Id": `k${i}` }, timeoutMs: 30_000 });
+      assert.deepEqual([r.status, r.text], [200, `k${i}\n`]);
+    }
+    assert.match(
+      plain.logs(),
+      /a job message signed with a -queue-key-file \(stream WEBHOOK_echo, sequence \d+\) is left to the instances that have the key: give this instance the same -queue-key-file/,
+    );
+  });
+
+  test("a request to the instance without the key whose job the keyed one refuses is answered with an error within seconds, and both say why", async () => {
+    // Before, it waited forever. Its job runs here, or is refused there: send until one was refused.
+    const answered = await eventually(async () => {
+      const t0 = performance.now();
+      const r = await send(`${plain.base}/hooks/echo`, { headers: { "X-Id": "p" }, timeoutMs: 30_000 });
+      if (r.status !== 200) return { status: r.status, text: r.text, ms: performance.now() - t0 };
+      assert.equal(r.text, "p\n");
+      return undefined;
+    }, 120_000);
+    assert.equal(answered.status, 500);
+    assert.equal(answered.text, "Error occurred while executing the hook's command. Please check your logs for more details.");
+    assert.ok(answered.ms < 15_000, `answered after ${answered.ms.toFixed(0)} ms`);
+    assert.match(keyed.logs(), /refused a job message with no signature .* nothing runs; if another -queue instance sent it, give it this -queue-key-file/);
+    assert.match(
+      plain.logs(),
+      /the job left the queue without ending: an instance refused it \(is -queue-key-file the same on every -queue instance\?\); answering with an error/,
+    );
+  });
+});

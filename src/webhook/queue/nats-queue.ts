@@ -18,7 +18,9 @@
 //   seconds), so a lost message never leaves a request without its answer;
 // - -queue-key-file (signing.ts): job messages, output chunks and job records are signed, and
 //   what is not signed with the key is refused: a job message runs nothing, a chunk is not output,
-//   a record neither ends a waiting request nor shows in /jobs.
+//   a record neither ends a waiting request nor shows in /jobs. An instance without the key leaves
+//   signed jobs to the instances with it; a request whose job left the stream without its record
+//   ending (refused by an instance with another key, or none) is answered with an error.
 import { randomUUID } from "node:crypto";
 import {
   AckPolicy,
@@ -46,7 +48,7 @@ import { JobStore } from "../jobs/store.js";
 import type { Log } from "../log/log.js";
 import { DeliveryClaims, RateWindows } from "./kv-state.js";
 import { jobRecordSubject, jobSubject, streamName } from "./names.js";
-import type { QueueSigner } from "./signing.js";
+import { QueueSigner } from "./signing.js";
 import {
   decodeRequest,
   encodeRequest,
@@ -89,6 +91,14 @@ interface JobMessage {
   reply?: string;
   /** debounce: the hook's quiet period in ms. */
   debounce?: number;
+}
+
+/** A request waiting for its job's end. */
+interface Waiter {
+  result: Promise<JobOutcome>;
+  cancel(): void;
+  /** The job's message is in the stream at `seq`: from now on, its leaving without an end is noticed. */
+  published(stream: string, seq: number): void;
 }
 
 /** Our reply subjects: what a job message may name (never another subject of the NATS account). */
@@ -297,7 +307,7 @@ export class NatsQueue implements SharedQueue {
       req: encodeRequest(job.req) as Record<string, unknown>,
       ...(job.debounceMs > 0 ? { debounce: job.debounceMs } : {}),
     };
-    let waiter: { result: Promise<JobOutcome>; cancel(): void } | undefined;
+    let waiter: Waiter | undefined;
     if (job.onOutput) {
       msg.reply = `webhook.out.${randomUUID()}`;
       waiter = this.awaitEnd(record, msg.reply, job.onOutput, job.onAttempt);
@@ -325,6 +335,7 @@ export class NatsQueue implements SharedQueue {
         ...(job.deliveryId !== undefined && job.hook.dedupWindowMs > 0 ? { msgID: this.opts.signer.messageId(job.deliveryId) } : {}),
       });
       if (ack.duplicate) return refuse({ kind: "duplicate", id: record.id });
+      waiter?.published(ack.stream, ack.seq);
     } catch (e) {
       return refuse(this.refused(e));
     }
@@ -334,9 +345,10 @@ export class NatsQueue implements SharedQueue {
   /**
    * Subscribes, before the job is published, to its output and to its record as it is stored;
    * `result` resolves with the record's final state. The record is also read back after a
-   * reconnect and every few seconds: the messages travel on core NATS, at most once.
+   * reconnect and every few seconds: the messages travel on core NATS, at most once. A job whose
+   * message left the stream while its record did not end never will: the request gets an error.
    */
-  private awaitEnd(job: Job, reply: string, onOutput: (chunk: Buffer) => void, onAttempt?: () => void): { result: Promise<JobOutcome>; cancel(): void } {
+  private awaitEnd(job: Job, reply: string, onOutput: (chunk: Buffer) => void, onAttempt?: () => void): Waiter {
     let resolve!: (r: JobOutcome) => void;
     const result = new Promise<JobOutcome>((r) => (resolve = r));
     let attempts = 0;
@@ -361,11 +373,21 @@ export class NatsQueue implements SharedQueue {
         });
       resolve(outcome(record, fromRecord));
     };
+    let message: { stream: string; seq: number } | undefined;
     const recheck = (): void => {
-      this.records.get(job.id).then(
-        (r) => seen(r, true),
-        () => undefined,
-      );
+      // The message first: a job's final record is stored before its message is acked.
+      (message ? this.left(message.stream, message.seq) : Promise.resolve(false))
+        .then(async (left) => {
+          seen(await this.records.get(job.id), true);
+          if (left && this.waiting.has(recheck)) abandoned();
+        })
+        .catch(() => undefined);
+    };
+    const abandoned = (): void => {
+      end();
+      const why = "the job left the queue without ending: an instance refused it (is -queue-key-file the same on every -queue instance?)";
+      this.opts.log.always(`[${job.id}] ${job.hook}: ${why}; answering with an error`, { rid: job.id, hook: job.hook });
+      resolve({ output: Buffer.alloc(0), error: why, exitCode: null });
     };
     this.waiting.add(recheck);
     const timer = setInterval(recheck, Math.min(RECHECK_MS, this.opts.ackWaitMs));
@@ -391,7 +413,18 @@ export class NatsQueue implements SharedQueue {
         },
       }),
     );
-    return { result, cancel: end };
+    return { result, cancel: end, published: (stream, seq) => (message = { stream, seq }) };
+  }
+
+  /** Whether the message at `seq` has left the stream (acked, or refused by an instance). */
+  private async left(stream: string, seq: number): Promise<boolean> {
+    try {
+      await this.jsm.streams.getMessage(stream, { seq });
+      return false;
+    } catch (e) {
+      if ((e as NatsError).api_error?.err_code === NO_MESSAGE) return true;
+      throw e;
+    }
   }
 
   /** Runs one attempt of a job pulled from a hook's consumer; acks the job when it is over, or hands it back for its next attempt. */
@@ -404,8 +437,18 @@ export class NatsQueue implements SharedQueue {
     let req: HookRequest;
     const refusal = this.opts.signer.refusal(m.subject, m.data, m.headers);
     if (refusal) {
-      log.always(`NATS queue: refused a job message with ${refusal} (stream ${m.info.stream}, sequence ${m.seq}; -queue-key-file): nothing runs`);
+      log.always(
+        `NATS queue: refused a job message with ${refusal} (stream ${m.info.stream}, sequence ${m.seq}; -queue-key-file): nothing runs; if another -queue instance sent it, give it this -queue-key-file`,
+      );
       m.term();
+      return;
+    }
+    if (!this.opts.signer.keyed && QueueSigner.signed(m.headers)) {
+      if (!m.info.redelivered)
+        log.always(
+          `NATS queue: a job message signed with a -queue-key-file (stream ${m.info.stream}, sequence ${m.seq}) is left to the instances that have the key: give this instance the same -queue-key-file`,
+        );
+      m.nak(RETRY_MS);
       return;
     }
     try {

@@ -74,6 +74,11 @@ export class QueueSigner {
     return out;
   }
 
+  /** Whether a message carries a signature at all (an instance without a key leaves such jobs to the instances with one). */
+  static signed(h: MsgHdrs | undefined): boolean {
+    return h?.has(SIGNATURE_HEADER) === true;
+  }
+
   /** Why a message received on `subject` is refused ("no signature", "a wrong signature"), or undefined when it may be used. */
   refusal(subject: string, data: Uint8Array, h: MsgHdrs | undefined): string | undefined {
     if (!this.key) return undefined;
