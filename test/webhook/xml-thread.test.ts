@@ -176,3 +176,16 @@ test("a large body the hook reads in part: the parts it names, a literal dotted 
   assert.equal(payload.feed.entry.length, 3_000);
   assert.deepEqual(payload.feed.entry[2_999], { "-n": "2999", v: "x" });
 });
+
+test("large bodies the hook reads take turns by client address: one client's flood delays another's body by a decode or two, not by the flood", async () => {
+  const body = feed(60_000);
+  let done = 0;
+  const flood = Array.from({ length: 5 }, () => postFrom(s, "127.0.0.1", "/hooks/xml", body, "").then((r) => (done++, r)));
+  // The first answer comes once the other four bodies wait in line (they were sent together with it).
+  await Promise.race(flood);
+  const small = await postFrom(s, "127.0.0.3", "/hooks/xml", feed(3_000, "small"), "");
+  const before = done;
+  for (const r of await Promise.all(flood)) assert.deepEqual([r.status, r.text], [200, "3 big\n"]);
+  assert.deepEqual([small.status, small.text], [200, "3 small\n"]);
+  assert.ok(before <= 3, `${before} of the other client's 5 bodies were decoded before this one`);
+});

@@ -1,10 +1,12 @@
 // XML bodies decoded off the event loop. fast-xml-parser takes about half a second per megabyte here, time in
 // which no other request would be served: one request of -max-body's 10 MB held the whole server for seconds.
 // One worker thread, started on first use, decodes the large ones in turn; small ones stay inline (a round trip
-// to the thread costs more than they do). Bodies wait here, counted in the transport's request memory: the
-// thread holds one at a time, its heap is capped, and it sends back only the parts of the payload the hook reads
+// to the thread costs more than they do). Bodies wait here, counted in the transport's request memory, taken in
+// turn from each client address (one client's flood delays another's body by one decode at most): the thread
+// holds one at a time, its heap is capped, and it sends back only the parts of the payload the hook reads
 // (copying a whole decoded payload back held the event loop for seconds).
 import { Worker } from "node:worker_threads";
+import { clientKey } from "../../shared/connection-counts.js";
 import type { PayloadReads } from "../hooks/payload-reads.js";
 import type { Payload } from "./request.js";
 
@@ -27,21 +29,32 @@ export interface DecodeRequest {
 
 export class XmlDecoder {
   private worker: Worker | undefined;
-  private readonly waiting: Waiting[] = [];
+  /** The bodies waiting, by client address (in the order the addresses take turns). */
+  private readonly waiting = new Map<string | undefined, Waiting[]>();
   private current: Waiting | undefined;
 
-  /** The parts of the body's payload that `reads` names, as parseXmlPayload gives them; rejects with its "error parsing XML payload: …". */
-  decode(body: Buffer, reads: PayloadReads): Promise<Payload> {
+  /**
+   * The parts of the body's payload that `reads` names, as parseXmlPayload gives them; rejects with its
+   * "error parsing XML payload: …". `remoteAddr` is the client's "ip:port".
+   */
+  decode(body: Buffer, reads: PayloadReads, remoteAddr: string): Promise<Payload> {
+    const client = clientKey(remoteAddr.slice(0, remoteAddr.lastIndexOf(":")).replace(/^\[(.*)\]$/, "$1"));
     return new Promise((resolve, reject) => {
-      this.waiting.push({ body, reads, resolve, reject });
+      const mine = this.waiting.get(client);
+      if (mine) mine.push({ body, reads, resolve, reject });
+      else this.waiting.set(client, [{ body, reads, resolve, reject }]);
       this.next();
     });
   }
 
   /** Sends the next body to the thread when it is idle: a copy, moved there (the request keeps its own). */
   private next(): void {
-    if (this.current || this.waiting.length === 0) return;
-    const w = (this.current = this.waiting.shift()!);
+    const [client, bodies] = this.waiting.entries().next().value ?? [];
+    if (this.current || !bodies) return;
+    const w = (this.current = bodies.shift()!);
+    // The client's next body waits for the other clients' turns.
+    this.waiting.delete(client);
+    if (bodies.length > 0) this.waiting.set(client, bodies);
     const body = new Uint8Array(w.body);
     const message: DecodeRequest = { body, reads: w.reads };
     (this.worker ??= this.start()).postMessage(message, [body.buffer]);

@@ -332,7 +332,7 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
       }
     }
     return this.xml
-      .decode(body, reads)
+      .decode(body, reads, m.head.remoteAddr)
       .then(
         (payload) => (req.payload = payload),
         (e: Error) => {
