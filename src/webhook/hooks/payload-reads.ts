@@ -4,6 +4,7 @@
 import type { Argument, Hook, HookRequest, Rule } from "./hook.js";
 import { matches, type PreparedRules } from "./hook-set.js";
 import { evaluate, type Evaluation } from "./rules.js";
+import { ParameterNodeError } from "./values.js";
 
 /** The dot paths of the payload a hook reads, or "whole" when it reads all of it (entire-payload). */
 export type PayloadReads = readonly string[] | "whole";
@@ -27,6 +28,18 @@ export function payloadReads(hook: Hook): PayloadReads {
   return reads;
 }
 
+/**
+ * Whether the request is answered without its payload: nothing of the hook reads it, or its rule
+ * fails (or errs) before reading it. parse-parameters-as-json must have been applied.
+ */
+export function answeredWithoutPayload(hook: Hook, r: HookRequest, prepared: PreparedRules): boolean {
+  const reads = payloadReads(hook);
+  if (reads !== "whole" && reads.length === 0) return true;
+  const rule = hook["trigger-rule"];
+  const result = rule && withoutPayload(rule, r, prepared);
+  return result !== undefined && (!result.ok || (result.error !== undefined && !(result.error instanceof ParameterNodeError)));
+}
+
 /** Thrown when the probe's rule evaluation reads the payload. */
 class PayloadRead extends Error {}
 
@@ -34,7 +47,7 @@ class PayloadRead extends Error {}
  * The rule's result when it does not read the payload to reach it (an `and` whose header match
  * fails first), else undefined. Evaluated without logging: the real evaluation logs.
  */
-export function withoutPayload(rule: Rule, r: HookRequest, prepared: PreparedRules): Evaluation | undefined {
+function withoutPayload(rule: Rule, r: HookRequest, prepared: PreparedRules): Evaluation | undefined {
   const probe: HookRequest = {
     id: r.id,
     method: r.method,

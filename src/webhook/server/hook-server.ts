@@ -13,7 +13,7 @@ import type { Hook, HookRequest } from "../hooks/hook.js";
 import { parseMultipart, parseQuery, rawHeader, type MultipartResult } from "../request/request.js";
 import { XML_INLINE_MAX, XmlDecoder } from "../request/xml-decoder.js";
 import { evaluate } from "../hooks/rules.js";
-import { payloadReads, withoutPayload } from "../hooks/payload-reads.js";
+import { answeredWithoutPayload, payloadReads } from "../hooks/payload-reads.js";
 import type { HookSet, PreparedRules } from "../hooks/hook-set.js";
 import { describeArgument, ParameterNodeError, replaceParameter } from "../hooks/values.js";
 import type { Accepted, HttpApp, HttpResponse, RequestHead, Routed } from "../http/contract.js";
@@ -319,20 +319,16 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
    */
   private largeXml(m: Matched, req: LazyRequest, out: Headers, body: Buffer): HttpResponse | Promise<HttpResponse> {
     const { hook } = m;
-    const reads = payloadReads(hook);
     const jsonFromPayload = (hook["parse-parameters-as-json"] ?? []).some((a) => a.source === "payload");
     if (!jsonFromPayload) {
       this.parseJsonParameters(hook, req, m.fields);
-      const rule = hook["trigger-rule"];
-      const decided = rule && reads.length > 0 ? withoutPayload(rule, req, m.prepared) : undefined;
-      const refused = decided && (!decided.ok || (decided.error && !(decided.error instanceof ParameterNodeError)));
-      if (reads.length === 0 || refused) {
+      if (answeredWithoutPayload(hook, req, m.prepared)) {
         req.payload = undefined;
         return this.trigger(m, req, out);
       }
     }
     return this.xml
-      .decode(body, reads, m.head.remoteAddr)
+      .decode(body, payloadReads(hook), m.head.remoteAddr)
       .then(
         (payload) => (req.payload = payload),
         (e: Error) => {
