@@ -137,6 +137,14 @@ describe("-queue instances with and without -queue-key-file", () => {
     await removeDir(dir);
   });
 
+  test("the instance started second says at start that the first signs its jobs otherwise", () => {
+    assert.match(
+      plain.logs(),
+      /NATS queue: the -queue instance started before this one signs its jobs with a key, this one without a key: while both run, jobs sent between them fail; give every -queue instance the same -queue-key-file/,
+    );
+    assert.doesNotMatch(keyed.logs(), /the -queue instance started before this one/);
+  });
+
   test("a request to the keyed instance is answered by its command: the instance without the key leaves signed jobs alone, and says so", async () => {
     // Before, the instance without the key ran the job and the keyed one, refusing its unsigned record, waited forever.
     for (let i = 0; i < 8; i++) {

@@ -1,14 +1,34 @@
 // The shared queue's state outside the job messages, in JetStream key-value buckets: each hook's
-// rate-limit window (webhook_rates) and the first job of each delivery (webhook_deliveries). With
+// rate-limit window (webhook_rates), the first job of each delivery (webhook_deliveries), and how
+// the instance started last signs its jobs (webhook_queue), to tell a mismatch at start. With
 // -queue-key-file both are stored signed (signing.ts), and a value not signed with the key is not
 // believed: a forged window does not make an instance answer 429, a forged claim does not make a
 // real delivery a duplicate. Either is logged and replaced by a signed one.
 import { createHash } from "node:crypto";
 import { StorageType, type JetStreamClient, type KV, type KvEntry } from "nats";
 import { MAX_DEDUP_WINDOW } from "../policy/dedupe.js";
-import { DELIVERIES_BUCKET, kvSubject, RATES_BUCKET, token } from "./names.js";
+import { DELIVERIES_BUCKET, kvSubject, QUEUE_BUCKET, RATES_BUCKET, token } from "./names.js";
 import type { QueueHook } from "./queue.js";
 import type { QueueSigner } from "./signing.js";
+
+const SIGNING_KEY = "signing";
+
+/**
+ * Says (with `warn`) when the instance started last on the NATS server signs its jobs otherwise
+ * than this one (-queue-key-file: a key, another key, or none), then records how this one does.
+ */
+export async function compareSigning(js: JetStreamClient, signer: QueueSigner, warn: (message: string) => void): Promise<void> {
+  const kv = await js.views.kv(QUEUE_BUCKET, { history: 1, storage: StorageType.File });
+  const mine = signer.seal(kvSubject(QUEUE_BUCKET, SIGNING_KEY), Buffer.from(signer.keyed ? "signed" : "unsigned"));
+  const last = await kv.get(SIGNING_KEY);
+  if (last?.operation === "PUT" && !mine.equals(last.value)) {
+    const theirs = Buffer.from(last.value).toString() === "unsigned" ? "without a key" : signer.keyed ? "with another key" : "with a key";
+    warn(
+      `NATS queue: the -queue instance started before this one signs its jobs ${theirs}, this one ${signer.keyed ? "with the key of -queue-key-file" : "without a key"}: while both run, jobs sent between them fail; give every -queue instance the same -queue-key-file`,
+    );
+  }
+  await kv.put(SIGNING_KEY, mine);
+}
 
 /** Compare-and-set rounds of a rate-limit window before the trigger is refused as contended. */
 const MAX_RATE_ROUNDS = 100;

@@ -17,6 +17,8 @@ export const jobSubject = (hook: string): string => `webhook.jobs.${token(hook)}
 export const DELIVERIES_BUCKET = "webhook_deliveries";
 /** Key-value bucket holding every job's record, key the job id (unique over all hooks, as in one process). */
 export const JOBS_BUCKET = "webhook_jobs";
+/** Key-value bucket holding how the instance started last signs its jobs, key `signing` (-queue-key-file). */
+export const QUEUE_BUCKET = "webhook_queue";
 /** Key-value bucket holding each hook's rate-limit window, key `<hook>`. */
 export const RATES_BUCKET = "webhook_rates";
 

@@ -46,7 +46,7 @@ import { decodeRecord, KvRecords, refusedRecord } from "./kv-records.js";
 import type { RetentionOptions } from "../jobs/memory-records.js";
 import { JobStore } from "../jobs/store.js";
 import type { Log } from "../log/log.js";
-import { DeliveryClaims, RateWindows } from "./kv-state.js";
+import { compareSigning, DeliveryClaims, RateWindows } from "./kv-state.js";
 import { jobRecordSubject, jobSubject, streamName } from "./names.js";
 import { QueueSigner } from "./signing.js";
 import {
@@ -216,6 +216,8 @@ export class NatsQueue implements SharedQueue {
     const js = nc.jetstream();
     try {
       const records = await KvRecords.open(js, jsm, { ...opts.jobs, maxBytes: nc.info!.max_payload }, opts.signer, (m) => opts.log.always(m));
+      // Advisory: a mismatch is also told at the first job refused.
+      await compareSigning(js, opts.signer, (m) => opts.log.always(m)).catch(() => undefined);
       return new NatsQueue(nc, js, jsm, records, opts);
     } catch (e) {
       await nc.close();
