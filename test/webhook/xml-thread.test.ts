@@ -177,7 +177,7 @@ test("a large body the hook reads in part: the parts it names, a literal dotted 
   assert.deepEqual(payload.feed.entry[2_999], { "-n": "2999", v: "x" });
 });
 
-test("large bodies the hook reads take turns by client address: one client's flood delays another's body by a decode or two, not by the flood", async () => {
+test("large bodies the hook reads take turns by client address and size: one client's flood delays another's small body by the decode under way", async () => {
   const body = feed(60_000);
   let done = 0;
   const flood = Array.from({ length: 5 }, () => postFrom(s, "127.0.0.1", "/hooks/xml", body, "").then((r) => (done++, r)));
@@ -187,5 +187,5 @@ test("large bodies the hook reads take turns by client address: one client's flo
   const before = done;
   for (const r of await Promise.all(flood)) assert.deepEqual([r.status, r.text], [200, "3 big\n"]);
   assert.deepEqual([small.status, small.text], [200, "3 small\n"]);
-  assert.ok(before <= 3, `${before} of the other client's 5 bodies were decoded before this one`);
+  assert.ok(before <= 2, `${before} of the other client's 5 bodies were decoded before this one`);
 });
