@@ -14,7 +14,9 @@
  *   out 'O' output: bytes                (as they arrive; combined stdout and stderr)
  *   out 'X' exit:   i32 status           (exit code >= 0, or -signal)  — after output EOF
  *   out 'F' failed: i32 errno            (posix_spawn failed; nothing ran)
- * The helper exits when its stdin closes. */
+ * The helper exits when its stdin closes, or when the server (its parent, pid in argv[1]) dies, and
+ * then SIGKILLs every command's process group first: a command dies with its instance, so a job
+ * redelivered to another instance (-queue) never runs beside an orphan. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +26,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -132,6 +135,12 @@ static void pause_job(uint32_t id, int paused) {
   for (size_t i = 0; i < njobs; i++) if (jobs[i].id == id) jobs[i].paused = paused;
 }
 
+/* The server is gone: nobody will wait for, kill or report these commands any more. */
+static int end_all(void) {
+  for (size_t i = 0; i < njobs; i++) kill(-jobs[i].pid, SIGKILL);
+  return 0;
+}
+
 static int read_requests(void) {
   if (incap - inlen < 65536) { incap = incap ? incap * 2 : 131072; inbuf = realloc(inbuf, incap); }
   ssize_t r = read(0, inbuf + inlen, incap - inlen);
@@ -155,16 +164,20 @@ static int read_requests(void) {
   return 1;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   /* Commands get only stdin/stdout/stderr: drop whatever non-CLOEXEC fds we inherited. */
 #ifdef SYS_close_range
   syscall(SYS_close_range, 3, ~0U, 0);
 #endif
-  sigset_t chld;
-  sigemptyset(&chld); sigaddset(&chld, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &chld, NULL);
+  /* SIGTERM: the kernel's word that the server died (PR_SET_PDEATHSIG), or anyone's request to end. */
+  sigset_t watched;
+  sigemptyset(&watched); sigaddset(&watched, SIGCHLD); sigaddset(&watched, SIGTERM);
+  sigprocmask(SIG_BLOCK, &watched, NULL);
   signal(SIGPIPE, SIG_IGN);
-  int sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+  int sfd = signalfd(-1, &watched, SFD_NONBLOCK | SFD_CLOEXEC);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  /* The server may have died before prctl: then we already have another parent. */
+  if (argc > 1 && getppid() != (pid_t)atol(argv[1])) return 0;
   fcntl(0, F_SETFD, FD_CLOEXEC);
   fcntl(1, F_SETFD, FD_CLOEXEC);
   struct pollfd *pf = NULL;
@@ -193,12 +206,14 @@ int main(void) {
     }
     if (pf[1].revents) {
       struct signalfd_siginfo si;
-      while (read(sfd, &si, sizeof si) == sizeof si) {}
+      int ended = 0;
+      while (read(sfd, &si, sizeof si) == sizeof si) ended |= si.ssi_signo == SIGTERM;
+      if (ended) return end_all();
       int st; pid_t pid;
       while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
         for (size_t i = 0; i < njobs; i++)
           if (jobs[i].pid == pid) { jobs[i].exited = 1; jobs[i].status = st; maybe_finish(i); break; }
     }
-    if (pf[0].revents && !read_requests()) return 0;
+    if (pf[0].revents && !read_requests()) return end_all();
   }
 }
