@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { getSystemErrorMap } from "node:util";
 import { encodeBytes } from "../go/bytes.js";
 import { errnoText } from "../go/errno.js";
+import { GroupWatch } from "./group-watch.js";
 
 export interface SpawnSpec {
   /** Absolute path of the executable. */
@@ -150,7 +151,8 @@ class Helper {
   finished = 0;
 
   constructor(private readonly envList: EnvList) {
-    this.child = spawn(helperFile, [], { stdio: ["pipe", "pipe", "inherit"] });
+    // Our pid lets the helper tell whether we died before it could ask to hear of it (PR_SET_PDEATHSIG).
+    this.child = spawn(helperFile, [String(process.pid)], { stdio: ["pipe", "pipe", "inherit"] });
     this.child.stdout!.on("data", (d: Buffer) => this.receive(d));
     this.child.stdin!.on("error", () => undefined);
     this.child.once("error", () => this.died());
@@ -290,6 +292,9 @@ class HelperPool {
 // command runs (every 50 ms) and once more after it exits.
 const outputDir = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
 
+/** Ends these commands' process groups when the server dies (the helper does that for its own). */
+const groups = new GroupWatch();
+
 /** An unlinked temporary file for a command's output, open for writing and reading. */
 function outputFile(): number {
   const file = join(outputDir, `webhook-out-${process.pid}-${randomBytes(6).toString("hex")}`);
@@ -329,6 +334,8 @@ function startWithChildProcess(spec: SpawnSpec, onOutput: OutputSink | undefined
     if (errFd !== undefined) closeSync(errFd);
     return failed(`fork/exec ${spec.path}: ${(e as Error).message}`);
   }
+  const pgid = child.pid;
+  if (pgid !== undefined) groups.add(pgid);
   let offset = 0;
   let paused = false;
   // The exit, held back while paused: the rest of the output is read once resumed.
@@ -353,6 +360,7 @@ function startWithChildProcess(spec: SpawnSpec, onOutput: OutputSink | undefined
   const done = new Promise<ExitStatus>((resolve) => {
     child.once("close", (code, signal) => {
       closed = true;
+      if (pgid !== undefined) groups.remove(pgid);
       clearInterval(poll);
       const finish = (): void => {
         readNew();
