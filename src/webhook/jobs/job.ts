@@ -43,6 +43,17 @@ export interface Job {
   stderr?: string;
 }
 
+/**
+ * The longest job id, in characters. A request id (X-Request-Id) can be as long as the request
+ * head; as a job id it is kept, listed, written to the jobs file, sent in X-Job-Id and in NATS
+ * subjects and headers (where a few KB drop the connection), so it is cut here whatever
+ * -x-request-id-limit says. Two ids cut alike stay apart by the usual suffix (-2, -3…).
+ */
+export const JOB_ID_MAX = 128;
+
+/** The job id a request id gives. */
+export const jobIdOf = (requestId: string): string => requestId.slice(0, JOB_ID_MAX);
+
 export const FINAL_STATES: ReadonlySet<JobState> = new Set(["succeeded", "failed", "timed-out", "dropped"]);
 const JOB_STATES: ReadonlySet<string> = new Set(["queued", "running", ...FINAL_STATES]);
 

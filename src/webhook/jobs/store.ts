@@ -1,7 +1,7 @@
 // The jobs the server remembers (-jobs, and always with -queue): the one owner of what a job's
 // record says — its state, attempts and output. Where records are kept is a JobRecords: this
 // process (memory-records.ts) or JetStream key-value storage shared by all instances (kv-records.ts).
-import { FINAL_STATES, type Attempt, type Job, type JobState } from "./job.js";
+import { FINAL_STATES, jobIdOf, type Attempt, type Job, type JobState } from "./job.js";
 import type { JobRecords } from "./records.js";
 
 /** How one attempt ended, as the runner reports it. */
@@ -22,11 +22,11 @@ export class JobStore {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** A new job for an accepted request, queued. An id already taken gets a suffix (see JobRecords.add). */
+  /** A new job for an accepted request, queued. A long id is cut (jobIdOf); one already taken gets a suffix (see JobRecords.add). */
   create(id: string, hook: string): Job {
     // Every field in the order the JSON shows them (unset ones are left out of it).
     const job: Job = {
-      id,
+      id: jobIdOf(id),
       hook,
       state: "queued",
       created: this.iso(),

@@ -30,7 +30,7 @@ import { CONTENT_TYPE as METRICS_TYPE } from "../log/metrics.js";
 import { Headers, respond } from "./response.js";
 import { Executions, type AttemptRun } from "../policy/executions.js";
 import type { RunPolicy } from "../hooks/run-fields.js";
-import type { Job, JobState } from "../jobs/job.js";
+import { jobIdOf, type Job, type JobState } from "../jobs/job.js";
 import { answerJobs, isJobsPath, type JobsAccess } from "../jobs/routes.js";
 import type { JobStore } from "../jobs/store.js";
 
@@ -475,7 +475,7 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
     const deliveryId = dedup ? readArgument(dedup, req, "deduplicate", this.log, m.fields) : undefined;
     const submitted = await queue.submit({
       hook: this.queueHook(hook),
-      id: rid,
+      id: jobIdOf(rid),
       req,
       debounceMs: policy.debounceMs,
       ...(deliveryId ? { deliveryId } : {}),
