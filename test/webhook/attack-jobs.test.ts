@@ -6,6 +6,7 @@ import { readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eventually, removeDir, tempDir } from "../helpers.js";
 import { send, startServer, writeHooks } from "./fixtures/harness.js";
+import { readJobsFile } from "./fixtures/jobs-file.js";
 
 describe("-jobs attacks", () => {
   let dir = "";
@@ -34,12 +35,13 @@ describe("-jobs attacks", () => {
       assert.equal((await send(`${s.base}/hooks/say`)).status, 200);
       const saved = await eventually(async () => {
         try {
-          return JSON.parse(await readFile(file, "utf8")) as { jobs: { output: string }[] };
+          const jobs = await readJobsFile(file);
+          return jobs.at(-1)?.output ? jobs : undefined;
         } catch {
           return undefined;
         }
       });
-      assert.equal(saved!.jobs[0]!.output, "secret-output\n");
+      assert.equal(saved!.at(-1)!.output, "secret-output\n");
       assert.equal(await readFile(victim, "utf8"), "precious\n");
     } finally {
       await s.stop();

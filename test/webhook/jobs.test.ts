@@ -5,11 +5,12 @@
 // bin/webhook, real commands; waits are for observable states, never fixed sleeps.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { eventually, removeDir, tempDir } from "../helpers.js";
 import { fixture, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+import { readJobsFile } from "./fixtures/jobs-file.js";
 
 interface JobJson {
   id: string;
@@ -282,8 +283,8 @@ describe("retention and the history file", () => {
     let s = await startServer(["-hooks", hooks, "-jobs", "-jobs-file", file]);
     const id = (await send(`${s.base}/hooks/ok`)).headers["x-job-id"] as string;
     await s.stop();
-    const saved = JSON.parse(await readFile(file, "utf8")) as { jobs: JobJson[] };
-    assert.equal(saved.jobs[0]!.id, id);
+    const saved = await readJobsFile(file);
+    assert.equal(saved[0]!.id, id);
     s = await startServer(["-hooks", hooks, "-jobs", "-jobs-file", file]);
     try {
       const j = await job(s, id);
@@ -304,7 +305,7 @@ describe("retention and the history file", () => {
       await s.stop();
     }
     assert.ok(existsSync(`${file}.corrupt`));
-    assert.match(await readFile(file, "utf8"), /"jobs"/);
+    assert.equal((await readJobsFile(file)).length, 1);
   });
 });
 
@@ -337,7 +338,7 @@ describe("shutdown", () => {
     await eventually(() => s.logs().includes("dropped 1 command(s) still waiting for their turn"), 10_000);
     await writeFile(gate, "");
     assert.equal(await stopped, 0);
-    const saved = (JSON.parse(await readFile(file, "utf8")) as { jobs: JobJson[] }).jobs;
+    const saved = await readJobsFile(file);
     const byId = new Map(saved.map((j) => [j.id, j]));
     assert.equal(byId.get(first)!.state, "succeeded");
     assert.equal(byId.get(second)!.state, "dropped");

@@ -1,9 +1,10 @@
 // Job records kept in this process (-jobs without -queue): in memory, newest last, at most `keep`
-// of them and finished ones no older than `maxAgeMs`. With a file, the history is written there
-// shortly after each change (a new file renamed over the old one, so a crash never leaves half a
-// file) and read back at start; a file that cannot be read is set aside and the history starts empty.
-import { renameSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { FINAL_STATES, isJob, type Job } from "./job.js";
+// of them and finished ones no older than `maxAgeMs`. With a file (history-file.ts), what changed
+// is written there shortly after each change, and the history is read back at start; a file that
+// cannot be read is set aside and the history starts empty.
+import { renameSync } from "node:fs";
+import { HistoryFile } from "./history-file.js";
+import { FINAL_STATES, type Job } from "./job.js";
 import type { JobRecords } from "./records.js";
 
 export interface RetentionOptions {
@@ -23,6 +24,9 @@ const FLUSH_DELAY_MS = 500;
 
 export class MemoryRecords implements JobRecords {
   private readonly jobs = new Map<string, Job>();
+  /** Jobs changed since their last line was written. */
+  private readonly dirty = new Set<Job>();
+  private readonly file: HistoryFile | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -30,37 +34,43 @@ export class MemoryRecords implements JobRecords {
     /** Where problems with the file are told (the server's log). */
     private readonly warn: (message: string) => void,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.file = opts.file === undefined ? undefined : new HistoryFile(opts.file);
+  }
 
   /** Reads the file's history, if any. Never throws: a bad file is set aside, with a warning. */
   load(): void {
-    const file = this.opts.file;
+    const file = this.file;
     if (file === undefined) return;
-    let text: string;
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "ENOENT")
-        this.warn(`cannot read the jobs file ${file} (${(e as Error).message}); starting with an empty job history`);
-      return;
-    }
     let jobs: Job[];
     try {
-      jobs = parseJobs(text);
+      jobs = file.read();
     } catch (e) {
-      const aside = `${file}.corrupt`;
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return;
+      if (code !== undefined) {
+        this.warn(`cannot read the jobs file ${file.path} (${(e as Error).message}); starting with an empty job history`);
+        return;
+      }
+      const aside = `${file.path}.corrupt`;
       try {
-        renameSync(file, aside);
+        renameSync(file.path, aside);
       } catch {
         // Left where it is: the next write replaces it.
       }
-      this.warn(`the jobs file ${file} is not a job history (${(e as Error).message}); it was moved to ${aside} and the history starts empty`);
+      this.warn(`the jobs file ${file.path} is not a job history (${(e as Error).message}); it was moved to ${aside} and the history starts empty`);
       return;
     }
-    const at = new Date(this.now()).toISOString();
     for (const job of jobs) {
-      if (!FINAL_STATES.has(job.state)) Object.assign(job, { state: "dropped", reason: "the server stopped before the job finished", ended: at });
+      // An id used again after its first job was forgotten: the new job goes where new jobs go, last.
+      if (this.jobs.get(job.id)?.created !== job.created) this.jobs.delete(job.id);
       this.jobs.set(job.id, job);
+    }
+    const at = new Date(this.now()).toISOString();
+    for (const job of this.jobs.values()) {
+      if (FINAL_STATES.has(job.state)) continue;
+      Object.assign(job, { state: "dropped", reason: "the server stopped before the job finished", ended: at });
+      this.changed(job);
     }
     this.prune();
   }
@@ -70,7 +80,7 @@ export class MemoryRecords implements JobRecords {
     for (let n = 2; this.jobs.has(job.id); n++) job.id = `${id}-${n}`;
     this.jobs.set(job.id, job);
     this.prune();
-    this.changed();
+    this.changed(job);
   }
 
   stored(): Promise<void> {
@@ -93,10 +103,6 @@ export class MemoryRecords implements JobRecords {
     return this.jobs.values();
   }
 
-  close(): void {
-    this.flush();
-  }
-
   /** Drops finished jobs past their age, then the oldest finished ones beyond `keep`. */
   private prune(): void {
     const { keep, maxAgeMs } = this.opts;
@@ -117,38 +123,69 @@ export class MemoryRecords implements JobRecords {
     }
   }
 
-  changed(): void {
-    if (this.opts.file === undefined || this.flushTimer) return;
+  changed(job: Job): void {
+    if (this.file === undefined) return;
+    this.dirty.add(job);
+    this.flushSoon();
+  }
+
+  private flushSoon(): void {
+    if (this.flushTimer) return;
     this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
     this.flushTimer.unref();
   }
 
-  /** Writes the history to the file now: a temporary file renamed over it (mode 0600: outputs may hold secrets). */
+  /** Writes what changed: appended lines, or the whole history anew when the file is due for it (rewritten a slice at a time). */
   private flush(): void {
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    const file = this.opts.file;
-    if (file === undefined) return;
+    const file = this.file;
+    // A rewrite under way: what changes meanwhile is appended once it is done.
+    if (file === undefined || file.busy) return;
     this.prune();
-    const tmp = `${file}.${process.pid}.tmp`;
+    if (file.due) {
+      // Jobs changed before the rewrite are written again after it: harmless, the last line wins.
+      file.rewriteSoon([...this.jobs.values()]).then(
+        () => this.flushSoon(),
+        (e: Error) => this.cannotWrite(e),
+      );
+      return;
+    }
+    this.append();
+  }
+
+  /** Appends the changed jobs still held (a forgotten job needs no line). */
+  private append(): void {
+    const jobs = [...this.dirty].filter((j) => this.jobs.get(j.id) === j);
+    this.dirty.clear();
     try {
-      // Created afresh (O_EXCL): a symlink planted at the temporary name is removed, never followed.
-      rmSync(tmp, { force: true });
-      writeFileSync(tmp, JSON.stringify({ version: 1, jobs: [...this.jobs.values()] }) + "\n", { mode: 0o600, flag: "wx" });
-      renameSync(tmp, file);
+      this.file!.append(jobs);
     } catch (e) {
-      this.warn(`cannot write the jobs file ${file} (${(e as Error).message}); the history stays in memory`);
+      // The file is rewritten whole at the next change, so nothing is lost from it.
+      this.cannotWrite(e as Error);
     }
   }
-}
 
-/** The jobs of a history file; throws Error saying what is wrong. */
-function parseJobs(text: string): Job[] {
-  const data = JSON.parse(text) as unknown;
-  if (typeof data !== "object" || data === null || !Array.isArray((data as { jobs?: unknown }).jobs)) throw new Error('no "jobs" list');
-  const jobs = (data as { jobs: unknown[] }).jobs;
-  for (const [i, j] of jobs.entries()) {
-    if (!isJob(j)) throw new Error(`job #${i + 1} is malformed`);
+  private cannotWrite(e: Error): void {
+    this.warn(`cannot write the jobs file ${this.file!.path} (${e.message}); the history stays in memory`);
   }
-  return jobs as Job[];
+
+  /** Shutdown: what changed is written now (a rewrite under way is abandoned, the file then written as it must be). */
+  close(): void {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const file = this.file;
+    if (file === undefined) return;
+    file.cancel();
+    this.prune();
+    if (file.appendable) {
+      this.append();
+      return;
+    }
+    try {
+      file.rewriteNow([...this.jobs.values()]);
+    } catch (e) {
+      this.cannotWrite(e as Error);
+    }
+  }
 }
