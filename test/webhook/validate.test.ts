@@ -93,6 +93,17 @@ describe("-validate", () => {
     assert.equal(untemplated.code, 1, "without -template the file is not JSON");
     assert.match(untemplated.stdout, /^t\.json: line 1, column \d+: invalid JSON/);
   });
+
+  test("without -template, a file that fails to decode and holds {{ }} actions: the problem says to give -template; other bad files do not", async () => {
+    await writeFile(join(dir, "t3.json"), '[{"id": "{{ getenv "HOOK_NAME" }}", "execute-command": "/bin/true"}]');
+    await writeFile(join(dir, "broken.json"), '[{"id": "a", "execute-command": "/bin/true"');
+    const r = await validate("-hooks", "t3.json", "-hooks", "broken.json");
+    assert.equal(r.code, 1);
+    const [templated, broken] = r.stdout.split("\n");
+    assert.match(templated!, /^t3\.json: line 1, column \d+: invalid JSON: .* \(the file holds \{\{ \}\} template actions: validate it with -template\)$/);
+    assert.match(broken!, /^broken\.json: .*invalid JSON/);
+    assert.doesNotMatch(broken!, /-template/);
+  });
 });
 
 describe("-options-file", () => {

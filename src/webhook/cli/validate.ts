@@ -22,11 +22,13 @@ export function validateHooksFiles(paths: string[], options: LoadOptions): Valid
   let count = 0;
   for (const path of paths) {
     let decoded: ReturnType<typeof decodeHooksText>;
+    let source = "";
     try {
-      decoded = decodeHooksText(path, readHooksFile(path), options);
+      source = readHooksFile(path);
+      decoded = decodeHooksText(path, source, options);
     } catch (e) {
       if (!(e instanceof ConfigError)) throw e;
-      problems.push(e.message);
+      problems.push(e.message + templateHint(source, options));
       continue;
     }
     const { text, data } = decoded;
@@ -61,6 +63,11 @@ export function validateHooksFiles(paths: string[], options: LoadOptions): Valid
     });
   }
   return { problems, hooks: count };
+}
+
+/** What to do about a file that did not decode but holds template actions ({{ … }}) while -template is off. */
+function templateHint(source: string, options: LoadOptions): string {
+  return !options.template && /\{\{[\s\S]*?\}\}/.test(source) ? " (the file holds {{ }} template actions: validate it with -template)" : "";
 }
 
 function matchTypes(r: Rule | undefined): string[] {
