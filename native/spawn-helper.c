@@ -41,6 +41,8 @@ typedef struct {
   int paused; /* 1 while the reader of its output is behind */
 } job_t;
 
+#define PARENT_DIED SIGUSR1
+
 static job_t *jobs;
 static size_t njobs, capjobs;
 static unsigned char *inbuf;
@@ -169,13 +171,18 @@ int main(int argc, char **argv) {
 #ifdef SYS_close_range
   syscall(SYS_close_range, 3, ~0U, 0);
 #endif
-  /* SIGTERM: the kernel's word that the server died (PR_SET_PDEATHSIG), or anyone's request to end. */
+  /* PARENT_DIED: the kernel's word that the server died (PR_SET_PDEATHSIG). SIGINT, SIGTERM, SIGHUP
+     and SIGQUIT sent to the server's whole process group (Ctrl-C in a terminal) are read and
+     ignored: the server decides when its commands end, and ends them through us. Blocked, not
+     ignored, so commands start with every signal at its default. */
   sigset_t watched;
-  sigemptyset(&watched); sigaddset(&watched, SIGCHLD); sigaddset(&watched, SIGTERM);
+  sigemptyset(&watched);
+  int caught[] = {SIGCHLD, PARENT_DIED, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+  for (size_t k = 0; k < sizeof caught / sizeof *caught; k++) sigaddset(&watched, caught[k]);
   sigprocmask(SIG_BLOCK, &watched, NULL);
   signal(SIGPIPE, SIG_IGN);
   int sfd = signalfd(-1, &watched, SFD_NONBLOCK | SFD_CLOEXEC);
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  prctl(PR_SET_PDEATHSIG, PARENT_DIED);
   /* The server may have died before prctl: then we already have another parent. */
   if (argc > 1 && getppid() != (pid_t)atol(argv[1])) return 0;
   fcntl(0, F_SETFD, FD_CLOEXEC);
@@ -207,7 +214,7 @@ int main(int argc, char **argv) {
     if (pf[1].revents) {
       struct signalfd_siginfo si;
       int ended = 0;
-      while (read(sfd, &si, sizeof si) == sizeof si) ended |= si.ssi_signo == SIGTERM;
+      while (read(sfd, &si, sizeof si) == sizeof si) ended |= si.ssi_signo == PARENT_DIED;
       if (ended) return end_all();
       int st; pid_t pid;
       while ((pid = waitpid(-1, &st, WNOHANG)) > 0)

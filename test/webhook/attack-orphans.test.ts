@@ -13,20 +13,35 @@ import { startNats } from "./fixtures/nats.js";
 
 const helperBuilt = existsSync(join(repoRoot, "dist", "native", "spawn-helper"));
 
-/** The live (not zombie) processes in process group `pgid`, from /proc. */
-function groupMembers(pgid: number): number[] {
-  const members: number[] = [];
+interface Proc {
+  pid: number;
+  comm: string;
+  ppid: number;
+  pgrp: number;
+}
+
+/** The live (not zombie) processes, from /proc. */
+function processes(): Proc[] {
+  const out: Proc[] = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      const fields = readFileSync(`/proc/${name}/stat`, "utf8").split(") ")[1]!.split(" ");
-      if (fields[0] !== "Z" && Number(fields[2]) === pgid) members.push(Number(name));
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+      if (fields[0] === "Z") continue;
+      out.push({ pid: Number(name), comm: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(") ")), ppid: Number(fields[1]), pgrp: Number(fields[2]) });
     } catch {
       // gone meanwhile
     }
   }
-  return members;
+  return out;
 }
+
+/** The live processes in process group `pgid`. */
+const groupMembers = (pgid: number): number[] =>
+  processes()
+    .filter((p) => p.pgrp === pgid)
+    .map((p) => p.pid);
 
 /** Ends a group this test started, if a failure left it behind. */
 function cleanUp(pgids: number[]): void {
@@ -84,6 +99,51 @@ describe("a command dies with its instance", () => {
       }
     });
   }
+
+  /** Starts a server whose command runs through the spawn helper; returns it, the command's pid and the helper's. */
+  async function withCommand(dir: string, args: string[] = []): Promise<{ s: Server; pid: number; helper: number }> {
+    const log = join(dir, "log");
+    const env = { ...process.env, INSTANCE: "a", WEBHOOK_SPAWN_HELPER: "on" };
+    const s = await startServer(["-hooks", await writeHooks(dir, [sleeper("sleep", log)]), ...args], { env });
+    void send(`${s.base}/hooks/sleep`).catch(() => undefined);
+    const { pid } = (await eventually(async () => (await starts(log))[0], 10_000))!;
+    started.push(pid);
+    const helper = processes().find((p) => p.ppid === s.proc.child.pid && p.comm === "spawn-helper")!.pid;
+    return { s, pid, helper };
+  }
+
+  const helperOnly = { skip: helperBuilt ? false : "the spawn helper was not built" };
+
+  test(
+    "signals sent to the server's whole process group (Ctrl-C) leave the spawn helper to the server, which ends the command at shutdown",
+    helperOnly,
+    async () => {
+      const dir = await tempDir("webhook-orphan-group-");
+      const { s, pid, helper } = await withCommand(dir, ["-shutdown-timeout", "100ms"]);
+      try {
+        for (const signal of ["SIGINT", "SIGHUP", "SIGQUIT", "SIGTERM"] as const) process.kill(helper, signal);
+        s.proc.child.kill("SIGINT");
+        assert.equal(await s.proc.exited, 0);
+        await eventually(() => groupMembers(pid).length === 0, 3_000);
+      } finally {
+        await s.stop();
+        await removeDir(dir);
+      }
+    },
+  );
+
+  test("kill -9 of the spawn helper ends its commands; the server goes on", helperOnly, async () => {
+    const dir = await tempDir("webhook-orphan-helper-");
+    const { s, pid, helper } = await withCommand(dir);
+    try {
+      process.kill(helper, "SIGKILL");
+      await eventually(() => groupMembers(pid).length === 0, 3_000);
+      assert.equal((await send(`${s.base}/`, { method: "GET" })).status, 200);
+    } finally {
+      await s.stop();
+      await removeDir(dir);
+    }
+  });
 
   test("-queue: the job redelivered after kill -9 does not run beside the first attempt", async () => {
     const dir = await tempDir("webhook-orphan-queue-");

@@ -125,6 +125,15 @@ function executableFormat(path: string): boolean {
   }
 }
 
+/** Sends `signal` to process group `pgid`, if it is still there. */
+function killGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // already gone
+  }
+}
+
 const signalNames = new Map<number, NodeJS.Signals>(Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
 
 type EnvList = (extra: Record<string, string>) => string[];
@@ -241,11 +250,12 @@ class Helper {
     this.pending = off === buf.length ? Buffer.alloc(0) : Buffer.from(buf.subarray(off));
   }
 
-  /** The helper is gone: its commands' outcome is unknown; the next command gets a new helper. */
+  /** The helper is gone: its commands are ended (nothing would report them), their outcome unknown; the next command gets a new helper. */
   private died(): void {
     if (!this.alive) return;
     this.alive = false;
     for (const job of this.jobs.values()) {
+      if (job.pid !== undefined) killGroup(job.pid, "SIGKILL");
       job.finish({ exitCode: null, signal: null, startError: "the spawn helper exited unexpectedly; the command's outcome is unknown" });
     }
     this.jobs.clear();
@@ -384,12 +394,7 @@ function startWithChildProcess(spec: SpawnSpec, onOutput: OutputSink | undefined
       return child.pid;
     },
     kill(signal) {
-      if (child.pid === undefined || closed) return;
-      try {
-        process.kill(-child.pid, signal);
-      } catch {
-        // already gone
-      }
+      if (child.pid !== undefined && !closed) killGroup(child.pid, signal);
     },
     // The command writes to a file, not a pipe: pausing stops reading it, but cannot block the command.
     pause() {
