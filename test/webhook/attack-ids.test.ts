@@ -64,6 +64,17 @@ describe("X-Request-Id as a job id is bounded, whatever -x-request-id-limit says
             { source: "string", name: log },
           ],
         },
+        {
+          id: "once",
+          "execute-command": "/bin/sh",
+          "pass-arguments-to-command": [
+            { source: "string", name: "-c" },
+            { source: "string", name: 'echo once >> "$1"' },
+            { source: "string", name: "sh" },
+            { source: "string", name: log },
+          ],
+          deduplicate: { id: { source: "header", name: "X-Delivery" } },
+        },
       ]),
     );
     const s = await startServer(["-hooks", hooks, "-x-request-id", "-queue", nats.url]);
@@ -74,7 +85,16 @@ describe("X-Request-Id as a job id is bounded, whatever -x-request-id-limit says
         assert.equal(r.status, 200, `request ${i}: ${r.status} ${r.text}`);
         assert.ok(String(r.headers["x-job-id"]).length <= 140);
       }
-      await eventually(async () => (await readFile(log, "utf8").catch(() => "")).split("\n").length > 10, 20_000);
+      const delivery = { "X-Delivery": longId(5_000, 0) };
+      const first = await send(`${s.base}/hooks/once`, { headers: delivery });
+      assert.equal(first.status, 200, `a 5 000-byte delivery id: ${first.status} ${first.text}`);
+      assert.equal(
+        (await send(`${s.base}/hooks/once`, { headers: delivery })).headers["x-job-id"],
+        first.headers["x-job-id"],
+        "the same delivery is the same job",
+      );
+      assert.equal((await send(`${s.base}/hooks/t`)).status, 200);
+      await eventually(async () => (await readFile(log, "utf8").catch(() => "")).split("\n").length > 12, 20_000);
       assert.doesNotMatch(s.logs(), /lost the NATS server/);
     } finally {
       await s.stop();
