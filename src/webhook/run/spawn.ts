@@ -5,6 +5,8 @@
 //    commands with posix_spawn. Node's child_process forks the whole server for every command,
 //    which costs ~1.3 ms of CPU on this 50 MB process; the helper costs ~0.15 ms.
 //  - child_process.spawn, when the helper was not built or WEBHOOK_SPAWN_HELPER=off.
+// Either way a command's group dies with the server, even a server killed with SIGKILL: the helper
+// ends its commands when the server goes, and group-watch.ts does it for child_process's.
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, openSync, readSync, unlinkSync } from "node:fs";
 import { randomBytes } from "node:crypto";
