@@ -7,12 +7,11 @@
 // where a boolean belongs…) is refused with the file, hook and field named.
 import { readFileSync } from "node:fs";
 import type { Argument, Deduplicate, Hook, MatchRule, Rule } from "./hook.js";
-import { DEDUP_WINDOW_DEFAULT, MAX_DEDUP_WINDOW } from "../policy/dedupe.js";
 import { parseGoDuration } from "../go/duration.js";
 import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "../go/yaml.js";
 import { renderTemplate, TemplateError } from "../template/template.js";
 import { signatureMatchProblem, signatureSecrets } from "./signatures.js";
-import { runPolicy } from "./run-fields.js";
+import { DEDUP_WINDOW_DEFAULT, MAX_DEDUP_WINDOW, runPolicy } from "./run-fields.js";
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";

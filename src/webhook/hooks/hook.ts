@@ -1,7 +1,6 @@
 // The shapes shared by the hook server's modules: what a hooks file holds, and what a request
 // looks like once parsed. Field names are the hooks-file keys of adnanh/webhook, unchanged.
 import type { SignatureType } from "./signatures.js";
-import type { RetryField } from "../policy/retry.js";
 
 /** Where a value is read from (`source` in the hooks file). */
 export type ArgumentSource =
@@ -71,6 +70,18 @@ export interface ResponseHeader {
 export interface Deduplicate {
   id?: Argument;
   window?: string;
+}
+
+/** The hook field as written: { "attempts": 3, "delay": "1s", "max-delay": "1m", "exit-codes": [1, 75] }. */
+export interface RetryField {
+  /** Runs in all, the first included (1: no retry). */
+  attempts?: number;
+  /** Go duration before the second attempt; doubled for each later one (default "1s"). */
+  delay?: string;
+  /** Go duration no wait exceeds (default "1m"). */
+  "max-delay"?: string;
+  /** Exit codes that retry; absent: every failure does (non-zero exit, signal, command-timeout). */
+  "exit-codes"?: number[];
 }
 
 /** One hook definition, as written in a hooks file. */

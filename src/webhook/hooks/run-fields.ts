@@ -1,9 +1,18 @@
 // The hook fields of ours that shape how a triggered command runs and answers: async-response,
-// status-from-exit-code, retry, debounce and rate-limit. Checked when the hooks file loads (a
+// status-from-exit-code, retry, debounce, rate-limit and deduplicate. Checked when the hooks file loads (a
 // problem stops the start, or -validate reports it) and resolved once per hook into a RunPolicy.
 import type { Hook } from "./hook.js";
 import { parseGoDuration } from "../go/duration.js";
-import { DEFAULT_RETRY_DELAY, DEFAULT_RETRY_MAX_DELAY, type RetryPolicy } from "../policy/retry.js";
+
+export interface RetryPolicy {
+  attempts: number;
+  delayMs: number;
+  maxDelayMs: number;
+  exitCodes: ReadonlySet<number> | undefined;
+}
+
+const DEFAULT_RETRY_DELAY = "1s";
+const DEFAULT_RETRY_MAX_DELAY = "1m";
 
 export interface RunPolicy {
   /** async-response: answer 202 Accepted at once, Location: the job. */
@@ -59,4 +68,14 @@ export function runPolicy(hook: Hook): RunPolicy {
     rate = { requests: rl.requests, periodMs: duration(rl.period ?? "", "rate-limit.period", 1) };
   }
   return { async, statusFromExit: hook["status-from-exit-code"] === true, retry, debounceMs, rate };
+}
+
+/** deduplicate.window when the hook gives none. */
+export const DEDUP_WINDOW_DEFAULT = "10m";
+/** 24 hours, in milliseconds: the longest window (how long delivery ids are kept). */
+export const MAX_DEDUP_WINDOW = 24 * 3600_000;
+
+/** The hook's de-duplication window in milliseconds; 0 when it does not de-duplicate. */
+export function dedupWindowMs(hook: Hook): number {
+  return hook.deduplicate?.id ? parseGoDuration(hook.deduplicate.window ?? DEDUP_WINDOW_DEFAULT) : 0;
 }

@@ -1,28 +1,7 @@
 // Retries of a failed command (hook field "retry"): how many attempts, which failures retry, and
 // the wait before each next attempt — exponential backoff with jitter, so hooks failing together
 // do not retry in step.
-
-/** The hook field as written: { "attempts": 3, "delay": "1s", "max-delay": "1m", "exit-codes": [1, 75] }. */
-export interface RetryField {
-  /** Runs in all, the first included (1: no retry). */
-  attempts?: number;
-  /** Go duration before the second attempt; doubled for each later one (default "1s"). */
-  delay?: string;
-  /** Go duration no wait exceeds (default "1m"). */
-  "max-delay"?: string;
-  /** Exit codes that retry; absent: every failure does (non-zero exit, signal, command-timeout). */
-  "exit-codes"?: number[];
-}
-
-export interface RetryPolicy {
-  attempts: number;
-  delayMs: number;
-  maxDelayMs: number;
-  exitCodes: ReadonlySet<number> | undefined;
-}
-
-export const DEFAULT_RETRY_DELAY = "1s";
-export const DEFAULT_RETRY_MAX_DELAY = "1m";
+import type { RetryPolicy } from "../hooks/run-fields.js";
 
 /** How an attempt ended, as far as retrying cares. */
 export interface AttemptOutcome {

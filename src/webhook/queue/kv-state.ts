@@ -6,7 +6,7 @@
 // real delivery a duplicate. Either is logged and replaced by a signed one.
 import { createHash } from "node:crypto";
 import { StorageType, type JetStreamClient, type KV, type KvEntry } from "nats";
-import { MAX_DEDUP_WINDOW } from "../policy/dedupe.js";
+import { MAX_DEDUP_WINDOW } from "../hooks/run-fields.js";
 import { DELIVERIES_BUCKET, kvSubject, QUEUE_BUCKET, RATES_BUCKET, token } from "./names.js";
 import type { QueueHook } from "./queue.js";
 import type { QueueSigner } from "./signing.js";
