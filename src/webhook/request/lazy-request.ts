@@ -1,12 +1,20 @@
 // The request as rules and commands read it, each part decoded on first use.
 import type { HookRequest } from "../hooks/hook.js";
 import { parseFormPayload, parseHeaders, parseJsonPayload, parseQuery, parseXmlPayload, type Payload } from "./request.js";
-import type { Log } from "../log/log.js";
-import type { Matched } from "../server/hook-server.js";
+import type { RequestHead } from "../http/contract.js";
+import type { Log, LogFields } from "../log/log.js";
 
 const EMPTY = Buffer.alloc(0);
 
 export type BodyKind = "json" | "form" | "xml" | "multipart" | "other";
+
+/** What the request is read from: its head, its id and query, the fields of its log lines. */
+export interface RequestSource {
+  rid: string;
+  head: RequestHead;
+  query: string;
+  fields: LogFields;
+}
 
 /**
  * The request as rules and commands read it. Headers, query and payload are each decoded on
@@ -25,7 +33,7 @@ export class LazyRequest implements HookRequest {
   private readonly payloadBody: Buffer;
 
   constructor(
-    private readonly m: Matched,
+    private readonly m: RequestSource,
     readonly contentType: string,
     private readonly kind: BodyKind,
     body: Buffer,
