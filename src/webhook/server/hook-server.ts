@@ -3,7 +3,6 @@
 // hook, `handle` with the body. The transport reads the body only between the two, so a 404
 // costs nothing. Status codes, bodies and log lines are the reference's.
 import { randomUUID } from "node:crypto";
-import { DEFAULT_MAX_QUEUE } from "../cli/flags.js";
 import { decodeLatin1 } from "../go/bytes.js";
 import { msText, parseGoDuration } from "../go/duration.js";
 import { canonicalHeaderKey } from "../go/header.js";
@@ -44,10 +43,10 @@ export interface ServerOptions {
   xRequestId?: boolean;
   xRequestIdLimit?: number;
   /** Defaults of the hook fields max-concurrency (0: no limit), max-queue and command-timeout (ms, 0: none). */
-  maxConcurrency?: number;
+  maxConcurrency: number;
   /** -max-background: max-concurrency of hooks that answer before their command runs, when neither the hook nor -max-concurrency sets one (0: no limit). */
-  maxBackground?: number;
-  maxQueue?: number;
+  maxBackground: number;
+  maxQueue: number;
   commandTimeoutMs?: number;
   /** -max-output: bytes of a command's captured output kept, the last ones (0 or absent: all). */
   maxOutput?: number;
@@ -637,8 +636,8 @@ export class HookServer implements HttpApp<Matched | Pending>, JobRunner {
   /** The hook's max-concurrency (0: no limit) and max-queue, with the command-line defaults. */
   private limitsOf(hook: Hook): { max: number; maxQueue: number } {
     const background = !hook["stream-command-output"] && !hook["include-command-output-in-response"];
-    const max = hook["max-concurrency"] ?? (this.opts.maxConcurrency || (background ? (this.opts.maxBackground ?? 0) : 0));
-    return { max, maxQueue: hook["max-queue"] ?? this.opts.maxQueue ?? DEFAULT_MAX_QUEUE };
+    const max = hook["max-concurrency"] ?? (this.opts.maxConcurrency || (background ? this.opts.maxBackground : 0));
+    return { max, maxQueue: hook["max-queue"] ?? this.opts.maxQueue };
   }
 
   /** The hook's command-timeout (or -command-timeout) in milliseconds; 0 is none. */
