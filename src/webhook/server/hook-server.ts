@@ -23,7 +23,8 @@ import type { ExecuteResult, JobRunner, QueueHook, SharedQueue } from "../queue/
 import { KILL_AFTER_MS, type Runner, type Turn } from "../run/runner.js";
 import type { OutputSink, RunningCommand } from "../run/spawn.js";
 import { LazyRequest, type BodyKind } from "../request/lazy-request.js";
-import { logExchange, type Log, type LogFields } from "../log/log.js";
+import type { Log, LogFields } from "../log/log.js";
+import { logExchange } from "./exchange-log.js";
 import { CONTENT_TYPE as METRICS_TYPE } from "../log/metrics.js";
 import { Headers, respond } from "./response.js";
 import { Executions, type AttemptRun } from "../policy/executions.js";
