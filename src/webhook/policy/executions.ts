@@ -5,7 +5,7 @@ import type { Hook } from "../hooks/hook.js";
 import type { Log, LogFields } from "../log/log.js";
 import { runPolicy, type RunPolicy } from "../hooks/run-fields.js";
 import type { Job } from "../jobs/job.js";
-import { RunCounters } from "../jobs/metrics.js";
+import { RunCounters } from "../log/run-counters.js";
 import type { JobStore } from "../jobs/store.js";
 import { Debouncer } from "./debounce.js";
 import { RateLimiter } from "./rate-limit.js";

@@ -1,7 +1,7 @@
 // Counters of jobs and of the run policies for -metrics, appended to the server's exposition text:
 // finished jobs by state, retries, debounced and rate-limited triggers, per hook id.
-import type { JobState } from "./job.js";
-import { label } from "../log/metrics.js";
+import type { JobState } from "../jobs/job.js";
+import { label } from "./metrics.js";
 
 type Counter = Map<string, number>;
 
