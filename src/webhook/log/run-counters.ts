@@ -1,17 +1,17 @@
 // Counters of jobs and of the run policies for -metrics, appended to the server's exposition text:
 // finished jobs by state, retries, debounced and rate-limited triggers, per hook id.
-import type { JobState } from "../jobs/job.js";
 import { label } from "./metrics.js";
 
 type Counter = Map<string, number>;
 
-export class RunCounters {
-  private readonly jobs = new Map<string, Map<JobState, number>>();
+/** `State` names a job's final states (jobs/job.ts JobState); the counters only print them. */
+export class RunCounters<State extends string> {
+  private readonly jobs = new Map<string, Map<State, number>>();
   private readonly retries: Counter = new Map();
   private readonly debounced: Counter = new Map();
   private readonly rateLimited: Counter = new Map();
 
-  job(hook: string, state: JobState): void {
+  job(hook: string, state: State): void {
     let byState = this.jobs.get(hook);
     if (byState === undefined) this.jobs.set(hook, (byState = new Map()));
     byState.set(state, (byState.get(state) ?? 0) + 1);

@@ -4,7 +4,7 @@
 import type { Hook } from "../hooks/hook.js";
 import type { Log, LogFields } from "../log/log.js";
 import { runPolicy, type RunPolicy } from "../hooks/run-fields.js";
-import type { Job } from "../jobs/job.js";
+import type { Job, JobState } from "../jobs/job.js";
 import { RunCounters } from "../log/run-counters.js";
 import type { JobStore } from "../jobs/store.js";
 import { Debouncer } from "./debounce.js";
@@ -24,7 +24,7 @@ export interface AttemptRun {
 }
 
 export class Executions {
-  readonly counters = new RunCounters();
+  readonly counters = new RunCounters<JobState>();
   private readonly rates = new RateLimiter();
   private readonly debouncer = new Debouncer();
   private readonly policies = new WeakMap<Hook, RunPolicy>();
