@@ -13,7 +13,10 @@ export class RunCounters<State extends string> {
 
   job(hook: string, state: State): void {
     let byState = this.jobs.get(hook);
-    if (byState === undefined) this.jobs.set(hook, (byState = new Map()));
+    if (byState === undefined) {
+      byState = new Map();
+      this.jobs.set(hook, byState);
+    }
     byState.set(state, (byState.get(state) ?? 0) + 1);
   }
 
