@@ -9,10 +9,13 @@ import { ActivationError, describeListener, listenAt, listenError, listenOnFd, t
 import { errorText } from "../go/errno.js";
 import { secretsOf } from "../hooks/config.js";
 import type { NatsQueue } from "../queue/nats-queue.js";
-import type { JobRunner } from "../queue/queue.js";
 import { Runner } from "../run/runner.js";
 import { FlagError, parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
 import { HookServer } from "../server/hook-server.js";
+import type { Dispatch } from "../dispatch/dispatch.js";
+import { LocalDispatch } from "../dispatch/local.js";
+import { SharedDispatch } from "../dispatch/shared.js";
+import { Executions } from "../policy/executions.js";
 import { Log, prefix } from "../log/log.js";
 import { createPidFile, PidFileError, removePidFile } from "./pidfile.js";
 import { dropPrivileges } from "./privileges.js";
@@ -163,7 +166,19 @@ async function main(): Promise<void> {
     opts.jobs && opts.queue === ""
       ? new MemoryRecords({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m))
       : undefined;
-  let jobs = records ? new JobStore(records, opts.jobsOutput) : undefined;
+  const localJobs = records ? new JobStore(records, opts.jobsOutput) : undefined;
+  const executions = new Executions(localJobs, log);
+  const limits = {
+    maxConcurrency: opts.maxConcurrency,
+    maxQueue: opts.maxQueue,
+    maxBackground: opts.maxBackground,
+    commandTimeoutMs: opts.commandTimeoutMs,
+    maxOutput: opts.maxOutput,
+  };
+  // Runs the commands of this instance: the requests it takes, or with -queue the jobs it pulls.
+  const local = new LocalDispatch(runner, executions, { ...limits, keepOutput: opts.jobs }, log);
+  let dispatch: Dispatch = local;
+  let jobs = localJobs;
   const flagSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
   let queue: NatsQueue | undefined;
   if (opts.queueKeyFile !== "" && opts.queue === "") fatal("-queue-key-file signs the messages of the shared queue: give -queue too, or drop -queue-key-file");
@@ -180,20 +195,12 @@ async function main(): Promise<void> {
     }
     if (key) flagSecrets.push(key.toString("latin1"));
     try {
-      // The hook server runs the jobs pulled here; it is made below, before any job can be pulled.
-      const jobRunner: JobRunner = {
-        serves: (hook) => app.serves(hook),
-        run: (...a) => app.run(...a),
-        retryIn: (...a) => app.retryIn(...a),
-        ended: (...a) => app.ended(...a),
-        superseded: (hook) => app.superseded(hook),
-      };
       const retention = { keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, outputBytes: opts.jobsOutput };
       queue = await NatsQueue.connect({
         url: opts.queue,
         ackWaitMs: opts.queueAckWaitMs,
         log,
-        runner: jobRunner,
+        runner: local,
         jobs: retention,
         signer: new QueueSigner(key),
       });
@@ -201,10 +208,11 @@ async function main(): Promise<void> {
       if (!(e instanceof QueueConnectError)) throw e;
       fatal(e.message);
     }
+    dispatch = new SharedDispatch(queue!, local, executions, limits, log);
     // The job records every instance shares; -jobs serves them at /jobs.
     if (opts.jobs) jobs = queue!.jobs;
   }
-  const app: HookServer = new HookServer(
+  const app = new HookServer(
     new HookSet(),
     {
       urlprefix: opts.urlprefix,
@@ -214,17 +222,13 @@ async function main(): Promise<void> {
       debug: opts.debug,
       xRequestId: opts.xRequestId,
       xRequestIdLimit: opts.xRequestIdLimit,
-      maxConcurrency: opts.maxConcurrency,
-      maxQueue: opts.maxQueue,
-      maxBackground: opts.maxBackground,
-      commandTimeoutMs: opts.commandTimeoutMs,
-      maxOutput: opts.maxOutput,
+      ...limits,
+      jobIds: opts.jobs || opts.queue !== "",
       metrics: opts.metrics,
       ...(jobs ? { jobs, jobsAccess: { ...(opts.jobsToken ? { token: opts.jobsToken } : {}), ...(opts.jobsAuth ? { basic: opts.jobsAuth } : {}) } } : {}),
     },
     log,
-    runner,
-    queue,
+    { dispatch, executions, metrics: runner.metrics },
   );
   const transport = new HttpTransport(app, {
     maxBody: opts.maxBody,
@@ -308,10 +312,10 @@ async function main(): Promise<void> {
     log.setSecrets([...secretsOf([...hooks.values()]), ...flagSecrets]);
     app.setHooks(hooks);
   });
-  setupSignals(registry, () => shutdown(app, transport, runner, opts.shutdownTimeoutMs, log, queue), log);
+  setupSignals(registry, () => shutdown({ server: app, transport, runner, executions, jobs, queue }, opts.shutdownTimeoutMs, log), log);
   loadHooks(registry, opts, log);
   if (opts.hotreload) registry.watch();
-  await app.queueReady;
+  await app.ready;
   if (queue)
     log.print(
       `sharing the hooks' queues through NATS JetStream at ${queue.address}${opts.queueKeyFile !== "" ? ", messages signed with the key in -queue-key-file" : ""}`,

@@ -118,9 +118,4 @@ export class Executions {
   dropDebounced(): number {
     return this.debouncer.dropAll("the server shut down before the quiet period ended");
   }
-
-  /** Shutdown ends: unfinished jobs (a retry still waiting) are dropped and the history written. */
-  close(): void {
-    this.jobs?.close("the server shut down before the job finished");
-  }
 }

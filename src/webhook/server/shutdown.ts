@@ -1,10 +1,24 @@
 // Graceful shutdown, in one place: stop accepting, drop the queued commands, wait for the running
 // ones up to the grace period, kill their process groups, close.
 import type { HttpTransport } from "../http/transport.js";
+import type { JobStore } from "../jobs/store.js";
+import type { Log } from "../log/log.js";
+import type { Executions } from "../policy/executions.js";
 import type { SharedQueue } from "../queue/queue.js";
 import type { Runner } from "../run/runner.js";
 import type { HookServer } from "./hook-server.js";
-import type { Log } from "../log/log.js";
+
+/** What shutdown stops, in its order. */
+export interface Running {
+  server: HookServer;
+  transport: HttpTransport;
+  runner: Runner;
+  executions: Executions;
+  /** The job records served (-jobs): unfinished jobs are dropped and the history written. */
+  jobs: JobStore | undefined;
+  /** -queue: jobs not pulled yet stay in the shared queue for the other instances. */
+  queue: SharedQueue | undefined;
+}
 
 /** How long killed commands' process groups have between SIGTERM and SIGKILL. */
 const KILL_GRACE_MS = 5000;
@@ -23,10 +37,10 @@ function within(p: Promise<unknown>, ms: number): Promise<boolean> {
  * requests in flight finish within `graceMs`; then the commands still running get SIGTERM,
  * 5 s later SIGKILL, and whatever connections remain are closed.
  */
-export async function shutdown(server: HookServer, transport: HttpTransport, runner: Runner, graceMs: number, log: Log, queue?: SharedQueue): Promise<void> {
-  // -queue: jobs not pulled yet stay in the shared queue for the other instances.
+export async function shutdown(r: Running, graceMs: number, log: Log): Promise<void> {
+  const { server, transport, runner, executions, jobs, queue } = r;
   queue?.stopPulling();
-  const debounced = server.executions.dropDebounced();
+  const debounced = executions.dropDebounced();
   if (debounced > 0) log.print(`dropped ${debounced} debounced trigger(s) still waiting out their quiet period`);
   const dropped = runner.dropQueued();
   if (dropped > 0) log.print(`dropped ${dropped} command(s) still waiting for their turn (max-concurrency)`);
@@ -48,7 +62,7 @@ export async function shutdown(server: HookServer, transport: HttpTransport, run
   }
   await transport.close();
   // Jobs not finished (a retry still waiting) are dropped, and the job history written.
-  server.executions.close();
+  jobs?.close("the server shut down before the job finished");
   await queue?.close();
   log.print("shut down");
 }

@@ -1,0 +1,51 @@
+// The built-in endpoints, outside the hook URL prefix so they never shadow a hook: /healthz,
+// /metrics (-metrics), /jobs (-jobs), and Go's 404 for any other path.
+import type { Accepted, HttpResponse, RequestHead, Routed } from "../http/contract.js";
+import { answerJobs, isJobsPath, type JobsAccess } from "../jobs/routes.js";
+import type { JobStore } from "../jobs/store.js";
+import { CONTENT_TYPE as METRICS_TYPE, type Metrics } from "../log/metrics.js";
+import type { Executions } from "../policy/executions.js";
+import { rawHeader } from "../request/request.js";
+import { Headers, respond } from "./response.js";
+
+/** A request whose answer is read from elsewhere (-queue: /jobs from the shared key-value store). */
+export interface Pending extends Accepted {
+  answer: Promise<HttpResponse>;
+}
+
+export interface EndpointOptions {
+  metrics?: boolean;
+  jobs?: JobStore;
+  jobsAccess?: JobsAccess;
+}
+
+export class Endpoints {
+  constructor(
+    private readonly opts: EndpointOptions,
+    private readonly counters: { metrics: Metrics; executions: Executions },
+  ) {}
+
+  /** The answer to a path outside the hook URL prefix; `accepting` is false once shutdown has begun. */
+  answer(head: RequestHead, path: string, query: string, accepting: boolean): Routed<Pending> {
+    if (path === "/healthz") return { kind: "response", response: health(accepting) };
+    if (path === "/metrics" && this.opts.metrics) {
+      const body = this.counters.metrics.render() + this.counters.executions.counters.render();
+      return { kind: "response", response: { status: 200, headers: [["Content-Type", METRICS_TYPE]], body } };
+    }
+    if (this.opts.jobs && isJobsPath(path)) {
+      const authorization = rawHeader(head.rawHeaders, "authorization");
+      const answer = answerJobs({ method: head.method, path, query, authorization }, this.opts.jobs, this.opts.jobsAccess ?? {});
+      return answer instanceof Promise ? { kind: "accepted", answer } : { kind: "response", response: answer };
+    }
+    const h = new Headers();
+    h.set("Content-Type", "text/plain; charset=utf-8");
+    h.set("X-Content-Type-Options", "nosniff");
+    return { kind: "response", response: respond(404, h, "404 page not found\n") };
+  }
+}
+
+/** GET /healthz: 200 while the server takes work, 503 once it is shutting down. */
+function health(accepting: boolean): HttpResponse {
+  const headers: [string, string][] = [["Content-Type", "text/plain; charset=utf-8"]];
+  return accepting ? { status: 200, headers, body: "OK" } : { status: 503, headers, body: "shutting down" };
+}
