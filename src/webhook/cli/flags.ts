@@ -83,13 +83,23 @@ export interface Options {
 
 type Kind = "bool" | "string" | "int" | "duration" | "value";
 
-interface FlagDef {
+/** One flag: its name and type as Go's usage prints them, the option it sets and that option's default. */
+interface FlagRow<K extends keyof Options> {
   name: string;
   kind: Kind;
   usage: string;
-  /** The option the flag sets: its value in defaults() is the default usage shows. */
-  option?: keyof Options;
-  set(o: Options, v: string): void;
+  option: K;
+  /** The option's value when the flag is not given; usage shows it unless it is the zero value. */
+  default: Options[K];
+  /** The flag's text as the option's value (given the value so far); by default read as its kind says. */
+  parse?: (v: string, current: Options[K]) => Options[K];
+}
+
+/** A row of the table, its option's type checked where it is written. */
+type FlagDef = { [K in keyof Options]: FlagRow<K> }[keyof Options] | { name: "options-file"; kind: "value"; usage: string; option?: undefined };
+
+function flag<K extends keyof Options>(row: FlagRow<K>): FlagDef {
+  return row as unknown as FlagDef;
 }
 
 export class FlagError extends Error {
@@ -123,13 +133,25 @@ function parseGoBool(s: string): boolean {
   throw new Error("parse error");
 }
 
-/** -max-queue's default: requests that may wait for a turn at a hook limited by max-concurrency. */
-export const DEFAULT_MAX_QUEUE = 100;
-
 function parseCount(s: string): number {
   const n = parseGoInt(s);
   if (n < 0) throw new Error("must be 0 or more");
   return n;
+}
+
+/** -header name=value. */
+function header(v: string): { name: string; value: string } {
+  const eq = v.indexOf("=");
+  if (eq === -1) throw new Error("header flag must be in name=value format");
+  return { name: v.slice(0, eq), value: v.slice(eq + 1) };
+}
+
+/** A flag's text read as its kind says. */
+function parseKind(kind: Kind, v: string): string | number | boolean {
+  if (kind === "bool") return parseGoBool(v);
+  if (kind === "int") return parseGoInt(v);
+  if (kind === "duration") return parseGoDuration(v);
+  return v;
 }
 
 function parseLogFormat(v: string): "text" | "json" {
@@ -137,348 +159,265 @@ function parseLogFormat(v: string): "text" | "json" {
   return v;
 }
 
-/** -max-background's default: commands of one fire-and-forget hook running at once. */
-const DEFAULT_MAX_BACKGROUND = 8;
-
-/** -jobs-keep's default: jobs kept. */
-export const DEFAULT_JOBS_KEEP = 1000;
-
-/** -jobs-output's default: bytes of a job's output kept. */
-export const DEFAULT_JOBS_OUTPUT = 64 * 1024;
-
-/** -max-output's default: the tail of a command's output kept for the answer and the log. */
-const DEFAULT_MAX_OUTPUT = 1024 * 1024;
-
-const FLAGS: FlagDef[] = [
-  {
-    name: "cert",
-    kind: "string",
-    usage: "path to the HTTPS certificate pem file",
-    option: "cert",
-    set: (o, v) => (o.cert = v),
-  },
-  {
-    name: "cipher-suites",
-    kind: "string",
-    usage: "comma-separated list of supported TLS cipher suites",
-    option: "cipherSuites",
-    set: (o, v) => (o.cipherSuites = v),
-  },
-  {
+const FLAGS: readonly FlagDef[] = [
+  flag({ name: "cert", kind: "string", option: "cert", default: "cert.pem", usage: "path to the HTTPS certificate pem file" }),
+  flag({ name: "cipher-suites", kind: "string", option: "cipherSuites", default: "", usage: "comma-separated list of supported TLS cipher suites" }),
+  flag({
     name: "command-timeout",
     kind: "duration",
-    usage: "default for the hook field command-timeout: a command still running after this long gets SIGTERM on its process group, SIGKILL 5s later; 0 is none",
     option: "commandTimeoutMs",
-    set: (o, v) => (o.commandTimeoutMs = parseGoDuration(v)),
-  },
-  { name: "debug", kind: "bool", usage: "show debug output", option: "debug", set: (o, v) => (o.debug = parseGoBool(v)) },
-  {
+    default: 0,
+    usage: "default for the hook field command-timeout: a command still running after this long gets SIGTERM on its process group, SIGKILL 5s later; 0 is none",
+  }),
+  flag({ name: "debug", kind: "bool", option: "debug", default: false, usage: "show debug output" }),
+  flag({
     name: "header",
     kind: "value",
+    option: "headers",
+    default: [],
     usage: "response header to return, specified in format name=value, use multiple times to set multiple headers",
-    set: (o, v) => {
-      const eq = v.indexOf("=");
-      if (eq === -1) throw new Error("header flag must be in name=value format");
-      o.headers.push({ name: v.slice(0, eq), value: v.slice(eq + 1) });
-    },
-  },
-  {
+    parse: (v, headers) => [...headers, header(v)],
+  }),
+  flag({
     name: "hooks",
     kind: "value",
+    option: "hooks",
+    default: [],
     usage: "path to the json file containing defined hooks the webhook should serve, use multiple times to load from different files",
-    set: (o, v) => o.hooks.push(v),
-  },
-  {
-    name: "hotreload",
-    kind: "bool",
-    usage: "watch hooks file for changes and reload them automatically",
-    option: "hotreload",
-    set: (o, v) => (o.hotreload = parseGoBool(v)),
-  },
-  {
+    parse: (v, hooks) => [...hooks, v],
+  }),
+  flag({ name: "hotreload", kind: "bool", option: "hotreload", default: false, usage: "watch hooks file for changes and reload them automatically" }),
+  flag({
     name: "http-methods",
     kind: "string",
-    usage: 'set default allowed HTTP methods (ie. "POST"); separate methods with comma',
     option: "httpMethods",
-    set: (o, v) => (o.httpMethods = v),
-  },
-  {
-    name: "ip",
-    kind: "string",
-    usage: "ip the webhook should serve hooks on",
-    option: "ip",
-    set: (o, v) => (o.ip = v),
-  },
-  {
+    default: "",
+    usage: 'set default allowed HTTP methods (ie. "POST"); separate methods with comma',
+  }),
+  flag({ name: "ip", kind: "string", option: "ip", default: "0.0.0.0", usage: "ip the webhook should serve hooks on" }),
+  flag({
     name: "jobs",
     kind: "bool",
+    option: "jobs",
+    default: false,
     usage:
       "make every triggered execution a job: its id in the X-Job-Id answer header, its state and output at GET /jobs/<id>, recent ones at GET /jobs?hook=ID (outside the hook URL prefix)",
-    set: (o, v) => (o.jobs = parseGoBool(v)),
-  },
-  {
+  }),
+  flag({
     name: "jobs-auth",
     kind: "string",
+    option: "jobsAuth",
+    default: "",
     usage: 'with -jobs: "user:password" that /jobs asks for with basic auth (job output may hold secrets)',
-    set: (o, v) => (o.jobsAuth = v),
-  },
-  {
+  }),
+  flag({
     name: "jobs-file",
     kind: "string",
+    option: "jobsFile",
+    default: "",
     usage: "with -jobs: keep the job history in this file, so a restart keeps it (a file that cannot be read is moved aside)",
-    set: (o, v) => (o.jobsFile = v),
-  },
-  {
+  }),
+  flag({
     name: "jobs-keep",
     kind: "int",
-    usage: "with -jobs: how many jobs are kept; the oldest finished ones go first",
     option: "jobsKeep",
-    set: (o, v) => (o.jobsKeep = parseCount(v)),
-  },
-  {
+    default: 1000,
+    usage: "with -jobs: how many jobs are kept; the oldest finished ones go first",
+    parse: parseCount,
+  }),
+  flag({
     name: "jobs-max-age",
     kind: "duration",
-    usage: "with -jobs: finished jobs older than this are forgotten; 0 keeps them until -jobs-keep pushes them out",
     option: "jobsMaxAgeMs",
-    set: (o, v) => (o.jobsMaxAgeMs = parseGoDuration(v)),
-  },
-  {
+    default: 24 * 3_600_000,
+    usage: "with -jobs: finished jobs older than this are forgotten; 0 keeps them until -jobs-keep pushes them out",
+  }),
+  flag({
     name: "jobs-output",
     kind: "int",
-    usage: "with -jobs: bytes of a job's output kept, the last ones",
     option: "jobsOutput",
-    set: (o, v) => (o.jobsOutput = parseCount(v)),
-  },
-  {
+    default: 64 * 1024,
+    usage: "with -jobs: bytes of a job's output kept, the last ones",
+    parse: parseCount,
+  }),
+  flag({
     name: "jobs-token",
     kind: "string",
+    option: "jobsToken",
+    default: "",
     usage: "with -jobs: a token that /jobs asks for as Authorization: Bearer <token> (job output may hold secrets)",
-    set: (o, v) => (o.jobsToken = v),
-  },
-  {
-    name: "key",
-    kind: "string",
-    usage: "path to the HTTPS certificate private key pem file",
-    option: "key",
-    set: (o, v) => (o.key = v),
-  },
-  {
-    name: "list-cipher-suites",
-    kind: "bool",
-    usage: "list available TLS cipher suites",
-    option: "listCipherSuites",
-    set: (o, v) => (o.listCipherSuites = parseGoBool(v)),
-  },
-  {
+  }),
+  flag({ name: "key", kind: "string", option: "key", default: "key.pem", usage: "path to the HTTPS certificate private key pem file" }),
+  flag({ name: "list-cipher-suites", kind: "bool", option: "listCipherSuites", default: false, usage: "list available TLS cipher suites" }),
+  flag({
     name: "log-format",
     kind: "string",
-    usage: 'log line format: "text" (the reference\'s) or "json" (one object per line)',
     option: "logFormat",
-    set: (o, v) => (o.logFormat = parseLogFormat(v)),
-  },
-  {
-    name: "logfile",
-    kind: "string",
-    usage: "send log output to a file; implicitly enables verbose logging",
-    option: "logfile",
-    set: (o, v) => (o.logfile = v),
-  },
-  {
+    default: "text",
+    usage: 'log line format: "text" (the reference\'s) or "json" (one object per line)',
+    parse: parseLogFormat,
+  }),
+  flag({ name: "logfile", kind: "string", option: "logfile", default: "", usage: "send log output to a file; implicitly enables verbose logging" }),
+  flag({
     name: "max-background",
     kind: "int",
+    option: "maxBackground",
+    default: 8,
     usage:
       "max-concurrency of hooks that answer before their command runs (no output capture or streaming) when neither the hook nor -max-concurrency sets one; more wait in the hook's queue (-max-queue); 0 is no limit",
-    option: "maxBackground",
-    set: (o, v) => (o.maxBackground = parseCount(v)),
-  },
-  {
+    parse: parseCount,
+  }),
+  flag({
     name: "max-body",
     kind: "int",
-    usage: "maximum size in bytes of a request body; larger requests get 413 Request Entity Too Large",
     option: "maxBody",
-    set: (o, v) => (o.maxBody = parseGoInt(v)),
-  },
-  {
+    default: 10 * 1024 * 1024,
+    usage: "maximum size in bytes of a request body; larger requests get 413 Request Entity Too Large",
+  }),
+  flag({
     name: "max-body-idle",
     kind: "duration",
-    usage: "a request body that sends nothing more for this long is dropped: 408 and the connection closed",
     option: "bodyTimeoutMs",
-    set: (o, v) => (o.bodyTimeoutMs = parseGoDuration(v)),
-  },
-  {
+    default: 15_000,
+    usage: "a request body that sends nothing more for this long is dropped: 408 and the connection closed",
+  }),
+  flag({
     name: "max-concurrency",
     kind: "int",
-    usage: "default for the hook field max-concurrency: at most this many commands of a hook run at once, the rest wait in its queue; 0 is no limit",
     option: "maxConcurrency",
-    set: (o, v) => (o.maxConcurrency = parseCount(v)),
-  },
-
-  {
+    default: 0,
+    usage: "default for the hook field max-concurrency: at most this many commands of a hook run at once, the rest wait in its queue; 0 is no limit",
+    parse: parseCount,
+  }),
+  flag({
     name: "max-connections",
     kind: "int",
-    usage: "open connections at once over all clients; one more is answered 503 with Retry-After and closed; 0 is no limit",
     option: "maxConnections",
-    set: (o, v) => (o.maxConnections = parseCount(v)),
-  },
-  {
+    default: DEFAULT_MAX_CONNECTIONS,
+    usage: "open connections at once over all clients; one more is answered 503 with Retry-After and closed; 0 is no limit",
+    parse: parseCount,
+  }),
+  flag({
     name: "max-connections-per-ip",
     kind: "int",
-    usage: "open connections at once from one client address (IPv6: one /64); one more is answered 503 with Retry-After and closed; 0 is no limit",
     option: "maxConnectionsPerIp",
-    set: (o, v) => (o.maxConnectionsPerIp = parseCount(v)),
-  },
-  {
+    default: DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    usage: "open connections at once from one client address (IPv6: one /64); one more is answered 503 with Retry-After and closed; 0 is no limit",
+    parse: parseCount,
+  }),
+  flag({
     name: "max-multipart-mem",
     kind: "int",
-    usage: "maximum memory in bytes for parsing multipart form data before disk caching",
     option: "maxMultipartMem",
-    set: (o, v) => (o.maxMultipartMem = parseGoInt(v)),
-  },
-  {
+    default: 1 << 20,
+    usage: "maximum memory in bytes for parsing multipart form data before disk caching",
+  }),
+  flag({
     name: "max-output",
     kind: "int",
-    usage: "bytes of a command's output kept for the answer and the log: beyond it only the last bytes are kept, after a line saying so; 0 is no limit",
     option: "maxOutput",
-    set: (o, v) => (o.maxOutput = parseCount(v)),
-  },
-  {
+    default: 1024 * 1024,
+    usage: "bytes of a command's output kept for the answer and the log: beyond it only the last bytes are kept, after a line saying so; 0 is no limit",
+    parse: parseCount,
+  }),
+  flag({
     name: "max-queue",
     kind: "int",
-    usage: "default for the hook field max-queue: how many requests may wait for a hook limited by max-concurrency; more are answered 429",
     option: "maxQueue",
-    set: (o, v) => (o.maxQueue = parseCount(v)),
-  },
-  {
+    default: 100,
+    usage: "default for the hook field max-queue: how many requests may wait for a hook limited by max-concurrency; more are answered 429",
+    parse: parseCount,
+  }),
+  flag({
     name: "max-request-memory",
     kind: "int",
-    usage: "bytes of unfinished requests (heads and bodies) held at once over all connections; a request beyond gets 503; 0 is 64 MiB, or -max-body if larger",
     option: "maxRequestMemory",
-    set: (o, v) => (o.maxRequestMemory = parseCount(v)),
-  },
-  {
-    name: "metrics",
-    kind: "bool",
-    usage: "serve Prometheus metrics at GET /metrics (outside the hook URL prefix)",
-    option: "metrics",
-    set: (o, v) => (o.metrics = parseGoBool(v)),
-  },
-  {
-    name: "nopanic",
-    kind: "bool",
-    usage: "start even when a hooks file cannot be loaded (the file is skipped)",
-    option: "nopanic",
-    set: (o, v) => (o.nopanic = parseGoBool(v)),
-  },
+    default: 0,
+    usage: "bytes of unfinished requests (heads and bodies) held at once over all connections; a request beyond gets 503; 0 is 64 MiB, or -max-body if larger",
+    parse: parseCount,
+  }),
+  flag({ name: "metrics", kind: "bool", option: "metrics", default: false, usage: "serve Prometheus metrics at GET /metrics (outside the hook URL prefix)" }),
+  flag({ name: "nopanic", kind: "bool", option: "nopanic", default: false, usage: "start even when a hooks file cannot be loaded (the file is skipped)" }),
   {
     name: "options-file",
     kind: "value",
     usage: 'read flags from a file, one per line ("-port 9000", "verbose"; # starts a comment); flags after it on the command line win',
-    set: () => undefined,
   },
-  {
-    name: "pidfile",
-    kind: "string",
-    usage: "create PID file at the given path",
-    option: "pidfile",
-    set: (o, v) => (o.pidfile = v),
-  },
-  {
-    name: "port",
-    kind: "int",
-    usage: "port the webhook should serve hooks on",
-    option: "port",
-    set: (o, v) => (o.port = parseGoInt(v)),
-  },
-  {
+  flag({ name: "pidfile", kind: "string", option: "pidfile", default: "", usage: "create PID file at the given path" }),
+  flag({ name: "port", kind: "int", option: "port", default: 9000, usage: "port the webhook should serve hooks on" }),
+  flag({
     name: "queue",
     kind: "string",
+    option: "queue",
+    default: "",
     usage:
       "share the hooks' queues with other instances through NATS JetStream at this URL (nats://[user:password@]HOST:PORT, tls://… for TLS; several comma-separated); max-concurrency and max-queue then hold over all instances together",
-    option: "queue",
-    set: (o, v) => (o.queue = v),
-  },
-  {
+  }),
+  flag({
     name: "queue-ack-wait",
     kind: "duration",
-    usage: "with -queue: a job whose instance stopped answering (died) for this long runs again on another instance",
     option: "queueAckWaitMs",
-    set: (o, v) => (o.queueAckWaitMs = parseGoDuration(v)),
-  },
-  {
+    default: 30_000,
+    usage: "with -queue: a job whose instance stopped answering (died) for this long runs again on another instance",
+  }),
+  flag({
     name: "queue-key-file",
     kind: "string",
+    option: "queueKeyFile",
+    default: "",
     usage:
       "with -queue: a file holding a key (at least 16 bytes) every instance shares; each signs the messages it publishes with it and refuses messages not signed with it",
-    option: "queueKeyFile",
-    set: (o, v) => (o.queueKeyFile = v),
-  },
-  { name: "secure", kind: "bool", usage: "use HTTPS instead of HTTP", option: "secure", set: (o, v) => (o.secure = parseGoBool(v)) },
-  {
+  }),
+  flag({ name: "secure", kind: "bool", option: "secure", default: false, usage: "use HTTPS instead of HTTP" }),
+  flag({
     name: "setgid",
     kind: "int",
-    usage: "set group ID after opening listening port; must be used with setuid, not permitted with -socket",
     option: "setgid",
-    set: (o, v) => (o.setgid = parseGoInt(v)),
-  },
-  {
+    default: 0,
+    usage: "set group ID after opening listening port; must be used with setuid, not permitted with -socket",
+  }),
+  flag({
     name: "setuid",
     kind: "int",
-    usage: "set user ID after opening listening port; must be used with setgid, not permitted with -socket",
     option: "setuid",
-    set: (o, v) => (o.setuid = parseGoInt(v)),
-  },
-  {
+    default: 0,
+    usage: "set user ID after opening listening port; must be used with setgid, not permitted with -socket",
+  }),
+  flag({
     name: "shutdown-timeout",
     kind: "duration",
-    usage: "on SIGTERM or SIGINT, how long running commands may take to finish before their process groups are killed",
     option: "shutdownTimeoutMs",
-    set: (o, v) => (o.shutdownTimeoutMs = parseGoDuration(v)),
-  },
-  {
+    default: 30_000,
+    usage: "on SIGTERM or SIGINT, how long running commands may take to finish before their process groups are killed",
+  }),
+  flag({
     name: "socket",
     kind: "string",
-    usage: "path to a Unix socket (e.g. /tmp/webhook.sock) to use instead of listening on an ip and port; if specified, the ip and port options are ignored",
     option: "socket",
-    set: (o, v) => (o.socket = v),
-  },
-  { name: "template", kind: "bool", usage: "parse hooks file as a Go template", option: "template", set: (o, v) => (o.template = parseGoBool(v)) },
-  {
-    name: "tls-min-version",
-    kind: "string",
-    usage: "minimum TLS version (1.0, 1.1, 1.2, 1.3)",
-    option: "tlsMinVersion",
-    set: (o, v) => (o.tlsMinVersion = v),
-  },
-  {
+    default: "",
+    usage: "path to a Unix socket (e.g. /tmp/webhook.sock) to use instead of listening on an ip and port; if specified, the ip and port options are ignored",
+  }),
+  flag({ name: "template", kind: "bool", option: "template", default: false, usage: "parse hooks file as a Go template" }),
+  flag({ name: "tls-min-version", kind: "string", option: "tlsMinVersion", default: "1.2", usage: "minimum TLS version (1.0, 1.1, 1.2, 1.3)" }),
+  flag({
     name: "urlprefix",
     kind: "string",
-    usage: "url prefix to use for served hooks (protocol://yourserver:port/PREFIX/:hook-id)",
     option: "urlprefix",
-    set: (o, v) => (o.urlprefix = v),
-  },
-  {
+    default: "hooks",
+    usage: "url prefix to use for served hooks (protocol://yourserver:port/PREFIX/:hook-id)",
+  }),
+  flag({
     name: "validate",
     kind: "bool",
+    option: "validate",
+    default: false,
     usage:
       "check the hooks files (rendered with -template if given), print each problem with file, line and hook id, and exit: 0 when there are none, 1 otherwise",
-    set: (o, v) => (o.validate = parseGoBool(v)),
-  },
-  { name: "verbose", kind: "bool", usage: "show verbose output", option: "verbose", set: (o, v) => (o.verbose = parseGoBool(v)) },
-  { name: "version", kind: "bool", usage: "display webhook version and quit", option: "version", set: (o, v) => (o.version = parseGoBool(v)) },
-  {
-    name: "x-request-id",
-    kind: "bool",
-    usage: "use X-Request-Id header, if present, as request ID",
-    option: "xRequestId",
-    set: (o, v) => (o.xRequestId = parseGoBool(v)),
-  },
-  {
-    name: "x-request-id-limit",
-    kind: "int",
-    usage: "truncate X-Request-Id header to limit; default no limit",
-    option: "xRequestIdLimit",
-    set: (o, v) => (o.xRequestIdLimit = parseGoInt(v)),
-  },
+  }),
+  flag({ name: "verbose", kind: "bool", option: "verbose", default: false, usage: "show verbose output" }),
+  flag({ name: "version", kind: "bool", option: "version", default: false, usage: "display webhook version and quit" }),
+  flag({ name: "x-request-id", kind: "bool", option: "xRequestId", default: false, usage: "use X-Request-Id header, if present, as request ID" }),
+  flag({ name: "x-request-id-limit", kind: "int", option: "xRequestIdLimit", default: 0, usage: "truncate X-Request-Id header to limit; default no limit" }),
 ];
 
 /** Go's flag.PrintDefaults output under "Usage of <argv0>:", argv0 being how the program was called. */
@@ -502,60 +441,17 @@ function shownDefault(kind: Kind, value: Options[keyof Options]): string | undef
   return kind === "string" ? JSON.stringify(value) : String(value);
 }
 
-/** Every option's default: the one place they are written. */
+/** Every option's default, from the table. */
 export function defaults(): Options {
-  return {
-    hooks: [],
-    ip: "0.0.0.0",
-    port: 9000,
-    urlprefix: "hooks",
-    httpMethods: "",
-    headers: [],
-    verbose: false,
-    debug: false,
-    nopanic: false,
-    maxMultipartMem: 1 << 20,
-    maxBody: 10 * 1024 * 1024,
-    version: false,
-    hotreload: false,
-    template: false,
-    secure: false,
-    cert: "cert.pem",
-    key: "key.pem",
-    tlsMinVersion: "1.2",
-    cipherSuites: "",
-    listCipherSuites: false,
-    socket: "",
-    logfile: "",
-    logFormat: "text",
-    metrics: false,
-    pidfile: "",
-    setuid: 0,
-    setgid: 0,
-    xRequestId: false,
-    xRequestIdLimit: 0,
-    shutdownTimeoutMs: 30_000,
-    maxConcurrency: 0,
-    maxQueue: DEFAULT_MAX_QUEUE,
-    maxBackground: DEFAULT_MAX_BACKGROUND,
-    commandTimeoutMs: 0,
-    bodyTimeoutMs: 15_000,
-    maxRequestMemory: 0,
-    maxConnections: DEFAULT_MAX_CONNECTIONS,
-    maxConnectionsPerIp: DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
-    maxOutput: DEFAULT_MAX_OUTPUT,
-    validate: false,
-    jobs: false,
-    jobsKeep: DEFAULT_JOBS_KEEP,
-    jobsMaxAgeMs: 24 * 3_600_000,
-    jobsOutput: DEFAULT_JOBS_OUTPUT,
-    jobsFile: "",
-    jobsToken: "",
-    jobsAuth: "",
-    queue: "",
-    queueAckWaitMs: 30_000,
-    queueKeyFile: "",
-  };
+  const o: Partial<Record<keyof Options, unknown>> = {};
+  for (const f of FLAGS) if (f.option !== undefined) o[f.option] = Array.isArray(f.default) ? [...f.default] : f.default;
+  return o as Options;
+}
+
+/** Sets the option of flag `f` from its text `v`; throws Error saying what is wrong with it. */
+function apply(o: Options, f: Exclude<FlagDef, { option?: undefined }>, v: string): void {
+  const set = o as unknown as Record<keyof Options, unknown>;
+  set[f.option] = f.parse ? (f.parse as (v: string, current: unknown) => unknown)(v, o[f.option]) : parseKind(f.kind, v);
 }
 
 /**
@@ -608,9 +504,9 @@ function parseFlag(o: Options, args: string[], i: number, where: string | undefi
     if (name === "help" || name === "h") throw new FlagError("", 0);
     throw new FlagError(`flag provided but not defined: -${name}`, 2);
   }
-  if (def.kind === "bool") {
+  if (def.kind === "bool" && def.option !== undefined) {
     try {
-      def.set(o, value ?? "true");
+      apply(o, def, value ?? "true");
     } catch {
       throw new FlagError(`invalid boolean value ${JSON.stringify(value)} for -${name}: parse error`, 2);
     }
@@ -621,7 +517,8 @@ function parseFlag(o: Options, args: string[], i: number, where: string | undefi
     if (i + 1 >= args.length || where !== undefined) throw new FlagError(`flag needs an argument: -${name}`, 2);
     value = args[++i]!;
   }
-  if (def.name === "options-file") {
+  if (def.option === undefined) {
+    // -options-file
     try {
       insert(i + 1, readOptionsFile(value));
     } catch (e) {
@@ -630,7 +527,7 @@ function parseFlag(o: Options, args: string[], i: number, where: string | undefi
     return i;
   }
   try {
-    def.set(o, value);
+    apply(o, def, value);
   } catch (e) {
     throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -${name}: ${(e as Error).message}`, 2);
   }
