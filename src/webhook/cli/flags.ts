@@ -1,6 +1,7 @@
 // Command-line flags in Go's flag package syntax, with the reference's names, defaults and
 // usage text: -flag value, -flag=value, --flag, booleans as -flag or -flag=false. Parsing stops
-// at the first argument that is not a flag, or after "--".
+// at the first argument that is not a flag, or after "--". One table (FLAGS) declares each flag
+// once: its name, type, usage, the option it sets, that option's default, and how its text is read.
 import { msText, parseGoDuration } from "../go/duration.js";
 import { readOptionsFile, type FileArgument } from "./options-file.js";
 import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from "../http/transport.js";
