@@ -12,7 +12,7 @@ import type { NatsQueue } from "../queue/nats-queue.js";
 import { Runner } from "../run/runner.js";
 import { FlagError, parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
 import { HookServer } from "../server/hook-server.js";
-import type { Dispatch } from "../dispatch/dispatch.js";
+import type { Dispatch, LimitDefaults } from "../dispatch/dispatch.js";
 import { LocalDispatch } from "../dispatch/local.js";
 import { SharedDispatch } from "../dispatch/shared.js";
 import { Executions } from "../policy/executions.js";
@@ -168,15 +168,14 @@ async function main(): Promise<void> {
       : undefined;
   const localJobs = records ? new JobStore(records, opts.jobsOutput) : undefined;
   const executions = new Executions(localJobs, log);
-  const limits = {
+  const limits: LimitDefaults = {
     maxConcurrency: opts.maxConcurrency,
     maxQueue: opts.maxQueue,
     maxBackground: opts.maxBackground,
     commandTimeoutMs: opts.commandTimeoutMs,
-    maxOutput: opts.maxOutput,
   };
   // Runs the commands of this instance: the requests it takes, or with -queue the jobs it pulls.
-  const local = new LocalDispatch(runner, executions, { ...limits, keepOutput: opts.jobs }, log);
+  const local = new LocalDispatch(runner, executions, { ...limits, maxOutput: opts.maxOutput, keepOutput: opts.jobs }, log);
   let dispatch: Dispatch = local;
   let jobs = localJobs;
   const flagSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
@@ -208,7 +207,7 @@ async function main(): Promise<void> {
       if (!(e instanceof QueueConnectError)) throw e;
       fatal(e.message);
     }
-    dispatch = new SharedDispatch(queue!, local, executions, limits, log);
+    dispatch = new SharedDispatch(queue!, local, executions, { ...limits, maxOutput: opts.maxOutput }, log);
     // The job records every instance shares; -jobs serves them at /jobs.
     if (opts.jobs) jobs = queue!.jobs;
   }

@@ -4,7 +4,7 @@
 // (dispatch/) and its answer (answer.ts). The transport reads the body only between the two, so a
 // 404 costs nothing. Status codes, bodies and log lines are the reference's.
 import { randomUUID } from "node:crypto";
-import type { Dispatch } from "../dispatch/dispatch.js";
+import type { Dispatch, LimitDefaults } from "../dispatch/dispatch.js";
 import { decodeLatin1 } from "../go/bytes.js";
 import { canonicalHeaderKey } from "../go/header.js";
 import { goQuote, isObject, parseJson } from "../go/json.js";
@@ -29,7 +29,8 @@ import { Endpoints, type Pending } from "./endpoints.js";
 import { logExchange } from "./exchange-log.js";
 import { Headers, respond } from "./response.js";
 
-export interface ServerOptions {
+/** The server's options; the limits are the defaults of the hook fields (its answers name the command-timeout). */
+export interface ServerOptions extends LimitDefaults {
   urlprefix: string;
   /** Global -http-methods, already upper-cased without spaces; "" allows all. */
   httpMethods: string;
@@ -39,12 +40,6 @@ export interface ServerOptions {
   /** -x-request-id: a request's X-Request-Id header becomes its log id (cut to -x-request-id-limit when > 0). */
   xRequestId?: boolean;
   xRequestIdLimit?: number;
-  /** Defaults of the hook fields max-concurrency (0: no limit), max-queue and command-timeout (ms, 0: none). */
-  maxConcurrency: number;
-  /** -max-background: max-concurrency of hooks that answer before their command runs, when neither the hook nor -max-concurrency sets one (0: no limit). */
-  maxBackground: number;
-  maxQueue: number;
-  commandTimeoutMs: number;
   /** -jobs or -queue: every request may become a job, so its id is a job id (longer, unique among the jobs kept). */
   jobIds: boolean;
   /** -metrics: GET /metrics answers the Prometheus text (outside the hook URL prefix). */
