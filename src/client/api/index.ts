@@ -12,6 +12,7 @@ import { basename } from "node:path";
 import { pipeline, Readable } from "node:stream";
 import { createSecureContext, type SecureContext } from "node:tls";
 import { blankControls, firstLine } from "./text.js";
+import { FrameFiError } from "../errors.js";
 import type { ActionResult, Brightness, DeviceStatus, DisplayStatus, LedStatus, Mode, ModeStatus, MqttStatus } from "../../shared/firmware.js";
 
 export {
@@ -35,12 +36,9 @@ export type { Plan, Upload } from "../sync/plan.js";
 export type { PhotoOptions } from "../photos/profile.js";
 export { FtpLoginError, FtpUnreachableError, SyncStopped } from "../sync/errors.js";
 export { switchMode } from "../sync/modes.js";
+export { ERRORS, EXIT, FrameFiError, type ErrorCode } from "../errors.js";
 export type Toggle = "on" | "off" | "toggle";
 export type MqttAction = "enable" | "disable" | "toggle";
-
-export class FrameFiError extends Error {
-  override name = "FrameFiError";
-}
 
 /** No answer: the address is wrong, the device is off or restarting, or the request timed out. */
 export class DeviceUnreachableError extends FrameFiError {
@@ -52,14 +50,8 @@ export class DeviceUnreachableError extends FrameFiError {
     /** The answer came over https with a certificate that does not check out: no trusted CA signed it, or another. */
     certificate?: "untrusted" | "invalid",
   ) {
-    super(
-      certificate === "untrusted"
-        ? `The device at ${url} answered with a certificate that is not trusted here (${reason}). If a private CA signed it, name that CA's certificate file in NODE_EXTRA_CA_CERTS.`
-        : certificate === "invalid"
-          ? `The device at ${url} answered with a certificate that does not check out (${reason}): check the address, and the certificate's names and dates.`
-          : `The device at ${url} did not answer (${reason}). Check the address and that the device is on.`,
-      options,
-    );
+    const code = certificate === "untrusted" ? "FRAMEFI_CERT_UNTRUSTED" : certificate === "invalid" ? "FRAMEFI_CERT_INVALID" : "FRAMEFI_DEVICE_UNREACHABLE";
+    super(code, { url, reason }, options);
   }
 }
 
@@ -72,7 +64,17 @@ export class DeviceHttpError extends FrameFiError {
     readonly body: string,
     readonly request: string,
   ) {
-    super(`${request}: the device answered ${status}: ${deviceMessage}`);
+    const parts = { request, status, deviceMessage, reason: deviceMessage.replace(/[.!?\s]+$/, "") };
+    super(
+      status === 401
+        ? "FRAMEFI_LOGIN_REFUSED"
+        : status === 403
+          ? "FRAMEFI_FORBIDDEN"
+          : /MSC mode/i.test(deviceMessage)
+            ? "FRAMEFI_DEVICE_IN_MSC_MODE"
+            : "FRAMEFI_DEVICE_ERROR",
+      parts,
+    );
   }
 
   /** Whether the answer was the device API's JSON; if not, the address may lead to another server. */
@@ -116,15 +118,15 @@ export type UploadSource = string | { name: string; data: Uint8Array | Readable;
 /** Turns "host", "host:port", "[v6]:port" or a URL into a base URL without a trailing slash. */
 export function baseUrl(host: string): string {
   const text = host.trim();
-  if (!text) throw new FrameFiError("No device address given: pass a host such as 192.168.1.50 or http://frame.local:8080.");
+  if (!text) throw new FrameFiError("FRAMEFI_NO_ADDRESS", {});
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`;
   let url: URL;
   try {
     url = new URL(withScheme);
   } catch {
-    throw new FrameFiError(`"${host}" is not a device address; use host, host:port or http://host:port.`);
+    throw new FrameFiError("FRAMEFI_BAD_ADDRESS", { host });
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new FrameFiError(`"${host}": only http:// and https:// addresses are supported.`);
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new FrameFiError("FRAMEFI_BAD_SCHEME", { host });
   return url.origin + url.pathname.replace(/\/+$/, "");
 }
 
@@ -242,9 +244,7 @@ function exchange(
 /** The beginning of an overlong error answer stands for it (its first line is the message); a success that long is not the API's. */
 function overlong(answer: Answer, request: string, url: string): Answer {
   if (answer.status >= 200 && answer.status <= 299) {
-    throw new ProtocolError(
-      `${request}: ${url} sent an answer of over ${MAX_ANSWER_BYTES >> 10} KiB, not the device API's JSON. Check that this is the device's address.`,
-    );
+    throw new ProtocolError("FRAMEFI_ANSWER_TOO_LONG", { request, url, kib: MAX_ANSWER_BYTES >> 10 });
   }
   return answer;
 }
@@ -387,7 +387,7 @@ export class FrameFiClient {
   /** Sets the LED brightness, an integer 0–255 (sent as a plain-text body, as the firmware expects). */
   setBrightness(value: number): Promise<ActionResult> {
     if (!Number.isInteger(value) || value < 0 || value > 255) {
-      return Promise.reject(new FrameFiError(`Brightness must be an integer from 0 to 255, got ${value}.`));
+      return Promise.reject(new FrameFiError("FRAMEFI_BAD_BRIGHTNESS", { value }));
     }
     return this.call<ActionResult>("POST", "/led/brightness", { body: String(value), contentType: "text/plain" });
   }
@@ -420,8 +420,7 @@ export class FrameFiClient {
     );
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
     // A body that breaks its Content-Length would leave the device waiting for bytes or misreading the rest.
-    const mismatch = (read: string): FrameFiError =>
-      new FrameFiError(`Upload of ${name}: ${read} the ${size} bytes announced could be read; did it change while being sent?`);
+    const mismatch = (read: string): FrameFiError => new FrameFiError("FRAMEFI_UPLOAD_CHANGED", { name, read, size: size ?? "" });
     async function* body(): AsyncGenerator<Uint8Array> {
       yield head;
       let sent = 0;
@@ -494,8 +493,8 @@ export class FrameFiClient {
     if (!isObject(json)) {
       const what = page ? "a web page" : `"${firstLine(text).slice(0, 60)}"`;
       const url = new URL(this.url);
-      const fix = url.pathname.length > 1 ? `Give the device's address without a path, e.g. ${url.origin}.` : "Check that this is the device's address.";
-      throw new ProtocolError(`${request}: ${this.url} answered ${what}, not the device API's JSON. ${fix}`);
+      const parts = { request, url: this.url, what, origin: url.origin };
+      throw url.pathname.length > 1 ? new ProtocolError("FRAMEFI_API_NOT_AT_ROOT", parts) : new ProtocolError("FRAMEFI_NOT_THE_API", parts);
     }
     // The firmware answers some errors with status 200 and {"status":"error"}; treat them as errors too.
     if (json.status === "error") {
@@ -508,7 +507,7 @@ export class FrameFiClient {
   /** The device's answer that `result` (a result of this client) was read from, exactly as it was sent. */
   answerOf(result: object): string {
     const body = this.bodies.get(result);
-    if (body === undefined) throw new FrameFiError("answerOf() takes a result this client returned.");
+    if (body === undefined) throw new FrameFiError("FRAMEFI_NOT_A_RESULT", {});
     return body;
   }
 }

@@ -74,7 +74,7 @@ export async function framePhotos(choices: PhotoChoices): Promise<PhotoOptions> 
  */
 export async function sync(client: FrameFiClient, options: SyncFolderOptions): Promise<SyncResult> {
   const parallel = options.parallel ?? 4;
-  if (!Number.isInteger(parallel) || parallel < 1 || parallel > 16) throw new FrameFiError(`parallel must be a whole number from 1 to 16, got ${parallel}.`);
+  if (!Number.isInteger(parallel) || parallel < 1 || parallel > 16) throw new FrameFiError("FRAMEFI_BAD_PARALLEL", { value: parallel });
   const [{ sync: mirror }, { lockDevice }, { NO_EVENTS }] = await Promise.all([
     import("../sync/sync.js"),
     import("../sync/lock.js"),

@@ -4,6 +4,7 @@
 // of our own may follow the firmware's variables: after a `[frame]` line, keys are the sync's frame profile,
 // returned as "frame.KEY" (the firmware's scripts never see them when the section comes last).
 import { readFile } from "node:fs/promises";
+import { FrameFiError } from "../errors.js";
 import { FRAME_KEYS } from "../photos/profile.js";
 
 /** The variables the firmware's sync.sh reads. */
@@ -11,8 +12,12 @@ export const ENV_KEYS = ["FTP_HOST", "FTP_USER", "FTP_PASSWORD", "WEB_SERVER_USE
 export type EnvKey = (typeof ENV_KEYS)[number];
 export type EnvValues = Partial<Record<string, string>>;
 
-export class EnvFileError extends Error {
+/** A .env file that cannot be read or is not KEY=value lines; `problem` names the file and line. */
+export class EnvFileError extends FrameFiError {
   override name = "EnvFileError";
+  constructor(problem: string) {
+    super("FRAMEFI_ENV_FILE", { problem });
+  }
 }
 
 /** The sections a .env file may have, and the keys each takes. */

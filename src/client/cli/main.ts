@@ -6,28 +6,19 @@ import { stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, posix, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import {
-  AuthenticationError,
-  DeviceHttpError,
-  DeviceUnreachableError,
-  ForbiddenError,
-  FrameFiClient,
-  FrameFiError,
-  MODE_FTP,
-  ProtocolError,
-  sync,
-} from "../api/index.js";
-import { hostHint, resolveConnection, type Connection } from "./connection.js";
-import { EnvFileError } from "./env-file.js";
+import { DeviceHttpError, FrameFiClient, FrameFiError, MODE_FTP, sync } from "../api/index.js";
+import { EXIT } from "../errors.js";
+import { resolveConnection, type Connection } from "./connection.js";
+import { describe } from "./describe.js";
 import { bytes, ledSummary, mqttSummary, statusSummary } from "./format.js";
-import { FtpLoginError, FtpUnreachableError, SyncStopped } from "../sync/errors.js";
+import { SyncStopped } from "../sync/errors.js";
 import { barEvents, lineEvents, planLine, quietEvents } from "../sync/progress.js";
 import { batchedLines } from "../../shared/batched-lines.js";
-import { askPassword, confirm, haveTerminal, PromptInterrupted } from "./prompt.js";
+import { askPassword, confirm, haveTerminal } from "./prompt.js";
 import { switchMode } from "../sync/modes.js";
 import type { PhotoReport, SyncResult } from "../sync/sync.js";
 import { FRAME_KEYS, photoOptions, type PhotoOptions, type PhotoSettings } from "../photos/profile.js";
-import { EXIT, UsageError } from "./usage.js";
+import { UsageError } from "./usage.js";
 import { surviveClosedOutput } from "../../shared/closed-output.js";
 import { blankControls } from "../api/text.js";
 
@@ -277,11 +268,12 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
         const size = (await stat(file)).size;
         show(ctx, r, (r) => `${r.message.replace(/\.$/, "")}: ${file} → /${name} (${bytes(size)})`);
       } catch (e) {
-        // Unreachable or refused: every other file would fail the same way.
-        if (!(e instanceof DeviceHttpError) || e instanceof AuthenticationError || e instanceof ForbiddenError) throw e;
+        const told = describe(e);
+        // Unreachable or refused (exit 3 or 4): every other file would fail the same way.
+        if (!(e instanceof DeviceHttpError) || told.exit !== EXIT.deviceError) throw e;
         failed++;
         if (ctx.flags.json) ctx.out(e.body.trimEnd());
-        ctx.err(`framefi: ${file}: ${explain(e)}`);
+        ctx.err(`framefi: ${file}: ${told.line}`);
       }
     }
     return failed > 0 ? EXIT.deviceError : EXIT.ok;
@@ -341,8 +333,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     } catch (e) {
       // Ctrl-C before the sync began, while another one held the device.
       if (!controller.signal.aborted || e instanceof SyncStopped) throw e;
-      ctx.err("framefi: Interrupted while waiting for the other sync; nothing was changed.");
-      return EXIT.interrupted;
+      throw new FrameFiError("FRAMEFI_SYNC_WAIT_INTERRUPTED", {}, { cause: e });
     } finally {
       bar?.stop();
       process.off("SIGINT", onSignal);
@@ -454,38 +445,6 @@ function printSyncResult(ctx: Context, r: SyncResult, dryRun: boolean): void {
     ctx.err(`framefi: ${r.failed.length} item${r.failed.length === 1 ? "" : "s"} failed (listed above); fix them and run the same command again.`);
 }
 
-/** One line that says what happened and what to do. */
-function explain(e: unknown): string {
-  // The device's own 401 message is written for curl users; framefi says what to do in its own terms.
-  if (e instanceof AuthenticationError) return "the device refused the login (401). Give its web user and password with -u USER[:PASSWORD] or FRAMEFI_USER.";
-  if (e instanceof ForbiddenError) return `this account may not do that (403: ${e.deviceMessage.replace(/[.!?\s]+$/, "")}). Use an account with full access.`;
-  if (e instanceof DeviceHttpError) {
-    const hint = /MSC mode/i.test(e.deviceMessage) ? " Switch the device to FTP mode first: framefi mode ftp." : "";
-    return `the device answered ${e.status}: ${e.deviceMessage}${hint}`;
-  }
-  return (e as Error).message;
-}
-
-function exitCodeOf(e: unknown): number {
-  if (e instanceof SyncStopped) return e.interrupted ? EXIT.interrupted : exitCodeOf(e.cause);
-  if (e instanceof UsageError || e instanceof EnvFileError) return EXIT.usage;
-  if (e instanceof DeviceUnreachableError || e instanceof FtpUnreachableError) return EXIT.unreachable;
-  if (e instanceof AuthenticationError || e instanceof ForbiddenError || e instanceof FtpLoginError) return EXIT.auth;
-  if (e instanceof PromptInterrupted) return EXIT.interrupted;
-  const code = (e as NodeJS.ErrnoException).code;
-  // The FTP connection broke (the device went away or left FTP mode).
-  if (code && /^(ECONN|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)/.test(code)) return EXIT.unreachable;
-  return EXIT.deviceError;
-}
-
-function stoppedMessage(e: SyncStopped): string {
-  const where = e.mode ? `The device is back in ${e.mode} mode.` : "Could not put the device back in its mode: check it with framefi status.";
-  if (e.interrupted) return `Sync interrupted. ${where} Run the same command again to finish; what arrived is kept.`;
-  const again = exitCodeOf(e.cause) === EXIT.auth ? "" : " Run the same command again to finish.";
-  const why = explain(e.cause);
-  return `Sync stopped: ${why}${/[.!?]$/.test(why) ? "" : "."} ${where}${again}`;
-}
-
 function version(): string {
   try {
     const pkg = JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version?: string };
@@ -506,11 +465,6 @@ export async function main(argv: string[]): Promise<number> {
   };
   let json = false;
   let conn: Connection | undefined;
-  /** Says where the address came from when the answer was not the device's (a ProtocolError names the path itself). */
-  const hint = (e: unknown): string =>
-    conn && (e instanceof DeviceUnreachableError || e instanceof ProtocolError || (e instanceof DeviceHttpError && (e.status === 404 || !e.fromApi)))
-      ? hostHint(conn, !(e instanceof ProtocolError))
-      : "";
   try {
     const { flags, positionals } = parse(argv);
     json = flags.json === true;
@@ -554,21 +508,10 @@ export async function main(argv: string[]): Promise<number> {
     });
     return await run({ flags, args, client, conn: found, out, err });
   } catch (e) {
-    if (e instanceof SyncStopped) err(`framefi: ${stoppedMessage(e)}`);
-    else if (e instanceof DeviceHttpError) {
-      if (json && e.body.trim().startsWith("{")) out(e.body.trimEnd());
-      err(`framefi: ${explain(e)}${hint(e)}`);
-    } else if (
-      e instanceof UsageError ||
-      e instanceof FrameFiError ||
-      e instanceof EnvFileError ||
-      e instanceof FtpLoginError ||
-      e instanceof FtpUnreachableError ||
-      e instanceof PromptInterrupted
-    ) {
-      err(`framefi: ${(e as Error).message}${hint(e)}`);
-    } else err(`framefi: unexpected error: ${(e as Error)?.message ?? String(e)}. Please report it.`);
-    return exitCodeOf(e);
+    const told = describe(e, conn);
+    if (json && told.answer !== undefined) out(told.answer);
+    err(`framefi: ${told.line}`);
+    return told.exit;
   }
 }
 

@@ -1,9 +1,13 @@
 // Questions asked on the terminal: a password without echo (as curl does) and a yes/no confirmation.
 // Both need a terminal on stdin; the prompts go to stderr so stdout stays clean for scripts.
+import { FrameFiError } from "../errors.js";
 
 /** Ctrl-C at a prompt. */
-export class PromptInterrupted extends Error {
+export class PromptInterrupted extends FrameFiError {
   override name = "PromptInterrupted";
+  constructor() {
+    super("FRAMEFI_PROMPT_INTERRUPTED", {});
+  }
 }
 
 export function haveTerminal(): boolean {
@@ -34,7 +38,7 @@ function readTerminalLine(prompt: string, echo: boolean): Promise<string> {
     const onData = (chunk: Buffer | string): void => {
       for (const ch of chunk.toString("utf8")) {
         if (ch === "\r" || ch === "\n") return finish();
-        if (ch === "\u0003") return finish(new PromptInterrupted("Interrupted at the prompt."));
+        if (ch === "\u0003") return finish(new PromptInterrupted());
         if (ch === "\u0004") {
           if (line === "") return finish();
           continue;

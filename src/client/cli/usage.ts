@@ -1,17 +1,10 @@
-// The CLI's exit codes and the error for a command line that cannot be run as given.
+// The error for a command line that cannot be run as given.
+import { FrameFiError } from "../errors.js";
 
-export const EXIT = {
-  ok: 0,
-  /** The device reported an error (or some files of a sync failed). */
-  deviceError: 1,
-  usage: 2,
-  unreachable: 3,
-  auth: 4,
-  /** Stopped by Ctrl-C, as shells report SIGINT. */
-  interrupted: 130,
-} as const;
-
-/** A command line that cannot be run as given: exit code 2. */
-export class UsageError extends Error {
+/** A command line that cannot be run as given (exit code 2); `problem` says what is wrong and what to do. */
+export class UsageError extends FrameFiError {
   override name = "UsageError";
+  constructor(problem: string) {
+    super("FRAMEFI_USAGE", { problem });
+  }
 }

@@ -384,10 +384,7 @@ async function login(target: FtpTarget, port: number): Promise<{ control: Contro
     if (reply.code !== 220) throw refusal(reply);
     reply = await control.send(`USER ${target.user}`);
     if (reply.code === 331) reply = await control.send(`PASS ${target.password}`);
-    if (reply.code === 530)
-      throw new FtpLoginError(
-        `The FTP server at ${target.host}:${port} refused user "${target.user}" (530). Pass the device's FTP user and password with --ftp-user USER:PASSWORD.`,
-      );
+    if (reply.code === 530) throw new FtpLoginError(target.host, port, target.user);
     if (reply.code !== 230) throw refusal(reply);
     reply = await control.send("TYPE I");
     if (reply.code !== 200) throw refusal(reply);

@@ -29,9 +29,7 @@ export async function connectCard(target: FtpTarget, timeoutMs: number, size: nu
     }
     if (Date.now() > deadline) {
       const ports = target.ports.join(" or ");
-      throw new FtpUnreachableError(
-        `No FTP server answered at ${target.host} port ${ports} within ${Math.round(timeoutMs / 1000)} s (${last}). Check that the device is in FTP mode, or give its FTP port with --ftp-port.`,
-      );
+      throw new FtpUnreachableError("FRAMEFI_FTP_UNREACHABLE", { host: target.host, ports, seconds: Math.round(timeoutMs / 1000), last });
     }
     await new Promise((r) => setTimeout(r, 250));
   }

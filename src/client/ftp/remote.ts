@@ -3,6 +3,7 @@
 // connections handing out work. Free of basic-ftp, so a sync in block mode never loads it.
 import { posix } from "node:path";
 import { timeVal } from "../../shared/ftp-time.js";
+import { FrameFiError } from "../errors.js";
 
 export interface FtpTarget {
   host: string;
@@ -42,24 +43,29 @@ export interface RemoteConnection {
   abort(): void;
 }
 
-/** A refusal the FTP server answered (a 4xx/5xx reply): the connection is still good. */
-export class FtpReplyError extends Error {
+/** A refusal the FTP server answered (a 4xx/5xx reply, its number in `reply`): the connection is still good. */
+export class FtpReplyError extends FrameFiError {
   override readonly name = "FtpReplyError";
   constructor(
-    readonly code: number,
+    readonly reply: number,
     message: string,
   ) {
-    super(message);
+    super("FRAMEFI_FTP_REFUSED", { reply: message });
   }
 }
 
 /**
- * Whether `e` is a server's refusal (ours, or basic-ftp's FTPError, told by name so that this module need not load
- * it) that leaves the connection good: not 421, with which a server closes it (an idle timeout, say).
+ * The reply number of a server's refusal (ours, or basic-ftp's FTPError, told by name so that this module need not
+ * load it) that leaves the connection good: not 421, with which a server closes it (an idle timeout, say). Undefined
+ * for any other error.
  */
-export function isReply(e: unknown): e is Error & { code: number } {
-  const reply = e instanceof FtpReplyError || (e instanceof Error && e.name === "FTPError" && typeof (e as { code?: unknown }).code === "number");
-  return reply && (e as { code: number }).code !== 421;
+export function replyCode(e: unknown): number | undefined {
+  const reply = e instanceof FtpReplyError ? e.reply : e instanceof Error && e.name === "FTPError" ? (e as { code?: unknown }).code : undefined;
+  return typeof reply === "number" && reply !== 421 ? reply : undefined;
+}
+
+export function isReply(e: unknown): e is Error {
+  return replyCode(e) !== undefined;
 }
 
 /** A server that serves one client at a time (the firmware's) may leave extra logins hanging: give up sooner. */

@@ -3,7 +3,7 @@
 // mirror needs. Loaded only when the server refused block mode (connect.ts).
 import { Client, FileType } from "basic-ftp";
 import { createReadStream } from "node:fs";
-import { CardPool, EXTRA_LOGIN_TIMEOUT_MS, isReply, mfmtTime, mfmtUnknown, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
+import { CardPool, EXTRA_LOGIN_TIMEOUT_MS, replyCode, mfmtTime, mfmtUnknown, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
 import { FtpLoginError, LocalFileError } from "../sync/errors.js";
 
 /** Time without an answer or progress before a login, command or transfer is given up. */
@@ -17,10 +17,8 @@ async function login(target: FtpTarget, port: number, giveUpMs?: number): Promis
     await client.access({ host: target.host, port, user: target.user, password: target.password, secure: false });
   } catch (e) {
     client.close();
-    if (isReply(e) && e.code === 530) {
-      throw new FtpLoginError(
-        `The FTP server at ${target.host}:${port} refused user "${target.user}" (530). Pass the device's FTP user and password with --ftp-user USER:PASSWORD.`,
-      );
+    if (replyCode(e) === 530) {
+      throw new FtpLoginError(target.host, port, target.user);
     }
     throw e;
   } finally {
@@ -89,7 +87,8 @@ export class FtpConnection implements RemoteConnection {
     }
     if (mtimeMs === undefined) return;
     await this.client.send(`MFMT ${mfmtTime(mtimeMs)} ${remotePath}`).catch((e: unknown) => {
-      if (!isReply(e) || !mfmtUnknown(e.code)) throw e;
+      const reply = replyCode(e);
+      if (reply === undefined || !mfmtUnknown(reply)) throw e;
     });
   }
 

@@ -6,6 +6,7 @@
 import { extname } from "node:path";
 import type { Metadata, Sharp } from "sharp";
 import exifReader from "exif-reader";
+import { FrameFiError } from "../errors.js";
 import { MAX_HEIC_PIXELS, type HeicDecoder } from "./heic.js";
 import type { FrameProfile } from "./profile.js";
 
@@ -17,15 +18,13 @@ export function isPhotoName(name: string): boolean {
 }
 
 /** A photo that cannot be decoded: reported and skipped. */
-export class PhotoDecodeError extends Error {
+export class PhotoDecodeError extends FrameFiError {
   override name = "PhotoDecodeError";
-  readonly code: string = "PHOTO_UNDECODABLE";
 }
 
 /** A photo whose header declares more pixels than are decoded (a decompression bomb, or a huge panorama). */
 export class PhotoTooLargeError extends PhotoDecodeError {
   override name = "PhotoTooLargeError";
-  override readonly code = "PHOTO_TOO_LARGE";
 }
 
 /** Pixels larger than this are refused, as sharp does by default; HEIC has its own, lower limit (heic.ts). */
@@ -42,9 +41,7 @@ function checkSize(meta: Metadata): void {
   const limit = isHevcHeif(meta) ? MAX_HEIC_PIXELS : MAX_PIXELS;
   if (width * height > limit) {
     const kind = isHevcHeif(meta) ? "HEIC photos" : "photos";
-    throw new PhotoTooLargeError(
-      `too large to decode (${width}×${height}, ${megapixels(width * height)}; ${kind} up to ${megapixels(limit)} are converted); skipped`,
-    );
+    throw new PhotoTooLargeError("FRAMEFI_PHOTO_TOO_LARGE", { width, height, size: megapixels(width * height), kind, limit: megapixels(limit) });
   }
 }
 
@@ -111,6 +108,6 @@ export async function convertPhoto(data: Buffer, profile: FrameProfile, mtimeMs:
   } catch (e) {
     if (e instanceof PhotoDecodeError) throw e;
     const why = ((e as Error).message ?? String(e)).split("\n")[0]!.replace(/^.*?: /, "");
-    throw new PhotoDecodeError(`cannot decode this photo (${why}); skipped`, { cause: e });
+    throw new PhotoDecodeError("FRAMEFI_PHOTO_UNDECODABLE", { reason: why }, { cause: e });
   }
 }

@@ -4,6 +4,7 @@
 // the decodes share a memory budget: a 12 MP photo waits while three others are decoded, a 48 MP one runs alone,
 // and a photo above MAX_HEIC_PIXELS is refused before it is decoded (convert.ts).
 import { Worker } from "node:worker_threads";
+import { FrameFiError } from "../errors.js";
 
 export interface Pixels {
   width: number;
@@ -26,9 +27,8 @@ function decodeCost(pixels: number): number {
 const BUDGET = decodeCost(MAX_HEIC_PIXELS);
 
 /** The decoder could not turn the photo into pixels: the reason as libheif gives it. */
-export class HeicDecodeError extends Error {
+export class HeicDecodeError extends FrameFiError {
   override name = "HeicDecodeError";
-  readonly code = "HEIC_UNDECODABLE";
 }
 
 /** What the worker posts back. */
@@ -85,12 +85,12 @@ export class HeicDecoder {
       worker.stderr.resume();
       worker.once("message", (reply: WorkerReply) => {
         if ("pixels" in reply) resolve(reply.pixels);
-        else reject(new HeicDecodeError(reply.error));
+        else reject(new HeicDecodeError("FRAMEFI_HEIC_UNDECODABLE", { reason: reply.error }));
       });
       worker.once("error", (e: NodeJS.ErrnoException) => {
-        reject(e.code === "ERR_WORKER_OUT_OF_MEMORY" ? new HeicDecodeError("the HEIC decoder ran out of memory", { cause: e }) : e);
+        reject(e.code === "ERR_WORKER_OUT_OF_MEMORY" ? new HeicDecodeError("FRAMEFI_HEIC_OUT_OF_MEMORY", {}, { cause: e }) : e);
       });
-      worker.once("exit", (code) => reject(new HeicDecodeError(`the HEIC decoder stopped (exit code ${code})`)));
+      worker.once("exit", (code) => reject(new HeicDecodeError("FRAMEFI_HEIC_STOPPED", { status: code })));
     });
   }
 }

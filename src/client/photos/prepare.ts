@@ -2,6 +2,7 @@
 // every file identified by its content (hash, date taken), duplicates set aside, photos renamed to `.jpg` and
 // found in the conversion cache or queued for conversion, files that are not photos copied or skipped.
 import { readFile } from "node:fs/promises";
+import { FrameFiError } from "../errors.js";
 import type { LocalTree } from "../sync/local-tree.js";
 import type { PlanInput } from "../sync/plan.js";
 import { hashOf, type PhotoCache } from "./cache.js";
@@ -110,15 +111,14 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
 }
 
 /** The photo changed between the sync's first read of it and its conversion: converting it would file it under the wrong hash. */
-export class SourceChangedError extends Error {
+export class SourceChangedError extends FrameFiError {
   override name = "SourceChangedError";
-  readonly code = "SOURCE_CHANGED";
 }
 
 /** Converts one photo into the cache; its size on the card. */
 export async function runJob(job: ConvertJob, profile: FrameProfile, cache: PhotoCache, heic: HeicDecoder): Promise<number> {
   const data = await readFile(job.abs);
-  if (hashOf(data) !== job.hash) throw new SourceChangedError("it changed while the sync read it: run the sync again");
+  if (hashOf(data) !== job.hash) throw new SourceChangedError("FRAMEFI_SOURCE_CHANGED", {});
   const jpeg = await convertPhoto(data, profile, job.mtimeMs, heic);
   await cache.store(profileId(profile), job.hash, jpeg);
   return jpeg.length;

@@ -4,7 +4,7 @@
 // that lists exactly as a folder above it, all the way down, is a link back to it (our device lists a link that
 // stays on the card as the folder it leads to) and is left out.
 import { createHash } from "node:crypto";
-import { type CardPool, isReply, type RemoteConnection, type RemoteEntry, remoteJoin } from "../ftp/remote.js";
+import { type CardPool, isReply, replyCode, type RemoteConnection, type RemoteEntry, remoteJoin } from "../ftp/remote.js";
 
 /** Folder levels below the sync's folder: a FAT path of 255 characters holds at most ~128. */
 export const MAX_DEPTH = 32;
@@ -98,7 +98,7 @@ export async function listCard(
           failure ??= new Error(`The card holds more than ${MAX_ENTRIES} files and folders under ${root}; sync a folder further down with --to.`);
         }
       } catch (e) {
-        if (isReply(e) && rel === "" && e.code === 550) rootMissing = true;
+        if (replyCode(e) === 550 && rel === "") rootMissing = true;
         else failure ??= new Error(`Cannot list ${remoteJoin(root, rel)} on the card: ${(e as Error).message}`, { cause: e });
         // A broken connection leaves the pool; the folder is not lost with it: the sync stops below.
         if (!isReply(e)) throw e;

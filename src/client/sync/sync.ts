@@ -6,6 +6,7 @@
 import { MODE_FTP, MODE_NAMES, modeOf, type Mode, type ModeName } from "../../shared/firmware.js";
 import type { FrameFiClient } from "../api/index.js";
 import { switchMode } from "./modes.js";
+import { FrameFiError } from "../errors.js";
 import { LocalFileError, SyncStopped } from "./errors.js";
 import { connectCard } from "../ftp/connect.js";
 import { isReply, remoteJoin, type CardPool, type FtpTarget, type RemoteConnection, type RemoteEntry } from "../ftp/remote.js";
@@ -82,9 +83,10 @@ export interface SyncResult {
   photos: PhotoReport | undefined;
 }
 
+/** An error's message, after its system code (ECONNRESET, …) when it has one. */
 function message(e: unknown): string {
   const err = e as NodeJS.ErrnoException;
-  return err.code && !isReply(e) ? `${err.code}: ${err.message}` : (err.message ?? String(e));
+  return err.code && !(e instanceof FrameFiError) && !isReply(e) ? `${err.code}: ${err.message}` : (err.message ?? String(e));
 }
 
 /** The photo pipeline (sharp, the cache, HEIC workers), loaded only by a sync with photo options. */
@@ -368,7 +370,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     pool = undefined;
     const back = switched ? await restore(client, modeOf(original), waitMs) : original;
     const interrupted = signal.aborted;
-    throw new SyncStopped(interrupted ? "Interrupted." : message(e), e, back, interrupted);
+    throw new SyncStopped(message(e), e, back, interrupted);
   } finally {
     pool?.close();
     await cache?.save().catch(() => undefined);

@@ -1,0 +1,156 @@
+// The client's errors in one table, as fastify's lib/errors.js: each row a code, the one-line message (what happened,
+// then what to do; `{name}` is a part the thrower fills in), and the exit code `framefi` ends with. `cli`, where
+// given, says the same in the command line's own terms (its options and commands) where the library's would not.
+// Codes are FRAMEFI_ and SCREAMING_SNAKE, as Node's ERR_* and fastify's FST_ERR_*: the prefix keeps them apart from
+// the system's codes (ECONNRESET, …) that reach the same `code` property through a cause.
+// A message that starts in lower case is a reason printed after a file's name, in a list whose last line says what
+// to do; a message that is a part alone ({problem}, {reply}) is written where it is thrown, or by the FTP server.
+
+/** The exit codes of `framefi` (its --help and docs/library.md list them). */
+export const EXIT = {
+  ok: 0,
+  /** The device reported an error (or some files of a sync failed). */
+  deviceError: 1,
+  usage: 2,
+  unreachable: 3,
+  auth: 4,
+  /** Stopped by Ctrl-C, as shells report SIGINT. */
+  interrupted: 130,
+} as const;
+
+export interface Row {
+  readonly message: string;
+  readonly exit: number;
+  readonly cli?: string;
+}
+
+export const ERRORS = {
+  // The device's address.
+  FRAMEFI_NO_ADDRESS: { message: "No device address given: pass a host such as 192.168.1.50 or http://frame.local:8080.", exit: EXIT.deviceError },
+  FRAMEFI_BAD_ADDRESS: { message: '"{host}" is not a device address; use host, host:port or http://host:port.', exit: EXIT.deviceError },
+  FRAMEFI_BAD_SCHEME: { message: '"{host}": only http:// and https:// addresses are supported; use one of those.', exit: EXIT.deviceError },
+  // No answer.
+  FRAMEFI_DEVICE_UNREACHABLE: {
+    message: "The device at {url} did not answer ({reason}). Check the address and that the device is on.",
+    exit: EXIT.unreachable,
+  },
+  FRAMEFI_CERT_UNTRUSTED: {
+    message:
+      "The device at {url} answered with a certificate that is not trusted here ({reason}). If a private CA signed it, name that CA's certificate file in NODE_EXTRA_CA_CERTS.",
+    exit: EXIT.unreachable,
+  },
+  FRAMEFI_CERT_INVALID: {
+    message: "The device at {url} answered with a certificate that does not check out ({reason}): check the address, and the certificate's names and dates.",
+    exit: EXIT.unreachable,
+  },
+  // The device's answers.
+  FRAMEFI_DEVICE_ERROR: {
+    message: "{request}: the device answered {status}: {deviceMessage}",
+    cli: "the device answered {status}: {deviceMessage}",
+    exit: EXIT.deviceError,
+  },
+  FRAMEFI_DEVICE_IN_MSC_MODE: {
+    message: "{request}: the device answered {status}: {deviceMessage} Switch the device to FTP mode first.",
+    cli: "the device answered {status}: {deviceMessage} Switch the device to FTP mode first: framefi mode ftp.",
+    exit: EXIT.deviceError,
+  },
+  FRAMEFI_LOGIN_REFUSED: {
+    message: "{request}: the device refused the login ({status}: {deviceMessage}). Give its web user and password.",
+    // The device's own 401 message is written for curl users; framefi says what to do in its own terms.
+    cli: "the device refused the login (401). Give its web user and password with -u USER[:PASSWORD] or FRAMEFI_USER.",
+    exit: EXIT.auth,
+  },
+  FRAMEFI_FORBIDDEN: {
+    message: "{request}: this account may not do that ({status}: {reason}). Use an account with full access.",
+    cli: "this account may not do that ({status}: {reason}). Use an account with full access.",
+    exit: EXIT.auth,
+  },
+  FRAMEFI_NOT_THE_API: {
+    message: "{request}: {url} answered {what}, not the device API's JSON. Check that this is the device's address.",
+    exit: EXIT.deviceError,
+  },
+  FRAMEFI_API_NOT_AT_ROOT: {
+    message: "{request}: {url} answered {what}, not the device API's JSON. Give the device's address without a path, e.g. {origin}.",
+    exit: EXIT.deviceError,
+  },
+  FRAMEFI_ANSWER_TOO_LONG: {
+    message: "{request}: {url} sent an answer of over {kib} KiB, not the device API's JSON. Check that this is the device's address.",
+    exit: EXIT.deviceError,
+  },
+  // The library's arguments.
+  FRAMEFI_BAD_BRIGHTNESS: { message: "Brightness must be an integer from 0 to 255, got {value}.", exit: EXIT.deviceError },
+  FRAMEFI_BAD_PARALLEL: { message: "parallel must be a whole number from 1 to 16, got {value}.", exit: EXIT.deviceError },
+  FRAMEFI_NOT_A_RESULT: { message: "answerOf() takes a result this client returned.", exit: EXIT.deviceError },
+  FRAMEFI_UPLOAD_CHANGED: {
+    message: "Upload of {name}: {read} the {size} bytes announced could be read; send it again once it no longer changes.",
+    exit: EXIT.deviceError,
+  },
+  // FTP.
+  FRAMEFI_FTP_UNREACHABLE: {
+    message:
+      "No FTP server answered at {host} port {ports} within {seconds} s ({last}). Check that the device is in FTP mode, or give its FTP port with --ftp-port.",
+    exit: EXIT.unreachable,
+  },
+  FRAMEFI_FTP_LOGIN_REFUSED: {
+    message: 'The FTP server at {host}:{port} refused user "{user}" (530). Pass the device\'s FTP user and password with --ftp-user USER:PASSWORD.',
+    exit: EXIT.auth,
+  },
+  FRAMEFI_FTP_REFUSED: { message: "{reply}", exit: EXIT.deviceError },
+  // A sync's files.
+  FRAMEFI_LOCAL_UNREADABLE: { message: "cannot read the local file ({reason})", exit: EXIT.deviceError },
+  FRAMEFI_LOCAL_CHANGED: { message: "the file changed while it was being sent; run the sync again", exit: EXIT.deviceError },
+  FRAMEFI_PHOTO_UNDECODABLE: { message: "cannot decode this photo ({reason}); skipped", exit: EXIT.deviceError },
+  FRAMEFI_PHOTO_TOO_LARGE: {
+    message: "too large to decode ({width}×{height}, {size}; {kind} up to {limit} are converted); skipped",
+    exit: EXIT.deviceError,
+  },
+  FRAMEFI_HEIC_UNDECODABLE: { message: "{reason}", exit: EXIT.deviceError },
+  FRAMEFI_HEIC_OUT_OF_MEMORY: { message: "the HEIC decoder ran out of memory", exit: EXIT.deviceError },
+  FRAMEFI_HEIC_STOPPED: { message: "the HEIC decoder stopped (exit code {status})", exit: EXIT.deviceError },
+  FRAMEFI_SOURCE_CHANGED: { message: "it changed while the sync read it: run the sync again", exit: EXIT.deviceError },
+  // A sync that stopped before its end; its exit code is its cause's.
+  FRAMEFI_SYNC_STOPPED: {
+    message: "Sync stopped: {reason} {where} Run the sync again to finish.",
+    cli: "Sync stopped: {reason} {where} Run the same command again to finish.",
+    exit: EXIT.deviceError,
+  },
+  /** Stopped by a refused login: the cause says what to do, and the same command again would fail the same way. */
+  FRAMEFI_SYNC_REFUSED: { message: "Sync stopped: {reason} {where}", exit: EXIT.auth },
+  FRAMEFI_SYNC_INTERRUPTED: {
+    message: "Sync interrupted. {where} Run the sync again to finish; what arrived is kept.",
+    cli: "Sync interrupted. {where} Run the same command again to finish; what arrived is kept.",
+    exit: EXIT.interrupted,
+  },
+  FRAMEFI_SYNC_WAIT_INTERRUPTED: { message: "Interrupted while waiting for the other sync; nothing was changed.", exit: EXIT.interrupted },
+  // The command line.
+  FRAMEFI_USAGE: { message: "{problem}", exit: EXIT.usage },
+  FRAMEFI_ENV_FILE: { message: "{problem}", exit: EXIT.usage },
+  FRAMEFI_PROMPT_INTERRUPTED: { message: "Interrupted at the prompt.", exit: EXIT.interrupted },
+} as const satisfies Record<string, Row>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** The names of the parts in a template. */
+type PartNames<T> = T extends `${string}{${infer P}}${infer R}` ? P | PartNames<R> : never;
+export type Parts<C extends ErrorCode> = Readonly<Record<PartNames<(typeof ERRORS)[C]["message"]>, string | number>>;
+/** A code with the parts its message names (a union of tuples, so that each code checks its own parts). */
+export type ErrorArgs = { [C in ErrorCode]: [code: C, parts: Parts<C>, options?: ErrorOptions] }[ErrorCode];
+
+/** `template` with each `{name}` replaced by its part. */
+export function fill(template: string, parts: Readonly<Record<string, string | number>>): string {
+  return template.replace(/\{(\w+)\}/g, (_, name: string) => String(parts[name]));
+}
+
+/** Every error of the client (its library and its command line): `code` names its row in ERRORS. */
+export class FrameFiError extends Error {
+  override name = "FrameFiError";
+  readonly code: ErrorCode;
+  /** The parts its message was made of, for the command line's wording of the same row. */
+  readonly parts: Readonly<Record<string, string | number>>;
+
+  constructor(...[code, parts, options]: ErrorArgs) {
+    super(fill(ERRORS[code].message, parts), options);
+    this.code = code;
+    this.parts = parts;
+  }
+}
