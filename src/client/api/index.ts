@@ -3,7 +3,7 @@
 // Every endpoint has a method with typed request and response; failures are typed errors:
 // DeviceUnreachableError (no answer), AuthenticationError (401), ForbiddenError (403), DeviceHttpError (any other
 // error status, carrying the status and the device's message) and ProtocolError (an answer that is not the JSON
-// the API promises).
+// the API promises), each with its code and message from ../errors.ts.
 import { createReadStream, readFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import http, { type IncomingHttpHeaders } from "node:http";
@@ -36,7 +36,7 @@ export type { Plan, Upload } from "../sync/plan.js";
 export type { PhotoOptions } from "../photos/profile.js";
 export { FtpLoginError, FtpUnreachableError, SyncStopped } from "../sync/errors.js";
 export { switchMode } from "../sync/modes.js";
-export { ERRORS, EXIT, FrameFiError, type ErrorCode } from "../errors.js";
+export { ERRORS, FrameFiError, type ErrorCode } from "../errors.js";
 export type Toggle = "on" | "off" | "toggle";
 export type MqttAction = "enable" | "disable" | "toggle";
 
