@@ -11,13 +11,15 @@ import { FtpLoginError, SyncStopped } from "../../src/client/sync/errors.js";
 const rows = Object.entries(ERRORS) as [string, Row][];
 /** The exit codes of an error, as `framefi --help` lists them (0 is success). */
 const DOCUMENTED_EXITS = [1, 2, 3, 4, 130];
-/** The first words of what to do: an imperative, or what a value must be. */
-const TO_DO = /^(?:or |then )?(?:pass|use|check|give|name|switch|run|send|fix|set|add|remove|see)\b|\b(?:must|takes|needs)\b/i;
+/** A clause that says what to do begins with one of these. */
+const TO_DO = /^(?:or |then )?(?:pass|use|check|give|name|switch|run|send|fix|set|add|remove|see|close|make)\b/i;
+/** A sentence that says what a value must be (and what was given). */
+const REQUIRED = /\b(?:must|takes|needs|expected)\b|, got "/;
 
-/** Whether the last sentence of `message` has a clause that says what to do. */
+/** Whether the last sentence of `message` (after a part, the device's text may end a sentence) says what to do. */
 function endsWithWhatToDo(message: string): boolean {
-  const last = message.split(/(?<=[.?!}]) (?=[A-Z])/).at(-1)!;
-  return last.split(/[,;:] |\(| or (?=[a-z])/).some((clause) => TO_DO.test(clause.trim()));
+  const last = message.split(/(?<=[.?!]) (?=[A-Z])|(?<=\}) (?=[A-Z][a-z]+ )/).at(-1)!;
+  return REQUIRED.test(last) || last.split(/[,;:] |\(| or (?=[a-z])/).some((clause) => TO_DO.test(clause.trim()));
 }
 
 suite("the client's errors table", () => {

@@ -70,7 +70,7 @@ function pick(...values: (string | undefined)[]): string | undefined {
 
 function parsePort(text: string, from: string): number {
   const n = /^\d+$/.test(text.trim()) ? Number(text.trim()) : NaN;
-  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new UsageError(`${from} must be a port number from 1 to 65535, got "${text}".`);
+  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new UsageError("FRAMEFI_BAD_PORT", { from, value: text });
   return n;
 }
 
@@ -84,16 +84,15 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
   const hostFrom = pick(flags.host) !== undefined ? "--host" : pick(env.FRAMEFI_DEVICE) !== undefined ? "FRAMEFI_DEVICE" : "FTP_HOST";
   if (!host) {
     const old = pick(env.FRAMEFI_HOST) !== undefined ? " (FRAMEFI_HOST is the device service's listen address; the client reads FRAMEFI_DEVICE)" : "";
-    throw new UsageError(`No device address: pass --host HOST[:PORT], set FRAMEFI_DEVICE, or run where a .env file sets FTP_HOST${old}.`);
+    throw new UsageError("FRAMEFI_NO_DEVICE_ADDRESS", { old });
   }
 
   let ftpHost: string;
   try {
     ftpHost = new URL(baseUrl(host)).hostname.replace(/^\[(.*)\]$/, "$1");
   } catch (e) {
-    throw new UsageError(
-      `${hostFrom}: ${e instanceof FrameFiError ? e.message : `"${host}" is not a device address; use host, host:port or http://host:port.`}`,
-    );
+    const problem = e instanceof FrameFiError ? e.message : new FrameFiError("FRAMEFI_BAD_ADDRESS", { host }).message;
+    throw new UsageError("FRAMEFI_BAD_HOST", { from: hostFrom, problem });
   }
 
   let web: Credentials | undefined;

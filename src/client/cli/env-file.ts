@@ -12,12 +12,9 @@ export const ENV_KEYS = ["FTP_HOST", "FTP_USER", "FTP_PASSWORD", "WEB_SERVER_USE
 export type EnvKey = (typeof ENV_KEYS)[number];
 export type EnvValues = Partial<Record<string, string>>;
 
-/** A .env file that cannot be read or is not KEY=value lines; `problem` names the file and line. */
+/** A .env file that cannot be read, or a line of it that is not KEY=value: exit code 2. */
 export class EnvFileError extends FrameFiError {
   override name = "EnvFileError";
-  constructor(problem: string) {
-    super("FRAMEFI_ENV_FILE", { problem });
-  }
 }
 
 /** The sections a .env file may have, and the keys each takes. */
@@ -34,20 +31,20 @@ export function parseEnv(text: string, file = ".env"): EnvValues {
     const header = /^\[\s*([^\]]*?)\s*\]$/.exec(line);
     if (header) {
       if (!Object.hasOwn(SECTIONS, header[1]!)) {
-        throw new EnvFileError(`${file} line ${i + 1}: unknown section [${header[1]}]; the one section is [frame].`);
+        throw new EnvFileError("FRAMEFI_ENV_UNKNOWN_SECTION", { file, line: i + 1, section: header[1]! });
       }
       section = header[1]!;
       return;
     }
     const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
-    if (!m) throw new EnvFileError(`${file} line ${i + 1} is not KEY=value; fix or remove it.`);
+    if (!m) throw new EnvFileError("FRAMEFI_ENV_NOT_KEY_VALUE", { file, line: i + 1 });
     const value = parseValue(m[2]!);
-    if (value === undefined) throw new EnvFileError(`${file} line ${i + 1}: the quote in the value of ${m[1]} is not closed.`);
+    if (value === undefined) throw new EnvFileError("FRAMEFI_ENV_OPEN_QUOTE", { file, line: i + 1, key: m[1]! });
     if (value.rest.trim() !== "" && !/^\s+#/.test(value.rest)) {
-      throw new EnvFileError(`${file} line ${i + 1} is not KEY=value: text follows the value of ${m[1]}; put the whole value in quotes or remove the rest.`);
+      throw new EnvFileError("FRAMEFI_ENV_TEXT_AFTER_VALUE", { file, line: i + 1, key: m[1]! });
     }
     if (section !== undefined && !SECTIONS[section]!.includes(m[1]!)) {
-      throw new EnvFileError(`${file} line ${i + 1}: unknown key ${m[1]} in [${section}]; the keys are ${SECTIONS[section]!.join(", ")}.`);
+      throw new EnvFileError("FRAMEFI_ENV_UNKNOWN_KEY", { file, line: i + 1, key: m[1]!, section, keys: SECTIONS[section]!.join(", ") });
     }
     values[section === undefined ? m[1]! : `${section}.${m[1]}`] = value.value;
   });
@@ -85,7 +82,7 @@ export async function readEnvFile(path: string): Promise<EnvValues> {
     text = await readFile(path, "utf8");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return {};
-    throw new EnvFileError(`Cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}.`);
+    throw new EnvFileError("FRAMEFI_ENV_UNREADABLE", { file: path, reason: (e as NodeJS.ErrnoException).code ?? (e as Error).message });
   }
   return parseEnv(text, path);
 }

@@ -151,20 +151,20 @@ function parse(argv: string[]): { flags: Flags; positionals: string[] } {
   } catch (e) {
     const m = /'(-[^']*)'/.exec((e as Error).message);
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new UsageError(`Unknown option ${m?.[1] ?? ""}; see framefi --help.`);
-    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") throw new UsageError(`Option ${m?.[1] ?? ""} needs a value; see framefi --help.`);
-    throw new UsageError(`${(e as Error).message.split("\n")[0]} See framefi --help.`);
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new UsageError("FRAMEFI_UNKNOWN_OPTION", { option: m?.[1] ?? "" });
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") throw new UsageError("FRAMEFI_OPTION_NEEDS_VALUE", { option: m?.[1] ?? "" });
+    throw new UsageError("FRAMEFI_BAD_ARGUMENTS", { problem: (e as Error).message.split("\n")[0]! });
   }
 }
 
 function expectArgs(ctx: Context, command: string, max: number): void {
-  if (ctx.args.length > max) throw new UsageError(`Too many arguments for "${command}": ${ctx.args.slice(max).join(" ")}. See framefi --help.`);
+  if (ctx.args.length > max) throw new UsageError("FRAMEFI_TOO_MANY_ARGUMENTS", { command, extra: ctx.args.slice(max).join(" ") });
 }
 
 function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], command: string): T | undefined {
   if (value === undefined) return undefined;
   if ((allowed as readonly string[]).includes(value)) return value as T;
-  throw new UsageError(`"${command} ${value}": expected one of ${allowed.join(", ")}.`);
+  throw new UsageError("FRAMEFI_UNKNOWN_ACTION", { command, value, allowed: allowed.join(", ") });
 }
 
 /** Prints the device's answer of `result` as it was sent (--json), or what `human` makes of it. */
@@ -210,7 +210,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
         show(ctx, await ctx.client.brightness(), (r) => `LED brightness ${r.brightness}`);
         return EXIT.ok;
       }
-      if (!/^\d+$/.test(value) || Number(value) > 255) throw new UsageError(`LED brightness must be a whole number from 0 to 255, got "${value}".`);
+      if (!/^\d+$/.test(value) || Number(value) > 255) throw new UsageError("FRAMEFI_BAD_LED_BRIGHTNESS", { value });
       show(ctx, await ctx.client.setBrightness(Number(value)), message);
       return EXIT.ok;
     }
@@ -236,10 +236,10 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
   },
 
   async wifi(ctx) {
-    if (ctx.args[0] !== "reset") throw new UsageError(`"wifi" takes one action: framefi wifi reset.`);
+    if (ctx.args[0] !== "reset") throw new UsageError("FRAMEFI_WIFI_ACTION", {});
     expectArgs(ctx, "wifi reset", 1);
     if (!ctx.flags.yes) {
-      if (!haveTerminal()) throw new UsageError("wifi reset needs confirmation: run it on a terminal, or pass --yes.");
+      if (!haveTerminal()) throw new UsageError("FRAMEFI_WIFI_NEEDS_CONFIRMATION", {});
       const ok = await confirm(
         `Reset the Wi-Fi settings of ${ctx.client.url}? It restarts into setup mode and leaves your network; you then reach it only through its own access point.`,
       );
@@ -253,11 +253,11 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
   },
 
   async upload(ctx) {
-    if (ctx.args.length === 0) throw new UsageError("upload needs at least one FILE: framefi upload FILE... [--to DIR].");
+    if (ctx.args.length === 0) throw new UsageError("FRAMEFI_UPLOAD_NEEDS_FILE", {});
     for (const file of ctx.args) {
       const st = await stat(file).catch(() => undefined);
-      if (!st) throw new UsageError(`${file}: no such file; nothing was uploaded.`);
-      if (!st.isFile()) throw new UsageError(`${file} is not a file; nothing was uploaded (to send a folder, use framefi sync).`);
+      if (!st) throw new UsageError("FRAMEFI_UPLOAD_NO_FILE", { file });
+      if (!st.isFile()) throw new UsageError("FRAMEFI_UPLOAD_NOT_A_FILE", { file });
     }
     const folder = (ctx.flags.to ?? "").replace(/\\/g, "/").replace(/^\/+|\/+$/g, "");
     let failed = 0;
@@ -282,21 +282,21 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
   async sync(ctx) {
     expectArgs(ctx, "sync", 1);
     const dir = ctx.args[0] ?? ctx.conn.localDir;
-    if (!dir) throw new UsageError("sync needs a folder: framefi sync DIR (or LOCAL_DIR in ./.env).");
+    if (!dir) throw new UsageError("FRAMEFI_SYNC_NEEDS_FOLDER", {});
     const localDir = resolve(dir);
     const st = await stat(localDir).catch(() => undefined);
-    if (!st?.isDirectory()) throw new UsageError(`${dir} is not a folder; give the folder of photos to sync.`);
+    if (!st?.isDirectory()) throw new UsageError("FRAMEFI_SYNC_NOT_A_FOLDER", { dir });
     let parallel = 4;
     if (ctx.flags.parallel !== undefined) {
       parallel = /^\d+$/.test(ctx.flags.parallel) ? Number(ctx.flags.parallel) : NaN;
-      if (!(parallel >= 1 && parallel <= 16)) throw new UsageError(`--parallel must be a whole number from 1 to 16, got "${ctx.flags.parallel}".`);
+      if (!(parallel >= 1 && parallel <= 16)) throw new UsageError("FRAMEFI_BAD_CLI_PARALLEL", { value: ctx.flags.parallel });
     }
     const remoteDir = posix.join("/", (ctx.flags.to ?? ctx.conn.remoteDir).replace(/\\/g, "/"));
     const photos = syncPhotoOptions(ctx);
     const dryRun = ctx.flags["dry-run"] === true;
     if (dryRun && (await ctx.client.mode()).mode !== MODE_FTP) {
       const why = "the device is in USB MSC mode, and comparing with the card needs FTP mode, which takes the card from the frame until the dry run ends";
-      if (!haveTerminal()) throw new UsageError(`Nothing compared: ${why}. Switch first (framefi mode ftp), or run it on a terminal to be asked.`);
+      if (!haveTerminal()) throw new UsageError("FRAMEFI_DRY_RUN_NEEDS_FTP", { why });
       if (!(await confirm(`A dry run changes nothing, but ${why}. Switch to FTP mode for the comparison and back afterwards?`))) {
         ctx.err("Nothing done; the device stays in USB MSC mode.");
         return EXIT.ok;
@@ -477,25 +477,25 @@ export async function main(argv: string[]): Promise<number> {
       return EXIT.ok;
     }
     const [command, ...args] = positionals;
-    if (!command) throw new UsageError("No command given; see framefi --help.");
+    if (!command) throw new UsageError("FRAMEFI_NO_COMMAND", {});
     const run = Object.hasOwn(commands, command) ? commands[command] : undefined;
-    if (!run) throw new UsageError(`Unknown command "${command}"; see framefi --help.`);
+    if (!run) throw new UsageError("FRAMEFI_UNKNOWN_COMMAND", { command });
     for (const name of new Set(Object.values(COMMAND_OPTIONS).flat())) {
       if (flags[name] !== undefined && !(COMMAND_OPTIONS[command] ?? []).includes(name)) {
-        throw new UsageError(`Option --${name} does not apply to "${command}"; see framefi --help.`);
+        throw new UsageError("FRAMEFI_OPTION_NOT_FOR_COMMAND", { option: name, command });
       }
     }
     let timeoutMs = 10_000;
     if (flags.timeout !== undefined) {
       const s = Number(flags.timeout);
-      if (!(s > 0 && s <= 3600)) throw new UsageError(`--timeout must be a number of seconds above 0, got "${flags.timeout}".`);
+      if (!(s > 0 && s <= 3600)) throw new UsageError("FRAMEFI_BAD_TIMEOUT", { value: flags.timeout });
       timeoutMs = s * 1000;
     }
 
     conn = await resolveConnection({ host: flags.host, user: flags.user, ftpUser: flags["ftp-user"], ftpPort: flags["ftp-port"] }, process.env, process.cwd());
     if (conn.web && conn.web.password === undefined) {
       if (!haveTerminal()) {
-        throw new UsageError(`No password for user "${conn.web.user}" and no terminal to ask on: pass -u ${conn.web.user}:PASSWORD or set FRAMEFI_PASSWORD.`);
+        throw new UsageError("FRAMEFI_NO_PASSWORD", { user: conn.web.user });
       }
       conn.web.password = await askPassword(`Enter host password for user '${conn.web.user}':`);
     }

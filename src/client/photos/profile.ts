@@ -70,7 +70,7 @@ function parseBoxSize(text: string, name: string): { width: number; height: numb
   const width = Number(m?.[1]);
   const height = Number(m?.[2]);
   if (!m || width < 16 || height < 16 || width > 16384 || height > 16384) {
-    throw new UsageError(`${name} takes the frame's size in pixels as WIDTHxHEIGHT (16 to 16384 each), e.g. 1024x600; got "${text}".`);
+    throw new UsageError("FRAMEFI_BAD_FRAME_SIZE", { option: name, value: text });
   }
   return { width, height };
 }
@@ -79,7 +79,7 @@ function parseBool(value: boolean | string | undefined, name: string): boolean {
   if (value === undefined || typeof value === "boolean") return value === true;
   if (/^(1|true|yes|on)$/i.test(value)) return true;
   if (/^(0|false|no|off|)$/i.test(value)) return false;
-  throw new UsageError(`${name} is yes or no, got "${value}".`);
+  throw new UsageError("FRAMEFI_BAD_YES_NO", { option: name, value });
 }
 
 const UNITS: Record<string, number> = { "": 1, B: 1, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12, KIB: 1024, MIB: 1024 ** 2, GIB: 1024 ** 3, TIB: 1024 ** 4 };
@@ -91,19 +91,19 @@ export function parseMaxSize(text: string, name: string): { bytes: number } | { 
   const unit = (m?.[2] ?? "").toUpperCase();
   if (m && unit === "%" && n > 0 && n <= 100) return { percent: n };
   if (m && unit !== "%" && n > 0) return { bytes: Math.floor(n * UNITS[unit]!) };
-  throw new UsageError(`${name} takes a share of the card (1% to 100%) or a size (500MB, 2GB, 1GiB), got "${text}".`);
+  throw new UsageError("FRAMEFI_BAD_MAX_SIZE", { option: name, value: text });
 }
 
 /** The conversion cache: `explicit`, else $XDG_CACHE_HOME/framefi, else ~/.cache/framefi. */
 export function cacheDir(explicit: string | undefined, env: NodeJS.ProcessEnv, home: string): string {
   if (explicit) return explicit;
   const xdg = env.XDG_CACHE_HOME;
-  return xdg && xdg.startsWith("/") ? `${xdg}/framefi` : `${home}/.cache/framefi`;
+  return xdg?.startsWith("/") ? `${xdg}/framefi` : `${home}/.cache/framefi`;
 }
 
 /** Checks and combines the settings (each already merged: command line over [frame] section). */
 export function photoOptions(s: PhotoSettings, nameOf: NameOf, env: NodeJS.ProcessEnv, home: string): PhotoOptions {
-  if (s.fit !== undefined && s.fill !== undefined) throw new UsageError(`Give either ${nameOf("fit")} or ${nameOf("fill")}, not both.`);
+  if (s.fit !== undefined && s.fill !== undefined) throw new UsageError("FRAMEFI_FIT_AND_FILL", { fit: nameOf("fit"), fill: nameOf("fill") });
   const sizeKey = s.fit !== undefined ? "fit" : s.fill !== undefined ? "fill" : undefined;
   let profile: FrameProfile | undefined;
   if (sizeKey) {
@@ -111,29 +111,28 @@ export function photoOptions(s: PhotoSettings, nameOf: NameOf, env: NodeJS.Proce
     let quality = 85;
     if (s.quality !== undefined) {
       quality = /^\s*\d{1,3}\s*$/.test(s.quality) ? Number(s.quality) : NaN;
-      if (!(quality >= 1 && quality <= 100)) throw new UsageError(`${nameOf("quality")} is a JPEG quality from 1 to 100, got "${s.quality}".`);
+      if (!(quality >= 1 && quality <= 100)) throw new UsageError("FRAMEFI_BAD_QUALITY", { option: nameOf("quality"), value: s.quality });
     }
     if (s.format !== undefined && s.format.trim().toLowerCase() !== "jpeg" && s.format.trim().toLowerCase() !== "jpg") {
-      throw new UsageError(`${nameOf("format")} "${s.format}" is not supported: frames read baseline JPEG, so jpeg is the one format.`);
+      throw new UsageError("FRAMEFI_BAD_FORMAT", { option: nameOf("format"), value: s.format });
     }
     profile = { ...box, resize: sizeKey, quality, format: "jpeg", dateFromMtime: parseBool(s.dateFromMtime, nameOf("dateFromMtime")) };
   } else {
     for (const key of ["quality", "format", "others", "dateFromMtime"] as const) {
       if (s[key] !== undefined && s[key] !== false)
-        throw new UsageError(`${nameOf(key)} needs a frame profile: add ${nameOf("fit")} WxH or ${nameOf("fill")} WxH.`);
+        throw new UsageError("FRAMEFI_NEEDS_PROFILE", { option: nameOf(key), fit: nameOf("fit"), fill: nameOf("fill") });
     }
   }
   let others: "copy" | "skip" = "copy";
   if (s.others !== undefined) {
     const v = s.others.trim().toLowerCase();
-    if (v !== "copy" && v !== "skip")
-      throw new UsageError(`${nameOf("others")} is copy or skip (what to do with files that are not photos), got "${s.others}".`);
+    if (v !== "copy" && v !== "skip") throw new UsageError("FRAMEFI_BAD_OTHERS", { option: nameOf("others"), value: s.others });
     others = v;
   }
   const limit: CapacityLimit = {};
   if (s.maxFiles !== undefined) {
     const n = /^\s*\d+\s*$/.test(s.maxFiles) ? Number(s.maxFiles) : NaN;
-    if (!(n >= 1 && Number.isSafeInteger(n))) throw new UsageError(`${nameOf("maxFiles")} is a whole number of files above 0, got "${s.maxFiles}".`);
+    if (!(n >= 1 && Number.isSafeInteger(n))) throw new UsageError("FRAMEFI_BAD_MAX_FILES", { option: nameOf("maxFiles"), value: s.maxFiles });
     limit.maxFiles = n;
   }
   if (s.maxSize !== undefined) limit.maxBytes = parseMaxSize(s.maxSize, nameOf("maxSize"));

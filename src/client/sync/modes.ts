@@ -1,6 +1,7 @@
 // Switching the device's mode and waiting until it is done: the API answers at once and completes just after.
 import { MODE_NAMES, type Mode } from "../../shared/firmware.js";
 import type { FrameFiClient } from "../api/index.js";
+import { FrameFiError } from "../errors.js";
 
 async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   await new Promise<void>((resolve) => {
@@ -17,7 +18,7 @@ export async function switchMode(client: FrameFiClient, to: Mode, waitMs: number
   const deadline = Date.now() + waitMs;
   while ((await client.mode()).mode !== want) {
     if (signal?.aborted) throw signal.reason;
-    if (Date.now() > deadline) throw new Error(`The device did not reach ${want} mode within ${Math.round(waitMs / 1000)} s; check it and try again.`);
+    if (Date.now() > deadline) throw new FrameFiError("FRAMEFI_MODE_SWITCH_TIMEOUT", { mode: want, seconds: Math.round(waitMs / 1000) });
     await sleep(100, signal);
   }
 }
