@@ -3,8 +3,9 @@
 // given, says the same in the command line's own terms (its options and commands) where the library's would not.
 // Codes are FRAMEFI_ and SCREAMING_SNAKE, as Node's ERR_* and fastify's FST_ERR_*: the prefix keeps them apart from
 // the system's codes (ECONNRESET, …) that reach the same `code` property through a cause.
-// A message that starts in lower case is a reason printed after a file's name, in a list whose last line says what
-// to do; a message that is a part alone ({problem}, {reply}) is written where it is thrown, or by the FTP server.
+// A message that starts in lower case and has no full stop is a reason printed after a file's name, in a list whose
+// last line says what to do; a message that ends with a part ({deviceMessage}, {reply}, …) ends with text from the
+// device, the FTP server or a cause, which says what to do.
 
 /** The exit codes of `framefi` (its --help and docs/library.md list them). */
 export const EXIT = {
@@ -108,6 +109,18 @@ export const ERRORS = {
   FRAMEFI_HEIC_OUT_OF_MEMORY: { message: "the HEIC decoder ran out of memory", exit: EXIT.deviceError },
   FRAMEFI_HEIC_STOPPED: { message: "the HEIC decoder stopped (exit code {status})", exit: EXIT.deviceError },
   FRAMEFI_SOURCE_CHANGED: { message: "it changed while the sync read it: run the sync again", exit: EXIT.deviceError },
+  // The card and the photo cache, which stop a sync.
+  FRAMEFI_CARD_TOO_LARGE: {
+    message: "The card holds more than {entries} files and folders under {root}; sync a folder further down with --to.",
+    exit: EXIT.deviceError,
+  },
+  FRAMEFI_CARD_TOO_DEEP: {
+    message:
+      "Cannot list the card: its folders nest more than {levels} levels deep under {root} ({path}…); remove the loop or sync a folder further down with --to.",
+    exit: EXIT.deviceError,
+  },
+  FRAMEFI_CARD_UNLISTABLE: { message: "Cannot list {path} on the card: {reason}", exit: EXIT.deviceError },
+  FRAMEFI_CACHE_UNUSABLE: { message: "Cannot use the photo cache {dir} ({reason}); give another folder with --cache DIR.", exit: EXIT.deviceError },
   // A sync that stopped before its end; its exit code is its cause's.
   FRAMEFI_SYNC_STOPPED: {
     message: "Sync stopped: {reason} {where} Run the sync again to finish.",

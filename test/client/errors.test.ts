@@ -12,7 +12,7 @@ const rows = Object.entries(ERRORS) as [string, Row][];
 /** The exit codes of an error, as `framefi --help` lists them (0 is success). */
 const DOCUMENTED_EXITS = [1, 2, 3, 4, 130];
 /** A clause that says what to do begins with one of these. */
-const TO_DO = /^(?:or |then )?(?:pass|use|check|give|name|switch|run|send|fix|set|add|remove|see|close|make)\b/i;
+const TO_DO = /^(?:or |then )?(?:pass|use|check|give|name|switch|run|send|fix|set|add|remove|see|close|make|sync)\b/i;
 /** A sentence that says what a value must be (and what was given). */
 const REQUIRED = /\b(?:must|takes|needs|expected)\b|, got "/;
 

@@ -4,6 +4,7 @@
 // that lists exactly as a folder above it, all the way down, is a link back to it (our device lists a link that
 // stays on the card as the folder it leads to) and is left out.
 import { createHash } from "node:crypto";
+import { FrameFiError } from "../errors.js";
 import { type CardPool, isReply, replyCode, type RemoteConnection, type RemoteEntry, remoteJoin } from "../ftp/remote.js";
 
 /** Folder levels below the sync's folder: a FAT path of 255 characters holds at most ~128. */
@@ -95,11 +96,11 @@ export async function listCard(
           if (entry.type === "dir") next.push(child);
         }
         if (tree.size > MAX_ENTRIES) {
-          failure ??= new Error(`The card holds more than ${MAX_ENTRIES} files and folders under ${root}; sync a folder further down with --to.`);
+          failure ??= new FrameFiError("FRAMEFI_CARD_TOO_LARGE", { entries: MAX_ENTRIES, root });
         }
       } catch (e) {
         if (replyCode(e) === 550 && rel === "") rootMissing = true;
-        else failure ??= new Error(`Cannot list ${remoteJoin(root, rel)} on the card: ${(e as Error).message}`, { cause: e });
+        else failure ??= new FrameFiError("FRAMEFI_CARD_UNLISTABLE", { path: remoteJoin(root, rel), reason: (e as Error).message }, { cause: e });
         // A broken connection leaves the pool; the folder is not lost with it: the sync stops below.
         if (!isReply(e)) throw e;
       }
@@ -108,9 +109,7 @@ export async function listCard(
     level = next.sort();
     const deep = level.find((rel) => segments(rel).length > MAX_DEPTH);
     if (deep) {
-      throw new Error(
-        `Cannot list the card: its folders nest more than ${MAX_DEPTH} levels deep under ${root} (${remoteJoin(root, deep).slice(0, 80)}…); remove the loop or sync a folder further down with --to.`,
-      );
+      throw new FrameFiError("FRAMEFI_CARD_TOO_DEEP", { levels: MAX_DEPTH, root, path: remoteJoin(root, deep).slice(0, 80) });
     }
   }
   return { tree, rootMissing, loops };

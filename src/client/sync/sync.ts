@@ -281,7 +281,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
   /** With photo options: what the card should hold instead of the local tree, within the capacity limit. */
   const preparedInput = async (local: LocalTree, remote: Map<string, RemoteEntry>, photos: PhotoOptions): Promise<PlanInput> => {
     cache = await tools!.PhotoCache.open(photos.cacheDir).catch((e: unknown) => {
-      throw new Error(`Cannot use the photo cache ${photos.cacheDir} (${message(e)}); give another folder with --cache DIR.`);
+      throw new FrameFiError("FRAMEFI_CACHE_UNUSABLE", { dir: photos.cacheDir, reason: message(e) }, { cause: e });
     });
     events.step("Reading the photos…");
     prepared = await tools!.preparePhotos(local, photos, cache);
