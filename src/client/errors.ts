@@ -27,7 +27,7 @@ export interface Row {
 
 export const ERRORS = {
   // The device's address.
-  FRAMEFI_NO_ADDRESS: { message: "No device address given: pass a host such as 192.168.1.50 or http://frame.local:8080.", exit: EXIT.deviceError },
+  FRAMEFI_EMPTY_ADDRESS: { message: "No device address given: pass a host such as 192.168.1.50 or http://frame.local:8080.", exit: EXIT.deviceError },
   FRAMEFI_BAD_ADDRESS: { message: '"{host}" is not a device address; use host, host:port or http://host:port.', exit: EXIT.deviceError },
   FRAMEFI_BAD_SCHEME: { message: '"{host}": only http:// and https:// addresses are supported; use one of those.', exit: EXIT.deviceError },
   // No answer.
@@ -78,6 +78,7 @@ export const ERRORS = {
     message: "{request}: {url} sent an answer of over {kib} KiB, not the device API's JSON. Check that this is the device's address.",
     exit: EXIT.deviceError,
   },
+  FRAMEFI_MODE_SWITCH_TIMEOUT: { message: "The device did not reach {mode} mode within {seconds} s; check it and try again.", exit: EXIT.deviceError },
   // The library's arguments.
   FRAMEFI_BAD_BRIGHTNESS: { message: "Brightness must be an integer from 0 to 255, got {value}.", exit: EXIT.deviceError },
   FRAMEFI_BAD_PARALLEL: { message: "parallel must be a whole number from 1 to 16, got {value}.", exit: EXIT.deviceError },
@@ -189,7 +190,6 @@ export const ERRORS = {
   },
   FRAMEFI_ENV_UNKNOWN_KEY: { message: "{file} line {line}: unknown key {key} in [{section}]; the keys are {keys}. Fix or remove the line.", exit: EXIT.usage },
   FRAMEFI_PROMPT_INTERRUPTED: { message: "Interrupted at the prompt.", exit: EXIT.interrupted },
-  FRAMEFI_MODE_SWITCH_TIMEOUT: { message: "The device did not reach {mode} mode within {seconds} s; check it and try again.", exit: EXIT.deviceError },
 } as const satisfies Record<string, Row>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -118,7 +118,7 @@ export type UploadSource = string | { name: string; data: Uint8Array | Readable;
 /** Turns "host", "host:port", "[v6]:port" or a URL into a base URL without a trailing slash. */
 export function baseUrl(host: string): string {
   const text = host.trim();
-  if (!text) throw new FrameFiError("FRAMEFI_NO_ADDRESS", {});
+  if (!text) throw new FrameFiError("FRAMEFI_EMPTY_ADDRESS", {});
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`;
   let url: URL;
   try {
