@@ -101,6 +101,7 @@ export const ERRORS = {
   // A sync's files.
   FRAMEFI_LOCAL_UNREADABLE: { message: "cannot read the local file ({reason})", exit: EXIT.deviceError },
   FRAMEFI_LOCAL_CHANGED: { message: "the file changed while it was being sent; run the sync again", exit: EXIT.deviceError },
+  FRAMEFI_PHOTO_UNCONVERTIBLE: { message: "cannot convert this photo ({reason}); skipped", exit: EXIT.deviceError },
   FRAMEFI_PHOTO_UNDECODABLE: { message: "cannot decode this photo ({reason}); skipped", exit: EXIT.deviceError },
   FRAMEFI_PHOTO_TOO_LARGE: {
     message: "too large to decode ({width}×{height}, {size}; {kind} up to {limit} are converted); skipped",
@@ -203,6 +204,11 @@ export type ErrorArgs = { [C in ErrorCode]: [code: C, parts: Parts<C>, options?:
 /** `template` with each `{name}` replaced by its part. */
 export function fill(template: string, parts: Readonly<Record<string, string | number>>): string {
   return template.replace(/\{(\w+)\}/g, (_, name: string) => String(parts[name]));
+}
+
+/** The message of `code`'s row with its parts filled in. */
+export function messageOf<C extends ErrorCode>(code: C, parts: Parts<C>): string {
+  return fill(ERRORS[code].message, parts);
 }
 
 /** Every error of the client (its library and its command line): `code` names its row in ERRORS. */

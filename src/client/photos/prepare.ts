@@ -2,7 +2,7 @@
 // every file identified by its content (hash, date taken), duplicates set aside, photos renamed to `.jpg` and
 // found in the conversion cache or queued for conversion, files that are not photos copied or skipped.
 import { readFile } from "node:fs/promises";
-import { FrameFiError } from "../errors.js";
+import { FrameFiError, messageOf } from "../errors.js";
 import type { LocalTree } from "../sync/local-tree.js";
 import type { PlanInput } from "../sync/plan.js";
 import { hashOf, type PhotoCache } from "./cache.js";
@@ -62,7 +62,8 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
     try {
       ids.set(rel, await cache.identify(e.abs, (abs) => (isPhotoName(rel) ? dateTaken(abs) : Promise.resolve(undefined))));
     } catch (err) {
-      out.problems.push({ rel, reason: `cannot read the local file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` });
+      const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      out.problems.push({ rel, reason: messageOf("FRAMEFI_LOCAL_UNREADABLE", { reason }) });
     }
   });
 

@@ -182,7 +182,8 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
       prepared!.input.entries.get(job.rel)!.size = size;
       return size;
     } catch (e) {
-      fail(job.source, e instanceof tools!.PhotoDecodeError ? e.message : `cannot convert this photo (${message(e)}); skipped`);
+      const failure = e instanceof tools!.PhotoDecodeError ? e : new FrameFiError("FRAMEFI_PHOTO_UNCONVERTIBLE", { reason: message(e) }, { cause: e });
+      fail(job.source, failure.message);
       return undefined;
     } finally {
       lastEnd = performance.now();
