@@ -3,6 +3,7 @@
 import { join } from "node:path";
 import { baseUrl, FrameFiError } from "../api/index.js";
 import { readEnvFile, type EnvValues } from "./env-file.js";
+import { messageOf } from "../errors.js";
 import { UsageError } from "./usage.js";
 
 export interface ConnectionFlags {
@@ -91,7 +92,7 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
   try {
     ftpHost = new URL(baseUrl(host)).hostname.replace(/^\[(.*)\]$/, "$1");
   } catch (e) {
-    const problem = e instanceof FrameFiError ? e.message : new FrameFiError("FRAMEFI_BAD_ADDRESS", { host }).message;
+    const problem = e instanceof FrameFiError ? e.message : messageOf("FRAMEFI_BAD_ADDRESS", { host });
     throw new UsageError("FRAMEFI_BAD_HOST", { from: hostFrom, problem });
   }
 
