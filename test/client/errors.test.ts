@@ -46,6 +46,16 @@ suite("the client's errors table", () => {
     }
   });
 
+  test("a row's command-line wording names only parts its message has", () => {
+    const parts = (template: string) => new Set([...template.matchAll(/\{(\w+)\}/g)].map((m) => m[1]));
+    for (const [code, row] of rows) {
+      if (row.cli === undefined) continue;
+      assert.notEqual(row.cli, row.message, code);
+      const own = parts(row.message);
+      for (const part of parts(row.cli)) assert.ok(own.has(part), `${code}: {${part}}`);
+    }
+  });
+
   test("every exit code is one framefi documents", () => {
     assert.deepEqual(
       Object.values(EXIT).sort((a, b) => a - b),
