@@ -1,6 +1,7 @@
 // `framefi`: the FrameFi device from the command line. Every endpoint of the web API, plus `sync` (mirror a photo
 // folder to the card over FTP). Exit codes: 0 success, 1 the device reported an error (or some files failed),
-// 2 usage error, 3 device unreachable, 4 authentication failed, 130 interrupted. Errors are one line on stderr.
+// 2 usage error, 3 device unreachable, 4 authentication failed, 130 interrupted. Errors are one line on stderr, with
+// the exit code of their row in ../errors.ts (describe.ts).
 import { readFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { homedir } from "node:os";
