@@ -2,7 +2,7 @@
 // sub-folders mirrored with the device in MSC mode at the start (switched to FTP and back); change, add and
 // delete, then --delete: the card matches the folder exactly; --dry-run; --stay; --json; a failing file; Ctrl-C
 // midway and a rerun that finishes; the progress bar on a terminal; the .env's variables.
-import { after, before, describe, test } from "node:test";
+import { after, before, describe, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -19,33 +19,58 @@ async function put(root: string, rel: string, size: number): Promise<void> {
   await writeFile(join(root, rel), randomBytes(size));
 }
 
-describe("framefi sync", () => {
-  let dev: RunningDevice;
-  let api: FrameFiClient;
-  let local: string;
-  const base = (): string[] => ["--host", `127.0.0.1:${dev.port}`];
-  const ftp = (): string[] => ["--ftp-port", String(dev.ftpPort), "--ftp-user", `${FTP_USER}:${FTP_PASS}`];
-  const sync = (...args: string[]): ReturnType<typeof framefi> => framefi([...base(), "sync", ...ftp(), ...args]);
-  const mode = async (): Promise<string> => (await api.mode()).mode;
+/** One test's own device (in MSC mode) and photo folder; removed after the test. */
+interface Setup {
+  dev: RunningDevice;
+  api: FrameFiClient;
+  local: string;
+  base: string[];
+  ftp: string[];
+  sync(...args: string[]): ReturnType<typeof framefi>;
+  mode(): Promise<string>;
+}
 
-  before(async () => {
-    dev = await startDevice({ args: ["--ftp-user", FTP_USER, "--ftp-password", FTP_PASS] });
-    api = new FrameFiClient({ host: dev.url });
-    local = await tempDir("framefi-photos-");
-  });
-  after(async () => {
-    await dev?.stop();
-    await removeDir(local);
-  });
+/** The tree the first sync mirrors: files at three depths, a name with spaces and accents, an empty file and folder. */
+async function photoTree(local: string): Promise<void> {
+  await put(local, "a.jpg", 120_000);
+  await put(local, "2024/b.jpg", 80_000);
+  await put(local, "2024/summer/c.jpg", 50_000);
+  await put(local, "2024/summer/deep/d.jpg", 10);
+  await put(local, "with space/é ü.jpg", 2_000);
+  await put(local, "zero.jpg", 0);
+  await mkdir(join(local, "empty"));
+}
 
-  test("a tree with sub-folders, device in MSC mode at the start: switched to FTP, mirrored, switched back", async () => {
-    await put(local, "a.jpg", 120_000);
-    await put(local, "2024/b.jpg", 80_000);
-    await put(local, "2024/summer/c.jpg", 50_000);
-    await put(local, "2024/summer/deep/d.jpg", 10);
-    await put(local, "with space/é ü.jpg", 2_000);
-    await put(local, "zero.jpg", 0);
-    await mkdir(join(local, "empty"));
+/** A device and a folder holding photoTree; `synced`: the folder already mirrored to the card once. */
+async function setup(t: TestContext, opts: { synced?: boolean } = {}): Promise<Setup> {
+  const dev = await startDevice({ args: ["--ftp-user", FTP_USER, "--ftp-password", FTP_PASS] });
+  t.after(() => dev.stop());
+  const local = await tempDir("framefi-photos-");
+  t.after(() => removeDir(local));
+  await photoTree(local);
+  const api = new FrameFiClient({ host: dev.url });
+  const base = ["--host", `127.0.0.1:${dev.port}`];
+  const ftp = ["--ftp-port", String(dev.ftpPort), "--ftp-user", `${FTP_USER}:${FTP_PASS}`];
+  const s: Setup = {
+    dev,
+    api,
+    local,
+    base,
+    ftp,
+    sync: (...args) => framefi([...base, "sync", ...ftp, ...args]),
+    mode: async () => (await api.mode()).mode,
+  };
+  if (opts.synced) {
+    const first = await s.sync(local);
+    assert.equal(first.code, 0, first.stderr);
+  }
+  return s;
+}
+
+// Each test starts its own device and folder, so any one runs alone (--test-name-pattern) as in the suite.
+describe("framefi sync", { concurrency: 2 }, () => {
+  test("a tree with sub-folders, device in MSC mode at the start: switched to FTP, mirrored, switched back", async (t) => {
+    const { dev, api, local, sync, mode } = await setup(t);
     assert.equal(await mode(), MODE_MSC);
 
     const r = await sync(local);
@@ -64,13 +89,15 @@ describe("framefi sync", () => {
     assert.match(dev.program.stdout(), /ftp [\d.:]+: block mode/, "our device takes block mode: one data connection per FTP connection");
   });
 
-  test("a second run uploads nothing", async () => {
+  test("a second run uploads nothing", async (t) => {
+    const { local, sync } = await setup(t, { synced: true });
     const r = await sync(local);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^Sync done: 0 uploaded \(0 B\), 0 deleted, 0 folders created, 6 unchanged\./m);
   });
 
-  test("change, add and delete; without --delete extra files stay, with --delete the card matches exactly", async () => {
+  test("change, add and delete; without --delete extra files stay, with --delete the card matches exactly", async (t) => {
+    const { dev, local, sync, mode } = await setup(t, { synced: true });
     await put(local, "a.jpg", 130_000);
     await put(local, "2024/b.jpg", 80_000);
     const later = new Date(Date.now() + 3_600_000);
@@ -98,7 +125,8 @@ describe("framefi sync", () => {
     assert.equal(await mode(), MODE_MSC);
   });
 
-  test("a file replaced by a folder of the same name (and back) needs --delete", async () => {
+  test("a file replaced by a folder of the same name (and back) needs --delete", async (t) => {
+    const { dev, local, sync } = await setup(t, { synced: true });
     await rm(join(local, "zero.jpg"));
     await put(local, "zero.jpg/inside.jpg", 100);
     const without = await sync(local);
@@ -109,7 +137,8 @@ describe("framefi sync", () => {
     assert.deepEqual(await tree(dev.card), await tree(local));
   });
 
-  test("--dry-run never changes the mode: in MSC mode it says so; in FTP mode it prints the plan and changes nothing", async () => {
+  test("--dry-run never changes the mode: in MSC mode it says so; in FTP mode it prints the plan and changes nothing", async (t) => {
+    const { dev, api, local, sync, mode } = await setup(t, { synced: true });
     await put(local, "planned.jpg", 1_000);
     await writeFile(join(dev.card, "stray2.txt"), "x");
     const before = await tree(dev.card);
@@ -134,7 +163,11 @@ describe("framefi sync", () => {
     await eventually(async () => (await mode()) === MODE_MSC);
   });
 
-  test("--stay keeps FTP mode; --json prints a summary; from FTP mode a plain sync ends in MSC mode", async () => {
+  test("--stay keeps FTP mode; --json prints a summary; from FTP mode a plain sync ends in MSC mode", async (t) => {
+    const { dev, local, sync, mode } = await setup(t, { synced: true });
+    // One file to upload and one to delete.
+    await put(local, "planned.jpg", 1_000);
+    await writeFile(join(dev.card, "stray2.txt"), "x");
     const r = await sync(local, "--delete", "--stay", "--json");
     assert.equal(r.code, 0, r.stderr);
     const summary = JSON.parse(r.stdout);
@@ -150,12 +183,13 @@ describe("framefi sync", () => {
     assert.deepEqual(await tree(dev.card), await tree(local));
   });
 
-  test("interrupted midway (Ctrl-C): back in MSC mode, no partial file; a rerun finishes the rest", async () => {
+  test("interrupted midway (Ctrl-C): back in MSC mode, no partial file; a rerun finishes the rest", async (t) => {
+    const { dev, base, ftp, sync, mode } = await setup(t);
     const big = await tempDir("framefi-big-");
     try {
       const files = 400;
       for (let i = 0; i < files; i++) await put(big, `f${String(i).padStart(3, "0")}.jpg`, 100_000);
-      const p = startFramefi([...base(), "sync", ...ftp(), big, "--to", "/big", "--parallel", "1"], { cwd: big });
+      const p = startFramefi([...base, "sync", ...ftp, big, "--to", "/big", "--parallel", "1"], { cwd: big });
       await p.waitFor(/(?:uploaded f\d+\.jpg [^\n]*\n){5}/, 30_000);
       p.child.kill("SIGINT");
       assert.equal(await p.exited, 130, p.stderr());
@@ -180,11 +214,12 @@ describe("framefi sync", () => {
     }
   });
 
-  test("on a terminal: a progress bar with files, bytes, rate and time left", async () => {
+  test("on a terminal: a progress bar with files, bytes, rate and time left", async (t) => {
+    const { base, ftp } = await setup(t);
     const dir = await tempDir("framefi-tty-");
     try {
       for (let i = 0; i < 40; i++) await put(dir, `p${i}.jpg`, 200_000);
-      const r = await framefiOnTerminal([...base(), "sync", ...ftp(), dir, "--to", "/tty"], []);
+      const r = await framefiOnTerminal([...base, "sync", ...ftp, dir, "--to", "/tty"], []);
       assert.equal(r.code, 0, r.transcript);
       assert.match(r.transcript, /\[#{24}\] 40\/40 files +8\.0 MB\/8\.0 MB +(–|[\d.]+ [kMG]?B\/s) +[–\d:]+ left/);
       assert.doesNotMatch(r.transcript, /^uploaded /m, "no per-file lines on a terminal");
@@ -193,7 +228,8 @@ describe("framefi sync", () => {
     }
   });
 
-  test("the .env gives the device, the folder, the card folder and the FTP login; FRAMEFI_FTP_PORT the FTP port", async () => {
+  test("the .env gives the device, the folder, the card folder and the FTP login; FRAMEFI_FTP_PORT the FTP port", async (t) => {
+    const { dev } = await setup(t);
     const cwd = await tempDir("framefi-env-");
     try {
       await put(cwd, "pictures/one.jpg", 1_500);
@@ -209,21 +245,23 @@ describe("framefi sync", () => {
     }
   });
 
-  test("a wrong FTP password exits 4 and leaves the device in MSC mode", async () => {
-    const r = await framefi([...base(), "sync", "--ftp-port", String(dev.ftpPort), "--ftp-user", `${FTP_USER}:wrong`, local]);
+  test("a wrong FTP password exits 4 and leaves the device in MSC mode", async (t) => {
+    const { dev, base, local, mode } = await setup(t);
+    const r = await framefi([...base, "sync", "--ftp-port", String(dev.ftpPort), "--ftp-user", `${FTP_USER}:wrong`, local]);
     assert.equal(r.code, 4, r.stderr);
     assert.match(r.stderr, /refused user "photos" \(530\).*--ftp-user.*back in USB MSC mode/);
     assert.ok(!r.stderr.includes(FTP_PASS));
     assert.equal(await mode(), MODE_MSC);
   });
 
-  test("output piped into a reader that stops early (| head -1): the sync still ends, and in MSC mode", async () => {
+  test("output piped into a reader that stops early (| head -1): the sync still ends, and in MSC mode", async (t) => {
+    const { dev, base, ftp, mode } = await setup(t);
     const dir = await tempDir("framefi-piped-");
     try {
       for (let i = 0; i < 50; i++) await put(dir, `p${i}.jpg`, 20_000);
       // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell script, not a template
       const script = '"$@" | head -1; echo "exit=${PIPESTATUS[0]}" >&2';
-      const r = await run("bash", ["-c", script, "_", bin("framefi"), ...base(), "sync", ...ftp(), dir, "--to", "/piped"], { timeoutMs: 60_000 });
+      const r = await run("bash", ["-c", script, "_", bin("framefi"), ...base, "sync", ...ftp, dir, "--to", "/piped"], { timeoutMs: 60_000 });
       assert.match(r.stderr, /exit=0$/m, r.stderr);
       assert.doesNotMatch(r.stderr, /unexpected error/);
       assert.deepEqual(await tree(join(dev.card, "piped")), await tree(dir));
