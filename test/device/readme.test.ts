@@ -1,33 +1,29 @@
-// "Done when": the README's device section shows curl lines that work. Its quick start must answer the JSON it
-// shows, and its upload lines must work as written (port substituted) against a running bin/framefi-device.
+// "Done when": docs/device.md shows curl lines that work. Its quick start must answer the JSON it shows, and its
+// upload lines must work as written (port substituted) against a running bin/framefi-device.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { eventually, removeDir, repoRoot, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { docBlocks } from "../fixtures/docs.js";
 import { BODY, MODE_FTP } from "./fixtures/contract.js";
 import { shellWords } from "./fixtures/http.js";
 import { curl } from "../fixtures/http.js";
 import { api } from "./fixtures/device.js";
 
-let section: string;
 let work: string;
 before(async () => {
-  const readme = await readFile(join(repoRoot, "README.md"), "utf8");
-  const m = readme.match(/<!-- section:device -->([\s\S]*?)<!-- \/section:device -->/);
-  assert.ok(m, "README.md has a device section");
-  section = m[1]!;
   work = await tempDir("framefi-readme-");
 });
 after(async () => {
   await removeDir(work);
 });
 
-/** The fenced code blocks of the section, in order, with their language. */
-const blocks = (): Array<{ lang: string; body: string }> => [...section.matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+/** The fenced code blocks of the device's page, in order, with their language. */
+const blocks = () => docBlocks("docs/device.md");
 
-test("the quick start answers exactly the JSON the README shows", async (t) => {
+test("the quick start answers exactly the JSON docs/device.md shows", async (t) => {
   const all = blocks();
   const i = all.findIndex((b) => /framefi-device .*--card-size (\S+)/.test(b.body));
   assert.ok(i >= 0 && all[i + 1]?.lang === "json", "a start line followed by the JSON it answers");

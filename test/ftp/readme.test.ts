@@ -1,18 +1,16 @@
-// The README's FTP example block works as written (ports substituted) against bin/framefi-device.
+// The FTP example block of docs/device.md works as written (ports substituted) against bin/framefi-device.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
-import { eventually, removeDir, repoRoot, run, startDevice, tempDir } from "../helpers.js";
+import { eventually, removeDir, run, startDevice, tempDir } from "../helpers.js";
+import { docBlocks } from "../fixtures/docs.js";
 import { listTree } from "../fixtures/files.js";
 
-test("the README's FTP lines work as written", async (t) => {
-  const readme = await readFile(join(repoRoot, "README.md"), "utf8");
-  const section = readme.match(/### FTP mode\n([\s\S]*?)\n### /)?.[1];
-  assert.ok(section, "the device section has an FTP mode subsection");
-  const block = section.match(/```sh\n([\s\S]*?)```/)?.[1];
-  assert.ok(block, "with a shell example");
+test("the FTP lines of docs/device.md work as written", async (t) => {
+  const block = docBlocks("docs/device.md", { heading: "FTP mode", lang: "sh" })[0]?.body;
+  assert.ok(block, "the FTP mode section has a shell example");
   const lines = block.split("\n").filter((l) => /^(curl|lftp) /.test(l));
   assert.ok(
     lines.some((l) => l.includes("mirror -R --delete --only-missing --no-perms --parallel=1")),

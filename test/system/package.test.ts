@@ -2,20 +2,15 @@
 // three working commands (webhook, framefi-device, framefi), and the typed client library imports with its types.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import assertModule from "node:assert";
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { copyFile, mkdir, readdir, writeFile } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { eventually, freePort, removeDir, repoRoot, run, start, tempDir } from "../helpers.js";
+import { docBlocks } from "../fixtures/docs.js";
 
-/** A README section's fenced code blocks of language `lang`. */
-function readmeBlocks(section: string, lang: string): string[] {
-  const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
-  const m = new RegExp(`<!-- section:${section} -->([\\s\\S]*?)<!-- /section:${section} -->`).exec(readme);
-  assertModule.ok(m, `README.md has a ${section} section`);
-  return [...m[1]!.matchAll(/```(\w*)\n([\s\S]*?)```/g)].filter((b) => b[1] === lang).map((b) => b[2]!);
-}
+/** The shell blocks of the README's example hooks. */
+const readmeExamples = (): string[] => docBlocks("README.md", { heading: "Example hooks (`examples/hooks.json`)", lang: "sh" }).map((b) => b.body);
 
 describe("npm pack, then npm install -g of the tarball", () => {
   let dir: string;
@@ -80,7 +75,7 @@ describe("npm pack, then npm install -g of the tarball", () => {
   });
 
   test("the README's hooks line outside npm start, with the installed commands on PATH, syncs the device", async () => {
-    const line = readmeBlocks("examples", "sh").find((b) => b.includes("webhook -hooks examples/hooks.json"));
+    const line = readmeExamples().find((b) => b.includes("webhook -hooks examples/hooks.json"));
     assert.ok(line, "the examples section has the line");
     const [devicePort, ftpPort, hooksPort] = [await freePort(), await freePort(), await freePort()];
     const card = join(dir, "card");

@@ -1,20 +1,12 @@
-// The README's commands as a newcomer runs them, in order: the firmware docs' curl block against a running
-// framefi-device, through its restart and its Wi-Fi reset (and the setup page saved with curl, as the README says),
+// The device page's commands as a newcomer runs them, in order: the firmware docs' curl block against a running
+// framefi-device, through its restart and its Wi-Fi reset (and the setup page saved with curl, as docs/device.md says),
 // every line answering what its comment shows.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { eventually, removeDir, repoRoot, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
-
-/** A README section's fenced code blocks of language `lang`. */
-function readmeBlocks(section: string, lang: string): string[] {
-  const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
-  const m = new RegExp(`<!-- section:${section} -->([\\s\\S]*?)<!-- /section:${section} -->`).exec(readme);
-  assert.ok(m, `README.md has a ${section} section`);
-  return [...m[1]!.matchAll(/```(\w*)\n([\s\S]*?)```/g)].filter((b) => b[1] === lang).map((b) => b[2]!);
-}
+import { eventually, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { docBlocks } from "../fixtures/docs.js";
 
 let dev: RunningDevice;
 let dir: string;
@@ -29,8 +21,10 @@ after(async () => {
 });
 
 test("the firmware docs' curl block works line by line, in order, across the restart and the Wi-Fi reset", async () => {
-  const block = readmeBlocks("device", "sh").find((b) => b.includes("/wifi/reset") && b.includes("/led/brightness"));
-  assert.ok(block, "the device section has the firmware docs' curl block");
+  const block = docBlocks("docs/device.md", { heading: "The firmware docs' curl lines", lang: "sh" }).find(
+    (b) => b.body.includes("/wifi/reset") && b.body.includes("/led/brightness"),
+  )?.body;
+  assert.ok(block, "docs/device.md has the firmware docs' curl block");
   // A line's expected answer is its comment; a comment alone on the next line continues it.
   const lines = block.split("\n");
   const api = `127.0.0.1:${dev.port}`;
@@ -53,7 +47,7 @@ test("the firmware docs' curl block works line by line, in order, across the res
     if (expected) assert.equal(body, expected, line);
     if (line.includes("/wifisave")) assert.match(body, /Credentials saved/);
     checked++;
-    // What the README says to wait for: the API back after a restart or after the setup page is saved.
+    // What the page says to wait for: the API back after a restart or after the setup page is saved.
     if (line.includes("/device/restart") || line.includes("/wifisave")) {
       await eventually(async () => (await fetch(`http://${api}/`)).ok, 15_000);
     }

@@ -9,16 +9,12 @@ import { readFileSync } from "node:fs";
 import { copyFile, readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { eventually, freePort, removeDir, repoRoot, run, start, tempDir, type RunningProgram } from "../helpers.js";
+import { docBlocks } from "../fixtures/docs.js";
 
 const SECRET = "frame-demo-secret";
 
-/** A README section's fenced code blocks of language `lang`. */
-function readmeBlocks(section: string, lang: string): string[] {
-  const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
-  const m = new RegExp(`<!-- section:${section} -->([\\s\\S]*?)<!-- /section:${section} -->`).exec(readme);
-  assert.ok(m, `README.md has a ${section} section`);
-  return [...m[1]!.matchAll(/```(\w*)\n([\s\S]*?)```/g)].filter((b) => b[1] === lang).map((b) => b[2]!);
-}
+/** The shell blocks of the README's example hooks. */
+const readmeExamples = (): string[] => docBlocks("README.md", { heading: "Example hooks (`examples/hooks.json`)", lang: "sh" }).map((b) => b.body);
 
 /** name → content of every file under `dir`, recursively. */
 async function tree(dir: string): Promise<Map<string, string>> {
@@ -80,7 +76,7 @@ describe("npm start: the whole system", () => {
       .replaceAll(`127.0.0.1:${hooksPort}`, "127.0.0.1:9000")
       .replaceAll(relative(process.cwd(), demo), "demo")
       .replace(/FTP port \d+/, "FTP port 2121");
-    const [shown] = readmeBlocks("system", "text");
+    const [shown] = docBlocks("README.md", { heading: "Quickstart", lang: "text" }).map((b) => b.body);
     assert.equal(asInReadme, shown!.trimEnd());
     const status = (await (await fetch(`${device}/`)).json()) as { mode: string; sd_card: { file_count: number; total_size: number } };
     assert.equal(status.mode, "USB MSC");
@@ -103,7 +99,7 @@ describe("npm start: the whole system", () => {
 
   test("sync-frame with the right secret: the card holds the photos folder converted for the frame, the device is back in MSC mode", async () => {
     // The README's curl line, as written.
-    const curlLine = readmeBlocks("examples", "sh").find((b) => b.includes("/hooks/sync-frame"));
+    const curlLine = readmeExamples().find((b) => b.includes("/hooks/sync-frame"));
     assert.ok(curlLine);
     const r = await shell(curlLine);
     assert.equal(r.code, 0, r.stderr);
@@ -122,7 +118,7 @@ describe("npm start: the whole system", () => {
     const post = (body: object, secret = SECRET): Promise<Response> =>
       fetch(`${hooks}/hooks/frame-display?secret=${secret}`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
     const displayStatus = async (): Promise<string> => ((await (await fetch(`${device}/display/status`)).json()) as { display_status: string }).display_status;
-    const off = await shell(readmeBlocks("examples", "sh").find((b) => b.includes("/hooks/frame-display"))!);
+    const off = await shell(readmeExamples().find((b) => b.includes("/hooks/frame-display"))!);
     assert.equal(off.code, 0, off.stderr);
     assert.equal(off.stdout, "Display turned off.\n");
     assert.equal(await displayStatus(), "off");
@@ -154,7 +150,7 @@ describe("npm start: the whole system", () => {
     assert.equal((await tree(join(demo, "sdcard"))).has("sunset-2.jpg"), false, "nothing ran");
 
     // The README's signed push, as written.
-    const good = await shell(readmeBlocks("examples", "sh").find((b) => b.includes("/hooks/frame-push"))!);
+    const good = await shell(readmeExamples().find((b) => b.includes("/hooks/frame-push"))!);
     assert.equal(good.code, 0, good.stderr);
     assert.equal(good.stdout, "Push received: syncing the frame.\n");
     const photos = await tree(join(demo, "photos"));

@@ -1,16 +1,15 @@
-// The README's signature example as a migrating user runs it: its hooks file, then its shell lines with curl and
+// The signature example of docs/webhook/signatures.md as a migrating user runs it: its hooks file, then its shell lines with curl and
 // openssl, each curl answering what the comment under it shows (the port substituted).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { removeDir, repoRoot, run, tempDir } from "../helpers.js";
+import { removeDir, run, tempDir } from "../helpers.js";
+import { docBlocks } from "../fixtures/docs.js";
 import { startServer, type Server } from "./fixtures/harness.js";
 import { writeFile } from "node:fs/promises";
 
-const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
-/** The fenced code blocks of the README, in order. */
-const blocks = [...readme.matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+/** The fenced code blocks of the signatures page, in order. */
+const blocks = docBlocks("docs/webhook/signatures.md");
 
 let dir: string;
 let server: Server;
