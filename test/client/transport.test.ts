@@ -149,9 +149,11 @@ describe("the client's HTTP transport", () => {
   });
 
   test("an address without a port is port 80, as on the firmware: the error suggests framefi-device's 8080", async () => {
-    const r = await framefi(["--host", "127.0.0.1", "--timeout", "5", "status"]);
-    assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /--host 127\.0\.0\.1 has no port, so the web API is taken at port 80.*e\.g\. 127\.0\.0\.1:8080\)$/m);
+    // 192.0.2.1 is TEST-NET-1 (RFC 5737), which no network routes: whatever listens on port 80 of this machine,
+    // the request is refused, unreachable or runs into the timeout, and each of those ends with the hint.
+    const r = await framefi(["--host", "192.0.2.1", "--timeout", "2", "status"]);
+    assert.notEqual(r.code, 0, r.stderr);
+    assert.match(r.stderr, /--host 192\.0\.2\.1 has no port, so the web API is taken at port 80.*e\.g\. 192\.0\.2\.1:8080\)$/m);
   });
 
   test("framefi exits right after its last answer: no socket or timer keeps it alive", async () => {
