@@ -8,6 +8,7 @@ import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { copyFile, readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
+import sharp from "sharp";
 import { eventually, freePort, removeDir, repoRoot, run, start, tempDir, type RunningProgram } from "../helpers.js";
 import { docBlocks } from "../fixtures/docs.js";
 
@@ -109,6 +110,17 @@ describe("npm start: the whole system", () => {
     const card = await tree(join(demo, "sdcard"));
     assert.deepEqual([...card.keys()].sort(), photoNames);
     for (const data of card.values()) assert.equal(Buffer.from(data, "base64").subarray(0, 3).toString("hex"), "ffd8ff", "a JPEG");
+    // The samples are camera-sized (1600×1200): each lands made for the frame, smaller, and mountain.jpg — stored
+    // sideways with EXIF orientation 6 — upright, without the tag.
+    for (const [name, data] of card) {
+      const made = await sharp(Buffer.from(data, "base64")).metadata();
+      assert.ok(made.width <= 1024 && made.height <= 600, `${name}: ${made.width}×${made.height}`);
+      assert.equal(made.orientation, undefined, name);
+    }
+    const sideways = await sharp(join(repoRoot, "examples", "pictures", "mountain.jpg")).metadata();
+    assert.deepEqual([sideways.width, sideways.height, sideways.orientation], [1200, 1600, 6]);
+    const upright = await sharp(Buffer.from(card.get("mountain.jpg")!, "base64")).metadata();
+    assert.deepEqual([upright.width, upright.height], [800, 600]);
     const status = (await (await fetch(`${device}/`)).json()) as { mode: string; sd_card: { file_count: number } };
     assert.equal(status.mode, "USB MSC");
     assert.equal(status.sd_card.file_count, 5);
