@@ -7,6 +7,7 @@ import { mkdir, readFile, readdir, stat, symlink, writeFile } from "node:fs/prom
 import { join } from "node:path";
 import sharp from "sharp";
 import { removeDir, repoRoot, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { docBlocks } from "../fixtures/docs.js";
 
 let dev: RunningDevice;
 let work: string;
@@ -33,8 +34,7 @@ after(async () => {
 });
 
 test("every example of docs/library.md type-checks and runs against a real device", async () => {
-  const page = await readFile(join(repoRoot, "docs", "library.md"), "utf8");
-  const blocks = [...page.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]!.replaceAll("192.168.1.50", `127.0.0.1:${dev.port}`));
+  const blocks = docBlocks("docs/library.md", { lang: "ts" }).map((b) => b.body.replaceAll("192.168.1.50", `127.0.0.1:${dev.port}`));
   assert.ok(blocks.length >= 10, `${blocks.length} examples`);
   const names = blocks.map((_, i) => `example-${String(i + 1).padStart(2, "0")}.ts`);
   for (const [i, block] of blocks.entries()) await writeFile(join(work, names[i]!), block);
