@@ -1,7 +1,7 @@
 // bin/framefi-device: parses flags, FRAMEFI_* variables and --config, then runs the device until SIGINT/SIGTERM.
 import { readFileSync } from "node:fs";
 import { setFlagsFromString } from "node:v8";
-import { ConfigError, helpText, parseCli, type DeviceConfig } from "./config.js";
+import { ConfigError, helpText, parseCli, type DeviceConfig, type ParsedCli } from "./config.js";
 import { GadgetError } from "../gadget/system.js";
 import { GadgetUsb } from "../gadget/usb.js";
 import { ftpMode } from "../ftp/mode.js";
@@ -50,7 +50,7 @@ function startFailure(e: unknown, config: DeviceConfig): string {
 }
 
 async function main(): Promise<void> {
-  let parsed;
+  let parsed: ParsedCli;
   try {
     parsed = parseCli(process.argv.slice(2), process.env);
   } catch (e) {

@@ -129,7 +129,7 @@ function fieldFor(fields: Record<string, GoType>, key: string): string | undefin
 /** json.Marshal refuses NaN and infinities anywhere, even in keys nobody reads. */
 function checkFinite(v: YamlValue, path: string): void {
   if (typeof v === "number" && !Number.isFinite(v)) throw new ConfigError(`"${path}": ${formatFloat32(v)} is not a number JSON can hold`);
-  if (Array.isArray(v)) v.forEach((x, i) => checkFinite(x, `${path}[${i}]`));
+  if (Array.isArray(v)) for (const [i, x] of v.entries()) checkFinite(x, `${path}[${i}]`);
   if (v instanceof Map) for (const [k, x] of v) checkFinite(x, `${path}.${k}`);
 }
 
@@ -264,7 +264,7 @@ export function unknownFields(raw: YamlValue): string[] {
 
 function unknownIn(raw: YamlValue, type: GoType, path: string): string[] {
   const out: string[] = [];
-  if (type.kind === "slice" && Array.isArray(raw)) raw.forEach((x, i) => out.push(...unknownIn(x, type.elem, `${path}[${i}]`)));
+  if (type.kind === "slice" && Array.isArray(raw)) for (const [i, x] of raw.entries()) out.push(...unknownIn(x, type.elem, `${path}[${i}]`));
   if (type.kind !== "struct" || !(raw instanceof Map)) return out;
   for (const [key, x] of raw) {
     const name = fieldFor(type.fields, key);
