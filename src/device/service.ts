@@ -245,7 +245,16 @@ export class DeviceService {
         apSsid: ap.ssid,
         settings: () => this.settings.current(),
         store: (values) => this.storeSetup(values),
-        isWebPassword: (password) => sameSecret(password, this.settings.current().webPassword),
+        checkWebPassword: (password, address) => {
+          const wait = this.loginThrottle.retryAfter(address);
+          if (wait > 0) return { retryAfterMs: wait };
+          if (!sameSecret(password, this.settings.current().webPassword)) {
+            this.loginThrottle.failed(address, "web");
+            return "wrong";
+          }
+          this.loginThrottle.succeeded(address, "web");
+          return "ok";
+        },
         restart: () => void this.restart(),
       });
       // The web panel stays reachable in setup mode, on the setup page's server (the API is down).

@@ -72,6 +72,9 @@ describe("the setup page keeps the stored MQTT and FTP logins", () => {
     const owner: [string, string] = ["owner", "owner-pw"];
     const dev = await startDevice({
       args: [
+        // More wrong guesses than the five refused below before the throttle delays the owner (attack-setup-2 tests it).
+        "--login-attempts",
+        "20",
         "--web-user",
         owner[0],
         "--web-password",

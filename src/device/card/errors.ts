@@ -33,5 +33,6 @@ export class CardError extends Error {
 
 /** A client-supplied name, safe to put in a message (control characters replaced, length capped). */
 export function printable(name: string): string {
-  return name.replace(/[\0-\x1f\x7f]/g, "?").slice(0, 200);
+  // C0 and C1 controls and DEL (terminal escapes), and the bidirectional overrides that reorder what a line shows.
+  return name.replace(/[\0-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, "?").slice(0, 200);
 }

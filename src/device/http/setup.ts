@@ -1,7 +1,6 @@
 // The Wi-Fi setup page the device serves from its own access point after a Wi-Fi reset, shaped like the
 // firmware's WiFiManager portal: network name and password, FTP, web and MQTT settings, saved by /wifisave.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { sameSecret } from "../../shared/secret.js";
 import type { Settings } from "../settings.js";
 import { MALFORMED_URL, requestUrl, sendErrorAndClose } from "./answers.js";
 
@@ -14,7 +13,11 @@ export interface SetupContext {
   /** Stores the values (rejects when they cannot be written). */
   store: (values: SetupValues) => Promise<void>;
   /** Whether `password` is the web password in effect (compared in constant time). */
-  isWebPassword: (password: string) => boolean;
+  /**
+   * Checks the current web password sent from `address` through the device's one login throttle: "ok", "wrong"
+   * (counted as a failed login), or the milliseconds the address must wait first.
+   */
+  checkWebPassword: (password: string, address: string | undefined) => "ok" | "wrong" | { retryAfterMs: number };
   /** Restarts into normal mode; called once the answer has been sent. */
   restart: () => void;
 }
@@ -91,7 +94,8 @@ function readForm(req: IncomingMessage): Promise<URLSearchParams> {
   });
 }
 
-export type FormCheck = { values: SetupValues } | { error: string; status: 400 | 403 };
+/** `needsWebPassword`: the form changes a login while a web login is set, so the current web password must hold. */
+export type FormCheck = { values: SetupValues; needsWebPassword: boolean } | { error: string; status: 400 };
 
 /** The login fields: changing one of them in setup mode needs the current web password when a web login is set. */
 const LOGINS = ["webUser", "webPassword", "ftpUser", "ftpPassword", "mqttUser", "mqttPassword"] as const;
@@ -102,7 +106,7 @@ const LOGINS = ["webUser", "webPassword", "ftpUser", "ftpPassword", "mqttUser", 
  * host or port with the password left blank means no password. `wifi`: the network name is required (/wifisave)
  * or ignored (/paramsave). Changing a web, FTP or MQTT login that was set needs the current web password.
  */
-export function parseSetupForm(form: URLSearchParams, current: Settings, ctx: Pick<SetupContext, "isWebPassword">, wifi: boolean): FormCheck {
+export function parseSetupForm(form: URLSearchParams, current: Settings, wifi: boolean): FormCheck {
   const bad = (error: string): FormCheck => ({ error, status: 400 });
   const text = (k: string): string | undefined => (form.has(k) ? form.get(k)!.trim() : undefined);
   const secret = (k: string): string | undefined => (form.get(k) ? form.get(k)! : undefined);
@@ -137,20 +141,16 @@ export function parseSetupForm(form: URLSearchParams, current: Settings, ctx: Pi
   set("webUser", webUser);
   // A blank user with the password field left blank means no login at all, as blank flags do.
   set("webPassword", secret("web_pass") ?? (webUser === "" && current.webUser !== "" ? "" : undefined));
-  // Values equal to the stored ones change nothing (and need no password).
-  for (const key of LOGINS) {
-    if (values[key] !== undefined && sameSecret(values[key], current[key])) delete values[key];
+  // User names sent back as stored change nothing (and need no password). A password field is never filled in, so
+  // any password sent is a change: were an equal one let through, the answer would tell a right guess from a wrong one.
+  for (const key of ["webUser", "ftpUser", "mqttUser"] as const) {
+    if (values[key] !== undefined && values[key] === current[key]) delete values[key];
   }
-  if (LOGINS.some((key) => values[key] !== undefined) && webLoginSet(current) && !ctx.isWebPassword(form.get(CURRENT_WEB_PASS) ?? "")) {
-    return {
-      error: "A web login is set: enter the current web password to change the web, FTP or MQTT login, or leave those fields as they are.",
-      status: 403,
-    };
-  }
+  const needsWebPassword = LOGINS.some((key) => values[key] !== undefined) && webLoginSet(current);
   const movesBroker =
     (values.mqttHost !== undefined && values.mqttHost !== current.mqttHost) || (values.mqttPort !== undefined && values.mqttPort !== current.mqttPort);
   if (movesBroker && values.mqttPassword === undefined && current.mqttPassword !== "") values.mqttPassword = "";
-  return { values };
+  return { values, needsWebPassword };
 }
 
 export function createSetupHandler(ctx: SetupContext): (req: IncomingMessage, res: ServerResponse) => void {
@@ -163,10 +163,26 @@ export function createSetupHandler(ctx: SetupContext): (req: IncomingMessage, re
       sendHtml(res, 400, setupForm(ctx, (e as Error).message), { Connection: "close" });
       return;
     }
-    const checked = parseSetupForm(form, ctx.settings(), ctx, wifi);
+    const checked = parseSetupForm(form, ctx.settings(), wifi);
     if ("error" in checked) {
       sendHtml(res, checked.status, setupForm(ctx, checked.error));
       return;
+    }
+    if (checked.needsWebPassword) {
+      const login = ctx.checkWebPassword(form.get(CURRENT_WEB_PASS) ?? "", req.socket.remoteAddress);
+      if (typeof login === "object") {
+        const seconds = Math.ceil(login.retryAfterMs / 1000);
+        sendHtml(res, 429, setupForm(ctx, `Too many wrong web passwords from this address: try again in ${seconds} s.`), { "Retry-After": String(seconds) });
+        return;
+      }
+      if (login === "wrong") {
+        sendHtml(
+          res,
+          403,
+          setupForm(ctx, "A web login is set: enter the current web password to change the web, FTP or MQTT login, or leave those fields as they are."),
+        );
+        return;
+      }
     }
     if (saving) {
       sendHtml(res, 409, page("FrameFi Setup", "<p>Settings are already being saved; FrameFi is restarting.</p>"));

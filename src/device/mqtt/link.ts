@@ -377,7 +377,8 @@ function brokerAddress(url: string): { host: string; port: number } {
 
 /** A broker-chosen topic for a log line: control characters blanked, at most 128 characters. */
 const printable = (text: string): string => {
-  const shown = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ");
+  // Controls (terminal escapes) and the bidirectional overrides that reorder what a line shows.
+  const shown = text.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, " ");
   return shown.length > 128 ? `${shown.slice(0, 128)}…` : shown;
 };
 
