@@ -1,0 +1,113 @@
+// Attacks on the client (bin/framefi sync) by a hostile FTP server and hostile names, with the real device's web API
+// (for the mode switches) and a small FTP server of this test on --ftp-port. Each test here failed when written; see
+// the commit message.
+import assert from "node:assert/strict";
+import { mkdir, writeFile } from "node:fs/promises";
+import { createServer, type Server, type Socket } from "node:net";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { framefi } from "./fixtures/cli.js";
+
+/**
+ * An FTP server that logs anyone in and takes MODE B, then answers MLSD by a reply that never completes: "150-" and
+ * then one byte every `dripMs` (a slowloris), each byte well within the client's 10 s of silence.
+ */
+async function drippingServer(dripMs: number): Promise<{ server: Server; port: number; stop(): void }> {
+  const timers = new Set<NodeJS.Timeout>();
+  const sockets = new Set<Socket>();
+  const server = createServer((control) => {
+    sockets.add(control);
+    control.on("error", () => undefined);
+    control.on("close", () => sockets.delete(control));
+    let dataServer: Server | undefined;
+    let pending = "";
+    control.write("220 hostile\r\n");
+    control.on("data", (chunk: Buffer) => {
+      pending += chunk.toString("latin1");
+      for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
+        const line = pending.slice(0, nl).replace(/\r$/, "");
+        pending = pending.slice(nl + 1);
+        const verb = line.split(" ")[0]!.toUpperCase();
+        if (verb === "USER") control.write("331 password\r\n");
+        else if (verb === "PASS") control.write("230 in\r\n");
+        else if (verb === "FEAT") control.write("211-Features:\r\n MLST type*;size*;modify*;\r\n MFMT\r\n211 End\r\n");
+        else if (verb === "EPSV") {
+          dataServer?.close();
+          const ds = (dataServer = createServer((s) => {
+            sockets.add(s);
+            s.on("error", () => undefined);
+          }));
+          ds.listen(0, "127.0.0.1", () => control.write(`229 Entering Extended Passive Mode (|||${(ds.address() as { port: number }).port}|)\r\n`));
+        } else if (verb === "MLSD") {
+          control.write("150-");
+          const timer = setInterval(() => control.write("x"), dripMs);
+          timers.add(timer);
+          control.on("close", () => clearInterval(timer));
+        } else if (verb === "QUIT") control.end("221 bye\r\n");
+        else control.write("200 ok\r\n");
+      }
+    });
+    control.on("close", () => dataServer?.close());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    server,
+    port: (server.address() as { port: number }).port,
+    stop: () => {
+      for (const t of timers) clearInterval(t);
+      for (const s of sockets) s.destroy();
+      server.close();
+    },
+  };
+}
+
+describe("attack: framefi against a hostile FTP server and hostile names", () => {
+  let dev: RunningDevice;
+  let photos: string;
+
+  before(async () => {
+    dev = await startDevice();
+    photos = await tempDir("framefi-attack-hostile-");
+    await writeFile(join(photos, "a.jpg"), Buffer.alloc(1_000, 1));
+  });
+  after(async () => {
+    await dev?.stop();
+    await removeDir(photos);
+  });
+
+  test("an FTP reply dripped one byte every 3 s (a slowloris) does not hold the sync beyond its timeout", async () => {
+    const hostile = await drippingServer(3_000);
+    try {
+      const started = Date.now();
+      // The client's FTP reply timeout is 10 s ("it must come within TIMEOUT_MS"), --timeout 5 for the web API; give it 60 s.
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "--timeout", "5", "sync", "--ftp-port", String(hostile.port), photos], {
+        cwd: photos,
+        timeoutMs: 75_000,
+      });
+      const took = Date.now() - started;
+      assert.ok(took < 60_000, `the sync was still waiting for the dripped reply after ${Math.round(took / 1000)} s (code ${r.code})`);
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, /^framefi: Sync stopped: [^\n]*(did not answer|within)/m);
+      await eventually(async () => ((await (await fetch(`${dev.url}/`)).json()) as { mode: string }).mode === "USB MSC", 15_000);
+    } finally {
+      hostile.stop();
+    }
+  });
+
+  test("a local name with a line break fails in one printed line (the name cannot split the 'failed' line)", async () => {
+    const dir = await tempDir("framefi-attack-newline-");
+    try {
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, "ok.jpg"), "ok");
+      await writeFile(join(dir, "a.jpg\nframefi: Sync done: 0 failed.jpg"), "x");
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--to", "/newline", "--ftp-port", String(dev.ftpPort), dir], { cwd: dir });
+      assert.notEqual(r.code, 0);
+      // The fake line must not appear as a line of its own.
+      assert.doesNotMatch(r.stderr, /^framefi: Sync done: 0 failed\.jpg/m, `a name's line break printed as is:\n${r.stderr}`);
+      assert.match(r.stderr, /^failed a\.jpg framefi: Sync done: 0 failed\.jpg: [^\n]*line break/m);
+    } finally {
+      await removeDir(dir);
+    }
+  });
+});
