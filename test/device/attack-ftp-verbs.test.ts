@@ -7,7 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, describe, it } from "node:test";
 import { removeDir, tempDir } from "../helpers.js";
 import { walk } from "../fixtures/files.js";
-import { curl as httpCurl } from "../fixtures/http.js";
+import { curl as httpCurl, multipart } from "../fixtures/http.js";
 import { isPartial, PASSWORD, startFtp, usage, USER, type Ftp } from "../ftp/fixtures/ftp.js";
 import { ftpConnection, logIn, openData, type RawFtp } from "../ftp/fixtures/raw.js";
 
@@ -142,5 +142,24 @@ describe("attack: FTP verbs and web upload names", () => {
       bothRefused || names.length === 2,
       `PUT %E9 → ${first.status} ${first.body}; PUT %E8 → ${second.status} ${second.body}; card holds ${JSON.stringify(names)} (${names.length ? (await stat(join(card, names[0]!))).size : 0} bytes): the first upload was overwritten`,
     );
+  });
+  it("a multi-file web upload whose second file goes below the first (a.jpg, a.jpg/b.jpg) is refused cleanly and leaves nothing", async () => {
+    const before = await walk(card);
+    const { body, contentType } = multipart([
+      { name: "file", filename: "nest/a.jpg", value: "first" },
+      { name: "file", filename: "nest/a.jpg/b.jpg", value: "second" },
+    ]);
+    const res = await fetch(`${ftp.device.url}/upload`, {
+      method: "POST",
+      body: new Uint8Array(body),
+      headers: { "content-type": contentType },
+      signal: AbortSignal.timeout(10_000),
+    });
+    const text = await res.text();
+    // A bad upload is the client's mistake (4xx) with a one-line message that shows no path of the device's machine.
+    assert.ok(res.status >= 400 && res.status < 500, `answered ${res.status}: ${text}`);
+    assert.ok(!text.includes(card) && !/\.framefi-upload-/.test(text), `the answer shows the device's own paths: ${text}`);
+    // All land or none does: no folder "nest" or "nest/a.jpg" is left behind.
+    assert.deepEqual(await walk(card), before, "the card changed although the upload was refused");
   });
 });
