@@ -2,11 +2,12 @@
 // (for the mode switches) and a small FTP server of this test on --ftp-port. Each test here failed when written; see
 // the commit message.
 import assert from "node:assert/strict";
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { FrameFiClient, sync } from "../../src/client/api/index.js";
 import { framefi } from "./fixtures/cli.js";
 
 /**
@@ -109,5 +110,34 @@ describe("attack: framefi against a hostile FTP server and hostile names", () =>
     } finally {
       await removeDir(dir);
     }
+  });
+  // A --to (the CLI, REMOTE_DIR of .env, a hook's argument) or the library's remoteDir with a line break: each FTP
+  // command the client sends with it becomes two on the server, the second one of the name's choosing.
+  test("the library's sync() with a remoteDir holding a line break injects no FTP command (a card file outside it stays)", async () => {
+    await fetch(`${dev.url}/mode/ftp`, { method: "POST" });
+    await eventually(async () => ((await (await fetch(`${dev.url}/`)).json()) as { mode: string }).mode !== "USB MSC", 15_000);
+    await writeFile(join(dev.card, "keep.jpg"), "precious");
+    await fetch(`${dev.url}/mode/msc`, { method: "POST" });
+    await eventually(async () => ((await (await fetch(`${dev.url}/`)).json()) as { mode: string }).mode === "USB MSC", 15_000);
+    const client = new FrameFiClient({ host: `127.0.0.1:${dev.port}` });
+    const outcome = await sync(client, { localDir: photos, remoteDir: "/album\nDELE /keep.jpg", ftp: { port: dev.ftpPort } }).then(
+      (r) => `done, ${r.failed.length} failed`,
+      (e: Error) => `${e.name}: ${e.message}`,
+    );
+    const kept = await readFile(join(dev.card, "keep.jpg"), "utf8").catch(() => "(deleted)");
+    assert.equal(kept, "precious", `sync() with remoteDir "/album\\nDELE /keep.jpg" (${outcome}) deleted /keep.jpg on the card`);
+  });
+
+  test("framefi sync --to with a line break injects no FTP command (a card file outside --to stays)", async () => {
+    await fetch(`${dev.url}/mode/ftp`, { method: "POST" });
+    await eventually(async () => ((await (await fetch(`${dev.url}/`)).json()) as { mode: string }).mode !== "USB MSC", 15_000);
+    await writeFile(join(dev.card, "keep2.jpg"), "precious");
+    await fetch(`${dev.url}/mode/msc`, { method: "POST" });
+    await eventually(async () => ((await (await fetch(`${dev.url}/`)).json()) as { mode: string }).mode === "USB MSC", 15_000);
+    const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--to", "/p\nDELE keep2.jpg", "--ftp-port", String(dev.ftpPort), photos], {
+      cwd: photos,
+    });
+    const kept = await readFile(join(dev.card, "keep2.jpg"), "utf8").catch(() => "(deleted)");
+    assert.equal(kept, "precious", `framefi sync --to "/p\\nDELE keep2.jpg" (exit ${r.code}) deleted /keep2.jpg on the card:\n${r.stderr}`);
   });
 });
