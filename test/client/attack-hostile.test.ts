@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { FrameFiClient, sync } from "../../src/client/api/index.js";
-import { framefi } from "./fixtures/cli.js";
+import { peakRssMiB } from "../fixtures/memory.js";
+import { framefi, startFramefi } from "./fixtures/cli.js";
 
 /**
  * An FTP server that logs anyone in and takes MODE B, then answers MLSD by a reply that never completes: "150-" and
@@ -57,6 +58,66 @@ async function drippingServer(dripMs: number): Promise<{ server: Server; port: n
     port: (server.address() as { port: number }).port,
     stop: () => {
       for (const t of timers) clearInterval(t);
+      for (const s of sockets) s.destroy();
+      server.close();
+    },
+  };
+}
+
+/** An FTP server in block mode whose every MLSD is one listing of `count` short entries ("type=file; 1a2b"), in blocks. */
+async function hugeListingServer(count: number): Promise<{ port: number; stop(): void }> {
+  const lines: Buffer[] = [];
+  for (let i = 0; i < count; i++) lines.push(Buffer.from(`type=file; ${i.toString(16)}\r\n`));
+  const text = Buffer.concat(lines);
+  const blocks: Buffer[] = [];
+  for (let at = 0; at < text.length; at += 65_535) {
+    const piece = text.subarray(at, at + 65_535);
+    blocks.push(Buffer.from([0, piece.length >> 8, piece.length & 255]), piece);
+  }
+  blocks.push(Buffer.from([64, 0, 0]));
+  const payload = Buffer.concat(blocks);
+  const sockets = new Set<Socket>();
+  const server = createServer((control) => {
+    sockets.add(control);
+    control.on("error", () => undefined);
+    let data: Promise<Socket> | undefined;
+    let dataServer: Server | undefined;
+    let pending = "";
+    control.write("220 hostile\r\n");
+    control.on("data", (chunk: Buffer) => {
+      pending += chunk.toString("latin1");
+      for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
+        const line = pending.slice(0, nl).replace(/\r$/, "");
+        pending = pending.slice(nl + 1);
+        const verb = line.split(" ")[0]!.toUpperCase();
+        if (verb === "USER") control.write("331 password\r\n");
+        else if (verb === "PASS") control.write("230 in\r\n");
+        else if (verb === "FEAT") control.write("211-Features:\r\n MLST type*;size*;modify*;\r\n MFMT\r\n211 End\r\n");
+        else if (verb === "EPSV") {
+          dataServer?.close();
+          const ds = (dataServer = createServer());
+          data = new Promise((resolve) =>
+            ds.once("connection", (s: Socket) => {
+              sockets.add(s);
+              resolve(s.on("error", () => undefined));
+            }),
+          );
+          ds.listen(0, "127.0.0.1", () => control.write(`229 Entering Extended Passive Mode (|||${(ds.address() as { port: number }).port}|)\r\n`));
+        } else if (verb === "MLSD") {
+          void data?.then((s) => {
+            control.write("150 here\r\n");
+            s.write(payload, () => control.write("226 done\r\n"));
+          });
+        } else if (verb === "QUIT") control.end("221 bye\r\n");
+        else control.write("200 ok\r\n");
+      }
+    });
+    control.on("close", () => dataServer?.close());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    stop: () => {
       for (const s of sockets) s.destroy();
       server.close();
     },
@@ -139,5 +200,27 @@ describe("attack: framefi against a hostile FTP server and hostile names", () =>
     });
     const kept = await readFile(join(dev.card, "keep2.jpg"), "utf8").catch(() => "(deleted)");
     assert.equal(kept, "precious", `framefi sync --to "/p\\nDELE keep2.jpg" (exit ${r.code}) deleted /keep2.jpg on the card:\n${r.stderr}`);
+  });
+  test("one MLSD listing just under the 64 MiB cap (3.4 million short entries) does not take the client past 200 MB", async () => {
+    const hostile = await hugeListingServer(3_400_000);
+    try {
+      const p = startFramefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(hostile.port), photos], { cwd: photos });
+      const pid = p.child.pid!;
+      let peak = 0;
+      const timer = setInterval(() => {
+        try {
+          peak = Math.max(peak, peakRssMiB(pid));
+        } catch {
+          // gone
+        }
+      }, 20);
+      const code = await Promise.race([p.exited, new Promise<string>((r) => setTimeout(() => r("timeout"), 90_000))]);
+      clearInterval(timer);
+      if (code === "timeout") await p.stop();
+      assert.ok(peak < 200, `framefi's peak RSS was ${Math.round(peak)} MiB (exit ${code}):\n${p.stderr().slice(-300)}`);
+      assert.notEqual(code, 0);
+    } finally {
+      hostile.stop();
+    }
   });
 });
