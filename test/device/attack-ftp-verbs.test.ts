@@ -1,7 +1,7 @@
 // Attacks on the device's FTP verbs and web upload (after the card took over every file-system change), against the
 // real bin/framefi-device over raw FTP and HTTP. Each test here failed when written; see the commit message.
 import assert from "node:assert/strict";
-import { mkdir, readdir, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, describe, it } from "node:test";
@@ -161,5 +161,25 @@ describe("attack: FTP verbs and web upload names", () => {
     assert.ok(!text.includes(card) && !/\.framefi-upload-/.test(text), `the answer shows the device's own paths: ${text}`);
     // All land or none does: no folder "nest" or "nest/a.jpg" is left behind.
     assert.deepEqual(await walk(card), before, "the card changed although the upload was refused");
+  });
+  it("one multipart upload with more files than the device may hold open (its open-file limit + 500 one-byte files) gets a clear 4xx, not a 500 EMFILE", async () => {
+    const pid = ftp.device.program.child.pid!;
+    const limit = Number(/^Max open files\s+(\d+)/m.exec(await readFile(`/proc/${pid}/limits`, "utf8"))?.[1]);
+    assert.ok(limit > 0 && limit < 200_000, `the device's open-file limit (${limit}) is too high for this test`);
+    const count = limit + 500;
+    const boundary = "----attack-many-files";
+    const pieces: string[] = [];
+    for (let i = 0; i < count; i++) pieces.push(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="many/f${i}.jpg"\r\n\r\nx\r\n`);
+    pieces.push(`--${boundary}--\r\n`);
+    const res = await fetch(`${ftp.device.url}/upload`, {
+      method: "POST",
+      body: pieces.join(""),
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
+      signal: AbortSignal.timeout(120_000),
+    });
+    const text = await res.text();
+    // 200 (all stored) or a refusal that names the problem; never the device's own failure with its paths.
+    assert.ok(res.status === 200 || (res.status >= 400 && res.status < 500), `${count} files in one request → ${res.status}: ${text}`);
+    assert.doesNotMatch(text, /EMFILE|\.framefi-upload-/, "the answer shows the device's own failure and paths");
   });
 });
