@@ -223,4 +223,17 @@ describe("attack: framefi against a hostile FTP server and hostile names", () =>
       hostile.stop();
     }
   });
+  test("the library's sync() with an FTP port out of range (70000, -5) refuses it at once, as the CLI's --ftp-port does", async () => {
+    const client = new FrameFiClient({ host: `127.0.0.1:${dev.port}` });
+    for (const port of [70_000, -5]) {
+      const started = Date.now();
+      const outcome = await sync(client, { localDir: photos, remoteDir: "/ports", ftp: { port } }).then(
+        () => "done",
+        (e: Error) => e.message,
+      );
+      const took = Date.now() - started;
+      assert.ok(took < 5_000, `ftp.port ${port}: sync() took ${Math.round(took / 1000)} s to say: ${outcome}`);
+      assert.match(outcome, /port/i);
+    }
+  });
 });
