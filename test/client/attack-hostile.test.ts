@@ -236,4 +236,18 @@ describe("attack: framefi against a hostile FTP server and hostile names", () =>
       assert.match(outcome, /port/i);
     }
   });
+  test("a password in --host (http://user:password@host…) is never printed in a hint or an error", async () => {
+    const secret = "S3CRETpw42";
+    for (const host of [
+      `http://admin:${secret}@127.0.0.1:${dev.port}/x?y`, // a path: the hint repeats --host
+      `http://admin:${secret}@127.0.0.1`, // no port: the hint repeats --host
+      `admin:${secret}@127.0.0.1:1`, // unreachable
+    ]) {
+      const r = await framefi(["--host", host, "--timeout", "3", "status"], { timeoutMs: 30_000 });
+      const printed = r.stdout + r.stderr;
+      for (const form of [secret, encodeURIComponent(secret), Buffer.from(`admin:${secret}`).toString("base64")]) {
+        assert.ok(!printed.includes(form), `--host ${host}: the password is printed:\n${printed}`);
+      }
+    }
+  });
 });
