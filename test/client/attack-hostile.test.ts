@@ -2,7 +2,8 @@
 // (for the mode switches) and a small FTP server of this test on --ftp-port. Each test here failed when written; see
 // the commit message.
 import assert from "node:assert/strict";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -248,6 +249,45 @@ describe("attack: framefi against a hostile FTP server and hostile names", () =>
       for (const form of [secret, encodeURIComponent(secret), Buffer.from(`admin:${secret}`).toString("base64")]) {
         assert.ok(!printed.includes(form), `--host ${host}: the password is printed:\n${printed}`);
       }
+    }
+  });
+  test("framefi sync killed (SIGKILL) mid-file in stream mode (the firmware's) leaves no truncated photo on the card", async () => {
+    const stream = await startDevice({ args: ["--ftp-stream-only"] });
+    const local = await tempDir("framefi-attack-killed-");
+    try {
+      const size = 200 * 1024 * 1024;
+      const big = join(local, "big.jpg");
+      for (let i = 0; i < 20; i++) await writeFile(big, randomBytes(size / 20), { flag: "a" });
+      const partSize = async (): Promise<number> => {
+        let biggest = 0;
+        for (const name of await readdir(stream.card)) {
+          if (/^\.framefi-upload-.*\.part$/.test(name)) biggest = Math.max(biggest, (await stat(join(stream.card, name)).catch(() => ({ size: 0 }))).size);
+        }
+        return biggest;
+      };
+      const mode = async (): Promise<string> => ((await (await fetch(`${stream.url}/`)).json()) as { mode: string }).mode;
+      for (let attempt = 0; attempt < 8; attempt++) {
+        await rm(join(stream.card, "big.jpg"), { force: true });
+        const p = startFramefi(["--host", `127.0.0.1:${stream.port}`, "sync", "--ftp-port", String(stream.ftpPort), local], { cwd: local });
+        // Kill it somewhere in the file's middle (a different place each time).
+        const at = ((attempt % 4) + 1) * (size / 6);
+        await eventually(async () => (await partSize()) > at || p.child.exitCode !== null, 30_000, 2).catch(() => undefined);
+        p.child.kill("SIGKILL");
+        await p.exited;
+        await new Promise((r) => setTimeout(r, 1_000));
+        if ((await mode()) !== "USB MSC") {
+          await fetch(`${stream.url}/mode/msc`, { method: "POST" });
+          await eventually(async () => (await mode()) === "USB MSC", 15_000);
+        }
+        const kept = await stat(join(stream.card, "big.jpg")).catch(() => undefined);
+        assert.ok(
+          kept === undefined || kept.size === size,
+          `attempt ${attempt + 1}: framefi killed mid-upload left big.jpg of ${kept?.size} bytes (of ${size}) on the card as a finished file`,
+        );
+      }
+    } finally {
+      await stream.stop();
+      await removeDir(local);
     }
   });
 });
