@@ -66,7 +66,7 @@ async function drippingServer(dripMs: number): Promise<{ server: Server; port: n
 }
 
 /** An FTP server in block mode whose every MLSD is one listing of `count` short entries ("type=file; 1a2b"), in blocks. */
-async function hugeListingServer(count: number): Promise<{ port: number; stop(): void }> {
+async function hugeListingServer(count: number, blockMode = true): Promise<{ port: number; stop(): void }> {
   const lines: Buffer[] = [];
   for (let i = 0; i < count; i++) lines.push(Buffer.from(`type=file; ${i.toString(16)}\r\n`));
   const text = Buffer.concat(lines);
@@ -76,7 +76,7 @@ async function hugeListingServer(count: number): Promise<{ port: number; stop():
     blocks.push(Buffer.from([0, piece.length >> 8, piece.length & 255]), piece);
   }
   blocks.push(Buffer.from([64, 0, 0]));
-  const payload = Buffer.concat(blocks);
+  const payload = blockMode ? Buffer.concat(blocks) : text;
   const sockets = new Set<Socket>();
   const server = createServer((control) => {
     sockets.add(control);
@@ -93,6 +93,7 @@ async function hugeListingServer(count: number): Promise<{ port: number; stop():
         const verb = line.split(" ")[0]!.toUpperCase();
         if (verb === "USER") control.write("331 password\r\n");
         else if (verb === "PASS") control.write("230 in\r\n");
+        else if (verb === "MODE" && !blockMode) control.write("504 stream mode only\r\n");
         else if (verb === "FEAT") control.write("211-Features:\r\n MLST type*;size*;modify*;\r\n MFMT\r\n211 End\r\n");
         else if (verb === "EPSV") {
           dataServer?.close();
@@ -107,7 +108,8 @@ async function hugeListingServer(count: number): Promise<{ port: number; stop():
         } else if (verb === "MLSD") {
           void data?.then((s) => {
             control.write("150 here\r\n");
-            s.write(payload, () => control.write("226 done\r\n"));
+            if (blockMode) s.write(payload, () => control.write("226 done\r\n"));
+            else s.end(payload, () => control.write("226 done\r\n"));
           });
         } else if (verb === "QUIT") control.end("221 bye\r\n");
         else control.write("200 ok\r\n");
@@ -202,28 +204,34 @@ describe("attack: framefi against a hostile FTP server and hostile names", () =>
     const kept = await readFile(join(dev.card, "keep2.jpg"), "utf8").catch(() => "(deleted)");
     assert.equal(kept, "precious", `framefi sync --to "/p\\nDELE keep2.jpg" (exit ${r.code}) deleted /keep2.jpg on the card:\n${r.stderr}`);
   });
-  test("one MLSD listing just under the 64 MiB cap (3.4 million short entries) does not take the client past 200 MB", async () => {
-    const hostile = await hugeListingServer(3_400_000);
-    try {
-      const p = startFramefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(hostile.port), photos], { cwd: photos });
-      const pid = p.child.pid!;
-      let peak = 0;
-      const timer = setInterval(() => {
-        try {
-          peak = Math.max(peak, peakRssMiB(pid));
-        } catch {
-          // gone
-        }
-      }, 20);
-      const code = await Promise.race([p.exited, new Promise<string>((r) => setTimeout(() => r("timeout"), 90_000))]);
-      clearInterval(timer);
-      if (code === "timeout") await p.stop();
-      assert.ok(peak < 200, `framefi's peak RSS was ${Math.round(peak)} MiB (exit ${code}):\n${p.stderr().slice(-300)}`);
-      assert.notEqual(code, 0);
-    } finally {
-      hostile.stop();
-    }
-  });
+  for (const [mode, count, cap] of [
+    ["block mode", 3_400_000, "64 MiB"],
+    ["stream mode", 2_000_000, "40 MB"],
+  ] as const) {
+    test(`one MLSD listing under the ${cap} cap in ${mode} (${count} short entries) does not take the client past 200 MB`, async () => {
+      const hostile = await hugeListingServer(count, mode === "block mode");
+      try {
+        const p = startFramefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(hostile.port), photos], { cwd: photos });
+        const pid = p.child.pid!;
+        let peak = 0;
+        const timer = setInterval(() => {
+          try {
+            peak = Math.max(peak, peakRssMiB(pid));
+          } catch {
+            // gone
+          }
+        }, 20);
+        const code = await Promise.race([p.exited, new Promise<string>((r) => setTimeout(() => r("timeout"), 90_000))]);
+        clearInterval(timer);
+        if (code === "timeout") await p.stop();
+        assert.ok(peak < 200, `framefi's peak RSS was ${Math.round(peak)} MiB (exit ${code}):\n${p.stderr().slice(-300)}`);
+        assert.notEqual(code, 0);
+      } finally {
+        hostile.stop();
+      }
+    });
+  }
+
   test("the library's sync() with an FTP port out of range (70000, -5) refuses it at once, as the CLI's --ftp-port does", async () => {
     const client = new FrameFiClient({ host: `127.0.0.1:${dev.port}` });
     for (const port of [70_000, -5]) {
