@@ -122,8 +122,9 @@ export class CardPaths {
 
   /**
    * A web upload's file name → where it goes; missing folders on the way are created when it lands. Refuses NUL and
-   * other control characters, backslashes, absolute paths, drive letters, ".." segments, internal names, and any folder on the way that is a
-   * symlink leading out of the card or a file. The last component may be anything but a link leading out.
+   * other control characters, U+FFFD (bytes that were not UTF-8), backslashes, absolute paths, drive letters, ".."
+   * segments, internal names, and any folder on the way that is a symlink leading out of the card or a file. The
+   * last component may be anything but a link leading out.
    */
   async uploadTarget(name: string): Promise<CardPath> {
     const refuse = (why: string): never => {
@@ -132,6 +133,9 @@ export class CardPaths {
     if (name.endsWith("/") || name.endsWith("/.")) refuse("it ends with a folder separator, so it names a folder, not a file");
     if (name.includes("\0")) refuse("it contains a NUL character");
     if (hasControlCharacter(name)) refuse("it contains a control character (bytes 0x00-0x1F or 0x7F), which would break folder listings; rename the file");
+    // Decoders (the URL's query, multipart headers) put U+FFFD for bytes that are not UTF-8: "%E9" and "%E8" would
+    // name one file, and the second upload would replace the first.
+    if (name.includes("\uFFFD")) refuse("it is not valid UTF-8 (or holds U+FFFD, which stands for such bytes); send names in UTF-8");
     if (name.includes("\\")) refuse("backslashes are not allowed; use / between folders");
     if (name.startsWith("/")) refuse("absolute paths are not allowed; give a path relative to the card");
     if (/^[A-Za-z]:/.test(name)) refuse("drive letters are not allowed; give a path relative to the card");

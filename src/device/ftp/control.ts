@@ -1,6 +1,7 @@
 // The control connection: reads command lines (Telnet sequences stripped, each at most MAX_LINE bytes), hands them
 // to the session one at a time, and writes its replies. A client that does not read its replies is not read from
 // either, so neither replies nor commands pile up in memory.
+import { isUtf8 } from "node:buffer";
 import type { Socket } from "node:net";
 
 const MAX_LINE = 8192;
@@ -11,15 +12,18 @@ const MAX_QUEUED = 64;
 export interface ControlHandlers {
   /** Sees each line as it arrives, before the ones queued ahead of it ran (ABOR must reach a running transfer now). */
   arrived(line: string): void;
-  /** Runs one line; the next waits for it. Never rejects. */
-  run(line: string): Promise<void>;
+  /**
+   * Runs one line; the next waits for it. Never rejects. `utf8` is false when its bytes are not UTF-8: decoding
+   * made U+FFFD of them, so two names would become one; the session refuses such a line.
+   */
+  run(line: string, utf8: boolean): Promise<void>;
   /** Whether the session is closing: lines still queued are dropped. */
   closing(): boolean;
 }
 
 export class Control {
   private pending: Buffer = Buffer.alloc(0);
-  private queue: string[] = [];
+  private queue: { line: string; utf8: boolean }[] = [];
   private running = false;
 
   constructor(
@@ -46,10 +50,11 @@ export class Control {
   private receive(chunk: Buffer): void {
     this.pending = Buffer.concat([this.pending, stripTelnet(chunk)]);
     for (let nl = this.pending.indexOf(10); nl >= 0; nl = this.pending.indexOf(10)) {
-      const line = this.pending.subarray(0, nl).toString("utf8").replace(/\r$/, "");
+      const bytes = this.pending.subarray(0, nl);
+      const line = bytes.toString("utf8").replace(/\r$/, "");
       this.pending = this.pending.subarray(nl + 1);
       this.handlers.arrived(line);
-      this.queue.push(line);
+      this.queue.push({ line, utf8: isUtf8(bytes) });
     }
     if (this.pending.length > MAX_LINE) {
       this.pending = Buffer.alloc(0);
@@ -62,12 +67,12 @@ export class Control {
   private async drain(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    for (let line = this.queue.shift(); line !== undefined && !this.handlers.closing(); line = this.queue.shift()) {
+    for (let next = this.queue.shift(); next !== undefined && !this.handlers.closing(); next = this.queue.shift()) {
       // A client that sends commands but does not read the replies: stop until it does. Meanwhile the queue
       // fills and reading pauses.
       if (this.socket.writableNeedDrain) await this.flushed();
       if (this.handlers.closing()) break;
-      await this.handlers.run(line);
+      await this.handlers.run(next.line, next.utf8);
     }
     this.running = false;
     this.socket.resume();

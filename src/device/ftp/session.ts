@@ -51,7 +51,7 @@ export class Session implements CommandSession {
       arrived: (line) => {
         if (line.trim().toUpperCase() === "ABOR") this.data.abortByClient();
       },
-      run: (line) => this.run(line),
+      run: (line, utf8) => this.run(line, utf8),
       closing: () => this.shuttingDown,
     });
     this.data = new SessionData({
@@ -138,12 +138,12 @@ export class Session implements CommandSession {
   }
 
   /** Runs one command line; its failure is its reply (an unexpected one is logged and answered 451). */
-  private async run(line: string): Promise<void> {
+  private async run(line: string, utf8: boolean): Promise<void> {
     const space = line.indexOf(" ");
     const verb = (space < 0 ? line : line.slice(0, space)).toUpperCase();
     const arg = space < 0 ? "" : line.slice(space + 1);
     try {
-      await this.dispatch(verb, arg);
+      await this.dispatch(verb, arg, utf8);
     } catch (e) {
       if (e instanceof Reply) this.reply(e.code, e.text);
       else {
@@ -153,7 +153,7 @@ export class Session implements CommandSession {
     }
   }
 
-  private async dispatch(verb: string, arg: string): Promise<void> {
+  private async dispatch(verb: string, arg: string, utf8: boolean): Promise<void> {
     if (!this.loggedIn && ++this.commandsBeforeLogin > MAX_COMMANDS_BEFORE_LOGIN) {
       await this.close("421 Too many commands before login; closing the connection.");
       return;
@@ -164,6 +164,8 @@ export class Session implements CommandSession {
     if (!command?.keepsRest) this.restOffset = 0;
     if (!command?.keepsRename) this.renameFrom = undefined;
     if (!command) throw new Reply(502, `Command not implemented: ${verb.slice(0, 20)}.`);
+    // Latin-1 "é" and "è" would both decode to U+FFFD: one name for two files, the first overwritten.
+    if (!utf8) throw new Reply(553, "File name not allowed: the command is not valid UTF-8; set the FTP client's encoding to UTF-8.");
     await command.handler(this, arg, verb);
   }
 }
