@@ -6,6 +6,7 @@ import { mkdir, open, realpath, rmdir, stat, unlink, type FileHandle } from "nod
 import { entryOf, entryStats, readFolder, type CardEntry } from "./entries.js";
 import { Inventory, type CardFigures } from "./figures.js";
 import { CardPaths, type CardPath } from "./paths.js";
+import { CardError } from "./errors.js";
 import { Writes, type CardWrite, type WriteOptions } from "./writes.js";
 
 export { CardError, type CardErrorCode } from "./errors.js";
@@ -189,6 +190,9 @@ export class Card implements CardFileSystem {
   }
 
   async remove(target: CardPath, kind: "file" | "folder"): Promise<void> {
+    // Else rmdir's ENOTEMPTY: "not empty" for a folder whose listing is empty.
+    if (kind === "folder" && this.writes.holds(target.absolute))
+      throw new CardError("busy", "A file is being uploaded into this folder; try again when it is done.");
     await (kind === "folder" ? rmdir(target.absolute) : unlink(target.absolute));
     this.inventory.changed([target.absolute]);
   }
@@ -196,6 +200,7 @@ export class Card implements CardFileSystem {
   rename(source: CardPath, target: CardPath): void {
     this.paths.allowNew(target);
     renameSync(source.absolute, target.absolute);
+    this.writes.moved(source.absolute, target.absolute);
     this.inventory.changed([source.absolute, target.absolute]);
   }
 

@@ -11,6 +11,11 @@ export function caseTwinProblem(twin: string): string {
   return `the card has "${printable(twin)}", and FAT cards ignore case in names; use that spelling`;
 }
 
+/** An upload's folder was renamed or removed while the file was being sent (it is not made again). */
+export function folderGone(target: CardPath): CardError {
+  return new CardError("not-found", `Cannot store "${printable(target.relative)}": its folder was renamed or removed during the upload; nothing was stored.`);
+}
+
 export interface CardPath {
   /** Card-relative path with "/" separators and no "." or ".." segments, e.g. "photos/2024/a.jpg". */
   relative: string;
@@ -180,11 +185,11 @@ export class CardPaths {
   }
 
   /**
-   * The real folder for `target` just before a write lands, created if missing: a folder on the way may have
-   * become a link leading out of the card since the path was resolved, so it is checked again, before creating
-   * anything and after.
+   * The real folder for `target` just before a write lands, created if missing when `create` (else CardError
+   * "not-found"): a folder on the way may have become a link leading out of the card since the path was resolved,
+   * so it is checked again, before creating anything and after.
    */
-  async landingFolder(target: CardPath): Promise<string> {
+  async landingFolder(target: CardPath, create: boolean): Promise<string> {
     const dir = dirname(target.absolute);
     const refuse = (cause?: unknown): never => {
       throw new CardError(
@@ -200,6 +205,7 @@ export class CardPaths {
       if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
     }
     if (real !== undefined) return this.inside(real) ? real : refuse();
+    if (!create) throw folderGone(target);
     let existing = dirname(dir);
     while (
       this.inside(existing) &&

@@ -3,13 +3,13 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, constants, ftruncate, open, openSync, renameSync, writeSync, writevSync } from "node:fs";
 import { copyFile, readdir, rm, lstat } from "node:fs/promises";
-import { basename, join } from "node:path";
+import { basename, join, sep } from "node:path";
 import { Writable } from "node:stream";
 import { errors } from "../../shared/firmware.js";
 import { caseTwinAmong, fatCaseTwin, fatSizeProblem } from "./fat-names.js";
 import { CardError, printable } from "./errors.js";
 import type { Inventory } from "./figures.js";
-import { caseTwinProblem, childPath, isInternalName, tempName, type CardPath, type CardPaths } from "./paths.js";
+import { caseTwinProblem, childPath, folderGone, isInternalName, tempName, type CardPath, type CardPaths } from "./paths.js";
 
 /**
  * Removes the temp files a crash left anywhere under `dir` (a card image mounted again before the card opens, so
@@ -31,7 +31,6 @@ export async function removeLeftovers(dir: string): Promise<number> {
 /** One file being written: bytes go to the temp file through sink(); commit() lands it, abort() removes it. */
 export interface CardWrite {
   readonly target: CardPath;
-  readonly tempPath: string;
   /** Aborted when the card stops belonging to the network (switch to MSC mode, restart). */
   readonly signal: AbortSignal;
   /** Claims `bytes` more space; throws CardError "no-space" or "too-big" when the card cannot hold them. */
@@ -77,6 +76,7 @@ export interface WriteOptions {
 }
 
 interface ActiveWrite {
+  /** Where the temp file is: moved along when a folder that holds it is renamed (see moved()). */
   tempPath: string;
   claimed: number;
   abort: () => Promise<void>;
@@ -110,6 +110,20 @@ export class Writes {
     if (writable) return;
     await Promise.all(this.committing);
     await Promise.all([...this.active].map((w) => w.abort()));
+  }
+
+  /** Whether a write in progress has its temp file under the folder `real`. */
+  holds(real: string): boolean {
+    for (const w of this.active) if (w.tempPath.startsWith(real + sep)) return true;
+    return false;
+  }
+
+  /**
+   * A folder was renamed from `from` to `to` (real paths): the temp files of writes into it moved with it. A write
+   * whose folder is gone then fails when it lands, and its temp file is removed where it now is.
+   */
+  moved(from: string, to: string): void {
+    for (const w of this.active) if (w.tempPath.startsWith(from + sep)) w.tempPath = to + w.tempPath.slice(from.length);
   }
 
   /** Bytes a new write may still claim. */
@@ -170,27 +184,37 @@ export class Writes {
     await this.inventory.freshen();
     grow(opts.expectedBytes ?? 0);
 
+    // Active from here: a rename of its folder moves entry.tempPath along, and the folder cannot be removed.
+    const alone = this.active.size === 0;
+    this.active.add(entry);
     let fd: number;
-    if (opts.keep) {
-      await copyFile(opts.keep.from, tempPath, constants.COPYFILE_EXCL);
-      try {
-        fd = openSync(tempPath, "r+");
-      } catch (e) {
-        await rm(tempPath, { force: true });
-        throw e;
+    try {
+      if (opts.keep) {
+        await copyFile(opts.keep.from, tempPath, constants.COPYFILE_EXCL);
+        try {
+          fd = openSync(entry.tempPath, "r+");
+        } catch (e) {
+          await rm(entry.tempPath, { force: true });
+          throw e;
+        }
+      } else if (alone) fd = openSync(tempPath, "wx");
+      else {
+        // With other writes under way, in libuv's thread pool: creating a file can take the kernel a millisecond of
+        // CPU (ext4 skips the inodes of files deleted moments before), and the event loop serves the others meanwhile.
+        // Alone, the trip through the pool would only add to the upload's time.
+        fd = await new Promise<number>((resolve, reject) => open(tempPath, "wx", (e, fd) => (e ? reject(e) : resolve(fd))));
       }
-    } else if (this.active.size === 0) fd = openSync(tempPath, "wx");
-    else {
-      // With other writes under way, in libuv's thread pool: creating a file can take the kernel a millisecond of
-      // CPU (ext4 skips the inodes of files deleted moments before), and the event loop serves the others meanwhile.
-      // Alone, the trip through the pool would only add to the upload's time.
-      fd = await new Promise<number>((resolve, reject) => open(tempPath, "wx", (e, fd) => (e ? reject(e) : resolve(fd))));
+    } catch (e) {
+      this.active.delete(entry);
+      throw e;
     }
-    // The card may have been taken back, or another exclusive write begun, while this one waited above.
-    const late = refusal();
+    // The card may have been taken back, or another exclusive write begun, or its folder renamed (the file made
+    // before the rename or after it: both places are cleared), while this one waited above.
+    const late = refusal() ?? (entry.tempPath === tempPath ? undefined : folderGone(target));
     if (late) {
+      this.active.delete(entry);
       closeSync(fd);
-      await rm(tempPath, { force: true });
+      await Promise.all([rm(tempPath, { force: true }), rm(entry.tempPath, { force: true })]);
       throw late;
     }
     if (opts.exclusive !== undefined) this.exclusive.add(opts.exclusive);
@@ -218,11 +242,10 @@ export class Writes {
       } catch {
         // the temp file goes anyway
       }
-      removed = rm(tempPath, { force: true });
+      removed = rm(entry.tempPath, { force: true });
       await removed;
     };
     entry.abort = abort;
-    this.active.add(entry);
     if (keep > 0) {
       try {
         await new Promise<void>((resolve, reject) => ftruncate(fd, keep, (e) => (e ? reject(e) : resolve())));
@@ -255,7 +278,6 @@ export class Writes {
     };
     const write: CardWrite = {
       target,
-      tempPath,
       get signal() {
         controller ??= new AbortController();
         if (removed) controller.abort();
@@ -281,7 +303,9 @@ export class Writes {
     this.landings.set(write, async () => {
       if (finished) throw new CardError("not-writable", "The write was aborted.");
       close();
-      const folder = await this.paths.landingFolder(target);
+      // A web upload makes its folders; an FTP upload's folder existed when it began, and is not made again if it
+      // was renamed or removed since.
+      const folder = await this.paths.landingFolder(target, target.folder === undefined);
       const name = basename(target.absolute);
       return {
         target,
@@ -289,7 +313,7 @@ export class Writes {
         name,
         land: () => {
           const landed = childPath(folder, name);
-          renameSync(tempPath, landed);
+          renameSync(entry.tempPath, landed);
           release();
           this.inventory.landed(landed, position);
         },
