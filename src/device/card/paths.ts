@@ -16,6 +16,26 @@ export function folderGone(target: CardPath): CardError {
   return new CardError("not-found", `Cannot store "${printable(target.relative)}": its folder was renamed or removed during the upload; nothing was stored.`);
 }
 
+/**
+ * Refuses new files of one upload where one would be a folder of another ("a.jpg" and "a.jpg/b.jpg"): the folders
+ * would be made, and then a file could not land. With FAT names, case is ignored as FAT does.
+ */
+export function refuseNesting(targets: readonly CardPath[], fatNames: boolean): void {
+  const key = (path: string): string => (fatNames ? path.toLowerCase() : path);
+  const files = new Set(targets.map((t) => key(t.relative)));
+  for (const { relative } of targets) {
+    const segments = relative.split("/");
+    for (let i = 1; i < segments.length; i++) {
+      const folder = segments.slice(0, i).join("/");
+      if (files.has(key(folder)))
+        throw new CardError(
+          "unsafe-path",
+          `Invalid file name "${printable(relative)}": "${printable(folder)}" is a file of the same upload, so it cannot be a folder too; nothing was stored.`,
+        );
+    }
+  }
+}
+
 export interface CardPath {
   /** Card-relative path with "/" separators and no "." or ".." segments, e.g. "photos/2024/a.jpg". */
   relative: string;
@@ -186,10 +206,10 @@ export class CardPaths {
 
   /**
    * The real folder for `target` just before a write lands, created if missing when `create` (else CardError
-   * "not-found"): a folder on the way may have become a link leading out of the card since the path was resolved,
-   * so it is checked again, before creating anything and after.
+   * "not-found"), each folder it makes added to `made`: a folder on the way may have become a link leading out of
+   * the card since the path was resolved, so it is checked again, before creating anything and after.
    */
-  async landingFolder(target: CardPath, create: boolean): Promise<string> {
+  async landingFolder(target: CardPath, create: boolean, made: string[]): Promise<string> {
     const dir = dirname(target.absolute);
     const refuse = (cause?: unknown): never => {
       throw new CardError(
@@ -217,8 +237,20 @@ export class CardPaths {
     )
       existing = dirname(existing);
     if (!this.inside(await realpath(existing))) refuse();
-    if (this.fatNames) this.makeFolders(existing, dir);
-    else await mkdir(dir, { recursive: true });
+    if (this.fatNames) this.makeFolders(existing, dir, made);
+    else {
+      // mkdir names the first folder it made; those below it, down to `dir`, are new too.
+      const first = await mkdir(dir, { recursive: true });
+      if (first !== undefined) {
+        let folder = first;
+        made.push(folder);
+        for (const segment of dir
+          .slice(first.length + 1)
+          .split(sep)
+          .filter(Boolean))
+          made.push((folder = join(folder, segment)));
+      }
+    }
     const created = await realpath(dir);
     return this.inside(created) ? created : refuse();
   }
@@ -227,13 +259,13 @@ export class CardPaths {
    * Makes the folders from `existing` down to `dir`, each refused when its folder holds a case twin (FAT), in one
    * turn of the event loop: two uploads making "Photos" and "photos" at once cannot both pass.
    */
-  private makeFolders(existing: string, dir: string): void {
+  private makeFolders(existing: string, dir: string, made: string[]): void {
     let folder = existing;
     for (const segment of dir.slice(existing.length + 1).split(sep)) {
       const twin = fatCaseTwin(folder, segment);
       if (twin !== undefined) throw new CardError("name-not-allowed", caseTwinProblem(twin));
       folder = join(folder, segment);
-      mkdirSync(folder, { recursive: true });
+      if (mkdirSync(folder, { recursive: true }) !== undefined) made.push(folder);
     }
   }
 }

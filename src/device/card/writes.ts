@@ -1,7 +1,7 @@
 // Writes to the card: each new file goes to a temp file under an internal name, claims its bytes against the free
 // space together with every other write in progress (web and FTP alike), and lands by an atomic rename.
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, ftruncate, open, openSync, renameSync, writeSync, writevSync } from "node:fs";
+import { closeSync, constants, ftruncate, lstatSync, open, openSync, renameSync, rmdirSync, writeSync, writevSync } from "node:fs";
 import { copyFile, readdir, rm, lstat } from "node:fs/promises";
 import { basename, join, sep } from "node:path";
 import { Writable } from "node:stream";
@@ -9,7 +9,7 @@ import { errors } from "../../shared/firmware.js";
 import { caseTwinAmong, fatCaseTwin, fatSizeProblem } from "./fat-names.js";
 import { CardError, printable } from "./errors.js";
 import type { Inventory } from "./figures.js";
-import { caseTwinProblem, childPath, folderGone, isInternalName, tempName, type CardPath, type CardPaths } from "./paths.js";
+import { caseTwinProblem, childPath, folderGone, isInternalName, refuseNesting, tempName, type CardPath, type CardPaths } from "./paths.js";
 
 /**
  * Removes the temp files a crash left anywhere under `dir` (a card image mounted again before the card opens, so
@@ -92,7 +92,7 @@ export class Writes {
   private readonly tempPrefix = randomBytes(6).toString("hex");
   private writesBegun = 0;
   /** How each write of this card lands (see land()). */
-  private readonly landings = new WeakMap<CardWrite, () => Promise<Landing>>();
+  private readonly landings = new WeakMap<CardWrite, (made: string[]) => Promise<Landing>>();
 
   constructor(
     private readonly paths: CardPaths,
@@ -300,12 +300,12 @@ export class Writes {
         }),
       commit: () => this.land([write]),
     };
-    this.landings.set(write, async () => {
+    this.landings.set(write, async (made) => {
       if (finished) throw new CardError("not-writable", "The write was aborted.");
       close();
       // A web upload makes its folders; an FTP upload's folder existed when it began, and is not made again if it
       // was renamed or removed since.
-      const folder = await this.paths.landingFolder(target, target.folder === undefined);
+      const folder = await this.paths.landingFolder(target, target.folder === undefined, made);
       const name = basename(target.absolute);
       return {
         target,
@@ -325,20 +325,48 @@ export class Writes {
   /**
    * Lands writes: their folders first, then — in one turn of the event loop, so that no other session lands in
    * between — the FAT check (their names were checked before the data came; another upload may have landed a case
-   * twin since, or two of them may be twins) and the renames. A refused name lands none of them.
+   * twin since, or two of them may be twins), a check that no target of several is a folder (a rename onto one
+   * fails, after others landed), and the renames. A refused name lands none of them, and the folders made for them
+   * are removed again.
    */
   private async land(writes: readonly CardWrite[]): Promise<void> {
+    const several = writes.length > 1;
+    if (several)
+      refuseNesting(
+        writes.map((w) => w.target),
+        this.fatNames,
+      );
     const landings: Landing[] = [];
-    for (const w of writes) landings.push(await this.landings.get(w)!());
-    if (this.fatNames) {
-      for (const [i, l] of landings.entries()) {
-        const before = landings
-          .slice(0, i)
-          .filter((o) => o.folder === l.folder)
-          .map((o) => o.name);
-        const twin = caseTwinAmong(before, l.name) ?? fatCaseTwin(l.folder, l.name);
-        if (twin !== undefined) throw new CardError("name-not-allowed", `Invalid file name "${printable(l.target.relative)}": ${caseTwinProblem(twin)}.`);
+    const made: string[] = [];
+    try {
+      for (const w of writes) landings.push(await this.landings.get(w)!(made));
+      if (this.fatNames) {
+        for (const [i, l] of landings.entries()) {
+          const before = landings
+            .slice(0, i)
+            .filter((o) => o.folder === l.folder)
+            .map((o) => o.name);
+          const twin = caseTwinAmong(before, l.name) ?? fatCaseTwin(l.folder, l.name);
+          if (twin !== undefined) throw new CardError("name-not-allowed", `Invalid file name "${printable(l.target.relative)}": ${caseTwinProblem(twin)}.`);
+        }
       }
+      for (const l of several ? landings : []) {
+        if (lstatSync(childPath(l.folder, l.name), { throwIfNoEntry: false })?.isDirectory())
+          throw new CardError(
+            "unsafe-path",
+            `Invalid file name "${printable(l.target.relative)}": a folder of that name exists on the card; nothing was stored.`,
+          );
+      }
+    } catch (e) {
+      // Deepest first; a folder that holds something by now (another upload's file) stays.
+      for (const folder of made.reverse()) {
+        try {
+          rmdirSync(folder);
+        } catch {
+          // not empty, or gone
+        }
+      }
+      throw e;
     }
     for (const l of landings) l.land();
   }

@@ -34,7 +34,8 @@ function statusFor(e: unknown): { status: number; message: string } {
   if (code === "ENAMETOOLONG") return { status: 400, message: "Invalid file name: it is too long." };
   if (code === "EACCES" || code === "EPERM" || code === "EROFS")
     return { status: 500, message: `The card folder cannot be written (${code}): check its permissions; nothing was stored.` };
-  return { status: 500, message: `Failed to write the file: ${(e as Error).message}.` };
+  // The system's message names the card's absolute path and the temp file: the code alone is shown.
+  return { status: 500, message: `Failed to write the file (${code ?? (e as Error).name}); nothing was stored.` };
 }
 
 /** Claims space for each chunk as it passes, so a card that fills up stops the write at once. */
