@@ -41,7 +41,10 @@ export interface CardWrite {
    * time). A full filesystem throws CardError "no-space". The bytes must have been claimed with grow().
    */
   put(chunks: readonly Buffer[]): void;
-  /** A stream into the temp file (after the kept bytes) through put(); a full filesystem fails it with CardError "no-space". */
+  /**
+   * A stream into the temp file (after the kept bytes) through put(); a full filesystem fails it with CardError
+   * "no-space". Its end closes the temp file: a multi-file upload holds no descriptor for the files it has.
+   */
   sink(highWaterMark: number): Writable;
   /**
    * Renames the temp file into place (creating missing folders, re-checking links) and counts it in the figures.
@@ -257,8 +260,8 @@ export class Writes {
 
     let position = keep;
     const put = (chunks: readonly Buffer[]): void => {
-      // After an abort the descriptor is closed, and its number may already belong to another file.
-      if (finished) throw new CardError("not-writable", "The write was aborted.");
+      // After an abort or the sink's end the descriptor is closed, and its number may already belong to another file.
+      if (finished || closed) throw new CardError("not-writable", "The write was aborted.");
       let total = 0;
       for (const c of chunks) total += c.length;
       try {
@@ -292,6 +295,14 @@ export class Writes {
           writev: (chunks, done) => {
             try {
               put(chunks.map((c) => c.chunk as Buffer));
+            } catch (e) {
+              return done(e as Error);
+            }
+            done();
+          },
+          final: (done) => {
+            try {
+              close();
             } catch (e) {
               return done(e as Error);
             }

@@ -10,11 +10,19 @@ import { CardError, type Card, type CardWrite } from "../card/card.js";
 import { acceptBody, sendErrorAndClose, sendJson } from "./answers.js";
 
 const CHUNK = 1 << 20;
+/**
+ * Files one multipart upload may carry. Each is held as a temp file until all land (one descriptor open at a time),
+ * so this bounds what one request, unauthenticated too, makes the card hold; larger batches go in several uploads.
+ */
+const MAX_FILES = 1000;
 
 /** The multipart body could not be parsed. */
 class MalformedUpload extends Error {}
 const MSC_MESSAGE = errors.uploadInMsc;
 const UPLOAD_SUCCESS = bodies.uploaded;
+
+/** The upload carries more than MAX_FILES files. */
+class TooManyFiles extends Error {}
 
 /** The body stopped before its end: the client went away or was too slow. */
 class UploadCut extends Error {
@@ -28,12 +36,15 @@ function statusFor(e: unknown): { status: number; message: string } {
     return { status: 400, message: e.message };
   }
   if (e instanceof UploadCut) return { status: 400, message: `The upload was cut off: ${e.message}; nothing was stored.` };
+  if (e instanceof TooManyFiles)
+    return { status: 413, message: `Too many files in one upload: at most ${MAX_FILES}; send them in several uploads. Nothing was stored.` };
   const code = (e as NodeJS.ErrnoException).code;
   if (code === "ENOSPC") return { status: 507, message: "Not enough free space on the card's filesystem: the upload was stopped and nothing was stored." };
   if (code === "EDQUOT") return { status: 507, message: "The disk quota is used up: the upload was stopped and nothing was stored." };
   if (code === "ENAMETOOLONG") return { status: 400, message: "Invalid file name: it is too long." };
   if (code === "EACCES" || code === "EPERM" || code === "EROFS")
     return { status: 500, message: `The card folder cannot be written (${code}): check its permissions; nothing was stored.` };
+  if (code === "EMFILE" || code === "ENFILE") return { status: 503, message: "The device has too many files open: try again in a moment; nothing was stored." };
   // The system's message names the card's absolute path and the temp file: the code alone is shown.
   return { status: 500, message: `Failed to write the file (${code ?? (e as Error).name}); nothing was stored.` };
 }
@@ -141,6 +152,7 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
 
   const writes: CardWrite[] = [];
   const stored: Promise<void>[] = [];
+  let files = 0;
   let failure: unknown;
   let finished = false;
   let chain: Promise<void> = Promise.resolve();
@@ -160,6 +172,11 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
     // parser's "error" below reports it, but the stream needs a listener from its first moment, or that error
     // ends the process while this file still waits for the one before it.
     stream.on("error", () => undefined);
+    if (++files > MAX_FILES) {
+      stream.resume();
+      fail(new TooManyFiles());
+      return;
+    }
     // Files are stored one after the other, in the order they arrive.
     const done = chain.then(async () => {
       if (failure !== undefined) {
