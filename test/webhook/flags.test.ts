@@ -2,13 +2,14 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { defaults, FlagError, parseFlags, usage } from "../../src/webhook/cli/flags.js";
+import { describe } from "../../src/webhook/errors.js";
 
 function refused(argv: string[]): [number, string] {
   try {
     parseFlags(argv);
   } catch (e) {
     assert.ok(e instanceof FlagError);
-    return [e.exitCode, e.message];
+    return [describe(e)!.exit!, e.message];
   }
   assert.fail(`accepted ${JSON.stringify(argv)}`);
 }

@@ -1,13 +1,13 @@
 // Seeded, bounded fuzzing of hooks-file loading: mutated JSON and YAML hooks files (truncations, flipped
 // bytes, YAML anchors, aliases, merge keys, tags, deep nesting, odd scalars). In process, each file either
-// loads or is refused with a ConfigError (the one-line message the server prints) — never another
+// loads or is refused with a HooksFileError (the one-line message the server prints) — never another
 // exception, never a hang. A few of them are then started with the real bin/webhook: it serves or exits 1
 // with a message, never crashes. FUZZ_SEED replays a run; `npm run fuzz` runs many more cases.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ConfigError, parseHooks } from "../../src/webhook/hooks/config.js";
+import { HooksFileError, parseHooks } from "../../src/webhook/hooks/config.js";
 import { bin, freePort, run, removeDir, tempDir } from "../helpers.js";
 import { fuzzCases, fuzzSeed, seeded, type Random } from "../fuzz/random.js";
 
@@ -119,7 +119,7 @@ function mutate(rnd: Random, text: string): string {
   return s;
 }
 
-test("seeded random hooks files: each loads or is refused with a ConfigError; the server never crashes on them", async () => {
+test("seeded random hooks files: each loads or is refused with a HooksFileError; the server never crashes on them", async () => {
   const seed = fuzzSeed(0x686f6f6b);
   const rnd = seeded(seed);
   const cases = fuzzCases(600);
@@ -131,7 +131,7 @@ test("seeded random hooks files: each loads or is refused with a ConfigError; th
     try {
       parseHooks(join(dir, name), text);
     } catch (e) {
-      if (!(e instanceof ConfigError)) assert.fail(`case ${i} (FUZZ_SEED=${seed}) ${name}: ${String(e)}\n${JSON.stringify(text)}`);
+      if (!(e instanceof HooksFileError)) assert.fail(`case ${i} (FUZZ_SEED=${seed}) ${name}: ${String(e)}\n${JSON.stringify(text)}`);
       assert.doesNotMatch(e.message, /\n/, `case ${i}: the message is one line`);
       assert.ok(!e.message.includes("s3cr3t"), `case ${i}: the message quotes a secret`);
     }

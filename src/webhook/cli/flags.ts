@@ -5,6 +5,7 @@
 import { msText, parseGoDuration } from "../go/duration.js";
 import { readOptionsFile, type FileArgument } from "./options-file.js";
 import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from "../http/transport.js";
+import { type ErrorArgs, WebhookError } from "../errors.js";
 
 /** The adnanh/webhook release whose flags, files and answers this server reproduces. */
 export const REFERENCE_VERSION = "2.8.2";
@@ -103,14 +104,11 @@ function flag<K extends keyof Options>(row: FlagRow<K>): FlagDef {
   return row as unknown as FlagDef;
 }
 
-export class FlagError extends Error {
+/** What Go's flag package refuses (its text), or -h. */
+export class FlagError extends WebhookError {
   override readonly name = "FlagError";
-  readonly code = "EFLAG";
-  constructor(
-    message: string,
-    readonly exitCode: number,
-  ) {
-    super(message);
+  constructor(...args: ErrorArgs<"WEBHOOK_HELP" | "WEBHOOK_BAD_FLAG">) {
+    super(...args);
   }
 }
 
@@ -475,7 +473,9 @@ export function parseFlags(argv: string[]): Options {
     try {
       i = parseFlag(o, args, i, where, insert);
     } catch (e) {
-      throw e instanceof FlagError && e.exitCode !== 0 && where !== undefined ? new FlagError(`${where}: ${e.message}`, e.exitCode) : e;
+      throw e instanceof FlagError && e.code === "WEBHOOK_BAD_FLAG" && where !== undefined
+        ? new FlagError("WEBHOOK_BAD_FLAG", { problem: `${where}: ${e.message}` })
+        : e;
     }
     if (i < 0) break;
   }
@@ -493,7 +493,7 @@ function parseFlag(o: Options, args: string[], i: number, where: string | undefi
     if (name.length === 1) return -1; // "--" ends the flags
     name = name.slice(1);
   }
-  if (name === "" || name[0] === "-" || name[0] === "=") throw new FlagError(`bad flag syntax: ${a}`, 2);
+  if (name === "" || name[0] === "-" || name[0] === "=") throw new FlagError("WEBHOOK_BAD_FLAG", { problem: `bad flag syntax: ${a}` });
   let value: string | undefined;
   const eq = name.indexOf("=");
   if (eq !== -1) {
@@ -502,20 +502,20 @@ function parseFlag(o: Options, args: string[], i: number, where: string | undefi
   }
   const def = FLAGS.find((f) => f.name === name);
   if (!def) {
-    if (name === "help" || name === "h") throw new FlagError("", 0);
-    throw new FlagError(`flag provided but not defined: -${name}`, 2);
+    if (name === "help" || name === "h") throw new FlagError("WEBHOOK_HELP", {});
+    throw new FlagError("WEBHOOK_BAD_FLAG", { problem: `flag provided but not defined: -${name}` });
   }
   if (def.kind === "bool" && def.option !== undefined) {
     try {
       apply(o, def, value ?? "true");
     } catch {
-      throw new FlagError(`invalid boolean value ${JSON.stringify(value)} for -${name}: parse error`, 2);
+      throw new FlagError("WEBHOOK_BAD_FLAG", { problem: `invalid boolean value ${JSON.stringify(value)} for -${name}: parse error` });
     }
     return i;
   }
   if (value === undefined) {
     // A file's line holds its flag's value: the next line is another flag.
-    if (i + 1 >= args.length || where !== undefined) throw new FlagError(`flag needs an argument: -${name}`, 2);
+    if (i + 1 >= args.length || where !== undefined) throw new FlagError("WEBHOOK_BAD_FLAG", { problem: `flag needs an argument: -${name}` });
     value = args[++i]!;
   }
   if (def.option === undefined) {
@@ -523,14 +523,14 @@ function parseFlag(o: Options, args: string[], i: number, where: string | undefi
     try {
       insert(i + 1, readOptionsFile(value));
     } catch (e) {
-      throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -options-file: ${(e as Error).message}`, 2);
+      throw new FlagError("WEBHOOK_BAD_FLAG", { problem: `invalid value ${JSON.stringify(value)} for flag -options-file: ${(e as Error).message}` });
     }
     return i;
   }
   try {
     apply(o, def, value);
   } catch (e) {
-    throw new FlagError(`invalid value ${JSON.stringify(value)} for flag -${name}: ${(e as Error).message}`, 2);
+    throw new FlagError("WEBHOOK_BAD_FLAG", { problem: `invalid value ${JSON.stringify(value)} for flag -${name}: ${(e as Error).message}` });
   }
   return i;
 }

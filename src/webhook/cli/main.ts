@@ -10,24 +10,25 @@ import { errorText } from "../go/errno.js";
 import { secretsOf } from "../hooks/config.js";
 import type { NatsQueue } from "../queue/nats-queue.js";
 import { Runner } from "../run/runner.js";
-import { FlagError, parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
+import { parseFlags, REFERENCE_VERSION, usage, type Options } from "./flags.js";
 import { HookServer } from "../server/hook-server.js";
 import type { Dispatch, LimitDefaults } from "../dispatch/dispatch.js";
 import { LocalDispatch } from "../dispatch/local.js";
 import { SharedDispatch } from "../dispatch/shared.js";
 import { Executions } from "../policy/executions.js";
 import { Log, prefix } from "../log/log.js";
-import { createPidFile, PidFileError, removePidFile } from "./pidfile.js";
+import { createPidFile, removePidFile } from "./pidfile.js";
 import { dropPrivileges } from "./privileges.js";
-import { DuplicateHookError, HookRegistry } from "../hooks/registry.js";
+import { HookRegistry } from "../hooks/registry.js";
 import { HookSet } from "../hooks/hook-set.js";
 import { HttpTransport } from "../http/transport.js";
 import { shutdown } from "../server/shutdown.js";
 import { JobStore } from "../jobs/store.js";
 import { MemoryRecords } from "../jobs/memory-records.js";
 import { validateHooksFiles } from "./validate.js";
-import { listCipherSuites, minVersion, TlsConfigError, tlsOptions } from "./tls.js";
+import { listCipherSuites, minVersion, tlsOptions } from "./tls.js";
 import { surviveClosedOutput } from "../../shared/closed-output.js";
+import { type Described, describe } from "../errors.js";
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -53,16 +54,29 @@ function parseArgs(): Options {
   try {
     return parseFlags(process.argv.slice(2));
   } catch (e) {
-    if (!(e instanceof FlagError)) throw e;
-    process.stderr.write((e.message ? e.message + "\n" : "") + usage(argv0()));
-    process.exit(e.exitCode);
+    const { message, exit } = ours(e);
+    process.stderr.write((message ? message + "\n" : "") + usage(argv0()));
+    process.exit(exit);
   }
 }
 
-/** Go's log.Fatal before the log is set up: a timestamped line on stderr, exit 1. */
-function fatal(message: string): never {
+/** What the table says of one of our errors; any other error is a bug and is thrown on. */
+function ours(e: unknown): Described & { exit: number } {
+  const d = describe(e);
+  if (d?.exit === undefined) throw e;
+  return { ...d, exit: d.exit };
+}
+
+/** Go's log.Fatal before the log is set up: a timestamped line on stderr, exit 1 (or the error's exit code). */
+function fatal(message: string, exit = 1): never {
   process.stderr.write(prefix().replace("[webhook] ", "") + message + "\n");
-  process.exit(1);
+  process.exit(exit);
+}
+
+/** fatal() for one of our errors. */
+function fatalError(e: unknown): never {
+  const { message, exit } = ours(e);
+  fatal(message, exit);
 }
 
 /**
@@ -100,9 +114,9 @@ function loadHooks(registry: HookRegistry, opts: Options, log: Log): void {
   try {
     failed = registry.loadAll();
   } catch (e) {
-    if (!(e instanceof DuplicateHookError)) throw e;
-    log.always(e.message);
-    process.exit(1);
+    const { message, exit } = ours(e);
+    log.always(message);
+    process.exit(exit);
   }
   const broken = "aborting: fix the hooks file named above, or start with -nopanic to serve without it (-verbose does not skip a broken file)";
   if (!opts.verbose && !opts.nopanic && registry.size === 0) {
@@ -133,8 +147,7 @@ async function main(): Promise<void> {
     try {
       process.stdout.write(listCipherSuites(minVersion(opts.tlsMinVersion)));
     } catch (e) {
-      if (!(e instanceof TlsConfigError)) throw e;
-      fatal(e.message);
+      fatalError(e);
     }
     process.exit(0);
   }
@@ -151,8 +164,7 @@ async function main(): Promise<void> {
     try {
       tls = tlsOptions(opts);
     } catch (e) {
-      if (!(e instanceof TlsConfigError)) throw e;
-      fatal(e.message);
+      fatalError(e);
     }
   }
 
@@ -183,14 +195,13 @@ async function main(): Promise<void> {
   if (opts.queueKeyFile !== "" && opts.queue === "") fatal("-queue-key-file signs the messages of the shared queue: give -queue too, or drop -queue-key-file");
   if (opts.queue !== "") {
     // Loaded only with -queue: a server without it pays nothing for the NATS client.
-    const { NatsQueue, QueueConnectError } = await import("../queue/nats-queue.js");
-    const { QueueKeyError, QueueSigner, readQueueKey } = await import("../queue/signing.js");
+    const { NatsQueue } = await import("../queue/nats-queue.js");
+    const { QueueSigner, readQueueKey } = await import("../queue/signing.js");
     let key: Buffer | undefined;
     try {
       key = opts.queueKeyFile === "" ? undefined : readQueueKey(opts.queueKeyFile);
     } catch (e) {
-      if (!(e instanceof QueueKeyError)) throw e;
-      fatal(e.message);
+      fatalError(e);
     }
     if (key) flagSecrets.push(key.toString("latin1"));
     try {
@@ -204,8 +215,7 @@ async function main(): Promise<void> {
         signer: new QueueSigner(key),
       });
     } catch (e) {
-      if (!(e instanceof QueueConnectError)) throw e;
-      fatal(e.message);
+      fatalError(e);
     }
     dispatch = new SharedDispatch(queue!, local, executions, { ...limits, maxOutput: opts.maxOutput }, log);
     // The job records every instance shares; -jobs serves them at /jobs.
@@ -252,9 +262,7 @@ async function main(): Promise<void> {
       address = describeListener(server, fd);
     } else {
       if (opts.socket !== "" && (opts.setuid !== 0 || opts.setgid !== 0)) {
-        throw new ActivationError(
-          "-setuid and -setgid options are not compatible with -socket.  If you need to bind a socket as root but run webhook as a different user, consider using systemd activation",
-        );
+        throw new ActivationError("WEBHOOK_SOCKET_SETUID", {});
       }
       try {
         await listenAt(server, opts.socket !== "" ? { socket: opts.socket } : { ip, port: opts.port });
@@ -266,8 +274,7 @@ async function main(): Promise<void> {
       }
     }
   } catch (e) {
-    if (!(e instanceof ActivationError)) throw e;
-    problems.push(`error listening on socket: ${e.message}`);
+    problems.push(ours(e).message);
   }
   if (opts.setuid !== 0 && problems.length === 0) {
     try {
@@ -292,9 +299,9 @@ async function main(): Promise<void> {
     try {
       createPidFile(opts.pidfile);
     } catch (e) {
-      if (!(e instanceof PidFileError)) throw e;
-      log.always(`Error creating pidfile: ${e.message}`);
-      process.exit(1);
+      const { message, exit } = ours(e);
+      log.always(message);
+      process.exit(exit);
     }
     process.once("exit", () => removePidFile(opts.pidfile));
   }

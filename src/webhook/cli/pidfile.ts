@@ -3,10 +3,13 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { processExists } from "../../shared/process.js";
+import { type ErrorArgs, WebhookError } from "../errors.js";
 
-export class PidFileError extends Error {
+export class PidFileError extends WebhookError {
   override readonly name = "PidFileError";
-  readonly code = "EPIDFILE";
+  constructor(...args: ErrorArgs<"WEBHOOK_PIDFILE_HELD" | "WEBHOOK_PIDFILE_UNWRITABLE">) {
+    super(...args);
+  }
 }
 
 /** Writes this process's id to `path`; throws PidFileError when a live process already holds it. */
@@ -18,13 +21,13 @@ export function createPidFile(path: string): void {
     held = undefined;
   }
   if (held !== undefined && /^\d+$/.test(held) && Number(held) !== process.pid && processExists(Number(held))) {
-    throw new PidFileError(`pid file found, ensure webhook is not running or delete ${path}`);
+    throw new PidFileError("WEBHOOK_PIDFILE_HELD", { path });
   }
   try {
     mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
     writeFileSync(path, String(process.pid), { mode: 0o600 });
   } catch (e) {
-    throw new PidFileError(`cannot write the pid file: ${(e as Error).message}`);
+    throw new PidFileError("WEBHOOK_PIDFILE_UNWRITABLE", { reason: (e as Error).message }, { cause: e });
   }
 }
 

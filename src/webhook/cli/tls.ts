@@ -6,6 +6,7 @@
 import { constants } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { SecureVersion, TlsOptions } from "node:tls";
+import { type ErrorArgs, WebhookError } from "../errors.js";
 
 interface Suite {
   /** Go's name, as -cipher-suites and -list-cipher-suites spell it. */
@@ -65,15 +66,17 @@ const PREFERENCE: string[] = [
 const VERSIONS: Record<string, SecureVersion> = { "1.0": "TLSv1", "1.1": "TLSv1.1", "1.2": "TLSv1.2", "": "TLSv1.2", "1.3": "TLSv1.3" };
 const ORDER: SecureVersion[] = ["TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"];
 
-export class TlsConfigError extends Error {
+export class TlsConfigError extends WebhookError {
   override readonly name = "TlsConfigError";
-  readonly code = "ETLSCONFIG";
+  constructor(...args: ErrorArgs<"WEBHOOK_TLS_MIN_VERSION" | "WEBHOOK_TLS_CIPHER_SUITE" | "WEBHOOK_TLS_FILE">) {
+    super(...args);
+  }
 }
 
 /** -tls-min-version's value as Node's name; throws the reference's message for anything else. */
 export function minVersion(v: string): SecureVersion {
   const version = VERSIONS[v];
-  if (!version) throw new TlsConfigError(`error: unknown minimum TLS version: ${v}`);
+  if (!version) throw new TlsConfigError("WEBHOOK_TLS_MIN_VERSION", { version: v });
   return version;
 }
 
@@ -92,7 +95,7 @@ function cipherString(list: string, min: SecureVersion): string {
       ? SUITES
       : list.split(",").map((name) => {
           const suite = SUITES.find((s) => s.go === name);
-          if (!suite) throw new TlsConfigError(`error: unknown TLS cipher suite: ${name}`);
+          if (!suite) throw new TlsConfigError("WEBHOOK_TLS_CIPHER_SUITE", { name });
           return suite;
         });
   const tls13 = SUITES.filter((s) => s.versions === ONLY_13);
@@ -118,7 +121,7 @@ export function tlsOptions(flags: TlsFlags): TlsOptions {
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       const reason = err.code === "ENOENT" ? "no such file or directory" : err.message;
-      throw new TlsConfigError(`error loading the HTTPS ${what} ${path}: ${reason}`);
+      throw new TlsConfigError("WEBHOOK_TLS_FILE", { what, path, reason }, { cause: e });
     }
   };
   const min = minVersion(flags.tlsMinVersion);

@@ -5,7 +5,7 @@
 // do not exist (never true), a hook without id or command, an id defined twice.
 import { Composer, isSeq, Parser, type Document } from "yaml";
 import { type Hook, MATCH_TYPES as REFERENCE_MATCH_TYPES, type Rule } from "../hooks/hook.js";
-import { ConfigError, decodeHooksText, readHooksFile, toHook, unknownFields, type LoadOptions } from "../hooks/config.js";
+import { HooksFileError, decodeHooksText, readHooksFile, toHook, unknownFields, type LoadOptions } from "../hooks/config.js";
 import { isSignatureType } from "../hooks/signatures.js";
 
 const MATCH_TYPES = new Set<string>(REFERENCE_MATCH_TYPES);
@@ -27,7 +27,7 @@ export function validateHooksFiles(paths: string[], options: LoadOptions): Valid
       source = readHooksFile(path);
       decoded = decodeHooksText(path, source, options);
     } catch (e) {
-      if (!(e instanceof ConfigError)) throw e;
+      if (!(e instanceof HooksFileError)) throw e;
       problems.push(e.message + templateHint(source, options));
       continue;
     }
@@ -44,7 +44,7 @@ export function validateHooksFiles(paths: string[], options: LoadOptions): Valid
       try {
         hook = toHook(raw, i);
       } catch (e) {
-        if (!(e instanceof ConfigError)) throw e;
+        if (!(e instanceof HooksFileError)) throw e;
         problems.push(`${at}: ${e.message}`);
         return;
       }

@@ -16,7 +16,6 @@ export type JsonValue = null | boolean | string | JsonNumber | JsonValue[] | { [
 
 class JsonSyntaxError extends Error {
   override readonly name = "JsonSyntaxError";
-  readonly code = "EJSONSYNTAX";
 }
 
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);

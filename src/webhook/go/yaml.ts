@@ -10,7 +10,6 @@ export type YamlMap = Map<string, YamlValue>;
 
 export class YamlError extends Error {
   override readonly name = "YamlError";
-  readonly code = "EYAML";
   constructor(
     message: string,
     /** 1-based line and column, when known. */

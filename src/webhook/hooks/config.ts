@@ -11,13 +11,14 @@ import { parseGoDuration } from "../go/duration.js";
 import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "../go/yaml.js";
 import { renderTemplate, TemplateError } from "../template/template.js";
 import { signatureMatchProblem, signatureSecrets } from "./signatures.js";
+import { WebhookError } from "../errors.js";
 import { DEDUP_WINDOW_DEFAULT, MAX_DEDUP_WINDOW, runPolicy } from "./run-fields.js";
 
-export class ConfigError extends Error {
-  override readonly name = "ConfigError";
-  readonly code = "ECONFIG";
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+/** A hooks file, or a hook in it, the server cannot load. */
+export class HooksFileError extends WebhookError {
+  override readonly name = "HooksFileError";
+  constructor(problem: string, options?: ErrorOptions) {
+    super("WEBHOOK_HOOKS_FILE", { problem }, options);
   }
 }
 
@@ -128,7 +129,7 @@ function fieldFor(fields: Record<string, GoType>, key: string): string | undefin
 
 /** json.Marshal refuses NaN and infinities anywhere, even in keys nobody reads. */
 function checkFinite(v: YamlValue, path: string): void {
-  if (typeof v === "number" && !Number.isFinite(v)) throw new ConfigError(`"${path}": ${formatFloat32(v)} is not a number JSON can hold`);
+  if (typeof v === "number" && !Number.isFinite(v)) throw new HooksFileError(`"${path}": ${formatFloat32(v)} is not a number JSON can hold`);
   if (Array.isArray(v)) for (const [i, x] of v.entries()) checkFinite(x, `${path}[${i}]`);
   if (v instanceof Map) for (const [k, x] of v) checkFinite(x, `${path}.${k}`);
 }
@@ -148,7 +149,7 @@ function zero(type: GoType): unknown {
 function fit(v: YamlValue, type: GoType, path: string, current: unknown): unknown {
   if (v === null) return type.kind === "slice" ? undefined : current;
   const wrong = (): never => {
-    throw new ConfigError(`"${path}" must be ${WANTED[type.kind]}, not ${describe(v)}`);
+    throw new HooksFileError(`"${path}" must be ${WANTED[type.kind]}, not ${describe(v)}`);
   };
   switch (type.kind) {
     case "string":
@@ -197,7 +198,7 @@ function checkRule(r: Rule | undefined): void {
   r.or?.forEach(checkRule);
   checkRule(r.not);
   const problem = r.match && signatureMatchProblem(r.match);
-  if (problem) throw new ConfigError(problem);
+  if (problem) throw new HooksFileError(problem);
 }
 
 /** command-timeout, a field of ours, holds a Go duration; our match types and run fields are complete. */
@@ -206,20 +207,20 @@ function checkOwnFields(hook: Record<string, unknown>): void {
   try {
     runPolicy(hook as unknown as Hook);
   } catch (e) {
-    throw new ConfigError((e as Error).message);
+    throw new HooksFileError((e as Error).message, { cause: e });
   }
   const timeout = hook["command-timeout"];
   if (typeof timeout === "string") {
     try {
       parseGoDuration(timeout);
     } catch {
-      throw new ConfigError(`"command-timeout" must be a duration such as "500ms", "30s" or "2m" (0 is none), not ${JSON.stringify(timeout)}`);
+      throw new HooksFileError(`"command-timeout" must be a duration such as "500ms", "30s" or "2m" (0 is none), not ${JSON.stringify(timeout)}`);
     }
   }
   const dedup = hook["deduplicate"] as Deduplicate | undefined;
   if (dedup) {
     if (!dedup.id)
-      throw new ConfigError(`"deduplicate" needs "id": the request value naming a delivery, e.g. {"source": "header", "name": "X-GitHub-Delivery"}`);
+      throw new HooksFileError(`"deduplicate" needs "id": the request value naming a delivery, e.g. {"source": "header", "name": "X-GitHub-Delivery"}`);
     let ms = -1;
     try {
       ms = parseGoDuration(dedup.window ?? DEDUP_WINDOW_DEFAULT);
@@ -227,20 +228,20 @@ function checkOwnFields(hook: Record<string, unknown>): void {
       // reported below
     }
     if (ms <= 0 || ms > MAX_DEDUP_WINDOW)
-      throw new ConfigError(`"deduplicate"."window" must be a duration from "1s" to "24h" such as "10m", not ${JSON.stringify(dedup.window)}`);
+      throw new HooksFileError(`"deduplicate"."window" must be a duration from "1s" to "24h" such as "10m", not ${JSON.stringify(dedup.window)}`);
   }
 }
 
-/** One hook of a decoded hooks file (its index counts from 0), as the server loads it; throws ConfigError. */
+/** One hook of a decoded hooks file (its index counts from 0), as the server loads it; throws HooksFileError. */
 export function toHook(raw: YamlValue, index: number): Hook {
   const label = `hook #${index + 1}`;
   let hook: Record<string, unknown>;
   try {
     hook = (fit(raw, HOOK, "", undefined) as Record<string, unknown> | undefined) ?? {};
   } catch (e) {
-    if (!(e instanceof ConfigError)) throw e;
+    if (!(e instanceof HooksFileError)) throw e;
     const id = raw instanceof Map ? raw.get("id") : undefined;
-    throw new ConfigError(`${typeof id === "string" ? `${label} (id ${JSON.stringify(id)})` : label}: ${e.message}`);
+    throw new HooksFileError(`${typeof id === "string" ? `${label} (id ${JSON.stringify(id)})` : label}: ${e.message}`, { cause: e });
   }
   // An absent id or command is Go's empty string: the hook is served (an empty id at the bare
   // prefix) and fails when its command is looked up, as in the reference.
@@ -249,7 +250,7 @@ export function toHook(raw: YamlValue, index: number): Hook {
   try {
     checkOwnFields(hook);
   } catch (e) {
-    throw new ConfigError(`${label} (id ${JSON.stringify(hook["id"])}): ${(e as Error).message}`);
+    throw new HooksFileError(`${label} (id ${JSON.stringify(hook["id"])}): ${(e as Error).message}`, { cause: e });
   }
   return hook as unknown as Hook;
 }
@@ -275,14 +276,14 @@ function unknownIn(raw: YamlValue, type: GoType, path: string): string[] {
   return out;
 }
 
-/** The decoded text of a hooks file (rendered first with -template); throws ConfigError naming the file. */
+/** The decoded text of a hooks file (rendered first with -template); throws HooksFileError naming the file. */
 export function decodeHooksText(path: string, source: string, options: LoadOptions = {}): { text: string; data: YamlValue } {
   let text = source;
   if (options.template) {
     try {
       text = renderTemplate(source, path);
     } catch (e) {
-      if (e instanceof TemplateError) throw new ConfigError(e.message);
+      if (e instanceof TemplateError) throw new HooksFileError(e.message, { cause: e });
       throw e;
     }
   }
@@ -297,7 +298,7 @@ function decode(path: string, text: string): YamlValue {
     const where = e.line === undefined ? "" : ` line ${e.line}, column ${e.col}:`;
     const kind = /^\s*[[{]/.test(text.replace(/^\uFEFF/, "")) && path.toLowerCase().endsWith(".json") ? "JSON" : "YAML";
     // The message never quotes the file: it may hold secrets.
-    throw new ConfigError(`${path}:${where} invalid ${kind}: ${e.message.replace(/ in YAML stream: .*$/, "")}`, { cause: e });
+    throw new HooksFileError(`${path}:${where} invalid ${kind}: ${e.message.replace(/ in YAML stream: .*$/, "")}`, { cause: e });
   }
 }
 
@@ -306,27 +307,27 @@ export interface LoadOptions {
   template?: boolean;
 }
 
-/** A hooks file's text; throws ConfigError when it cannot be read. */
+/** A hooks file's text; throws HooksFileError when it cannot be read. */
 export function readHooksFile(path: string): string {
   try {
     return readFileSync(path, "utf8");
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
-    throw new ConfigError(`${path}: cannot read the hooks file (${err.code === "ENOENT" ? "no such file or directory" : err.message})`);
+    throw new HooksFileError(`${path}: cannot read the hooks file (${err.code === "ENOENT" ? "no such file or directory" : err.message})`, { cause: e });
   }
 }
 
-/** The hooks in a hooks file's text; throws ConfigError naming the file and what is wrong. */
+/** The hooks in a hooks file's text; throws HooksFileError naming the file and what is wrong. */
 export function parseHooks(path: string, source: string, options: LoadOptions = {}): Hook[] {
   const { data } = decodeHooksText(path, source, options);
   if (data === null) return [];
-  if (!Array.isArray(data)) throw new ConfigError(`${path}: the hooks file must hold a list (array) of hooks, not ${describe(data)}`);
+  if (!Array.isArray(data)) throw new HooksFileError(`${path}: the hooks file must hold a list (array) of hooks, not ${describe(data)}`);
   return data.map((raw, i) => {
     try {
       return toHook(raw, i);
     } catch (e) {
-      if (!(e instanceof ConfigError)) throw e;
-      throw new ConfigError(`${path}: ${e.message}`);
+      if (!(e instanceof HooksFileError)) throw e;
+      throw new HooksFileError(`${path}: ${e.message}`, { cause: e });
     }
   });
 }

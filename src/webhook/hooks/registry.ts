@@ -8,9 +8,10 @@
 import { watch, statSync, realpathSync, type FSWatcher } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Hook } from "./hook.js";
-import { ConfigError, parseHooks, readHooksFile, type LoadOptions } from "./config.js";
+import { HooksFileError, parseHooks, readHooksFile, type LoadOptions } from "./config.js";
 import type { Log } from "../log/log.js";
 import { HookSet } from "./hook-set.js";
+import { type ErrorArgs, WebhookError } from "../errors.js";
 
 /** How long after a change a file is read (writers write in pieces). */
 const SETTLE_MS = 50;
@@ -63,7 +64,7 @@ export class HookRegistry {
       try {
         hooks = this.read(f);
       } catch (e) {
-        if (!(e instanceof ConfigError)) throw e;
+        if (!(e instanceof HooksFileError)) throw e;
         this.log.always(`couldn't load hooks from file! ${e.message}`);
         failed.push(f.path);
         continue;
@@ -73,9 +74,7 @@ export class HookRegistry {
       // loaded from an earlier file stops the start.
       for (const hook of hooks) {
         if (this.files.some((o) => o !== f && o.hooks.some((h) => h.id === hook.id))) {
-          throw new DuplicateHookError(
-            `error: hook with the id ${hook.id} has already been loaded!\nplease check your hooks file for duplicate hooks ids! (the second one is in ${f.path})`,
-          );
+          throw new DuplicateHookError("WEBHOOK_DUPLICATE_HOOK", { id: hook.id, path: f.path });
         }
         this.log.print(`\tloaded: ${hook.id}`);
       }
@@ -191,7 +190,7 @@ export class HookRegistry {
     try {
       text = readHooksFile(f.path);
     } catch (e) {
-      if (!(e instanceof ConfigError)) throw e;
+      if (!(e instanceof HooksFileError)) throw e;
       this.log.print(`couldn't load hooks from file! ${e.message}`);
       return;
     }
@@ -209,7 +208,7 @@ export class HookRegistry {
     try {
       hooks = parseHooks(f.path, text, this.options);
     } catch (e) {
-      if (!(e instanceof ConfigError)) throw e;
+      if (!(e instanceof HooksFileError)) throw e;
       this.log.print(`couldn't load hooks from file! ${e.message}`);
       this.log.print(`keeping the ${f.hooks.length} hook(s) loaded before from ${f.path}`);
       return;
@@ -244,9 +243,11 @@ export class HookRegistry {
   }
 }
 
-export class DuplicateHookError extends Error {
+export class DuplicateHookError extends WebhookError {
   override readonly name = "DuplicateHookError";
-  readonly code = "EDUPLICATEHOOK";
+  constructor(...args: ErrorArgs<"WEBHOOK_DUPLICATE_HOOK">) {
+    super(...args);
+  }
 }
 
 function inode(path: string): number | undefined {

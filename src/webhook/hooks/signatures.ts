@@ -12,11 +12,14 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import type { HookRequest, MatchRule } from "./hook.js";
 import { parseGoDuration } from "../go/duration.js";
 import { getArgument } from "./values.js";
+import { WebhookError } from "../errors.js";
 
 /** A signature that does not match, or a timestamp outside the tolerance. */
-export class SignatureError extends Error {
+export class SignatureError extends WebhookError {
   override readonly name = "SignatureError";
-  readonly code = "ESIGNATURE";
+  constructor(problem: string) {
+    super("WEBHOOK_SIGNATURE", { problem });
+  }
 }
 
 export const SIGNATURE_TYPES = [

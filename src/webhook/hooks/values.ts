@@ -5,11 +5,11 @@ import type { Argument, HookRequest } from "./hook.js";
 import { JsonNumber, marshalJson, valueToString } from "../go/json.js";
 import { decodeBytes } from "../go/bytes.js";
 import { canonicalHeaderKey } from "../go/header.js";
+import { WebhookError } from "../errors.js";
 
 /** A referenced node does not exist: rules treat it as "no match", never as a failure. */
 export class ParameterNodeError extends Error {
   override readonly name = "ParameterNodeError";
-  readonly code = "EPARAMETERNODE";
   constructor(readonly key: string) {
     super(`parameter node not found: ${key}`);
   }
@@ -97,9 +97,11 @@ function define(o: object, k: string | number, value: unknown): void {
 }
 
 /** Thrown for a source or request key the reference does not know; rules turn it into a 500. */
-class SourceError extends Error {
+class SourceError extends WebhookError {
   override readonly name = "SourceError";
-  readonly code = "ESOURCE";
+  constructor(problem: string) {
+    super("WEBHOOK_UNKNOWN_SOURCE", { problem });
+  }
 }
 
 /** Returns the argument's value as a string, or throws ParameterNodeError / SourceError. */

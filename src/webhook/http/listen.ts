@@ -7,15 +7,15 @@ import { dirname } from "node:path";
 import { listenEverywhere, listenOn } from "../../shared/listen.js";
 import { errnoText } from "../go/errno.js";
 import type { AddressInfo, Server } from "node:net";
+import { type ErrorArgs, WebhookError } from "../errors.js";
 
 /** The first file descriptor systemd passes (SD_LISTEN_FDS_START). */
 const LISTEN_FDS_START = 3;
 
-export class ActivationError extends Error {
+export class ActivationError extends WebhookError {
   override readonly name = "ActivationError";
-  readonly code = "EACTIVATION";
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(...args: ErrorArgs<"WEBHOOK_SYSTEMD_SOCKETS" | "WEBHOOK_SYSTEMD_FD" | "WEBHOOK_SOCKET_SETUID">) {
+    super(...args);
   }
 }
 
@@ -32,14 +32,14 @@ export function takeSystemdSocket(env: NodeJS.ProcessEnv = process.env, pid: num
   if (listenPid === undefined || !/^\d+$/.test(listenPid) || Number(listenPid) !== pid) return undefined;
   const count = listenFds !== undefined && /^\d+$/.test(listenFds) ? Number(listenFds) : 0;
   if (count === 0) return undefined;
-  if (count > 1) throw new ActivationError(`received ${count} sockets from systemd, but only 1 is supported`);
+  if (count > 1) throw new ActivationError("WEBHOOK_SYSTEMD_SOCKETS", { count });
   return LISTEN_FDS_START;
 }
 
 /** Serves on an inherited listening socket (TCP or Unix). */
 export function listenOnFd(server: Server, fd: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const onError = (e: Error): void => reject(new ActivationError(`fd ${fd} from systemd is not a listening stream socket: ${e.message}`, { cause: e }));
+    const onError = (e: Error): void => reject(new ActivationError("WEBHOOK_SYSTEMD_FD", { fd, reason: e.message }, { cause: e }));
     server.once("error", onError);
     try {
       server.listen({ fd }, () => {

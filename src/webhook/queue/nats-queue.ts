@@ -21,6 +21,7 @@
 //   a record neither ends a waiting request nor shows in /jobs. An instance without the key leaves
 //   signed jobs to the instances with it; a request whose job left the stream without its record
 //   ending (refused by an instance with another key, or none) is answered with an error.
+import { WebhookError } from "../errors.js";
 import { randomUUID } from "node:crypto";
 import {
   AckPolicy,
@@ -60,10 +61,9 @@ import {
   type Submitted,
 } from "./queue.js";
 
-export class QueueConnectError extends Error {
-  readonly code = "QUEUE_CONNECT";
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+export class QueueConnectError extends WebhookError {
+  constructor(problem: string, options?: ErrorOptions) {
+    super("WEBHOOK_QUEUE_CONNECT", { problem }, options);
     this.name = "QueueConnectError";
   }
 }

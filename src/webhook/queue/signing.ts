@@ -8,6 +8,7 @@ import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { headers as natsHeaders, type MsgHdrs } from "nats";
 import { sameSecret } from "../../shared/secret.js";
+import { WebhookError } from "../errors.js";
 
 export const SIGNATURE_HEADER = "Webhook-Signature";
 /** Hex digits of a signature. */
@@ -15,10 +16,9 @@ const SIGNATURE_CHARS = 64;
 /** Shorter keys are refused: guessable. */
 const MIN_KEY_BYTES = 16;
 
-export class QueueKeyError extends Error {
-  readonly code = "QUEUE_KEY";
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+export class QueueKeyError extends WebhookError {
+  constructor(problem: string, options?: ErrorOptions) {
+    super("WEBHOOK_QUEUE_KEY", { problem }, options);
     this.name = "QueueKeyError";
   }
 }

@@ -4,10 +4,14 @@
 // "--boundary" that follows a line break and is itself followed by whitespace, "-" or the end,
 // quoted-printable parts are decoded, and the limits and error texts are Go's.
 
+import { WebhookError } from "../errors.js";
+
 /** A body Go refuses; `message` is Go's error text. */
-export class MultipartError extends Error {
+export class MultipartError extends WebhookError {
   override readonly name = "MultipartError";
-  readonly code = "EMULTIPART";
+  constructor(problem: string) {
+    super("WEBHOOK_MULTIPART", { problem });
+  }
 }
 
 export interface FormFile {

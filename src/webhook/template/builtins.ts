@@ -19,7 +19,6 @@ export interface TemplateFunction {
 /** An error a function returns; execution reports it as "error calling NAME: message". */
 export class FuncError extends Error {
   override readonly name = "FuncError";
-  readonly code = "EFUNC";
 }
 
 const builtin = (params: ParamKind[], variadic: ParamKind | null, call: (args: GoValue[]) => GoValue): TemplateFunction => ({

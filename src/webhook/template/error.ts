@@ -5,7 +5,6 @@
  */
 export class TemplateError extends Error {
   override readonly name = "TemplateError";
-  readonly code = "ETEMPLATE";
   constructor(
     message: string,
     /** The template's name (the hooks file, as the caller named it). */

@@ -1,0 +1,93 @@
+// The hook server's errors in one table, as fastify's lib/errors.js: each row a code, the message (`{name}` is a part
+// the thrower fills in) and what it ends in: `exit`, the code `webhook` exits with when it stops the start (the
+// reference's log.Fatal exits 1, Go's flag package 2), or `status`, the HTTP answer of the request it stops.
+// Codes are WEBHOOK_ and SCREAMING_SNAKE, as the client's FRAMEFI_*, Node's ERR_* and fastify's FST_ERR_*: the prefix
+// keeps them apart from the system's codes (ENOENT, ECONNREFUSED, …) that reach the same `code` through a cause.
+// Where the reference has the message, the row holds its text exactly; "{problem}" rows hold texts that differ at each
+// throw (Go's flag and multipart texts, the hooks file's field-by-field problems, the NATS connection's steps).
+
+export const EXIT = {
+  /** -h: the usage, then success, as Go's flag package. */
+  help: 0,
+  /** log.Fatal: the start stops. */
+  fatal: 1,
+  /** A flag Go's flag package refuses. */
+  usage: 2,
+} as const;
+
+export interface Row {
+  readonly message: string;
+  readonly exit?: number;
+  readonly status?: number;
+}
+
+export const ERRORS = {
+  // The command line.
+  WEBHOOK_HELP: { message: "", exit: EXIT.help },
+  WEBHOOK_BAD_FLAG: { message: "{problem}", exit: EXIT.usage },
+  WEBHOOK_TLS_MIN_VERSION: { message: "error: unknown minimum TLS version: {version}", exit: EXIT.fatal },
+  WEBHOOK_TLS_CIPHER_SUITE: { message: "error: unknown TLS cipher suite: {name}", exit: EXIT.fatal },
+  WEBHOOK_TLS_FILE: { message: "error loading the HTTPS {what} {path}: {reason}", exit: EXIT.fatal },
+  WEBHOOK_PIDFILE_HELD: { message: "Error creating pidfile: pid file found, ensure webhook is not running or delete {path}", exit: EXIT.fatal },
+  WEBHOOK_PIDFILE_UNWRITABLE: { message: "Error creating pidfile: cannot write the pid file: {reason}", exit: EXIT.fatal },
+  // Listening.
+  WEBHOOK_SYSTEMD_SOCKETS: { message: "error listening on socket: received {count} sockets from systemd, but only 1 is supported", exit: EXIT.fatal },
+  WEBHOOK_SYSTEMD_FD: { message: "error listening on socket: fd {fd} from systemd is not a listening stream socket: {reason}", exit: EXIT.fatal },
+  WEBHOOK_SOCKET_SETUID: {
+    message:
+      "error listening on socket: -setuid and -setgid options are not compatible with -socket.  If you need to bind a socket as root but run webhook as a different user, consider using systemd activation",
+    exit: EXIT.fatal,
+  },
+  // The shared queue.
+  WEBHOOK_QUEUE_KEY: { message: "{problem}", exit: EXIT.fatal },
+  WEBHOOK_QUEUE_CONNECT: { message: "{problem}", exit: EXIT.fatal },
+  // Hooks files.
+  WEBHOOK_HOOKS_FILE: { message: "{problem}", exit: EXIT.fatal },
+  /** The reference's log.Fatal of two lines. */
+  WEBHOOK_DUPLICATE_HOOK: {
+    message: "error: hook with the id {id} has already been loaded!\nplease check your hooks file for duplicate hooks ids! (the second one is in {path})",
+    exit: EXIT.fatal,
+  },
+  // Requests: the log line; the answer is the reference's 500 body (a signature refused under
+  // allow-signature-errors is a rule mismatch instead).
+  WEBHOOK_SIGNATURE: { message: "{problem}", status: 500 },
+  WEBHOOK_UNKNOWN_SOURCE: { message: "{problem}", status: 500 },
+  WEBHOOK_MULTIPART: { message: "{problem}", status: 500 },
+} as const satisfies Record<string, Row>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** The names of the parts in a template. */
+type PartNames<T> = T extends `${string}{${infer P}}${infer R}` ? P | PartNames<R> : never;
+export type Parts<C extends ErrorCode> = Readonly<Record<PartNames<(typeof ERRORS)[C]["message"]>, string | number>>;
+/** A code with the parts its message names (a union of tuples, so that each code checks its own parts). */
+export type ErrorArgs<C extends ErrorCode = ErrorCode> = { [K in C]: [code: K, parts: Parts<K>, options?: ErrorOptions] }[C];
+
+/** `template` with each `{name}` replaced by its part. */
+export function fill(template: string, parts: Readonly<Record<string, string | number>>): string {
+  return template.replace(/\{(\w+)\}/g, (_, name: string) => String(parts[name]));
+}
+
+/** Every error of the hook server a user sees: `code` names its row in ERRORS. */
+export class WebhookError extends Error {
+  override name = "WebhookError";
+  readonly code: ErrorCode;
+
+  constructor(...[code, parts, options]: ErrorArgs) {
+    super(fill(ERRORS[code].message, parts), options);
+    this.code = code;
+  }
+}
+
+export interface Described {
+  readonly code: ErrorCode;
+  readonly message: string;
+  readonly exit?: number;
+  readonly status?: number;
+}
+
+/** What a user is told of `error` and how it ends, or undefined for an error that is not ours (a bug: rethrow it). */
+export function describe(error: unknown): Described | undefined {
+  if (!(error instanceof WebhookError)) return undefined;
+  return { ...ERRORS[error.code], code: error.code, message: error.message };
+}
