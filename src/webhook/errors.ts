@@ -31,6 +31,8 @@ export const ERRORS = {
   WEBHOOK_PIDFILE_HELD: { message: "Error creating pidfile: pid file found, ensure webhook is not running or delete {path}", exit: EXIT.fatal },
   WEBHOOK_PIDFILE_UNWRITABLE: { message: "Error creating pidfile: cannot write the pid file: {reason}", exit: EXIT.fatal },
   // Listening.
+  WEBHOOK_BAD_PORT: { message: "error listening on port: listen tcp: address {port}: invalid port", exit: EXIT.fatal },
+  WEBHOOK_LISTEN: { message: "error listening on port: listen {where}: {reason}", exit: EXIT.fatal },
   WEBHOOK_SYSTEMD_SOCKETS: { message: "error listening on socket: received {count} sockets from systemd, but only 1 is supported", exit: EXIT.fatal },
   WEBHOOK_SYSTEMD_FD: { message: "error listening on socket: fd {fd} from systemd is not a listening stream socket: {reason}", exit: EXIT.fatal },
   WEBHOOK_SOCKET_SETUID: {
@@ -38,14 +40,47 @@ export const ERRORS = {
       "error listening on socket: -setuid and -setgid options are not compatible with -socket.  If you need to bind a socket as root but run webhook as a different user, consider using systemd activation",
     exit: EXIT.fatal,
   },
+  WEBHOOK_SETUID_WITHOUT_SETGID: { message: "error: setuid and setgid options must be used together", exit: EXIT.fatal },
+  WEBHOOK_TLS_CERTIFICATE: { message: "error loading the HTTPS certificate and key: {reason}", exit: EXIT.fatal },
+  WEBHOOK_PRIVILEGES: { message: "error dropping privileges: {reason}", exit: EXIT.fatal },
+  WEBHOOK_LOG_FILE: { message: "error opening log file {quoted}: open {path}: {reason}", exit: EXIT.fatal },
   // The shared queue.
-  WEBHOOK_QUEUE_KEY: { message: "{problem}", exit: EXIT.fatal },
-  WEBHOOK_QUEUE_CONNECT: { message: "{problem}", exit: EXIT.fatal },
+  WEBHOOK_QUEUE_KEY_WITHOUT_QUEUE: {
+    message: "-queue-key-file signs the messages of the shared queue: give -queue too, or drop -queue-key-file",
+    exit: EXIT.fatal,
+  },
+  WEBHOOK_QUEUE_KEY_UNREADABLE: { message: "cannot read the queue key file {path} (-queue-key-file): {reason}", exit: EXIT.fatal },
+  WEBHOOK_QUEUE_KEY_SHORT: {
+    message:
+      "the queue key file {path} (-queue-key-file) holds {bytes} bytes; it needs at least {min}: make one with  head -c 32 /dev/urandom | base64 > {path}",
+    exit: EXIT.fatal,
+  },
+  WEBHOOK_QUEUE_NOT_A_URL: { message: "-queue {servers} is not a URL: give nats://HOST:PORT", exit: EXIT.fatal },
+  WEBHOOK_QUEUE_SCHEME: { message: "-queue {servers}: the scheme must be nats:// or tls://", exit: EXIT.fatal },
+  WEBHOOK_QUEUE_UNREACHABLE: {
+    message: "cannot connect to the NATS server at {address} (-queue): {reason}; start nats-server -js there or fix -queue",
+    exit: EXIT.fatal,
+  },
+  WEBHOOK_QUEUE_NO_JETSTREAM: { message: "the NATS server at {address} (-queue) has no JetStream ({reason}): start it with -js", exit: EXIT.fatal },
+  WEBHOOK_QUEUE_NO_BUCKET: {
+    message: "cannot open the job records (key-value bucket) on the NATS server at {address} (-queue): {reason}",
+    exit: EXIT.fatal,
+  },
   // Hooks files.
   WEBHOOK_HOOKS_FILE: { message: "{problem}", exit: EXIT.fatal },
   /** The reference's log.Fatal of two lines. */
   WEBHOOK_DUPLICATE_HOOK: {
     message: "error: hook with the id {id} has already been loaded!\nplease check your hooks file for duplicate hooks ids! (the second one is in {path})",
+    exit: EXIT.fatal,
+  },
+  /** The reference's fatal of three lines, when no hooks loaded. */
+  WEBHOOK_NO_HOOKS: {
+    message:
+      "couldn't load any hooks from file!\naborting webhook execution since the -verbose flag is set to false.\nIf, for some reason, you want webhook to start without the hooks, either use -verbose flag, or -nopanic",
+    exit: EXIT.fatal,
+  },
+  WEBHOOK_BROKEN_HOOKS_FILE: {
+    message: "aborting: fix the hooks file named above, or start with -nopanic to serve without it (-verbose does not skip a broken file)",
     exit: EXIT.fatal,
   },
   // Requests: the log line; the answer is the reference's 500 body (a signature refused under
@@ -66,6 +101,11 @@ export type ErrorArgs<C extends ErrorCode = ErrorCode> = { [K in C]: [code: K, p
 /** `template` with each `{name}` replaced by its part. */
 export function fill(template: string, parts: Readonly<Record<string, string | number>>): string {
   return template.replace(/\{(\w+)\}/g, (_, name: string) => String(parts[name]));
+}
+
+/** The message of `code`'s row with its parts filled in, for a line said where nothing is thrown. */
+export function messageOf<C extends ErrorCode>(code: C, parts: Parts<C>): string {
+  return fill(ERRORS[code].message, parts);
 }
 
 /** Every error of the hook server a user sees: `code` names its row in ERRORS. */

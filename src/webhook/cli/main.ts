@@ -28,7 +28,7 @@ import { MemoryRecords } from "../jobs/memory-records.js";
 import { validateHooksFiles } from "./validate.js";
 import { listCipherSuites, minVersion, tlsOptions } from "./tls.js";
 import { surviveClosedOutput } from "../../shared/closed-output.js";
-import { type Described, describe } from "../errors.js";
+import { type Described, describe, EXIT, messageOf } from "../errors.js";
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -68,7 +68,7 @@ function ours(e: unknown): Described & { exit: number } {
 }
 
 /** Go's log.Fatal before the log is set up: a timestamped line on stderr, exit 1 (or the error's exit code). */
-function fatal(message: string, exit = 1): never {
+function fatal(message: string, exit: number = EXIT.fatal): never {
   process.stderr.write(prefix().replace("[webhook] ", "") + message + "\n");
   process.exit(exit);
 }
@@ -118,19 +118,17 @@ function loadHooks(registry: HookRegistry, opts: Options, log: Log): void {
     log.always(message);
     process.exit(exit);
   }
-  const broken = "aborting: fix the hooks file named above, or start with -nopanic to serve without it (-verbose does not skip a broken file)";
+  const broken = messageOf("WEBHOOK_BROKEN_HOOKS_FILE", {});
   if (!opts.verbose && !opts.nopanic && registry.size === 0) {
     // Where the reference stops, its fatal line, on stdout even with a -logfile. Its advice to use -verbose
     // holds here only for files that loaded but hold no hooks; for a broken one ours says what does.
-    new Log(true, (s) => void process.stdout.write(s), opts.logFormat).always(
-      "couldn't load any hooks from file!\naborting webhook execution since the -verbose flag is set to false.\nIf, for some reason, you want webhook to start without the hooks, either use -verbose flag, or -nopanic",
-    );
+    new Log(true, (s) => void process.stdout.write(s), opts.logFormat).always(messageOf("WEBHOOK_NO_HOOKS", {}));
     if (failed.length > 0) log.always(broken);
-    process.exit(1);
+    process.exit(EXIT.fatal);
   }
   if (failed.length > 0 && !opts.nopanic) {
     log.always(broken);
-    process.exit(1);
+    process.exit(EXIT.fatal);
   }
 }
 
@@ -152,8 +150,8 @@ async function main(): Promise<void> {
     process.exit(0);
   }
   if ((opts.setuid !== 0 || opts.setgid !== 0) && (opts.setuid === 0 || opts.setgid === 0)) {
-    process.stdout.write("error: setuid and setgid options must be used together\n");
-    process.exit(1);
+    process.stdout.write(`${messageOf("WEBHOOK_SETUID_WITHOUT_SETGID", {})}\n`);
+    process.exit(EXIT.fatal);
   }
   if (opts.debug || opts.logfile !== "") opts.verbose = true;
   if (opts.hooks.length === 0) opts.hooks.push("hooks.json");
@@ -192,7 +190,7 @@ async function main(): Promise<void> {
   let jobs = localJobs;
   const flagSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
   let queue: NatsQueue | undefined;
-  if (opts.queueKeyFile !== "" && opts.queue === "") fatal("-queue-key-file signs the messages of the shared queue: give -queue too, or drop -queue-key-file");
+  if (opts.queueKeyFile !== "" && opts.queue === "") fatal(messageOf("WEBHOOK_QUEUE_KEY_WITHOUT_QUEUE", {}));
   if (opts.queue !== "") {
     // Loaded only with -queue: a server without it pays nothing for the NATS client.
     const { NatsQueue } = await import("../queue/nats-queue.js");
@@ -250,7 +248,7 @@ async function main(): Promise<void> {
   try {
     server = transport.createServer(tls);
   } catch (e) {
-    fatal(`error loading the HTTPS certificate and key: ${(e as Error).message}`);
+    fatal(messageOf("WEBHOOK_TLS_CERTIFICATE", { reason: (e as Error).message }));
   }
   // As the reference: a socket handed over by systemd wins over -ip/-port and -socket.
   const ip = unbracket(opts.ip);
@@ -280,19 +278,19 @@ async function main(): Promise<void> {
     try {
       dropPrivileges(opts.setuid, opts.setgid);
     } catch (e) {
-      problems.push(`error dropping privileges: ${errorText(e as NodeJS.ErrnoException)}`);
+      problems.push(messageOf("WEBHOOK_PRIVILEGES", { reason: errorText(e as NodeJS.ErrnoException) }));
     }
   }
   if (opts.logfile !== "") {
     try {
       log.redirect(openLogFile(opts.logfile));
     } catch (e) {
-      problems.push(`error opening log file ${JSON.stringify(opts.logfile)}: open ${opts.logfile}: ${errorText(e as NodeJS.ErrnoException)}`);
+      problems.push(messageOf("WEBHOOK_LOG_FILE", { quoted: JSON.stringify(opts.logfile), path: opts.logfile, reason: errorText(e as NodeJS.ErrnoException) }));
     }
   }
   if (problems.length > 0) {
     for (const p of problems) log.always(p);
-    process.exit(1);
+    process.exit(EXIT.fatal);
   }
 
   if (opts.pidfile !== "") {

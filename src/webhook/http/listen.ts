@@ -7,7 +7,7 @@ import { dirname } from "node:path";
 import { listenEverywhere, listenOn } from "../../shared/listen.js";
 import { errnoText } from "../go/errno.js";
 import type { AddressInfo, Server } from "node:net";
-import { type ErrorArgs, WebhookError } from "../errors.js";
+import { type ErrorArgs, messageOf, WebhookError } from "../errors.js";
 
 /** The first file descriptor systemd passes (SD_LISTEN_FDS_START). */
 const LISTEN_FDS_START = 3;
@@ -88,13 +88,13 @@ export async function listenAt(server: Server, address: ListenAddress): Promise<
 
 /** The reference's message for a failed listen: "error listening on port: listen tcp 1.2.3.4:80: bind: …". */
 export function listenError(address: ListenAddress, err: NodeJS.ErrnoException): string {
-  if (err.code === "ERR_SOCKET_BAD_PORT" && "port" in address) return `error listening on port: listen tcp: address ${address.port}: invalid port`;
+  if (err.code === "ERR_SOCKET_BAD_PORT" && "port" in address) return messageOf("WEBHOOK_BAD_PORT", { port: address.port });
   // Node reports a Unix socket in a missing folder as EACCES; the real reason is the folder.
   const code = "socket" in address && !existsSync(dirname(address.socket)) ? "ENOENT" : err.code;
   const known = errnoText(code);
   const reason = known ? `bind: ${known}` : err.message;
   const where = "socket" in address ? `unix ${address.socket}` : `tcp ${address.ip}:${address.port}`;
-  return `error listening on port: listen ${where}: ${reason}`;
+  return messageOf("WEBHOOK_LISTEN", { where, reason });
 }
 
 /** -ip as Go's net.Listen takes it: an IPv6 address in brackets ("[::1]"); ours takes it bare too. */

@@ -21,7 +21,7 @@
 //   a record neither ends a waiting request nor shows in /jobs. An instance without the key leaves
 //   signed jobs to the instances with it; a request whose job left the stream without its record
 //   ending (refused by an instance with another key, or none) is answered with an error.
-import { WebhookError } from "../errors.js";
+import { type ErrorArgs, WebhookError } from "../errors.js";
 import { randomUUID } from "node:crypto";
 import {
   AckPolicy,
@@ -62,8 +62,12 @@ import {
 } from "./queue.js";
 
 export class QueueConnectError extends WebhookError {
-  constructor(problem: string, options?: ErrorOptions) {
-    super("WEBHOOK_QUEUE_CONNECT", { problem }, options);
+  constructor(
+    ...args: ErrorArgs<
+      "WEBHOOK_QUEUE_NOT_A_URL" | "WEBHOOK_QUEUE_SCHEME" | "WEBHOOK_QUEUE_UNREACHABLE" | "WEBHOOK_QUEUE_NO_JETSTREAM" | "WEBHOOK_QUEUE_NO_BUCKET"
+    >
+  ) {
+    super(...args);
     this.name = "QueueConnectError";
   }
 }
@@ -154,9 +158,9 @@ function connectOptions(url: string): { servers: string[]; user?: string; pass?:
     try {
       u = new URL(raw.includes("://") ? raw : `nats://${raw}`);
     } catch (e) {
-      throw new QueueConnectError(`-queue ${JSON.stringify(describeServers(raw))} is not a URL: give nats://HOST:PORT`, { cause: e });
+      throw new QueueConnectError("WEBHOOK_QUEUE_NOT_A_URL", { servers: JSON.stringify(describeServers(raw)) }, { cause: e });
     }
-    if (u.protocol !== "nats:" && u.protocol !== "tls:") throw new QueueConnectError(`-queue ${describeServers(raw)}: the scheme must be nats:// or tls://`);
+    if (u.protocol !== "nats:" && u.protocol !== "tls:") throw new QueueConnectError("WEBHOOK_QUEUE_SCHEME", { servers: describeServers(raw) });
     if (u.protocol === "tls:") tls = true;
     if (u.username !== "" && user === undefined) {
       user = decodeURIComponent(u.username);
@@ -201,17 +205,14 @@ export class NatsQueue implements SharedQueue {
       nc = await connect({ ...connectOptions(opts.url), name: "webhook", maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: 5000 });
     } catch (e) {
       if (e instanceof QueueConnectError) throw e;
-      throw new QueueConnectError(
-        `cannot connect to the NATS server at ${address} (-queue): ${(e as Error).message}; start nats-server -js there or fix -queue`,
-        { cause: e },
-      );
+      throw new QueueConnectError("WEBHOOK_QUEUE_UNREACHABLE", { address, reason: (e as Error).message }, { cause: e });
     }
     let jsm: JetStreamManager;
     try {
       jsm = await nc.jetstreamManager();
     } catch (e) {
       await nc.close();
-      throw new QueueConnectError(`the NATS server at ${address} (-queue) has no JetStream (${(e as Error).message}): start it with -js`, { cause: e });
+      throw new QueueConnectError("WEBHOOK_QUEUE_NO_JETSTREAM", { address, reason: (e as Error).message }, { cause: e });
     }
     const js = nc.jetstream();
     try {
@@ -221,9 +222,7 @@ export class NatsQueue implements SharedQueue {
       return new NatsQueue(nc, js, jsm, records, opts);
     } catch (e) {
       await nc.close();
-      throw new QueueConnectError(`cannot open the job records (key-value bucket) on the NATS server at ${address} (-queue): ${(e as Error).message}`, {
-        cause: e,
-      });
+      throw new QueueConnectError("WEBHOOK_QUEUE_NO_BUCKET", { address, reason: (e as Error).message }, { cause: e });
     }
   }
 

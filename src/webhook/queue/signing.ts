@@ -8,7 +8,7 @@ import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { headers as natsHeaders, type MsgHdrs } from "nats";
 import { sameSecret } from "../../shared/secret.js";
-import { WebhookError } from "../errors.js";
+import { type ErrorArgs, WebhookError } from "../errors.js";
 
 export const SIGNATURE_HEADER = "Webhook-Signature";
 /** Hex digits of a signature. */
@@ -17,8 +17,8 @@ const SIGNATURE_CHARS = 64;
 const MIN_KEY_BYTES = 16;
 
 export class QueueKeyError extends WebhookError {
-  constructor(problem: string, options?: ErrorOptions) {
-    super("WEBHOOK_QUEUE_KEY", { problem }, options);
+  constructor(...args: ErrorArgs<"WEBHOOK_QUEUE_KEY_UNREADABLE" | "WEBHOOK_QUEUE_KEY_SHORT">) {
+    super(...args);
     this.name = "QueueKeyError";
   }
 }
@@ -29,18 +29,14 @@ export function readQueueKey(path: string): Buffer {
   try {
     key = readFileSync(path);
   } catch (e) {
-    throw new QueueKeyError(`cannot read the queue key file ${path} (-queue-key-file): ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, {
-      cause: e,
-    });
+    throw new QueueKeyError("WEBHOOK_QUEUE_KEY_UNREADABLE", { path, reason: (e as NodeJS.ErrnoException).code ?? (e as Error).message }, { cause: e });
   }
   let end = key.length;
   if (end > 0 && key[end - 1] === 0x0a) end--;
   if (end > 0 && key[end - 1] === 0x0d) end--;
   key = key.subarray(0, end);
   if (key.length < MIN_KEY_BYTES) {
-    throw new QueueKeyError(
-      `the queue key file ${path} (-queue-key-file) holds ${key.length} bytes; it needs at least ${MIN_KEY_BYTES}: make one with  head -c 32 /dev/urandom | base64 > ${path}`,
-    );
+    throw new QueueKeyError("WEBHOOK_QUEUE_KEY_SHORT", { path, bytes: key.length, min: MIN_KEY_BYTES });
   }
   return key;
 }
