@@ -85,8 +85,17 @@ export const ERRORS = {
   },
   // Requests: the log line; the answer is the reference's 500 body (a signature refused under
   // allow-signature-errors is a rule mismatch instead).
-  WEBHOOK_SIGNATURE: { message: "{problem}", status: 500 },
-  WEBHOOK_UNKNOWN_SOURCE: { message: "{problem}", status: 500 },
+  WEBHOOK_SIGNATURE_MISMATCH: { message: "invalid payload signature {signature}", status: 500 },
+  WEBHOOK_SIGNATURES_MISMATCH: { message: "invalid payload signatures [{signatures}]{onEmpty}", status: 500 },
+  WEBHOOK_SIGNATURE_OUTDATED: { message: "invalid payload signature outdated", status: 500 },
+  WEBHOOK_SIGNATURE_TOO_OLD: {
+    message: "invalid payload signature outdated: timestamp {timestamp} is {seconds}s from now, beyond the tolerance of {tolerance}",
+    status: 500,
+  },
+  WEBHOOK_SIGNATURE_TIMESTAMP: { message: "invalid payload signature: timestamp {timestamp} is not a Unix time in seconds", status: 500 },
+  WEBHOOK_STRIPE_SIGNATURE_INCOMPLETE: { message: "invalid payload signature: Stripe-Signature has no t= or no v1=", status: 500 },
+  WEBHOOK_UNKNOWN_REQUEST_KEY: { message: "unsupported request key: {key}", status: 500 },
+  WEBHOOK_NO_SOURCE: { message: "no source for value retrieval", status: 500 },
   WEBHOOK_MULTIPART: { message: "{problem}", status: 500 },
 } as const satisfies Record<string, Row>;
 

@@ -97,8 +97,7 @@ function checkHmac(alg: "sha1" | "sha256" | "sha512", r: HookRequest, m: MatchRu
   const digest = mac.digest();
   const signatures = signaturesFrom(signature, `${alg}=`);
   for (const s of signatures) if (sameDigest(digest, s, "hex")) return true;
-  const empty = r.rawBody.length === 0 ? " on empty payload" : "";
-  throw new SignatureError(`invalid payload signatures [${signatures.join(" ")}]${empty}`);
+  throw new SignatureError("WEBHOOK_SIGNATURES_MISMATCH", { signatures: signatures.join(" "), onEmpty: r.rawBody.length === 0 ? " on empty payload" : "" });
 }
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -118,10 +117,10 @@ function checkScalrSignature(r: HookRequest, signingKey: string): boolean {
   if (signingKey === "") throw new Error("signature validation signing key can not be empty");
   const digest = createHmac("sha1", signingKey).update(r.rawBody).update(String(date)).digest();
   if (!sameDigest(digest, String(provided), "hex")) {
-    throw new SignatureError(`invalid payload signature ${String(provided)}`);
+    throw new SignatureError("WEBHOOK_SIGNATURE_MISMATCH", { signature: String(provided) });
   }
   const delta = Math.abs(Date.now() - parseScalrDate(String(date))) / 1000;
-  if (delta > 300) throw new SignatureError("invalid payload signature outdated");
+  if (delta > 300) throw new SignatureError("WEBHOOK_SIGNATURE_OUTDATED", {});
   return true;
 }
 
@@ -138,7 +137,7 @@ function parseIp(s: string): number[] | undefined {
   const lastColon = s.lastIndexOf(":");
   if (s.slice(lastColon + 1).includes(".")) {
     const v4 = parseIp(s.slice(lastColon + 1));
-    if (!v4 || v4.length !== 4) return undefined;
+    if (v4?.length !== 4) return undefined;
     tail = v4;
     text = s.slice(0, lastColon + 1) + "0:0";
   }

@@ -12,13 +12,22 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import type { HookRequest, MatchRule } from "./hook.js";
 import { parseGoDuration } from "../go/duration.js";
 import { getArgument } from "./values.js";
-import { WebhookError } from "../errors.js";
+import { type ErrorArgs, WebhookError } from "../errors.js";
 
 /** A signature that does not match, or a timestamp outside the tolerance. */
 export class SignatureError extends WebhookError {
   override readonly name = "SignatureError";
-  constructor(problem: string) {
-    super("WEBHOOK_SIGNATURE", { problem });
+  constructor(
+    ...args: ErrorArgs<
+      | "WEBHOOK_SIGNATURE_MISMATCH"
+      | "WEBHOOK_SIGNATURES_MISMATCH"
+      | "WEBHOOK_SIGNATURE_OUTDATED"
+      | "WEBHOOK_SIGNATURE_TOO_OLD"
+      | "WEBHOOK_SIGNATURE_TIMESTAMP"
+      | "WEBHOOK_STRIPE_SIGNATURE_INCOMPLETE"
+    >
+  ) {
+    super(...args);
   }
 }
 
@@ -105,13 +114,15 @@ export function sameDigest(digest: Buffer, given: string, encoding: "hex" | "bas
 }
 
 function checkTimestamp(m: MatchRule, text: string, now: number): void {
-  if (!/^\d{1,15}$/.test(text)) throw new SignatureError(`invalid payload signature: timestamp ${JSON.stringify(text)} is not a Unix time in seconds`);
+  if (!/^\d{1,15}$/.test(text)) throw new SignatureError("WEBHOOK_SIGNATURE_TIMESTAMP", { timestamp: JSON.stringify(text) });
   const toleranceMs = parseGoDuration(m.tolerance ?? DEFAULT_TOLERANCE);
   const skewMs = Math.abs(now - Number(text) * 1000);
   if (skewMs > toleranceMs) {
-    throw new SignatureError(
-      `invalid payload signature outdated: timestamp ${text} is ${Math.round(skewMs / 1000)}s from now, beyond the tolerance of ${m.tolerance ?? DEFAULT_TOLERANCE}`,
-    );
+    throw new SignatureError("WEBHOOK_SIGNATURE_TOO_OLD", {
+      timestamp: text,
+      seconds: Math.round(skewMs / 1000),
+      tolerance: m.tolerance ?? DEFAULT_TOLERANCE,
+    });
   }
 }
 
@@ -136,7 +147,8 @@ function verifyStandard(m: MatchRule, r: HookRequest, secret: string, now: numbe
     .split(" ")
     .filter((s) => s.startsWith("v1,"))
     .map((s) => s.slice(3));
-  if (!given.some((s) => sameDigest(digest, s, "base64"))) throw new SignatureError(`invalid payload signatures [${given.join(" ")}]`);
+  if (!given.some((s) => sameDigest(digest, s, "base64")))
+    throw new SignatureError("WEBHOOK_SIGNATURES_MISMATCH", { signatures: given.join(" "), onEmpty: "" });
   checkTimestamp(m, ts, now);
   return true;
 }
@@ -152,9 +164,9 @@ function verifyStripe(m: MatchRule, r: HookRequest, secret: string, now: number)
     if (key === "t") ts = item.slice(eq + 1).trim();
     else if (key === "v1") given.push(item.slice(eq + 1).trim());
   }
-  if (ts === undefined || given.length === 0) throw new SignatureError("invalid payload signature: Stripe-Signature has no t= or no v1=");
+  if (ts === undefined || given.length === 0) throw new SignatureError("WEBHOOK_STRIPE_SIGNATURE_INCOMPLETE", {});
   const digest = hmac("sha256", secret, `${ts}.`, r.rawBody);
-  if (!given.some((s) => sameDigest(digest, s, "hex"))) throw new SignatureError(`invalid payload signatures [${given.join(" ")}]`);
+  if (!given.some((s) => sameDigest(digest, s, "hex"))) throw new SignatureError("WEBHOOK_SIGNATURES_MISMATCH", { signatures: given.join(" "), onEmpty: "" });
   checkTimestamp(m, ts, now);
   return true;
 }
@@ -164,7 +176,7 @@ function verifySlack(m: MatchRule, r: HookRequest, secret: string, now: number):
   const sig = header(r, "X-Slack-Signature");
   if (ts === undefined || sig === undefined) return false;
   const digest = hmac("sha256", secret, `v0:${ts}:`, r.rawBody);
-  if (!(sig.startsWith("v0=") && sameDigest(digest, sig.slice(3), "hex"))) throw new SignatureError(`invalid payload signature ${sig}`);
+  if (!(sig.startsWith("v0=") && sameDigest(digest, sig.slice(3), "hex"))) throw new SignatureError("WEBHOOK_SIGNATURE_MISMATCH", { signature: sig });
   checkTimestamp(m, ts, now);
   return true;
 }
@@ -173,7 +185,7 @@ function verifyBase64(type: SignatureType, m: MatchRule, r: HookRequest, secret:
   // Throws ParameterNodeError when the header is absent: the match is false, as for payload-hmac-*.
   const sig = getArgument(m.parameter ?? { source: "header" }, r);
   const alg = type === "payload-hmac-sha1-base64" ? "sha1" : type === "payload-hmac-sha512-base64" ? "sha512" : "sha256";
-  if (!sameDigest(hmac(alg, secret, r.rawBody), sig, "base64")) throw new SignatureError(`invalid payload signature ${sig}`);
+  if (!sameDigest(hmac(alg, secret, r.rawBody), sig, "base64")) throw new SignatureError("WEBHOOK_SIGNATURE_MISMATCH", { signature: sig });
   return true;
 }
 

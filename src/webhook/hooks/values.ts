@@ -5,7 +5,7 @@ import type { Argument, HookRequest } from "./hook.js";
 import { JsonNumber, marshalJson, valueToString } from "../go/json.js";
 import { decodeBytes } from "../go/bytes.js";
 import { canonicalHeaderKey } from "../go/header.js";
-import { WebhookError } from "../errors.js";
+import { type ErrorArgs, WebhookError } from "../errors.js";
 
 /** A referenced node does not exist: rules treat it as "no match", never as a failure. */
 export class ParameterNodeError extends Error {
@@ -99,8 +99,8 @@ function define(o: object, k: string | number, value: unknown): void {
 /** Thrown for a source or request key the reference does not know; rules turn it into a 500. */
 class SourceError extends WebhookError {
   override readonly name = "SourceError";
-  constructor(problem: string) {
-    super("WEBHOOK_UNKNOWN_SOURCE", { problem });
+  constructor(...args: ErrorArgs<"WEBHOOK_UNKNOWN_REQUEST_KEY" | "WEBHOOK_NO_SOURCE">) {
+    super(...args);
   }
 }
 
@@ -126,7 +126,7 @@ export function getArgument(arg: Argument, r: HookRequest): string {
         case "method":
           return r.method;
         default:
-          throw new SourceError(`unsupported request key: ${JSON.stringify(name)}`);
+          throw new SourceError("WEBHOOK_UNKNOWN_REQUEST_KEY", { key: JSON.stringify(name) });
       }
     case "entire-payload":
       return marshalJson(r.payload ?? null);
@@ -135,7 +135,7 @@ export function getArgument(arg: Argument, r: HookRequest): string {
     case "entire-query":
       return marshalJson(r.query);
     default:
-      throw new SourceError("no source for value retrieval");
+      throw new SourceError("WEBHOOK_NO_SOURCE", {});
   }
 }
 
