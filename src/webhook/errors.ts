@@ -4,7 +4,7 @@
 // Codes are WEBHOOK_ and SCREAMING_SNAKE, as the client's FRAMEFI_*, Node's ERR_* and fastify's FST_ERR_*: the prefix
 // keeps them apart from the system's codes (ENOENT, ECONNREFUSED, …) that reach the same `code` through a cause.
 // Where the reference has the message, the row holds its text exactly; "{problem}" rows hold texts that differ at each
-// throw (Go's flag and multipart texts, the hooks file's field-by-field problems, the NATS connection's steps).
+// throw (Go's multipart texts, the hooks file's field-by-field problems).
 
 export const EXIT = {
   /** -h: the usage, then success, as Go's flag package. */
@@ -24,7 +24,13 @@ export interface Row {
 export const ERRORS = {
   // The command line.
   WEBHOOK_HELP: { message: "", exit: EXIT.help },
-  WEBHOOK_BAD_FLAG: { message: "{problem}", exit: EXIT.usage },
+  WEBHOOK_FLAG_SYNTAX: { message: "bad flag syntax: {arg}", exit: EXIT.usage },
+  WEBHOOK_UNKNOWN_FLAG: { message: "flag provided but not defined: -{name}", exit: EXIT.usage },
+  WEBHOOK_FLAG_NOT_BOOLEAN: { message: "invalid boolean value {value} for -{name}: parse error", exit: EXIT.usage },
+  WEBHOOK_FLAG_NEEDS_VALUE: { message: "flag needs an argument: -{name}", exit: EXIT.usage },
+  WEBHOOK_BAD_FLAG_VALUE: { message: "invalid value {value} for flag -{name}: {reason}", exit: EXIT.usage },
+  /** One of the above, read from an -options-file: {where} names the file and line. */
+  WEBHOOK_BAD_FLAG_IN_FILE: { message: "{where}: {problem}", exit: EXIT.usage },
   WEBHOOK_TLS_MIN_VERSION: { message: "error: unknown minimum TLS version: {version}", exit: EXIT.fatal },
   WEBHOOK_TLS_CIPHER_SUITE: { message: "error: unknown TLS cipher suite: {name}", exit: EXIT.fatal },
   WEBHOOK_TLS_FILE: { message: "error loading the HTTPS {what} {path}: {reason}", exit: EXIT.fatal },

@@ -107,7 +107,17 @@ function flag<K extends keyof Options>(row: FlagRow<K>): FlagDef {
 /** What Go's flag package refuses (its text), or -h. */
 export class FlagError extends WebhookError {
   override readonly name = "FlagError";
-  constructor(...args: ErrorArgs<"WEBHOOK_HELP" | "WEBHOOK_BAD_FLAG">) {
+  constructor(
+    ...args: ErrorArgs<
+      | "WEBHOOK_HELP"
+      | "WEBHOOK_FLAG_SYNTAX"
+      | "WEBHOOK_UNKNOWN_FLAG"
+      | "WEBHOOK_FLAG_NOT_BOOLEAN"
+      | "WEBHOOK_FLAG_NEEDS_VALUE"
+      | "WEBHOOK_BAD_FLAG_VALUE"
+      | "WEBHOOK_BAD_FLAG_IN_FILE"
+    >
+  ) {
     super(...args);
   }
 }
@@ -473,8 +483,8 @@ export function parseFlags(argv: string[]): Options {
     try {
       i = parseFlag(o, args, i, where, insert);
     } catch (e) {
-      throw e instanceof FlagError && e.code === "WEBHOOK_BAD_FLAG" && where !== undefined
-        ? new FlagError("WEBHOOK_BAD_FLAG", { problem: `${where}: ${e.message}` })
+      throw e instanceof FlagError && e.code !== "WEBHOOK_HELP" && where !== undefined
+        ? new FlagError("WEBHOOK_BAD_FLAG_IN_FILE", { where, problem: e.message })
         : e;
     }
     if (i < 0) break;
@@ -493,7 +503,7 @@ function parseFlag(o: Options, args: string[], i: number, where: string | undefi
     if (name.length === 1) return -1; // "--" ends the flags
     name = name.slice(1);
   }
-  if (name === "" || name[0] === "-" || name[0] === "=") throw new FlagError("WEBHOOK_BAD_FLAG", { problem: `bad flag syntax: ${a}` });
+  if (name === "" || name[0] === "-" || name[0] === "=") throw new FlagError("WEBHOOK_FLAG_SYNTAX", { arg: a });
   let value: string | undefined;
   const eq = name.indexOf("=");
   if (eq !== -1) {
@@ -503,19 +513,19 @@ function parseFlag(o: Options, args: string[], i: number, where: string | undefi
   const def = FLAGS.find((f) => f.name === name);
   if (!def) {
     if (name === "help" || name === "h") throw new FlagError("WEBHOOK_HELP", {});
-    throw new FlagError("WEBHOOK_BAD_FLAG", { problem: `flag provided but not defined: -${name}` });
+    throw new FlagError("WEBHOOK_UNKNOWN_FLAG", { name });
   }
   if (def.kind === "bool" && def.option !== undefined) {
     try {
       apply(o, def, value ?? "true");
     } catch {
-      throw new FlagError("WEBHOOK_BAD_FLAG", { problem: `invalid boolean value ${JSON.stringify(value)} for -${name}: parse error` });
+      throw new FlagError("WEBHOOK_FLAG_NOT_BOOLEAN", { value: JSON.stringify(value), name });
     }
     return i;
   }
   if (value === undefined) {
     // A file's line holds its flag's value: the next line is another flag.
-    if (i + 1 >= args.length || where !== undefined) throw new FlagError("WEBHOOK_BAD_FLAG", { problem: `flag needs an argument: -${name}` });
+    if (i + 1 >= args.length || where !== undefined) throw new FlagError("WEBHOOK_FLAG_NEEDS_VALUE", { name });
     value = args[++i]!;
   }
   if (def.option === undefined) {
@@ -523,14 +533,14 @@ function parseFlag(o: Options, args: string[], i: number, where: string | undefi
     try {
       insert(i + 1, readOptionsFile(value));
     } catch (e) {
-      throw new FlagError("WEBHOOK_BAD_FLAG", { problem: `invalid value ${JSON.stringify(value)} for flag -options-file: ${(e as Error).message}` });
+      throw new FlagError("WEBHOOK_BAD_FLAG_VALUE", { value: JSON.stringify(value), name: "options-file", reason: (e as Error).message }, { cause: e });
     }
     return i;
   }
   try {
     apply(o, def, value);
   } catch (e) {
-    throw new FlagError("WEBHOOK_BAD_FLAG", { problem: `invalid value ${JSON.stringify(value)} for flag -${name}: ${(e as Error).message}` });
+    throw new FlagError("WEBHOOK_BAD_FLAG_VALUE", { value: JSON.stringify(value), name, reason: (e as Error).message }, { cause: e });
   }
   return i;
 }

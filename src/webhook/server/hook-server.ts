@@ -28,6 +28,7 @@ import { Answers, MSG } from "./answer.js";
 import { Endpoints, type Pending } from "./endpoints.js";
 import { logExchange } from "./exchange-log.js";
 import { Headers, respond } from "./response.js";
+import { describe } from "../errors.js";
 
 /** The server's options; the limits are the defaults of the hook fields (its answers name the command-timeout). */
 export interface ServerOptions extends LimitDefaults {
@@ -237,7 +238,7 @@ export class HookServer implements HttpApp<Matched | Pending> {
         mp = parseMultipart(rawHeader(m.head.rawHeaders, "content-type") ?? "", body, this.opts.maxMultipartMem, jsonFields);
       } catch (e) {
         log.print(`[${rid}] error parsing multipart form: ${(e as Error).message}\n`, m.fields);
-        return respond(500, out, MSG.multipartError);
+        return respond(describe(e)?.status ?? 500, out, MSG.multipartError);
       }
       for (const l of mp.logs) log.print(`[${rid}] ${l}`, m.fields);
       req.payload = mp.payload;
@@ -290,7 +291,7 @@ export class HookServer implements HttpApp<Matched | Pending> {
       if (result.error) {
         if (!(result.error instanceof ParameterNodeError)) {
           log.print(`[${rid}] error evaluating hook: ${result.error.message}`, m.fields);
-          return respond(500, out, MSG.ruleError);
+          return respond(describe(result.error)?.status ?? 500, out, MSG.ruleError);
         }
         log.print(`[${rid}] ${result.error.message}`, m.fields);
       }
