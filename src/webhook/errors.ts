@@ -3,8 +3,8 @@
 // reference's log.Fatal exits 1, Go's flag package 2), or `status`, the HTTP answer of the request it stops.
 // Codes are WEBHOOK_ and SCREAMING_SNAKE, as the client's FRAMEFI_*, Node's ERR_* and fastify's FST_ERR_*: the prefix
 // keeps them apart from the system's codes (ENOENT, ECONNREFUSED, …) that reach the same `code` through a cause.
-// Where the reference has the message, the row holds its text exactly; "{problem}" rows hold texts that differ at each
-// throw (Go's multipart texts, the hooks file's field-by-field problems).
+// Where the reference has the message, the row holds its text exactly; a "{problem}" row holds a text made elsewhere
+// (Go's multipart and text/template texts, the run fields' and match types' checks) or wraps another row's.
 
 export const EXIT = {
   /** -h: the usage, then success, as Go's flag package. */
@@ -73,7 +73,27 @@ export const ERRORS = {
     exit: EXIT.fatal,
   },
   // Hooks files.
-  WEBHOOK_HOOKS_FILE: { message: "{problem}", exit: EXIT.fatal },
+  WEBHOOK_HOOKS_UNREADABLE: { message: "{path}: cannot read the hooks file ({reason})", exit: EXIT.fatal },
+  WEBHOOK_HOOKS_TEMPLATE: { message: "{problem}", exit: EXIT.fatal },
+  WEBHOOK_HOOKS_SYNTAX: { message: "{path}:{where} invalid {kind}: {reason}", exit: EXIT.fatal },
+  WEBHOOK_HOOKS_NOT_A_LIST: { message: "{path}: the hooks file must hold a list (array) of hooks, not {got}", exit: EXIT.fatal },
+  /** One of the hook's problems below, with the file it is in. */
+  WEBHOOK_HOOKS_FILE_PROBLEM: { message: "{path}: {problem}", exit: EXIT.fatal },
+  /** One of the field's problems below, with the hook it is in. */
+  WEBHOOK_HOOK_PROBLEM: { message: "{hook}: {problem}", exit: EXIT.fatal },
+  WEBHOOK_HOOK_FIELD_TYPE: { message: '"{path}" must be {wanted}, not {got}', exit: EXIT.fatal },
+  WEBHOOK_HOOK_NOT_FINITE: { message: '"{path}": {value} is not a number JSON can hold', exit: EXIT.fatal },
+  WEBHOOK_HOOK_BAD_MATCH: { message: "{problem}", exit: EXIT.fatal },
+  WEBHOOK_HOOK_BAD_RUN_FIELD: { message: "{problem}", exit: EXIT.fatal },
+  WEBHOOK_HOOK_COMMAND_TIMEOUT: {
+    message: '"command-timeout" must be a duration such as "500ms", "30s" or "2m" (0 is none), not {value}',
+    exit: EXIT.fatal,
+  },
+  WEBHOOK_HOOK_DEDUP_ID: {
+    message: '"deduplicate" needs "id": the request value naming a delivery, e.g. {"source": "header", "name": "X-GitHub-Delivery"}',
+    exit: EXIT.fatal,
+  },
+  WEBHOOK_HOOK_DEDUP_WINDOW: { message: '"deduplicate"."window" must be a duration from "1s" to "24h" such as "10m", not {value}', exit: EXIT.fatal },
   /** The reference's log.Fatal of two lines. */
   WEBHOOK_DUPLICATE_HOOK: {
     message: "error: hook with the id {id} has already been loaded!\nplease check your hooks file for duplicate hooks ids! (the second one is in {path})",
@@ -107,8 +127,8 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-/** The names of the parts in a template. */
-type PartNames<T> = T extends `${string}{${infer P}}${infer R}` ? P | PartNames<R> : never;
+/** The names of the parts in a template (braces around text with spaces or quotes, such as JSON, are no part). */
+type PartNames<T> = T extends `${string}{${infer P}}${infer R}` ? (P extends `${string}${" " | '"'}${string}` ? never : P) | PartNames<R> : never;
 export type Parts<C extends ErrorCode> = Readonly<Record<PartNames<(typeof ERRORS)[C]["message"]>, string | number>>;
 /** A code with the parts its message names (a union of tuples, so that each code checks its own parts). */
 export type ErrorArgs<C extends ErrorCode = ErrorCode> = { [K in C]: [code: K, parts: Parts<K>, options?: ErrorOptions] }[C];

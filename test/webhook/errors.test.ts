@@ -28,7 +28,7 @@ test("every message is one line, but the reference's own fatals of several", () 
 
 test("a message's parts are named in camelCase", () => {
   for (const [code, row] of rows) {
-    for (const [, name] of row.message.matchAll(/\{([^}]*)\}/g)) assert.match(name!, /^[a-z][A-Za-z]*$/, code);
+    for (const [, name] of row.message.matchAll(/\{(\w+)\}/g)) assert.match(name!, /^[a-z][A-Za-z]*$/, code);
   }
 });
 

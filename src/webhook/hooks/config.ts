@@ -11,14 +11,16 @@ import { parseGoDuration } from "../go/duration.js";
 import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "../go/yaml.js";
 import { renderTemplate, TemplateError } from "../template/template.js";
 import { signatureMatchProblem, signatureSecrets } from "./signatures.js";
-import { WebhookError } from "../errors.js";
+import { type ErrorArgs, type ErrorCode, WebhookError } from "../errors.js";
 import { DEDUP_WINDOW_DEFAULT, MAX_DEDUP_WINDOW, runPolicy } from "./run-fields.js";
+
+type HooksFileCode = Extract<ErrorCode, `WEBHOOK_HOOKS_${string}` | `WEBHOOK_HOOK_${string}`>;
 
 /** A hooks file, or a hook in it, the server cannot load. */
 export class HooksFileError extends WebhookError {
   override readonly name = "HooksFileError";
-  constructor(problem: string, options?: ErrorOptions) {
-    super("WEBHOOK_HOOKS_FILE", { problem }, options);
+  constructor(...args: ErrorArgs<HooksFileCode>) {
+    super(...args);
   }
 }
 
@@ -129,7 +131,7 @@ function fieldFor(fields: Record<string, GoType>, key: string): string | undefin
 
 /** json.Marshal refuses NaN and infinities anywhere, even in keys nobody reads. */
 function checkFinite(v: YamlValue, path: string): void {
-  if (typeof v === "number" && !Number.isFinite(v)) throw new HooksFileError(`"${path}": ${formatFloat32(v)} is not a number JSON can hold`);
+  if (typeof v === "number" && !Number.isFinite(v)) throw new HooksFileError("WEBHOOK_HOOK_NOT_FINITE", { path, value: formatFloat32(v) });
   if (Array.isArray(v)) for (const [i, x] of v.entries()) checkFinite(x, `${path}[${i}]`);
   if (v instanceof Map) for (const [k, x] of v) checkFinite(x, `${path}.${k}`);
 }
@@ -149,7 +151,7 @@ function zero(type: GoType): unknown {
 function fit(v: YamlValue, type: GoType, path: string, current: unknown): unknown {
   if (v === null) return type.kind === "slice" ? undefined : current;
   const wrong = (): never => {
-    throw new HooksFileError(`"${path}" must be ${WANTED[type.kind]}, not ${describe(v)}`);
+    throw new HooksFileError("WEBHOOK_HOOK_FIELD_TYPE", { path, wanted: WANTED[type.kind], got: describe(v) });
   };
   switch (type.kind) {
     case "string":
@@ -198,7 +200,7 @@ function checkRule(r: Rule | undefined): void {
   r.or?.forEach(checkRule);
   checkRule(r.not);
   const problem = r.match && signatureMatchProblem(r.match);
-  if (problem) throw new HooksFileError(problem);
+  if (problem) throw new HooksFileError("WEBHOOK_HOOK_BAD_MATCH", { problem });
 }
 
 /** command-timeout, a field of ours, holds a Go duration; our match types and run fields are complete. */
@@ -207,28 +209,26 @@ function checkOwnFields(hook: Record<string, unknown>): void {
   try {
     runPolicy(hook as unknown as Hook);
   } catch (e) {
-    throw new HooksFileError((e as Error).message, { cause: e });
+    throw new HooksFileError("WEBHOOK_HOOK_BAD_RUN_FIELD", { problem: (e as Error).message }, { cause: e });
   }
   const timeout = hook["command-timeout"];
   if (typeof timeout === "string") {
     try {
       parseGoDuration(timeout);
     } catch {
-      throw new HooksFileError(`"command-timeout" must be a duration such as "500ms", "30s" or "2m" (0 is none), not ${JSON.stringify(timeout)}`);
+      throw new HooksFileError("WEBHOOK_HOOK_COMMAND_TIMEOUT", { value: JSON.stringify(timeout) });
     }
   }
   const dedup = hook["deduplicate"] as Deduplicate | undefined;
   if (dedup) {
-    if (!dedup.id)
-      throw new HooksFileError(`"deduplicate" needs "id": the request value naming a delivery, e.g. {"source": "header", "name": "X-GitHub-Delivery"}`);
+    if (!dedup.id) throw new HooksFileError("WEBHOOK_HOOK_DEDUP_ID", {});
     let ms = -1;
     try {
       ms = parseGoDuration(dedup.window ?? DEDUP_WINDOW_DEFAULT);
     } catch {
       // reported below
     }
-    if (ms <= 0 || ms > MAX_DEDUP_WINDOW)
-      throw new HooksFileError(`"deduplicate"."window" must be a duration from "1s" to "24h" such as "10m", not ${JSON.stringify(dedup.window)}`);
+    if (ms <= 0 || ms > MAX_DEDUP_WINDOW) throw new HooksFileError("WEBHOOK_HOOK_DEDUP_WINDOW", { value: JSON.stringify(dedup.window) });
   }
 }
 
@@ -241,7 +241,11 @@ export function toHook(raw: YamlValue, index: number): Hook {
   } catch (e) {
     if (!(e instanceof HooksFileError)) throw e;
     const id = raw instanceof Map ? raw.get("id") : undefined;
-    throw new HooksFileError(`${typeof id === "string" ? `${label} (id ${JSON.stringify(id)})` : label}: ${e.message}`, { cause: e });
+    throw new HooksFileError(
+      "WEBHOOK_HOOK_PROBLEM",
+      { hook: typeof id === "string" ? `${label} (id ${JSON.stringify(id)})` : label, problem: e.message },
+      { cause: e },
+    );
   }
   // An absent id or command is Go's empty string: the hook is served (an empty id at the bare
   // prefix) and fails when its command is looked up, as in the reference.
@@ -250,7 +254,7 @@ export function toHook(raw: YamlValue, index: number): Hook {
   try {
     checkOwnFields(hook);
   } catch (e) {
-    throw new HooksFileError(`${label} (id ${JSON.stringify(hook["id"])}): ${(e as Error).message}`, { cause: e });
+    throw new HooksFileError("WEBHOOK_HOOK_PROBLEM", { hook: `${label} (id ${JSON.stringify(hook["id"])})`, problem: (e as Error).message }, { cause: e });
   }
   return hook as unknown as Hook;
 }
@@ -283,7 +287,7 @@ export function decodeHooksText(path: string, source: string, options: LoadOptio
     try {
       text = renderTemplate(source, path);
     } catch (e) {
-      if (e instanceof TemplateError) throw new HooksFileError(e.message, { cause: e });
+      if (e instanceof TemplateError) throw new HooksFileError("WEBHOOK_HOOKS_TEMPLATE", { problem: e.message }, { cause: e });
       throw e;
     }
   }
@@ -298,7 +302,7 @@ function decode(path: string, text: string): YamlValue {
     const where = e.line === undefined ? "" : ` line ${e.line}, column ${e.col}:`;
     const kind = /^\s*[[{]/.test(text.replace(/^\uFEFF/, "")) && path.toLowerCase().endsWith(".json") ? "JSON" : "YAML";
     // The message never quotes the file: it may hold secrets.
-    throw new HooksFileError(`${path}:${where} invalid ${kind}: ${e.message.replace(/ in YAML stream: .*$/, "")}`, { cause: e });
+    throw new HooksFileError("WEBHOOK_HOOKS_SYNTAX", { path, where, kind, reason: e.message.replace(/ in YAML stream: .*$/, "") }, { cause: e });
   }
 }
 
@@ -313,7 +317,7 @@ export function readHooksFile(path: string): string {
     return readFileSync(path, "utf8");
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
-    throw new HooksFileError(`${path}: cannot read the hooks file (${err.code === "ENOENT" ? "no such file or directory" : err.message})`, { cause: e });
+    throw new HooksFileError("WEBHOOK_HOOKS_UNREADABLE", { path, reason: err.code === "ENOENT" ? "no such file or directory" : err.message }, { cause: e });
   }
 }
 
@@ -321,13 +325,13 @@ export function readHooksFile(path: string): string {
 export function parseHooks(path: string, source: string, options: LoadOptions = {}): Hook[] {
   const { data } = decodeHooksText(path, source, options);
   if (data === null) return [];
-  if (!Array.isArray(data)) throw new HooksFileError(`${path}: the hooks file must hold a list (array) of hooks, not ${describe(data)}`);
+  if (!Array.isArray(data)) throw new HooksFileError("WEBHOOK_HOOKS_NOT_A_LIST", { path, got: describe(data) });
   return data.map((raw, i) => {
     try {
       return toHook(raw, i);
     } catch (e) {
       if (!(e instanceof HooksFileError)) throw e;
-      throw new HooksFileError(`${path}: ${e.message}`, { cause: e });
+      throw new HooksFileError("WEBHOOK_HOOKS_FILE_PROBLEM", { path, problem: e.message }, { cause: e });
     }
   });
 }
