@@ -134,7 +134,7 @@ export type Parts<C extends ErrorCode> = Readonly<Record<PartNames<(typeof ERROR
 export type ErrorArgs<C extends ErrorCode = ErrorCode> = { [K in C]: [code: K, parts: Parts<K>, options?: ErrorOptions] }[C];
 
 /** `template` with each `{name}` replaced by its part. */
-export function fill(template: string, parts: Readonly<Record<string, string | number>>): string {
+function fill(template: string, parts: Readonly<Record<string, string | number>>): string {
   return template.replace(/\{(\w+)\}/g, (_, name: string) => String(parts[name]));
 }
 
