@@ -21,13 +21,21 @@ export const NO_EVENTS: SyncEvents = {
   photoDone: () => undefined,
 };
 
+/** `write` with the control characters of each line blanked: a name's line break cannot split or fake a line. */
+const oneLine =
+  (write: Write): Write =>
+  (line) =>
+    write(blankControls(line));
+
 /** Says nothing but failures and steps (for --json and --dry-run, whose output is printed at the end). */
-export function quietEvents(err: Write): SyncEvents {
+export function quietEvents(write: Write): SyncEvents {
+  const err = oneLine(write);
   return { ...NO_EVENTS, step: (text) => err(text), failed: (rel, reason) => err(`failed ${rel}: ${reason}`) };
 }
 
 /** One line per file on `out`; steps and failures on `err`. */
-export function lineEvents(out: Write, err: Write): SyncEvents {
+export function lineEvents(writeOut: Write, writeErr: Write): SyncEvents {
+  const [out, err] = [oneLine(writeOut), oneLine(writeErr)];
   return {
     ...quietEvents(err),
     planned: (plan) => err(planLine(plan)),
