@@ -11,7 +11,7 @@ import https from "node:https";
 import { basename } from "node:path";
 import { pipeline, Readable } from "node:stream";
 import { createSecureContext, type SecureContext } from "node:tls";
-import { blankControls, firstLine } from "./text.js";
+import { blankControls, firstLine, hidePassword } from "./text.js";
 import { FrameFiError } from "../errors.js";
 import type { ActionResult, Brightness, DeviceStatus, DisplayStatus, LedStatus, Mode, ModeStatus, MqttStatus } from "../../shared/firmware.js";
 
@@ -124,9 +124,9 @@ export function baseUrl(host: string): string {
   try {
     url = new URL(withScheme);
   } catch {
-    throw new FrameFiError("FRAMEFI_BAD_ADDRESS", { host });
+    throw new FrameFiError("FRAMEFI_BAD_ADDRESS", { host: hidePassword(host) });
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new FrameFiError("FRAMEFI_BAD_SCHEME", { host });
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new FrameFiError("FRAMEFI_BAD_SCHEME", { host: hidePassword(host) });
   return url.origin + url.pathname.replace(/\/+$/, "");
 }
 

@@ -11,3 +11,9 @@ export function firstLine(text: string): string {
   const line = blankControls(text.trim().split(/[\r\n]/, 1)[0]!).trim();
   return line.length > 100 ? `${line.slice(0, 100)}…` : line;
 }
+
+/** An address as given ("http://user:password@host…", "user:password@host"), its password shown as ***. */
+export function hidePassword(host: string): string {
+  // The authority ends at the first "/", "?" or "#" (as URL reads it); its user part at its last "@".
+  return host.replace(/^((?:[a-z][a-z0-9+.-]*:\/\/)?[^/?#@:]*:)([^/?#]*)@/i, (_, head: string) => `${head}***@`);
+}

@@ -2,6 +2,7 @@
 // the firmware scripts' variables in the environment, and the firmware scripts' `.env` file in the current folder.
 import { join } from "node:path";
 import { baseUrl, FrameFiError } from "../api/index.js";
+import { hidePassword } from "../api/text.js";
 import { readEnvFile, type EnvValues } from "./env-file.js";
 import { messageOf } from "../errors.js";
 import { UsageError } from "./usage.js";
@@ -42,7 +43,8 @@ export interface Connection {
  * address has a path); else where the address came from, when not from --host.
  */
 export function hostHint(conn: Connection, mentionPath = true): string {
-  const given = conn.hostFrom === "FTP_HOST" ? `FTP_HOST="${conn.host}" from the .env` : `${conn.hostFrom} ${conn.host}`;
+  const host = hidePassword(conn.host);
+  const given = conn.hostFrom === "FTP_HOST" ? `FTP_HOST="${host}" from the .env` : `${conn.hostFrom} ${host}`;
   let url: URL;
   try {
     url = new URL(baseUrl(conn.host));
@@ -92,7 +94,7 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
   try {
     ftpHost = new URL(baseUrl(host)).hostname.replace(/^\[(.*)\]$/, "$1");
   } catch (e) {
-    const problem = e instanceof FrameFiError ? e.message : messageOf("FRAMEFI_BAD_ADDRESS", { host });
+    const problem = e instanceof FrameFiError ? e.message : messageOf("FRAMEFI_BAD_ADDRESS", { host: hidePassword(host) });
     throw new UsageError("FRAMEFI_BAD_HOST", { from: hostFrom, problem });
   }
 
