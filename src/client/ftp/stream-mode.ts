@@ -71,11 +71,18 @@ export class FtpConnection implements RemoteConnection {
     return out;
   }
 
-  /** Stream mode has no end marker: a file that changed while it was sent is removed again. */
+  /**
+   * Stream mode has no end marker: the size goes ahead (ALLO), so that a server that heeds it (our device, as lftp's
+   * uploads) keeps no shorter file when the client dies mid-file; one that does not may refuse ALLO, harmlessly. A
+   * file that changed while it was sent is removed again.
+   */
   async upload(abs: string, size: number, remotePath: string, mtimeMs: number | undefined, onBytes: (sent: number) => void): Promise<void> {
     const stream = await openLocal(abs);
     this.client.trackProgress((info) => onBytes(info.bytes));
     try {
+      await this.client.send(`ALLO ${size}`).catch((e: unknown) => {
+        if (replyCode(e) === undefined) throw e;
+      });
       await this.client.uploadFrom(stream, remotePath);
     } finally {
       this.client.trackProgress();
