@@ -82,6 +82,7 @@ export const ERRORS = {
   // The library's arguments.
   FRAMEFI_BAD_BRIGHTNESS: { message: "Brightness must be an integer from 0 to 255, got {value}.", exit: EXIT.deviceError },
   FRAMEFI_BAD_PARALLEL: { message: "parallel must be a whole number from 1 to 16, got {value}.", exit: EXIT.deviceError },
+  FRAMEFI_BAD_FTP_PORT: { message: "ftp.port must be a whole number from 1 to 65535, got {value}.", exit: EXIT.deviceError },
   FRAMEFI_NOT_A_RESULT: { message: "answerOf() takes a result this client returned.", exit: EXIT.deviceError },
   FRAMEFI_UPLOAD_CHANGED: {
     message: "Upload of {name}: {read} the {size} bytes announced could be read; send it again once it no longer changes.",
@@ -98,6 +99,7 @@ export const ERRORS = {
     exit: EXIT.auth,
   },
   FRAMEFI_FTP_REFUSED: { message: "{reply}", exit: EXIT.deviceError },
+  FRAMEFI_FTP_UNSAFE_TEXT: { message: "{what} holds a line break or NUL, which no FTP command can carry; remove it.", exit: EXIT.usage },
   // A sync's files.
   FRAMEFI_LOCAL_UNREADABLE: { message: "cannot read the local file ({reason})", exit: EXIT.deviceError },
   FRAMEFI_LOCAL_CHANGED: { message: "the file changed while it was being sent; run the sync again", exit: EXIT.deviceError },

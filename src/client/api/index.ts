@@ -292,7 +292,8 @@ async function send(
 export class FrameFiClient {
   readonly url: string;
   private readonly auth: string | undefined;
-  private readonly timeoutMs: number;
+  /** Per request (ClientOptions.timeoutMs); a sync's FTP replies get as long. */
+  readonly timeoutMs: number;
   private readonly uploadTimeoutMs: number | undefined;
   /** Each result this client returned, with the body it was parsed from. */
   private readonly bodies = new WeakMap<object, string>();

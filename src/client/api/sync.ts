@@ -75,16 +75,25 @@ export async function framePhotos(choices: PhotoChoices): Promise<PhotoOptions> 
 export async function sync(client: FrameFiClient, options: SyncFolderOptions): Promise<SyncResult> {
   const parallel = options.parallel ?? 4;
   if (!Number.isInteger(parallel) || parallel < 1 || parallel > 16) throw new FrameFiError("FRAMEFI_BAD_PARALLEL", { value: parallel });
-  const [{ sync: mirror }, { lockDevice }, { NO_EVENTS }] = await Promise.all([
+  const ftp = options.ftp ?? {};
+  if (ftp.port !== undefined && !(Number.isInteger(ftp.port) && ftp.port >= 1 && ftp.port <= 65535)) {
+    throw new FrameFiError("FRAMEFI_BAD_FTP_PORT", { value: ftp.port });
+  }
+  const [{ sync: mirror }, { lockDevice }, { NO_EVENTS }, { checkFtpText }] = await Promise.all([
     import("../sync/sync.js"),
     import("../sync/lock.js"),
     import("../sync/progress.js"),
+    import("../ftp/remote.js"),
   ]);
+  // Each goes into FTP command lines: refused before the device is touched.
+  const remoteDir = options.remoteDir ?? "/";
+  checkFtpText("The folder on the card", remoteDir);
+  checkFtpText("The FTP user", ftp.user ?? "");
+  checkFtpText("The FTP password", ftp.password ?? "");
   const events = { ...NO_EVENTS, ...options.events };
   const signal = options.signal ?? new AbortController().signal;
   const unlock = await lockDevice(client.url, signal, () => events.step(`Waiting for another framefi sync to ${client.url} to finish…`));
   try {
-    const ftp = options.ftp ?? {};
     return await mirror({
       client,
       ftp: {
@@ -93,9 +102,10 @@ export async function sync(client: FrameFiClient, options: SyncFolderOptions): P
         ports: [ftp.port ?? (await client.ftpPort()) ?? FIRMWARE_FTP.port],
         user: ftp.user ?? FIRMWARE_FTP.user,
         password: ftp.password ?? FIRMWARE_FTP.password,
+        timeoutMs: client.timeoutMs,
       },
       localDir: options.localDir,
-      remoteDir: options.remoteDir ?? "/",
+      remoteDir,
       delete: options.delete === true,
       dryRun: options.dryRun === true,
       stay: options.stay === true,

@@ -22,6 +22,7 @@ import { FRAME_KEYS, photoOptions, type PhotoOptions, type PhotoSettings } from 
 import { UsageError } from "./usage.js";
 import { surviveClosedOutput } from "../../shared/closed-output.js";
 import { blankControls } from "../api/text.js";
+import { checkFtpText } from "../ftp/remote.js";
 
 /** `text` with the control characters of each of its lines blanked (see blankControls). */
 function printable(text: string): string {
@@ -293,6 +294,8 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
       if (!(parallel >= 1 && parallel <= 16)) throw new UsageError("FRAMEFI_BAD_CLI_PARALLEL", { value: ctx.flags.parallel });
     }
     const remoteDir = posix.join("/", (ctx.flags.to ?? ctx.conn.remoteDir).replace(/\\/g, "/"));
+    // Before the dry run's question (sync() checks it again, as every FTP text).
+    checkFtpText(ctx.flags.to === undefined ? "REMOTE_DIR" : "--to", remoteDir);
     const photos = syncPhotoOptions(ctx);
     const dryRun = ctx.flags["dry-run"] === true;
     if (dryRun && (await ctx.client.mode()).mode !== MODE_FTP) {

@@ -4,9 +4,10 @@
 // passive port, connect and close per file — and an interrupted upload is never taken for a complete one.
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { connect, type Socket } from "node:net";
+import { StringDecoder } from "node:string_decoder";
 import { BlockDecoder, END_BLOCK, toBlocks } from "../../shared/ftp-blocks.js";
 import { writeAll } from "../../shared/socket-write.js";
-import { FtpReplyError, mfmtTime, mfmtUnknown, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
+import { checkFtpText, FtpReplyError, mfmtTime, mfmtUnknown, MlsdListing, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
 import { FtpLoginError, LocalFileError } from "../sync/errors.js";
 
 /** Time without an answer or progress before a command or transfer is given up (as basic-ftp's connections). */
@@ -43,24 +44,33 @@ class Control {
    * command.
    */
   private timed = false;
+  /** When the reply awaited must be complete: a server dripping it a byte at a time never trips the socket's timeout. */
+  private deadline = 0;
 
-  constructor(readonly socket: Socket) {
+  constructor(
+    readonly socket: Socket,
+    private readonly replyMs: number,
+  ) {
     socket.setEncoding("utf8");
     socket.on("data", (text: string) => this.read(text));
     socket.on("error", (e) => this.fail(e));
     socket.on("close", () => this.fail(new Error("The FTP server closed the connection.")));
     socket.on("timeout", () => {
-      if (this.timed) socket.destroy(new Error(`The FTP server did not answer within ${TIMEOUT_MS / 1000} s.`));
+      if (this.timed) this.late();
     });
   }
 
-  static open(host: string, port: number): Promise<Control> {
+  private late(): void {
+    this.socket.destroy(new Error(`The FTP server did not answer within ${Math.round(this.replyMs / 100) / 10} s.`));
+  }
+
+  static open(host: string, port: number, replyMs: number): Promise<Control> {
     return new Promise((resolve, reject) => {
       const socket = connect({ host, port, noDelay: true, timeout: TIMEOUT_MS });
       const slow = (): void => void socket.destroy(new Error(`No connection to the FTP server within ${TIMEOUT_MS / 1000} s.`));
       socket.once("connect", () => {
         socket.off("error", reject).off("timeout", slow);
-        resolve(new Control(socket));
+        resolve(new Control(socket, replyMs));
       });
       socket.once("timeout", slow);
       socket.once("error", reject);
@@ -76,7 +86,7 @@ class Control {
     if (ready) return Promise.resolve(ready);
     if (this.failure) return Promise.reject(this.failure);
     // The command just sent, or the reply just read, restarted the clock.
-    if (!untimed) this.timed = true;
+    if (!untimed) this.onTheClock();
     return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
   }
 
@@ -84,16 +94,28 @@ class Control {
   expectSoon(): void {
     // None awaited (it came already, a 552 while the data still went out): an idle connection is no stall.
     if (this.waiting.length === 0) return;
-    this.timed = true;
+    this.onTheClock();
     this.socket.setTimeout(TIMEOUT_MS);
   }
 
+  private onTheClock(): void {
+    if (!this.timed) this.deadline = Date.now() + this.replyMs;
+    this.timed = true;
+  }
+
+  /** Sends one command line; one with a CR, LF or NUL in it is refused, never sent (it would be two commands). */
   send(command: string): Promise<Reply> {
+    try {
+      checkFtpText("An FTP command", command);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     this.socket.write(`${command}\r\n`);
     return this.next();
   }
 
   private read(text: string): void {
+    if (this.timed && Date.now() > this.deadline) return this.late();
     this.text += text;
     this.held += text.length;
     if (this.held > MAX_REPLY_BYTES) return void this.socket.destroy(new Error("The FTP server sent an overlong reply."));
@@ -113,7 +135,9 @@ class Control {
 
   private deliver(reply: Reply): void {
     const waiter = this.waiting.shift();
-    if (this.waiting.length === 0) this.timed = false;
+    // The next reply awaited (a command sent ahead) gets its own time.
+    this.timed = false;
+    if (this.waiting.length > 0) this.onTheClock();
     if (waiter) return waiter.resolve(reply);
     this.replies.push(reply);
     if (this.replies.length > MAX_UNASKED) this.socket.destroy(new Error("The FTP server sent replies nobody asked for."));
@@ -168,7 +192,7 @@ export class BlockConnection implements RemoteConnection {
 
   async list(dir: string): Promise<Map<string, RemoteEntry>> {
     const data = await this.dataConnection();
-    const listing = readBlocks(data);
+    const listing = readBlocks(data, new MlsdListing(dir));
     const started = await this.control.send(`MLSD ${dir}`);
     if (started.code !== 150 && started.code !== 125) {
       listing.cancel();
@@ -177,7 +201,7 @@ export class BlockConnection implements RemoteConnection {
     const ended = await this.control.next();
     try {
       if (ended.code >= 300) throw refusal(ended);
-      return parseMlsd((await listing.done).toString("utf8"));
+      return await listing.done;
     } catch (e) {
       this.dropData();
       throw e;
@@ -354,30 +378,14 @@ export class BlockConnection implements RemoteConnection {
 
 /** MLSD lines ("type=file;size=12;modify=20240101120000; a.jpg") → the folder's files and folders by name. */
 export function parseMlsd(text: string): Map<string, RemoteEntry> {
-  const out = new Map<string, RemoteEntry>();
-  for (const line of text.split(/\r?\n/)) {
-    const space = line.indexOf(" ");
-    if (space < 0) continue;
-    const name = line.slice(space + 1);
-    const facts = new Map(
-      line
-        .slice(0, space)
-        .split(";")
-        .filter(Boolean)
-        .map((f) => [f.slice(0, f.indexOf("=")).toLowerCase(), f.slice(f.indexOf("=") + 1)] as const),
-    );
-    const type = facts.get("type")?.toLowerCase();
-    if ((type !== "file" && type !== "dir") || name === "" || name === "." || name === "..") continue;
-    const m = /^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(?:\.(\d{1,3}))?$/.exec(facts.get("modify") ?? "");
-    const mtimeMs = m ? Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!, m[7] ? Number(m[7].padEnd(3, "0")) : 0) : undefined;
-    out.set(name, { type, size: Number(facts.get("size") ?? 0) || 0, mtimeMs });
-  }
-  return out;
+  const listing = new MlsdListing("/");
+  listing.push(text);
+  return listing.end();
 }
 
 /** Logs in, in binary mode, and asks for block mode: the control connection, and whether the server took it. */
 async function login(target: FtpTarget, port: number): Promise<{ control: Control; blockMode: boolean }> {
-  const control = await Control.open(target.host, port);
+  const control = await Control.open(target.host, port, target.timeoutMs || TIMEOUT_MS);
   try {
     let reply = await control.next();
     while (reply.code === 120) reply = await control.next();
@@ -410,19 +418,20 @@ async function blockLogin(target: FtpTarget, port: number): Promise<Control> {
  * pause of TIMEOUT_MS); the connection is then paused for the next transfer. `cancel()` stops reading when the
  * transfer was refused.
  */
-function readBlocks(socket: Socket): { done: Promise<Buffer>; cancel(): void } {
+function readBlocks(socket: Socket, listing: MlsdListing): { done: Promise<Map<string, RemoteEntry>>; cancel(): void } {
   const decoder = new BlockDecoder();
-  const pieces: Buffer[] = [];
+  const text = new StringDecoder("utf8");
   let bytes = 0;
   let stop!: (failure?: Error) => void;
-  const done = new Promise<Buffer>((resolve, reject) => {
+  const done = new Promise<Map<string, RemoteEntry>>((resolve, reject) => {
     const onData = (chunk: Buffer): void => {
       let rest: Buffer | undefined;
       try {
         const out = decoder.push(chunk);
         rest = out.rest;
         for (const piece of out.data) {
-          pieces.push(piece);
+          // Parsed as it comes: the bound on entries holds while the listing streams in.
+          listing.push(text.write(piece));
           bytes += piece.length;
         }
       } catch (e) {
@@ -439,8 +448,13 @@ function readBlocks(socket: Socket): { done: Promise<Buffer>; cancel(): void } {
     const onClose = (): void => stop(new Error("The data connection closed before the transfer's end."));
     stop = (failure) => {
       socket.off("data", onData).off("close", onClose).pause();
-      if (failure) reject(failure);
-      else resolve(Buffer.concat(pieces));
+      if (failure) return reject(failure);
+      try {
+        listing.push(text.end());
+        resolve(listing.end());
+      } catch (e) {
+        reject(e as Error);
+      }
     };
     socket.on("data", onData).on("close", onClose).setTimeout(TIMEOUT_MS);
     socket.resume();

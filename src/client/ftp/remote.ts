@@ -11,6 +11,63 @@ export interface FtpTarget {
   ports: readonly number[];
   user: string;
   password: string;
+  /** How long a reply may take, from its command to its last line; default 10 s. */
+  timeoutMs?: number | undefined;
+}
+
+/** Files and folders in a listing, and in the card's tree (card-tree.ts): a photo frame's card holds tens of thousands. */
+export const MAX_ENTRIES = 250_000;
+/** The longest listing line taken: a FAT path is at most 255 characters, its facts a few dozen. */
+const MAX_LINE = 8 * 1024;
+
+/** Throws unless `text` can go into an FTP command line: a CR, LF or NUL would end it and start another. */
+export function checkFtpText(what: string, text: string): void {
+  if (/[\r\n\0]/.test(text)) throw new FrameFiError("FRAMEFI_FTP_UNSAFE_TEXT", { what });
+}
+
+/**
+ * An MLSD listing ("type=file;size=12;modify=20240101120000; a.jpg" lines) parsed as it arrives, into the folder's
+ * files and folders by name: over MAX_ENTRIES of them, or an overlong line, fail it while it streams in, so that a
+ * server's huge listing never sits in memory whole.
+ */
+export class MlsdListing {
+  readonly entries = new Map<string, RemoteEntry>();
+  private partial = "";
+
+  constructor(private readonly dir: string) {}
+
+  push(text: string): void {
+    const lines = (this.partial + text).split("\n");
+    this.partial = lines.pop()!;
+    if (this.partial.length > MAX_LINE) throw new Error(`The FTP server's listing of ${this.dir} has a line of over ${MAX_LINE} characters.`);
+    for (const line of lines) this.line(line.endsWith("\r") ? line.slice(0, -1) : line);
+  }
+
+  /** The entries, once the listing is complete. */
+  end(): Map<string, RemoteEntry> {
+    this.line(this.partial.endsWith("\r") ? this.partial.slice(0, -1) : this.partial);
+    this.partial = "";
+    return this.entries;
+  }
+
+  private line(line: string): void {
+    const space = line.indexOf(" ");
+    if (space < 0) return;
+    const name = line.slice(space + 1);
+    const facts = new Map(
+      line
+        .slice(0, space)
+        .split(";")
+        .filter(Boolean)
+        .map((f) => [f.slice(0, f.indexOf("=")).toLowerCase(), f.slice(f.indexOf("=") + 1)] as const),
+    );
+    const type = facts.get("type")?.toLowerCase();
+    if ((type !== "file" && type !== "dir") || name === "" || name === "." || name === "..") return;
+    const m = /^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(?:\.(\d{1,3}))?$/.exec(facts.get("modify") ?? "");
+    const mtimeMs = m ? Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!, m[7] ? Number(m[7].padEnd(3, "0")) : 0) : undefined;
+    this.entries.set(name, { type, size: Number(facts.get("size") ?? 0) || 0, mtimeMs });
+    if (this.entries.size > MAX_ENTRIES) throw new FrameFiError("FRAMEFI_CARD_TOO_LARGE", { entries: MAX_ENTRIES, root: this.dir });
+  }
 }
 
 /** A remote entry, by its path relative to the sync's remote folder ("2024/a.jpg"). */

@@ -2,8 +2,24 @@
 // pool of logged-in connections (several files travel at once), the card's file tree, and the operations a
 // mirror needs. Loaded only when the server refused block mode (connect.ts).
 import { Client, FileType } from "basic-ftp";
+import { ProgressTracker } from "basic-ftp/dist/ProgressTracker.js";
+import { downloadTo } from "basic-ftp/dist/transfer.js";
 import { createReadStream } from "node:fs";
-import { CardPool, EXTRA_LOGIN_TIMEOUT_MS, replyCode, mfmtTime, mfmtUnknown, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
+import { Writable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
+import {
+  CardPool,
+  EXTRA_LOGIN_TIMEOUT_MS,
+  MAX_ENTRIES,
+  MlsdListing,
+  replyCode,
+  mfmtTime,
+  mfmtUnknown,
+  type FtpTarget,
+  type RemoteConnection,
+  type RemoteEntry,
+} from "./remote.js";
+import { FrameFiError } from "../errors.js";
 import { FtpLoginError, LocalFileError } from "../sync/errors.js";
 
 /** Time without an answer or progress before a login, command or transfer is given up. */
@@ -61,14 +77,41 @@ export class FtpConnection implements RemoteConnection {
   }
 
   async list(dir: string): Promise<Map<string, RemoteEntry>> {
+    if (this.client.availableListCommands[0] === "MLSD") return this.mlsd(dir);
+    // LIST, bounded by basic-ftp's cap on a listing's bytes.
     const out = new Map<string, RemoteEntry>();
-    for (const info of await this.client.list(dir)) {
+    const infos = await this.client.list(dir);
+    if (infos.length > MAX_ENTRIES + 2) throw new FrameFiError("FRAMEFI_CARD_TOO_LARGE", { entries: MAX_ENTRIES, root: dir });
+    for (const info of infos) {
       if (info.name === "." || info.name === "..") continue;
       const type = info.type === FileType.Directory ? "dir" : info.type === FileType.File ? "file" : undefined;
       if (!type) continue;
       out.set(info.name, { type, size: info.size, mtimeMs: info.modifiedAt?.getTime() });
     }
     return out;
+  }
+
+  /**
+   * MLSD parsed as it streams in (basic-ftp's list() holds the whole text, then every entry, before it is counted):
+   * a listing of over MAX_ENTRIES fails as soon as it has that many, and its data connection is dropped.
+   */
+  private async mlsd(dir: string): Promise<Map<string, RemoteEntry>> {
+    const listing = new MlsdListing(dir);
+    const text = new StringDecoder("utf8");
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        try {
+          listing.push(text.write(chunk));
+          done();
+        } catch (e) {
+          done(e as Error);
+        }
+      },
+    });
+    await this.client.prepareTransfer(this.client.ftp);
+    await downloadTo(sink, { ftp: this.client.ftp, tracker: new ProgressTracker(), command: `MLSD ${dir}`, remotePath: "", type: "list" });
+    listing.push(text.end());
+    return listing.end();
   }
 
   /**

@@ -5,12 +5,12 @@
 // stays on the card as the folder it leads to) and is left out.
 import { createHash } from "node:crypto";
 import { FrameFiError } from "../errors.js";
-import { type CardPool, isReply, replyCode, type RemoteConnection, type RemoteEntry, remoteJoin } from "../ftp/remote.js";
+import { type CardPool, isReply, MAX_ENTRIES, replyCode, type RemoteConnection, type RemoteEntry, remoteJoin } from "../ftp/remote.js";
 
 /** Folder levels below the sync's folder: a FAT path of 255 characters holds at most ~128. */
 export const MAX_DEPTH = 32;
-/** Files and folders in all: a photo frame's card holds tens of thousands. */
-export const MAX_ENTRIES = 250_000;
+/** Files and folders in all (each listing is held to it as it streams in). */
+export { MAX_ENTRIES };
 
 export interface CardTree {
   tree: Map<string, RemoteEntry>;
@@ -90,7 +90,8 @@ export async function listCard(
         }
         prints.set(rel, print);
         for (const [name, entry] of entries) {
-          if (name.includes("/")) continue;
+          // A name no FTP command could address (a "/", or a CR or NUL that would split the command line).
+          if (/[/\r\0]/.test(name)) continue;
           const child = rel === "" ? name : `${rel}/${name}`;
           tree.set(child, entry);
           if (entry.type === "dir") next.push(child);
@@ -100,6 +101,7 @@ export async function listCard(
         }
       } catch (e) {
         if (replyCode(e) === 550 && rel === "") rootMissing = true;
+        else if (e instanceof FrameFiError && e.code === "FRAMEFI_CARD_TOO_LARGE") failure ??= new FrameFiError(e.code, { entries: MAX_ENTRIES, root });
         else failure ??= new FrameFiError("FRAMEFI_CARD_UNLISTABLE", { path: remoteJoin(root, rel), reason: (e as Error).message }, { cause: e });
         // A broken connection leaves the pool; the folder is not lost with it: the sync stops below.
         if (!isReply(e)) throw e;

@@ -9,7 +9,7 @@ import { switchMode } from "./modes.js";
 import { FrameFiError } from "../errors.js";
 import { LocalFileError, SyncStopped } from "./errors.js";
 import { connectCard } from "../ftp/connect.js";
-import { isReply, remoteJoin, type CardPool, type FtpTarget, type RemoteConnection, type RemoteEntry } from "../ftp/remote.js";
+import { FtpReplyError, isReply, remoteJoin, type CardPool, type FtpTarget, type RemoteConnection, type RemoteEntry } from "../ftp/remote.js";
 import { listCard } from "./card-tree.js";
 import { scanLocal, type LocalTree } from "./local-tree.js";
 import { decideUpload, makePlan, type Plan, type PlanInput, type Upload } from "./plan.js";
@@ -108,12 +108,16 @@ async function photoTools() {
   };
 }
 
-/** Runs `fn`; when the connection (not the server's answer) failed, logs in again and runs it once more. */
+/**
+ * Runs `fn`; when the connection failed (not the server's answer, nor one of ours: a local file, a listing too
+ * large, text no FTP command can carry), logs in again and runs it once more.
+ */
 async function withReconnect<T>(conn: RemoteConnection, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
-    if (signal.aborted || isReply(e) || e instanceof LocalFileError) throw e;
+    // A 421 (the server closes the connection) is an FtpReplyError that a new login gets past.
+    if (signal.aborted || isReply(e) || (e instanceof FrameFiError && !(e instanceof FtpReplyError))) throw e;
     await conn.reconnect();
     // Ctrl-C while logging in again: the pool's abort reached the old connection, not this one.
     if (signal.aborted) {
