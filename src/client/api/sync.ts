@@ -3,6 +3,7 @@
 import { homedir } from "node:os";
 import { FrameFiError } from "./index.js";
 import type { FrameFiClient } from "./index.js";
+import { SyncStopped } from "../sync/errors.js";
 import type { SyncEvents, SyncResult } from "../sync/sync.js";
 import type { PhotoOptions, PhotoSettings } from "../photos/profile.js";
 
@@ -92,6 +93,8 @@ export async function sync(client: FrameFiClient, options: SyncFolderOptions): P
   checkFtpText("The FTP password", ftp.password ?? "");
   const events = { ...NO_EVENTS, ...options.events };
   const signal = options.signal ?? new AbortController().signal;
+  // Aborted before it began: SyncStopped as any stopped sync, with the mode the device is in (untouched).
+  if (signal.aborted) throw new SyncStopped("Interrupted before it began.", signal.reason, (await client.mode()).mode, true);
   const unlock = await lockDevice(client.url, signal, () => events.step(`Waiting for another framefi sync to ${client.url} to finish…`));
   try {
     return await mirror({
