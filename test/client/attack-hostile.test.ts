@@ -13,10 +13,10 @@ import { peakRssMiB } from "../fixtures/memory.js";
 import { framefi, startFramefi } from "./fixtures/cli.js";
 
 /**
- * An FTP server that logs anyone in and takes MODE B, then answers MLSD by a reply that never completes: "150-" and
- * then one byte every `dripMs` (a slowloris), each byte well within the client's 10 s of silence.
+ * An FTP server that logs anyone in and takes MODE B (unless `blockMode` is false), then answers MLSD by a reply that
+ * never completes: "150-" and then one byte every `dripMs` (a slowloris), each byte well within the client's 10 s of silence.
  */
-async function drippingServer(dripMs: number): Promise<{ server: Server; port: number; stop(): void }> {
+async function drippingServer(dripMs: number, blockMode = true): Promise<{ server: Server; port: number; stop(): void }> {
   const timers = new Set<NodeJS.Timeout>();
   const sockets = new Set<Socket>();
   const server = createServer((control) => {
@@ -34,6 +34,7 @@ async function drippingServer(dripMs: number): Promise<{ server: Server; port: n
         const verb = line.split(" ")[0]!.toUpperCase();
         if (verb === "USER") control.write("331 password\r\n");
         else if (verb === "PASS") control.write("230 in\r\n");
+        else if (verb === "MODE" && !blockMode) control.write("504 stream mode only\r\n");
         else if (verb === "FEAT") control.write("211-Features:\r\n MLST type*;size*;modify*;\r\n MFMT\r\n211 End\r\n");
         else if (verb === "EPSV") {
           dataServer?.close();
@@ -141,24 +142,25 @@ describe("attack: framefi against a hostile FTP server and hostile names", () =>
     await removeDir(photos);
   });
 
-  test("an FTP reply dripped one byte every 3 s (a slowloris) does not hold the sync beyond its timeout", async () => {
-    const hostile = await drippingServer(3_000);
-    try {
-      const started = Date.now();
-      // The client's FTP reply timeout is 10 s ("it must come within TIMEOUT_MS"), --timeout 5 for the web API; give it 60 s.
-      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "--timeout", "5", "sync", "--ftp-port", String(hostile.port), photos], {
-        cwd: photos,
-        timeoutMs: 75_000,
-      });
-      const took = Date.now() - started;
-      assert.ok(took < 60_000, `the sync was still waiting for the dripped reply after ${Math.round(took / 1000)} s (code ${r.code})`);
-      assert.notEqual(r.code, 0);
-      assert.match(r.stderr, /^framefi: Sync stopped: [^\n]*(did not answer|within)/m);
-      await eventually(async () => ((await (await fetch(`${dev.url}/`)).json()) as { mode: string }).mode === "USB MSC", 15_000);
-    } finally {
-      hostile.stop();
-    }
-  });
+  for (const mode of ["block mode", "stream mode"] as const)
+    test(`an FTP reply dripped one byte every 3 s (a slowloris) in ${mode} does not hold the sync beyond its timeout`, async () => {
+      const hostile = await drippingServer(3_000, mode === "block mode");
+      try {
+        const started = Date.now();
+        // The client's FTP reply timeout is 10 s ("it must come within TIMEOUT_MS"), --timeout 5 for the web API; give it 60 s.
+        const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "--timeout", "5", "sync", "--ftp-port", String(hostile.port), photos], {
+          cwd: photos,
+          timeoutMs: 75_000,
+        });
+        const took = Date.now() - started;
+        assert.ok(took < 60_000, `the sync was still waiting for the dripped reply after ${Math.round(took / 1000)} s (code ${r.code})`);
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /^framefi: Sync stopped: [^\n]*(did not answer|within)/m);
+        await eventually(async () => ((await (await fetch(`${dev.url}/`)).json()) as { mode: string }).mode === "USB MSC", 15_000);
+      } finally {
+        hostile.stop();
+      }
+    });
 
   test("a local name with a line break fails in one printed line (the name cannot split the 'failed' line)", async () => {
     const dir = await tempDir("framefi-attack-newline-");

@@ -25,12 +25,45 @@ import { FtpLoginError, LocalFileError } from "../sync/errors.js";
 /** Time without an answer or progress before a login, command or transfer is given up. */
 const TIMEOUT_MS = 10_000;
 
-/** Logs in; `giveUpMs` bounds the whole login (the connection's own timeout stays the usual one). */
+/**
+ * Ends `client`'s connection when a reply takes over `ms` from its first byte to its last line: basic-ftp times only
+ * silence, which a server dripping a reply a byte at a time never lets happen.
+ */
+function timeReplies(client: Client, ms: number): void {
+  /** When the reply being read began (0: none), the code of a multi-line one ("211"), the start of its last line. */
+  let since = 0;
+  let multi: string | undefined;
+  let partial = "";
+  client.ftp.socket.on("data", (chunk: string | Buffer) => {
+    const now = Date.now();
+    since ||= now;
+    const lines = (partial + chunk.toString()).split("\n");
+    // A line's first four characters tell its part in a reply; the rest need not be held.
+    partial = lines.pop()!.slice(0, 4);
+    for (const line of lines) {
+      if (multi === undefined && /^\d{3}-/.test(line)) multi = line.slice(0, 3);
+      else if (multi === undefined || line.startsWith(`${multi} `)) {
+        multi = undefined;
+        since = 0;
+      }
+    }
+    if (partial === "" && multi === undefined) since = 0;
+    else if (since === 0) since = now;
+    else if (now - since > ms) client.ftp.closeWithError(new Error(`The FTP server did not answer within ${Math.round(ms / 100) / 10} s.`));
+  });
+}
+
+/**
+ * Logs in; `giveUpMs` bounds the whole login (default: three replies' time; the connection's own timeout stays the
+ * usual one).
+ */
 async function login(target: FtpTarget, port: number, giveUpMs?: number): Promise<Client> {
   const client = new Client(TIMEOUT_MS);
-  const timer = giveUpMs === undefined ? undefined : setTimeout(() => client.close(), giveUpMs);
+  const replyMs = target.timeoutMs || TIMEOUT_MS;
+  const timer = setTimeout(() => client.close(), giveUpMs ?? 3 * replyMs);
   try {
     await client.access({ host: target.host, port, user: target.user, password: target.password, secure: false });
+    timeReplies(client, replyMs);
   } catch (e) {
     client.close();
     if (replyCode(e) === 530) {
