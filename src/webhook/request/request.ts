@@ -114,7 +114,24 @@ const xmlOptions: FastXmlParser.X2jOptions = {
   ignorePiTags: true,
   commentPropName: "#comment",
   cdataPropName: "#cdata",
+  // fast-xml-parser renames Object.prototype's names ("__toString") and refuses __proto__ and constructor; mxj
+  // keeps every name as it is. Those names reach it with a leading space (never part of a parsed name) and leave
+  // it without; xmlElement stores keys as own properties only.
+  transformTagName: hideReservedName,
+  transformAttributeName: hideReservedName,
 };
+
+/** The names fast-xml-parser refuses or renames: Object.prototype's members, and "prototype". */
+const RESERVED_NAMES = new Set([...Object.getOwnPropertyNames(Object.prototype), "prototype"]);
+
+function hideReservedName(name: string): string {
+  return RESERVED_NAMES.has(name) ? ` ${name}` : name;
+}
+
+/** A name as the document spells it: hideReservedName undone. */
+function xmlName(parsed: string): string {
+  return parsed.charCodeAt(0) === 0x20 ? parsed.slice(1) : parsed;
+}
 
 type XmlNode = Record<string, unknown> & { ":@"?: Record<string, string> };
 
@@ -129,8 +146,9 @@ function xmlText(raw: string): string {
   });
 }
 
-/** The local part of a name, as Go splits "space:local" at the first colon. */
-function localName(name: string): string {
+/** The local part of a parsed name, as Go splits "space:local" at the first colon. */
+function localName(parsed: string): string {
+  const name = xmlName(parsed);
   const i = name.indexOf(":");
   return i > 0 && i < name.length - 1 ? name.slice(i + 1) : name;
 }
