@@ -96,7 +96,7 @@ export class Connection {
     this.client = clientKey(socket.remoteAddress);
     socket.setNoDelay(true);
     socket.on("data", (d: Buffer) => this.onData(d));
-    socket.on("drain", () => this.resume());
+    socket.on("drain", () => this.readOn());
     socket.on("error", () => undefined);
     socket.on("close", () => {
       this.closed = true;
@@ -156,8 +156,17 @@ export class Connection {
     this.buf = next.subarray(0, size);
   }
 
+  /** Reads again once the answers are written, unless MAX_BUFFERED of pipelined requests already wait. */
   private resume(): void {
-    if (!this.closed && !this.busy && !this.deaf && this.socket.writableLength === 0) this.socket.resume();
+    // Without the bound, each answer let another read's worth in while one request was taken out.
+    if (!this.closed && !this.busy && !this.deaf && this.socket.writableLength === 0 && this.buf.length <= MAX_BUFFERED) this.socket.resume();
+  }
+
+  /** The answers written so far have been taken by the socket: reads, and starts the requests waiting, again. */
+  private readOn(): void {
+    this.lastActive = Date.now();
+    this.resume();
+    if (!this.busy && !this.endedAt && !this.deaf) this.parse();
   }
 
   /** Answers a bad request and ends the connection. */
@@ -201,6 +210,12 @@ export class Connection {
           if (i > 0) this.buf = this.buf.subarray(i);
           if (this.buf.length === 0) {
             this.receivingSince = 0;
+            return;
+          }
+          if (this.socket.writableNeedDrain) {
+            // Answers the socket has not taken yet (the client is not reading them): the next request starts
+            // on "drain" (readOn), as the reference reads the next request once the last answer is written.
+            this.socket.pause();
             return;
           }
           if (this.receivingSince === 0) this.receivingSince = Date.now();
