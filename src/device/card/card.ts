@@ -153,7 +153,7 @@ export class Card implements CardFileSystem {
     this.paths.allowNew(target);
   }
 
-  /** A web upload's file name → where it goes (see CardPaths.uploadTarget); CardError "unsafe-path" if refused. */
+  /** A web upload's file name → where it goes (see CardPaths.uploadTarget); CardError DEVICE_UNSAFE_PATH if refused. */
   uploadTarget(name: string): Promise<CardPath> {
     return this.paths.uploadTarget(name);
   }
@@ -191,8 +191,7 @@ export class Card implements CardFileSystem {
 
   async remove(target: CardPath, kind: "file" | "folder"): Promise<void> {
     // Else rmdir's ENOTEMPTY: "not empty" for a folder whose listing is empty.
-    if (kind === "folder" && this.writes.holds(target.absolute))
-      throw new CardError("busy", "A file is being uploaded into this folder; try again when it is done.");
+    if (kind === "folder" && this.writes.holds(target.absolute)) throw new CardError("DEVICE_FOLDER_BUSY", {});
     await (kind === "folder" ? rmdir(target.absolute) : unlink(target.absolute));
     this.inventory.changed([target.absolute]);
   }

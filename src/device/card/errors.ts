@@ -1,34 +1,29 @@
-// The one way the card refuses an operation; `code` tells each caller (web upload, FTP) which answer fits.
+// The one way the card refuses an operation; its code (a row of ../errors.ts) tells each door its answer.
+import { DeviceError, type ErrorCode } from "../errors.js";
 
-export type CardErrorCode =
-  /** A client name the web upload refuses (NUL, "..", a link leading out, a file where a folder must be). */
-  | "unsafe-path"
-  /** Nothing reachable there: missing, or one of the card's own internal names. */
-  | "not-found"
-  /** The path exists but resolves outside the card (a symlink leading out). */
-  | "outside"
-  /** A new entry may not take that name (the card root, an internal name, the FAT rules). */
-  | "name-not-allowed"
-  /** A name with control characters: no door creates, reaches or lists one (they would split listing lines). */
-  | "control-character"
-  /** The card cannot hold the bytes. */
-  | "no-space"
-  /** The card cannot hold a file this big (FAT32: under 4 GiB). */
-  | "too-big"
-  /** Another write to the same file is in progress. */
-  | "busy"
-  /** The card belongs to the USB host (MSC mode), or the write was aborted. */
-  | "not-writable";
+/** The rows of the card's refusals. */
+export type CardErrorCode = Extract<
+  ErrorCode,
+  | "DEVICE_UNSAFE_PATH"
+  | "DEVICE_NOT_FOUND"
+  | "DEVICE_NUL_IN_PATH"
+  | "DEVICE_OUTSIDE_CARD"
+  | "DEVICE_NAME_NOT_ALLOWED"
+  | "DEVICE_CONTROL_CHARACTER"
+  | "DEVICE_NO_SPACE"
+  | "DEVICE_FILESYSTEM_FULL"
+  | "DEVICE_TOO_BIG"
+  | "DEVICE_CARD_FULL"
+  | "DEVICE_FILE_TOO_BIG"
+  | "DEVICE_BUSY"
+  | "DEVICE_FOLDER_BUSY"
+  | "DEVICE_FOLDER_GONE"
+  | "DEVICE_IN_MSC_MODE"
+  | "DEVICE_WRITE_ABORTED"
+>;
 
-export class CardError extends Error {
-  override readonly name = "CardError";
-  constructor(
-    readonly code: CardErrorCode,
-    message: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
+export class CardError<C extends CardErrorCode = CardErrorCode> extends DeviceError<C> {
+  override name = "CardError";
 }
 
 /** A client-supplied name, safe to put in a message (control characters replaced, length capped). */

@@ -13,7 +13,7 @@ export function caseTwinProblem(twin: string): string {
 
 /** An upload's folder was renamed or removed while the file was being sent (it is not made again). */
 export function folderGone(target: CardPath): CardError {
-  return new CardError("not-found", `Cannot store "${printable(target.relative)}": its folder was renamed or removed during the upload; nothing was stored.`);
+  return new CardError("DEVICE_FOLDER_GONE", { name: printable(target.relative) });
 }
 
 /**
@@ -28,10 +28,10 @@ export function refuseNesting(targets: readonly CardPath[], fatNames: boolean): 
     for (let i = 1; i < segments.length; i++) {
       const folder = segments.slice(0, i).join("/");
       if (files.has(key(folder)))
-        throw new CardError(
-          "unsafe-path",
-          `Invalid file name "${printable(relative)}": "${printable(folder)}" is a file of the same upload, so it cannot be a folder too; nothing was stored.`,
-        );
+        throw new CardError("DEVICE_UNSAFE_PATH", {
+          name: printable(relative),
+          problem: `"${printable(folder)}" is a file of the same upload, so it cannot be a folder too; nothing was stored`,
+        });
     }
   }
 }
@@ -59,11 +59,7 @@ export function hasControlCharacter(name: string): boolean {
 
 /** Refuses a client's path that holds a control character (see hasControlCharacter). */
 function refuseControlCharacters(path: string): void {
-  if (hasControlCharacter(path))
-    throw new CardError(
-      "control-character",
-      `Name not allowed: "${printable(path)}" contains a control character (bytes 0x00-0x1F or 0x7F); use a name without them.`,
-    );
+  if (hasControlCharacter(path)) throw new CardError("DEVICE_CONTROL_CHARACTER", { name: printable(path) });
 }
 
 /** Whether a file name is the card's own (a write in progress): never listed, reached or created by clients. */
@@ -105,15 +101,15 @@ export class CardPaths {
    */
   async existing(path: string): Promise<string> {
     refuseControlCharacters(path);
-    if (path.split("/").some(isInternalName)) throw new CardError("not-found", "No such file or folder.");
+    if (path.split("/").some(isInternalName)) throw new CardError("DEVICE_NOT_FOUND", {});
     let real: string;
     try {
       // The FTP server's card paths come normalised already (see ftp/paths.ts); join() would only do it again.
       real = realpathSync.native(path.startsWith("/") ? this.root + path : join(this.root, path));
     } catch (e) {
-      throw new CardError("not-found", "No such file or folder.", { cause: e });
+      throw new CardError("DEVICE_NOT_FOUND", {}, { cause: e });
     }
-    if (!this.inside(real)) throw new CardError("outside", "Permission denied: the path leads outside the card.");
+    if (!this.inside(real)) throw new CardError("DEVICE_OUTSIDE_CARD", {});
     return real;
   }
 
@@ -122,8 +118,8 @@ export class CardPaths {
     refuseControlCharacters(path);
     const name = basename(path);
     if (path === "/" || path === "" || name === "" || name === "." || name === "..")
-      throw new CardError("name-not-allowed", "The card's root cannot be replaced.");
-    if (isInternalName(name)) throw new CardError("name-not-allowed", "That name is reserved for uploads in progress; choose another.");
+      throw new CardError("DEVICE_NAME_NOT_ALLOWED", { problem: "The card's root cannot be replaced." });
+    if (isInternalName(name)) throw new CardError("DEVICE_NAME_NOT_ALLOWED", { problem: "That name is reserved for uploads in progress; choose another." });
     const folder = await this.existing(dirname(path));
     const relative = path
       .split("/")
@@ -140,9 +136,9 @@ export class CardPaths {
     if (!this.fatNames) return;
     const name = basename(target.absolute);
     const bad = fatNameProblem(name);
-    if (bad) throw new CardError("name-not-allowed", bad);
+    if (bad) throw new CardError("DEVICE_NAME_NOT_ALLOWED", { problem: bad });
     const twin = fatCaseTwin(dirname(target.absolute), name);
-    if (twin !== undefined) throw new CardError("name-not-allowed", caseTwinProblem(twin));
+    if (twin !== undefined) throw new CardError("DEVICE_NAME_NOT_ALLOWED", { problem: caseTwinProblem(twin) });
   }
 
   /**
@@ -153,7 +149,7 @@ export class CardPaths {
    */
   async uploadTarget(name: string): Promise<CardPath> {
     const refuse = (why: string): never => {
-      throw new CardError("unsafe-path", `Invalid file name "${printable(name)}": ${why}.`);
+      throw new CardError("DEVICE_UNSAFE_PATH", { name: printable(name), problem: why });
     };
     if (name.endsWith("/") || name.endsWith("/.")) refuse("it ends with a folder separator, so it names a folder, not a file");
     if (name.includes("\0")) refuse("it contains a NUL character");
@@ -213,8 +209,8 @@ export class CardPaths {
     const dir = dirname(target.absolute);
     const refuse = (cause?: unknown): never => {
       throw new CardError(
-        "unsafe-path",
-        `Invalid file name "${printable(target.relative)}": a folder on its path became a link that leads outside the card while the file was being sent.`,
+        "DEVICE_UNSAFE_PATH",
+        { name: printable(target.relative), problem: "a folder on its path became a link that leads outside the card while the file was being sent" },
         { cause },
       );
     };
@@ -263,7 +259,7 @@ export class CardPaths {
     let folder = existing;
     for (const segment of dir.slice(existing.length + 1).split(sep)) {
       const twin = fatCaseTwin(folder, segment);
-      if (twin !== undefined) throw new CardError("name-not-allowed", caseTwinProblem(twin));
+      if (twin !== undefined) throw new CardError("DEVICE_NAME_NOT_ALLOWED", { problem: caseTwinProblem(twin) });
       folder = join(folder, segment);
       if (mkdirSync(folder, { recursive: true }) !== undefined) made.push(folder);
     }

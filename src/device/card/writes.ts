@@ -5,7 +5,6 @@ import { closeSync, constants, ftruncate, lstatSync, open, openSync, renameSync,
 import { copyFile, readdir, rm, lstat } from "node:fs/promises";
 import { basename, join, sep } from "node:path";
 import { Writable } from "node:stream";
-import { errors } from "../../shared/firmware.js";
 import { caseTwinAmong, fatCaseTwin, fatSizeProblem } from "./fat-names.js";
 import { CardError, printable } from "./errors.js";
 import type { Inventory } from "./figures.js";
@@ -33,17 +32,17 @@ export interface CardWrite {
   readonly target: CardPath;
   /** Aborted when the card stops belonging to the network (switch to MSC mode, restart). */
   readonly signal: AbortSignal;
-  /** Claims `bytes` more space; throws CardError "no-space" or "too-big" when the card cannot hold them. */
+  /** Claims `bytes` more space; throws CardError DEVICE_NO_SPACE or DEVICE_TOO_BIG when the card cannot hold them. */
   grow(bytes: number): void;
   /**
    * Appends `chunks` to the temp file at once, in one writev (synchronous, as vsftpd writes: a write into the page
    * cache takes microseconds, while a round trip through libuv's thread pool per chunk was most of an upload's
-   * time). A full filesystem throws CardError "no-space". The bytes must have been claimed with grow().
+   * time). A full filesystem throws CardError DEVICE_FILESYSTEM_FULL. The bytes must have been claimed with grow().
    */
   put(chunks: readonly Buffer[]): void;
   /**
    * A stream into the temp file (after the kept bytes) through put(); a full filesystem fails it with CardError
-   * "no-space". Its end closes the temp file: a multi-file upload holds no descriptor for the files it has.
+   * DEVICE_FILESYSTEM_FULL. Its end closes the temp file: a multi-file upload holds no descriptor for the files it has.
    */
   sink(highWaterMark: number): Writable;
   /**
@@ -163,9 +162,9 @@ export class Writes {
   /** Starts writing `target`'s new content. Throws CardError when the card is not writable or cannot hold it. */
   async begin(target: CardPath, opts: WriteOptions = {}): Promise<CardWrite> {
     const refusal = (): CardError | undefined => {
-      if (!this.writable) return new CardError("not-writable", errors.uploadInMsc);
+      if (!this.writable) return new CardError("DEVICE_IN_MSC_MODE", {});
       if (opts.exclusive !== undefined && this.exclusive.has(opts.exclusive)) {
-        return new CardError("busy", "Another upload to this file is in progress; try again when it is done.");
+        return new CardError("DEVICE_BUSY", {});
       }
       return undefined;
     };
@@ -178,9 +177,9 @@ export class Writes {
     const grow = (bytes: number): void => {
       if (finished) return;
       const tooBig = this.fatNames ? fatSizeProblem(keep + entry.claimed + bytes) : undefined;
-      if (tooBig) throw new CardError("too-big", `Cannot store "${printable(target.relative)}": ${tooBig}.`);
+      if (tooBig) throw new CardError("DEVICE_TOO_BIG", { name: printable(target.relative), problem: tooBig });
       const available = this.available();
-      if (bytes > available) throw new CardError("no-space", `Not enough free space on the card: ${Math.max(0, available)} bytes free, the file needs more.`);
+      if (bytes > available) throw new CardError("DEVICE_NO_SPACE", { free: Math.max(0, available) });
       entry.claimed += bytes;
     };
     let finished = false;
@@ -261,7 +260,7 @@ export class Writes {
     let position = keep;
     const put = (chunks: readonly Buffer[]): void => {
       // After an abort or the sink's end the descriptor is closed, and its number may already belong to another file.
-      if (finished || closed) throw new CardError("not-writable", "The write was aborted.");
+      if (finished || closed) throw new CardError("DEVICE_WRITE_ABORTED", {});
       let total = 0;
       for (const c of chunks) total += c.length;
       try {
@@ -274,9 +273,7 @@ export class Writes {
         position += total;
       } catch (e) {
         const err = e as NodeJS.ErrnoException;
-        throw err.code === "ENOSPC"
-          ? new CardError("no-space", "Not enough free space on the card's filesystem: the upload was stopped and nothing was stored.", { cause: err })
-          : err;
+        throw err.code === "ENOSPC" ? new CardError("DEVICE_FILESYSTEM_FULL", {}, { cause: err }) : err;
       }
     };
     const write: CardWrite = {
@@ -312,7 +309,7 @@ export class Writes {
       commit: () => this.land([write]),
     };
     this.landings.set(write, async (made) => {
-      if (finished) throw new CardError("not-writable", "The write was aborted.");
+      if (finished) throw new CardError("DEVICE_WRITE_ABORTED", {});
       close();
       // A web upload makes its folders; an FTP upload's folder existed when it began, and is not made again if it
       // was renamed or removed since.
@@ -358,15 +355,16 @@ export class Writes {
             .filter((o) => o.folder === l.folder)
             .map((o) => o.name);
           const twin = caseTwinAmong(before, l.name) ?? fatCaseTwin(l.folder, l.name);
-          if (twin !== undefined) throw new CardError("name-not-allowed", `Invalid file name "${printable(l.target.relative)}": ${caseTwinProblem(twin)}.`);
+          if (twin !== undefined)
+            throw new CardError("DEVICE_NAME_NOT_ALLOWED", { problem: `Invalid file name "${printable(l.target.relative)}": ${caseTwinProblem(twin)}.` });
         }
       }
       for (const l of several ? landings : []) {
         if (lstatSync(childPath(l.folder, l.name), { throwIfNoEntry: false })?.isDirectory())
-          throw new CardError(
-            "unsafe-path",
-            `Invalid file name "${printable(l.target.relative)}": a folder of that name exists on the card; nothing was stored.`,
-          );
+          throw new CardError("DEVICE_UNSAFE_PATH", {
+            name: printable(l.target.relative),
+            problem: "a folder of that name exists on the card; nothing was stored",
+          });
       }
     } catch (e) {
       // Deepest first; a folder that holds something by now (another upload's file) stays.
@@ -387,7 +385,7 @@ export class Writes {
    * none does. A switch to MSC mode that comes while they land waits for them.
    */
   async commitAll(writes: readonly CardWrite[]): Promise<void> {
-    if (!this.writable || writes.some((w) => w.signal.aborted)) throw new CardError("not-writable", errors.uploadInMsc);
+    if (!this.writable || writes.some((w) => w.signal.aborted)) throw new CardError("DEVICE_IN_MSC_MODE", {});
     const landing = this.land(writes);
     const settled = landing.catch(() => undefined);
     this.committing.add(settled);

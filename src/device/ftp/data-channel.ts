@@ -5,7 +5,7 @@ import { CardError } from "../card/card.js";
 import type { Control } from "./control.js";
 import { activeChannel, listenPassive, PassivePort, type DataChannel, type DataSocket } from "./data.js";
 import { cardReply, Reply } from "./replies.js";
-import { ShortUploadError } from "./transfer.js";
+import { DeviceError } from "../errors.js";
 import type { FtpServerOptions } from "./types.js";
 
 export interface FileTransfer {
@@ -191,8 +191,8 @@ export class SessionData {
  * transfer being stopped; a lost connection is 426; anything else as the card's refusals are answered.
  */
 function failedTransfer(e: unknown, aborted: boolean): never {
-  if (e instanceof CardError && (e.code === "no-space" || e.code === "too-big" || e.code === "name-not-allowed")) cardReply(e, "upload");
-  if (e instanceof ShortUploadError) throw new Reply(426, `${e.message}`);
+  if (e instanceof CardError && (e.row.ftp === 552 || e.code === "DEVICE_NAME_NOT_ALLOWED")) cardReply(e, "upload");
+  if (e instanceof DeviceError && e.code === "DEVICE_SHORT_UPLOAD") throw new Reply(e.row.ftp!, e.message);
   if (aborted) throw new Reply(426, "Transfer aborted; the connection was closed.");
   if (e instanceof Reply) throw e;
   const code = (e as NodeJS.ErrnoException).code;

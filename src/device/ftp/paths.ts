@@ -5,7 +5,7 @@ import { CardError } from "../card/card.js";
 
 /** The card path ("/a/b") a client argument names, relative to `cwd`; `..` stops at the card's root. */
 export function cardPath(cwd: string, arg: string): string {
-  if (arg.includes("\0")) throw new CardError("not-found", "Path contains a NUL byte.");
+  if (arg.includes("\0")) throw new CardError("DEVICE_NUL_IN_PATH", {});
   // A plain name in the current folder (a sync's every file) needs no normalising: `cwd` is normalised already.
   if (arg !== "" && arg !== "." && arg !== ".." && !arg.includes("/")) return cwd === "/" ? "/" + arg : cwd + "/" + arg;
   const joined = posix.normalize(arg.startsWith("/") ? arg : posix.join(cwd, arg));

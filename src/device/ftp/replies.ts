@@ -1,5 +1,6 @@
 // FTP replies: the error a handler throws to answer with a code, and how file-system errors map to codes.
-import { CardError, type CardErrorCode } from "../card/card.js";
+import { CardError } from "../card/card.js";
+import { toFtpReply } from "../errors.js";
 
 /** A reply to send; thrown by handlers to stop with an error. */
 export class Reply extends Error {
@@ -27,58 +28,21 @@ export function quote(path: string): string {
   return `"${path.replaceAll('"', '""')}"`;
 }
 
-/** The reply code for each way the card refuses: 552 no room, 450 busy, 553 a name no door takes, 550 the rest. */
-const CARD_REFUSALS: Record<CardErrorCode, number> = {
-  "unsafe-path": 550,
-  "not-found": 550,
-  outside: 550,
-  "name-not-allowed": 550,
-  "control-character": 553,
-  "no-space": 552,
-  "too-big": 552,
-  busy: 450,
-  "not-writable": 550,
-};
-
 /** What was being done when the card refused: reaching a path, naming a new entry, or receiving an upload's bytes. */
 export type CardStep = "path" | "new-name" | "upload";
 
 /**
- * The one mapping from the card's refusals (CardError) and the file-system errors it passes on to FTP replies. A new
- * name refused is 553 whatever the reason; an upload's space or name refused says so. Anything unexpected is
- * rethrown (→ 451).
+ * The one mapping from the card's refusals (CardError) and the file-system errors it passes on to FTP replies (the
+ * errors table's `ftp`). A new name refused is 553 whatever the reason; an upload's space or name refused says so.
+ * Anything unexpected is rethrown (→ 451).
  */
 export function cardReply(e: unknown, step: CardStep = "path"): never {
   if (e instanceof Reply) throw e;
   if (e instanceof CardError) {
     if (step === "new-name") throw new Reply(553, `File name not allowed: ${e.message}.`);
-    if (step === "upload" && e.code === "name-not-allowed") throw new Reply(553, e.message);
-    const code = CARD_REFUSALS[e.code];
-    throw new Reply(code, step === "upload" && code === 552 ? `Upload aborted: ${e.message}` : e.message);
+    if (step === "upload" && e.code === "DEVICE_NAME_NOT_ALLOWED") throw new Reply(553, e.message);
   }
-  switch ((e as NodeJS.ErrnoException).code) {
-    case "ENOENT":
-      throw new Reply(550, "No such file or folder.");
-    case "EEXIST":
-      throw new Reply(550, "It already exists.");
-    case "ENOTEMPTY":
-      throw new Reply(550, "Folder not empty.");
-    case "EISDIR":
-      throw new Reply(550, "That is a folder.");
-    case "ENOTDIR":
-      throw new Reply(550, "Not a folder.");
-    case "EACCES":
-    case "EPERM":
-      throw new Reply(550, "Permission denied.");
-    case "EINVAL":
-      throw new Reply(550, "Invalid request (a folder cannot move into itself).");
-    case "ENOSPC":
-      throw new Reply(552, "The card's filesystem is full.");
-    case "ENAMETOOLONG":
-      throw new Reply(553, "File name not allowed: a name is longer than 255 bytes or the path too long.");
-    case "ELOOP":
-      throw new Reply(550, "Too many levels of symbolic links.");
-    default:
-      throw e;
-  }
+  const reply = toFtpReply(e);
+  if (reply === undefined) throw e;
+  throw new Reply(reply.code, e instanceof CardError && step === "upload" && reply.code === 552 ? `Upload aborted: ${reply.text}` : reply.text);
 }

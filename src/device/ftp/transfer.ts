@@ -12,6 +12,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { BlockDecoder, BlockFormatError, END_BLOCK, toBlocks } from "../../shared/ftp-blocks.js";
 import { CardError, type CardFileSystem, type CardWrite } from "../card/card.js";
 import type { DataSocket } from "./data.js";
+import { DeviceError } from "../errors.js";
 import { Reply } from "./replies.js";
 import { writeAll } from "../../shared/socket-write.js";
 
@@ -22,12 +23,6 @@ const DRAIN_LIMIT = 16 * 1024 * 1024;
  * milliseconds after the end of data (measured with curl and lftp, kill -9).
  */
 const REPLACE_GRACE_MS = 25;
-
-/** The data connection closed before the size the client announced with ALLO had arrived (reply 426). */
-export class ShortUploadError extends Error {
-  override readonly name = "ShortUploadError";
-  readonly code = "short-upload";
-}
 
 /** Bytes read from the file at once; a download alternates between two such buffers. */
 const READ_CHUNK = 1024 * 1024;
@@ -142,7 +137,7 @@ export async function receiveFile(write: CardWrite, socket: DataSocket, opts: Re
   }
   if (socket.destroyed) throw new Reply(426, "Data connection lost; transfer aborted.");
   if (opts.announced !== undefined && received !== opts.announced) {
-    throw new ShortUploadError(`Upload incomplete: ${received} of the ${opts.announced} bytes announced with ALLO arrived; the file was not changed.`);
+    throw new DeviceError("DEVICE_SHORT_UPLOAD", { received, announced: opts.announced });
   }
   await write.commit();
   return received;
@@ -161,12 +156,7 @@ function receiveData(write: CardWrite, socket: DataSocket, blocks: BlockDecoder 
     let received = 0;
     let refused: CardError | undefined;
     let discarded = 0;
-    const full = (): CardError =>
-      new CardError(
-        refused!.code,
-        refused!.code === "too-big" ? "The card cannot hold a file this big (FAT32: under 4 GiB)." : "Not enough space on the card.",
-        { cause: refused },
-      );
+    const full = (): CardError => new CardError(refused!.code === "DEVICE_TOO_BIG" ? "DEVICE_FILE_TOO_BIG" : "DEVICE_CARD_FULL", {}, { cause: refused });
     const settle = (failure?: unknown): void => {
       socket.intake = undefined;
       socket.off("end", onEnd).off("error", settle).off("close", onClose);

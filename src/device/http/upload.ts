@@ -7,6 +7,7 @@ import { Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { bodies, errors } from "../../shared/firmware.js";
 import { CardError, type Card, type CardWrite } from "../card/card.js";
+import { DeviceError, messageOf, toHttp } from "../errors.js";
 import { acceptBody, sendErrorAndClose, sendJson } from "./answers.js";
 
 const CHUNK = 1 << 20;
@@ -16,38 +17,11 @@ const CHUNK = 1 << 20;
  */
 const MAX_FILES = 1000;
 
-/** The multipart body could not be parsed. */
-class MalformedUpload extends Error {}
 const MSC_MESSAGE = errors.uploadInMsc;
 const UPLOAD_SUCCESS = bodies.uploaded;
 
-/** The upload carries more than MAX_FILES files. */
-class TooManyFiles extends Error {}
-
 /** The body stopped before its end: the client went away or was too slow. */
-class UploadCut extends Error {
-  override name = "UploadCut";
-  readonly code = "upload-cut";
-}
-
-function statusFor(e: unknown): { status: number; message: string } {
-  if (e instanceof CardError) {
-    if (e.code === "no-space" || e.code === "too-big") return { status: 507, message: e.message };
-    return { status: 400, message: e.message };
-  }
-  if (e instanceof UploadCut) return { status: 400, message: `The upload was cut off: ${e.message}; nothing was stored.` };
-  if (e instanceof TooManyFiles)
-    return { status: 413, message: `Too many files in one upload: at most ${MAX_FILES}; send them in several uploads. Nothing was stored.` };
-  const code = (e as NodeJS.ErrnoException).code;
-  if (code === "ENOSPC") return { status: 507, message: "Not enough free space on the card's filesystem: the upload was stopped and nothing was stored." };
-  if (code === "EDQUOT") return { status: 507, message: "The disk quota is used up: the upload was stopped and nothing was stored." };
-  if (code === "ENAMETOOLONG") return { status: 400, message: "Invalid file name: it is too long." };
-  if (code === "EACCES" || code === "EPERM" || code === "EROFS")
-    return { status: 500, message: `The card folder cannot be written (${code}): check its permissions; nothing was stored.` };
-  if (code === "EMFILE" || code === "ENFILE") return { status: 503, message: "The device has too many files open: try again in a moment; nothing was stored." };
-  // The system's message names the card's absolute path and the temp file: the code alone is shown.
-  return { status: 500, message: `Failed to write the file (${code ?? (e as Error).name}); nothing was stored.` };
-}
+const cut = (what: "file" | "upload"): DeviceError => new DeviceError("DEVICE_UPLOAD_CUT", { what });
 
 /** Claims space for each chunk as it passes, so a card that fills up stops the write at once. */
 function spaceMeter(write: CardWrite, prepaid: number): Transform {
@@ -74,24 +48,24 @@ function spaceMeter(write: CardWrite, prepaid: number): Transform {
  */
 async function store(source: Readable, write: CardWrite, prepaid: number): Promise<void> {
   const meter = spaceMeter(write, prepaid);
-  const cut = (): void => {
-    if (!source.readableEnded) meter.destroy(new UploadCut("the connection closed before the whole file arrived"));
+  const stop = (): void => {
+    if (!source.readableEnded) meter.destroy(cut("file"));
   };
-  source.once("close", cut);
-  source.once("error", cut);
+  source.once("close", stop);
+  source.once("error", stop);
   source.pipe(meter);
   try {
     await pipeline(meter, write.sink(CHUNK), { signal: write.signal });
   } finally {
     source.unpipe(meter);
-    source.off("close", cut);
-    source.off("error", cut);
+    source.off("close", stop);
+    source.off("error", stop);
   }
 }
 
 /** Why a write failed: the card was taken back (a switch to MSC mode, a restart) or `e`. */
 function failureOf(cutByCard: boolean, e: unknown): unknown {
-  return cutByCard ? new CardError("not-writable", MSC_MESSAGE) : e;
+  return cutByCard ? new CardError("DEVICE_IN_MSC_MODE", {}) : e;
 }
 
 /** PUT /upload?filename=NAME with the raw file as the body. */
@@ -105,20 +79,20 @@ export async function handleRawUpload(req: IncomingMessage, res: ServerResponse,
   try {
     write = await card.beginWrite(await card.uploadTarget(filename), { expectedBytes: Number.isFinite(length) ? length : 0 });
   } catch (e) {
-    const { status, message } = statusFor(e);
+    const { status, message } = toHttp(e);
     sendErrorAndClose(req, res, status, message);
     return;
   }
   acceptBody(req, res);
   try {
     await store(req, write, Number.isFinite(length) ? length : 0);
-    if (!req.complete) throw new UploadCut("the connection closed before the whole file arrived");
+    if (!req.complete) throw cut("file");
     await card.commitAll([write]);
     sendJson(res, 200, UPLOAD_SUCCESS);
   } catch (e) {
     const cutByCard = write.signal.aborted;
     await write.abort();
-    const { status, message } = statusFor(failureOf(cutByCard, e));
+    const { status, message } = toHttp(failureOf(cutByCard, e));
     if (!res.destroyed && !req.socket.destroyed) sendErrorAndClose(req, res, status, message);
     else req.socket.destroy();
   }
@@ -146,7 +120,7 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
   try {
     parser = busboy({ headers: req.headers, preservePath: true, defParamCharset: "utf8", highWaterMark: CHUNK, fileHwm: CHUNK });
   } catch (e) {
-    sendErrorAndClose(req, res, 400, `Malformed multipart request: ${(e as Error).message}.`);
+    sendErrorAndClose(req, res, 400, messageOf("DEVICE_MALFORMED_UPLOAD", { reason: (e as Error).message }));
     return;
   }
 
@@ -174,7 +148,7 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
     stream.on("error", () => undefined);
     if (++files > MAX_FILES) {
       stream.resume();
-      fail(new TooManyFiles());
+      fail(new DeviceError("DEVICE_TOO_MANY_FILES", { max: MAX_FILES }));
       return;
     }
     // Files are stored one after the other, in the order they arrive.
@@ -211,7 +185,7 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
 
   const parsed = new Promise<void>((resolve, reject) => {
     parser.on("close", resolve);
-    parser.on("error", (e: Error) => reject(new MalformedUpload(e.message)));
+    parser.on("error", (e: Error) => reject(new DeviceError("DEVICE_MALFORMED_UPLOAD", { reason: e.message })));
   });
   const closedEarly = new Promise<void>((resolve) => {
     req.on("close", () => {
@@ -224,7 +198,7 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
 
   try {
     const outcome = await Promise.race([parsed.then(() => "parsed" as const), closedEarly.then(() => "closed" as const), failed]);
-    if (outcome === "closed") throw new UploadCut("the connection closed before the whole upload arrived");
+    if (outcome === "closed") throw cut("upload");
     if (outcome === "parsed") await Promise.all(stored);
     if (failure !== undefined) throw failure;
     if (writes.length === 0) {
@@ -241,12 +215,8 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
       req.socket.destroy();
       return;
     }
-    if (cutByCard && failure === undefined) failure = new CardError("not-writable", MSC_MESSAGE);
-    const err = failure ?? e;
-    if (err instanceof MalformedUpload) sendErrorAndClose(req, res, 400, `Malformed multipart request: ${(err as Error).message}.`);
-    else {
-      const { status, message } = statusFor(err);
-      sendErrorAndClose(req, res, status, message);
-    }
+    if (cutByCard && failure === undefined) failure = new CardError("DEVICE_IN_MSC_MODE", {});
+    const { status, message } = toHttp(failure ?? e);
+    sendErrorAndClose(req, res, status, message);
   }
 }
