@@ -2,13 +2,13 @@
 // a ceiling), however many connections the address opens. The device service owns one instance for every login
 // surface (FTP, web basic auth), so failures on either count together; its memory is bounded by `maxAddresses`.
 import { clientKey } from "../../shared/connection-counts.js";
+import { DeviceError } from "../errors.js";
 
 /** The address is so far behind that its attempt is refused without being checked. */
-export class ThrottledError extends Error {
-  override readonly name = "ThrottledError";
-  readonly code = "throttled";
+export class ThrottledError extends DeviceError<"DEVICE_LOGIN_THROTTLED"> {
+  override name = "ThrottledError";
   constructor(readonly retryAfterMs: number) {
-    super(`Too many failed logins from this address; try again in ${Math.ceil(retryAfterMs / 1000)} s.`);
+    super("DEVICE_LOGIN_THROTTLED", { seconds: Math.ceil(retryAfterMs / 1000) });
   }
 }
 

@@ -21,7 +21,7 @@ export const pass: Command = {
       if (s.closing) return;
       if (!(e instanceof ThrottledError)) throw e;
       s.ctx.log(`ftp ${s.label}: login refused: too many failed logins from ${s.peer}`);
-      await s.close(`421 ${e.message}`);
+      await s.close(`${e.row.ftp} ${e.message}`);
       return;
     }
     const userOk = sameSecret(s.user, user);
