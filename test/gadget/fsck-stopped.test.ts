@@ -29,7 +29,7 @@ test("a fsck.vfat killed while checking stops the switch with a clear error", as
   const image = new CardImage(join(dir, "card.img"), join(dir, "mnt"), (m) => logs.push(m));
   await assert.rejects(image.check(), (e: unknown) => {
     assert.ok(e instanceof GadgetError);
-    assert.equal(e.code, "command-failed");
+    assert.equal(e.code, "DEVICE_FSCK_STOPPED");
     assert.match(
       e.message,
       /^fsck\.vfat did not finish checking the card image .*card\.img \(killed by SIGKILL: checking the card\); check it by hand: fsck\.vfat -a /,

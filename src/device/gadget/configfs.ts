@@ -40,7 +40,7 @@ export async function checkGadgetSupport(paths: GadgetPaths, wantedUdc: string |
   if (udcs.length === 0) missing.push(`no USB device controller in ${paths.udcs} (on a Pi, the dwc2 driver in peripheral mode)`);
   else if (wantedUdc !== undefined && !udcs.includes(wantedUdc)) missing.push(`no USB device controller named ${wantedUdc} (there is ${udcs.join(", ")})`);
   if (missing.length > 0) {
-    throw new GadgetError("unsupported", `the USB gadget backend cannot run here: ${missing.join("; ")}. ${ENABLE_HINT}`);
+    throw new GadgetError("DEVICE_GADGET_UNSUPPORTED", { missing: missing.join("; "), hint: ENABLE_HINT });
   }
   return wantedUdc ?? udcs[0]!;
 }
@@ -94,11 +94,7 @@ export class ConfigfsGadget {
       try {
         await write("UDC", this.udc);
       } catch (e) {
-        throw new GadgetError(
-          "unsupported",
-          `cannot bind the USB gadget to ${this.udc}: ${(e as Error).message}; is another gadget (g_ether, g_mass_storage) using it?`,
-          { cause: e },
-        );
+        throw new GadgetError("DEVICE_GADGET_BIND_FAILED", { udc: this.udc, reason: (e as Error).message }, { cause: e });
       }
     }
   }

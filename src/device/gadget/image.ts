@@ -16,9 +16,9 @@ export class CardImage {
   async createIfMissing(bytes: number | undefined): Promise<boolean> {
     if (await stat(this.path).catch(() => undefined)) return false;
     if (bytes === undefined) {
-      throw new GadgetError("no-image", `the card image ${this.path} does not exist; give its size with --card-size (e.g. --card-size 8GiB) to create it`);
+      throw new GadgetError("DEVICE_CARD_IMAGE_MISSING", { path: this.path });
     }
-    if (bytes < 34 * 1024 * 1024) throw new GadgetError("no-image", `--card-size must be at least 34MiB for a FAT32 card image, got ${bytes} bytes`);
+    if (bytes < 34 * 1024 * 1024) throw new GadgetError("DEVICE_CARD_IMAGE_TOO_SMALL", { bytes });
     const file = await open(this.path, "wx");
     try {
       await file.truncate(bytes); // sparse: space is taken as photos arrive
@@ -42,17 +42,11 @@ export class CardImage {
   async check(): Promise<void> {
     const result = await runCommand("fsck.vfat", ["-a", "-w", this.path]);
     if (result.stopped) {
-      throw new GadgetError(
-        "command-failed",
-        `fsck.vfat did not finish checking the card image ${this.path} (${failure(result)}); check it by hand: fsck.vfat -a ${this.path}`,
-      );
+      throw new GadgetError("DEVICE_FSCK_STOPPED", { path: this.path, failure: failure(result) });
     }
     if (result.exitCode === 1) this.log(`warning: fsck.vfat repaired the card image: ${result.output.split("\n").slice(1).join(" ").slice(0, 500)}`);
     else if (result.exitCode !== 0) {
-      throw new GadgetError(
-        "command-failed",
-        `the card image ${this.path} is not a FAT filesystem fsck.vfat can repair (exit ${result.exitCode}): ${result.output.split("\n").at(-1)}`,
-      );
+      throw new GadgetError("DEVICE_CARD_IMAGE_NOT_FAT", { path: this.path, status: result.exitCode, output: String(result.output.split("\n").at(-1)) });
     }
   }
 
@@ -67,11 +61,7 @@ export class CardImage {
     for (let attempt = 1; ; attempt++) {
       const result = await runCommand("umount", [this.mountPoint]);
       if (result.exitCode === 0 || !(await this.mounted())) return;
-      if (attempt >= 25)
-        throw new GadgetError(
-          "command-failed",
-          `cannot unmount the card image from ${this.mountPoint}: ${result.output}; close what uses it (fuser -m ${this.mountPoint})`,
-        );
+      if (attempt >= 25) throw new GadgetError("DEVICE_UNMOUNT_FAILED", { mountPoint: this.mountPoint, output: result.output });
       await sleep(200);
     }
   }

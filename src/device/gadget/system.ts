@@ -1,19 +1,24 @@
 // The few system programs the gadget backend drives (mount, umount, mkfs.vfat, fsck.vfat), and what is mounted.
 import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
+import { DeviceError, type ErrorCode } from "../errors.js";
 
-export type GadgetErrorCode = "unsupported" | "command-failed" | "no-image";
+type GadgetErrorCode = Extract<
+  ErrorCode,
+  | "DEVICE_GADGET_TOOL_MISSING"
+  | "DEVICE_GADGET_UNSUPPORTED"
+  | "DEVICE_GADGET_BIND_FAILED"
+  | "DEVICE_GADGET_COMMAND_FAILED"
+  | "DEVICE_CARD_IMAGE_MISSING"
+  | "DEVICE_CARD_IMAGE_TOO_SMALL"
+  | "DEVICE_FSCK_STOPPED"
+  | "DEVICE_CARD_IMAGE_NOT_FAT"
+  | "DEVICE_UNMOUNT_FAILED"
+>;
 
 /** The USB gadget backend cannot do its job; the message says what is missing or what failed, and what to do. */
-export class GadgetError extends Error {
-  override readonly name = "GadgetError";
-  constructor(
-    readonly code: GadgetErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
+export class GadgetError<C extends GadgetErrorCode = GadgetErrorCode> extends DeviceError<C> {
+  override name = "GadgetError";
 }
 
 export interface CommandResult {
@@ -32,8 +37,7 @@ export function runCommand(program: string, args: string[]): Promise<CommandResu
     execFile(program, args, { timeout: COMMAND_TIMEOUT_MS, maxBuffer: 4 * 1024 * 1024 }, (error, stdout, stderr) => {
       const output = `${stdout}${stderr}`.trim();
       const code = error?.code;
-      if (code === "ENOENT")
-        reject(new GadgetError("unsupported", `${program} is not installed; install it (apt-get install dosfstools mount)`, { cause: error }));
+      if (code === "ENOENT") reject(new GadgetError("DEVICE_GADGET_TOOL_MISSING", { program }, { cause: error }));
       else if (!error) resolve({ exitCode: 0, output });
       else if (typeof code === "number") resolve({ exitCode: code, output });
       // Killed, timed out or its output too large: never mistaken for an exit code (fsck.vfat's 1 means "repaired").
@@ -56,7 +60,7 @@ export function failure(result: CommandResult): string {
 /** Runs a program that must succeed. */
 export async function mustRun(program: string, args: string[], what: string): Promise<void> {
   const result = await runCommand(program, args);
-  if (result.exitCode !== 0) throw new GadgetError("command-failed", `cannot ${what}: ${program} ${args.join(" ")} ${failure(result)}`);
+  if (result.exitCode !== 0) throw new GadgetError("DEVICE_GADGET_COMMAND_FAILED", { what, command: `${program} ${args.join(" ")}`, failure: failure(result) });
 }
 
 /** Whether a filesystem is mounted at `path` (an absolute path without symlinks), from /proc/self/mountinfo. */
