@@ -1,6 +1,7 @@
 // The device's FTP server: listens while the device is in FTP mode, serving the card folder.
 import { createServer, type Server } from "node:net";
 import { listenEverywhere, listenOn } from "../../shared/listen.js";
+import { DeviceError } from "../errors.js";
 import { DATA_READ_BUFFER, plainAddress } from "./data.js";
 import { Session } from "./session.js";
 import type { FtpServer, FtpServerOptions } from "./types.js";
@@ -11,18 +12,6 @@ export type { FtpServer, FtpServerOptions } from "./types.js";
 const MAX_SESSIONS = 32;
 const MAX_WAITING_LOGIN = 24;
 const MAX_PER_ADDRESS = 16;
-
-/** The FTP port could not be taken; `code` is the system's (EADDRINUSE, EAFNOSUPPORT…). */
-export class FtpListenError extends Error {
-  override readonly name = "FtpListenError";
-  constructor(
-    readonly code: string,
-    message: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
-}
 
 export function createFtpServer(options: FtpServerOptions): FtpServer {
   const log = options.log ?? ((): void => undefined);
@@ -54,11 +43,7 @@ export function createFtpServer(options: FtpServerOptions): FtpServer {
       else await listenOn(srv, { host, port: options.port });
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
-      throw new FtpListenError(
-        err.code ?? "unknown",
-        `Cannot listen for FTP on ${options.host}:${options.port}: ${err.code ?? err.message}. Choose another FTP port.`,
-        { cause: err },
-      );
+      throw new DeviceError("DEVICE_FTP_PORT_UNAVAILABLE", { host: options.host, port: options.port, reason: err.code ?? err.message }, { cause: err });
     }
     const addr = srv.address();
     bound = { host, port: typeof addr === "object" && addr ? addr.port : options.port };
