@@ -5,7 +5,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ConfigError, parseCli, parseSize, type DeviceConfig } from "../../src/device/cli/config.js";
+import { OptionError, parseCli, parseSize, type DeviceConfig } from "../../src/device/cli/config.js";
 import { removeDir, tempDir } from "../helpers.js";
 
 let dir = "";
@@ -21,7 +21,7 @@ function config(argv: string[], env: NodeJS.ProcessEnv = {}): DeviceConfig {
 const refused = (argv: string[], env: NodeJS.ProcessEnv, message: RegExp): void => {
   assert.throws(
     () => parseCli(argv, env, dir),
-    (e: unknown) => e instanceof ConfigError && message.test((e as Error).message),
+    (e: unknown) => e instanceof OptionError && message.test((e as Error).message),
   );
 };
 
@@ -55,7 +55,7 @@ describe("parseCli", () => {
     assert.deepEqual([c.mqtt.host, c.mqtt.port, c.mqtt.user, c.mqtt.password], ["broker.lan", 1884, "us@er", "p:ss"]);
     assert.throws(
       () => parseCli(["--mqtt-url", "mqtt://u:hunter2@[bad"], {}, dir),
-      (e: unknown) => e instanceof ConfigError && !(e as Error).message.includes("hunter2"),
+      (e: unknown) => e instanceof OptionError && !(e as Error).message.includes("hunter2"),
     );
     refused(["--mqtt-url", "http://broker"], {}, /must start with mqtt:\/\//);
   });
@@ -100,6 +100,6 @@ describe("parseSize", () => {
     assert.equal(parseSize("1.5 KiB"), 1536);
   });
   test("no unit it knows, or nothing, is refused with examples", () => {
-    for (const bad of ["", "12XB", "-1", "0", "GiB"]) assert.throws(() => parseSize(bad), ConfigError, bad);
+    for (const bad of ["", "12XB", "-1", "0", "GiB"]) assert.throws(() => parseSize(bad), OptionError, bad);
   });
 });

@@ -3,6 +3,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { isIPv4 } from "node:net";
+import { DeviceError, type ErrorCode } from "../errors.js";
 import { parseArgs } from "node:util";
 
 export interface MqttConfig {
@@ -147,7 +148,11 @@ const FIRMWARE_PORTS: Readonly<Record<string, string>> = {
   "ftp-passive-ports": "50009-50009",
 };
 
-export class ConfigError extends Error {}
+/** A wrong start-up option (a flag, a FRAMEFI_* variable or the config file); its row's exit code is 2. */
+export class OptionError extends DeviceError<OptionErrorCode> {
+  override name = "OptionError";
+}
+type OptionErrorCode = Extract<ErrorCode, `DEVICE_OPTION_${string}` | `DEVICE_CONFIG_FILE_${string}`>;
 
 export function envName(flag: string): string {
   return `FRAMEFI_${flag.toUpperCase().replace(/-/g, "_")}`;
@@ -198,25 +203,25 @@ const UNITS: Record<string, number> = {
 export function parseSize(text: string): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
   const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
-  if (!m || unit === undefined) throw new ConfigError(`invalid size "${text}": use a number with an optional unit such as 500MB, 8GiB or 1000000`);
+  if (!m || unit === undefined) throw new OptionError("DEVICE_OPTION_BAD_SIZE", { text });
   const bytes = Math.floor(Number(m[1]) * unit);
-  if (bytes <= 0) throw new ConfigError(`invalid size "${text}": it must be greater than zero`);
+  if (bytes <= 0) throw new OptionError("DEVICE_OPTION_SIZE_NOT_POSITIVE", { text });
   return bytes;
 }
 
 function bool(name: string, text: string | undefined): boolean {
   if (text === undefined || /^(false|0|no|off|)$/i.test(text.trim())) return false;
   if (/^(true|1|yes|on)$/i.test(text.trim())) return true;
-  throw new ConfigError(`--${name} is on or off: use true or false (1 or 0), got "${text}"`);
+  throw new OptionError("DEVICE_OPTION_NOT_BOOLEAN", { name, text });
 }
 
 function parseIntValue(name: string, text: string): number {
-  if (!/^\s*-?\d+\s*$/.test(text)) throw new ConfigError(`--${name} must be a whole number, got "${text}"`);
+  if (!/^\s*-?\d+\s*$/.test(text)) throw new OptionError("DEVICE_OPTION_NOT_INTEGER", { name, text });
   return Number(text);
 }
 
 function inRange(name: string, v: number, lo: number, hi: number): number {
-  if (v < lo || v > hi) throw new ConfigError(`--${name} must be between ${lo} and ${hi}, got ${v}`);
+  if (v < lo || v > hi) throw new OptionError("DEVICE_OPTION_OUT_OF_RANGE", { name, low: lo, high: hi, value: v });
   return v;
 }
 
@@ -225,7 +230,7 @@ function parsePortRange(text: string): [number, number] {
   const low = Number(m?.[1]);
   const high = Number(m?.[2]);
   if (!m || low < 1 || high > 65535 || low > high) {
-    throw new ConfigError(`--ftp-passive-ports must be a range LOW-HIGH of ports between 1 and 65535, e.g. 50000-50100; got "${text}"`);
+    throw new OptionError("DEVICE_OPTION_BAD_PASSIVE_PORTS", { text });
   }
   return [low, high];
 }
@@ -233,18 +238,18 @@ function parsePortRange(text: string): [number, number] {
 /** MQTT topic prefixes: non-empty, no wildcards (they would make every topic a filter). */
 function topicPrefix(name: string, text: string): string {
   const prefix = text.replace(/\/+$/, "");
-  if (prefix === "" || /[#+\0]/.test(prefix)) throw new ConfigError(`--${name} must be a non-empty MQTT topic without # or +, got "${text}"`);
+  if (prefix === "" || /[#+\0]/.test(prefix)) throw new OptionError("DEVICE_OPTION_BAD_TOPIC", { name, text });
   return prefix;
 }
 
 function parseIpv4(text: string): string {
   if (isIPv4(text)) return text;
-  throw new ConfigError(`--ftp-public-address must be an IPv4 address such as 203.0.113.5 (PASV replies carry only IPv4); got "${text}"`);
+  throw new OptionError("DEVICE_OPTION_BAD_PUBLIC_ADDRESS", { text });
 }
 
 export type ParsedCli = { action: "help" } | { action: "version" } | { action: "run"; config: DeviceConfig };
 
-/** Parses argv (without node and script) and env into a configuration. Throws ConfigError on bad input. */
+/** Parses argv (without node and script) and env into a configuration. Throws OptionError on bad input. */
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.cwd()): ParsedCli {
   const options: Record<string, { type: "string" | "boolean"; short?: string }> = {
     config: { type: "string" },
@@ -256,7 +261,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   try {
     ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
   } catch (e) {
-    throw new ConfigError(`${(e as Error).message}. Run framefi-device --help for the options.`);
+    throw new OptionError("DEVICE_OPTION_UNKNOWN", { problem: (e as Error).message }, { cause: e });
   }
   if (values.help) return { action: "help" };
   if (values.version) return { action: "version" };
@@ -268,7 +273,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     try {
       text = readFileSync(resolve(cwd, configPath), "utf8");
     } catch (e) {
-      throw new ConfigError(`cannot read config file ${configPath}: ${(e as Error).message}`);
+      throw new OptionError("DEVICE_CONFIG_FILE_UNREADABLE", { file: configPath, reason: (e as Error).message }, { cause: e });
     }
     let parsed: unknown;
     try {
@@ -277,15 +282,15 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
       // JSON.parse quotes the text around the error, which may hold a password: give only the place.
       const at = /position (\d+)/.exec((e as Error).message);
       const where = at ? ` at line ${text.slice(0, Number(at[1])).split("\n").length}` : "";
-      throw new ConfigError(`config file ${configPath} is not valid JSON${where}; check its quotes, commas and brackets`);
+      throw new OptionError("DEVICE_CONFIG_FILE_NOT_JSON", { file: configPath, where });
     }
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-      throw new ConfigError(`config file ${configPath} must hold a JSON object whose keys are option names`);
+      throw new OptionError("DEVICE_CONFIG_FILE_NOT_OBJECT", { file: configPath });
     }
     for (const [k, v] of Object.entries(parsed)) {
-      if (!FLAGS.some((f) => f.name === k)) throw new ConfigError(`config file ${configPath}: unknown key "${k}" (keys are the option names of --help)`);
+      if (!FLAGS.some((f) => f.name === k)) throw new OptionError("DEVICE_CONFIG_FILE_UNKNOWN_KEY", { file: configPath, key: k });
       if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean") {
-        throw new ConfigError(`config file ${configPath}: "${k}" must be a string or a number`);
+        throw new OptionError("DEVICE_CONFIG_FILE_BAD_VALUE", { file: configPath, key: k });
       }
       fileValues[k] = String(v);
     }
@@ -307,9 +312,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   const host = str("host");
   if (/^[a-z]+:\/\/|^[^:]*:\d+$/i.test(host)) {
     const from = typeof values.host === "string" ? "--host" : env.FRAMEFI_HOST !== undefined ? "FRAMEFI_HOST" : "host (config file)";
-    throw new ConfigError(
-      `${from} is "${host}", but it is the address the device listens on (an IP address or host name, no port or http://); the client's device address is FRAMEFI_DEVICE`,
-    );
+    throw new OptionError("DEVICE_OPTION_HOST_HAS_PORT", { from, host });
   }
   const mqttUrl = raw("mqtt-url");
   let mqttHost = "";
@@ -321,10 +324,9 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     try {
       u = new URL(mqttUrl);
     } catch {
-      // Not quoted: the URL may carry a password.
-      throw new ConfigError("--mqtt-url is not a URL; use mqtt://[user:password@]host[:port]");
+      throw new OptionError("DEVICE_OPTION_BAD_MQTT_URL", {});
     }
-    if (u.protocol !== "mqtt:" && u.protocol !== "tcp:") throw new ConfigError(`--mqtt-url must start with mqtt://, got "${u.protocol}"`);
+    if (u.protocol !== "mqtt:" && u.protocol !== "tcp:") throw new OptionError("DEVICE_OPTION_BAD_MQTT_SCHEME", { protocol: u.protocol });
     mqttHost = u.hostname.replace(/^\[|\]$/g, "");
     mqttPort = u.port ? Number(u.port) : 1883;
     mqttUser = decodeURIComponent(u.username);
@@ -335,7 +337,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   const publicAddress = raw("ftp-public-address");
   const usbGadget = bool("usb-gadget", raw("usb-gadget"));
   const cardImage = raw("card-image");
-  if (usbGadget && !cardImage) throw new ConfigError("--usb-gadget needs --card-image PATH: the FAT32 image (or partition) that is the card");
+  if (usbGadget && !cardImage) throw new OptionError("DEVICE_OPTION_GADGET_NEEDS_IMAGE", {});
 
   const config: DeviceConfig = {
     host,

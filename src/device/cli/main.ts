@@ -1,7 +1,8 @@
 // bin/framefi-device: parses flags, FRAMEFI_* variables and --config, then runs the device until SIGINT/SIGTERM.
 import { readFileSync } from "node:fs";
 import { setFlagsFromString } from "node:v8";
-import { ConfigError, helpText, parseCli, type DeviceConfig, type ParsedCli } from "./config.js";
+import { helpText, OptionError, parseCli, type DeviceConfig, type ParsedCli } from "./config.js";
+import { DeviceError, EXIT } from "../errors.js";
 import { GadgetError } from "../gadget/system.js";
 import { GadgetUsb } from "../gadget/usb.js";
 import { ftpMode } from "../ftp/mode.js";
@@ -11,7 +12,7 @@ import { simulatedHardware } from "../hardware.js";
 import { DeviceService, urlOf } from "../service.js";
 import { surviveClosedOutput } from "../../shared/closed-output.js";
 
-/** --usb-gadget: the real USB drive, ready before the service starts (or a one-line reason and exit 1). */
+/** --usb-gadget: the real USB drive, ready before the service starts (or a one-line reason and its row's exit code). */
 async function prepareGadget(config: DeviceConfig, log: DeviceLog): Promise<GadgetUsb> {
   const gadget = new GadgetUsb({ image: config.usbGadget!.image, createBytes: config.cardSize, mountPoint: config.card, udc: config.usbGadget!.udc, log });
   try {
@@ -20,7 +21,7 @@ async function prepareGadget(config: DeviceConfig, log: DeviceLog): Promise<Gadg
     if (!(e instanceof GadgetError)) throw e;
     log.flush();
     process.stderr.write(`framefi-device: ${e.message}\n`);
-    process.exit(1);
+    process.exit(e.row.exit);
   }
   return gadget;
 }
@@ -30,23 +31,24 @@ function version(): string {
   return pkg.version;
 }
 
-/** Why the device could not start, in one line that says what to do. */
-function startFailure(e: unknown, config: DeviceConfig): string {
+/** Why the device could not start: the system's error as a row of the errors table, or as it is. */
+function startFailure(e: unknown, config: DeviceConfig): Error {
   const err = e as NodeJS.ErrnoException & { address?: string; port?: number };
+  const cause = { cause: e };
   const hostFlag = process.argv.includes("--host") || process.env.FRAMEFI_HOST === undefined ? "--host" : "FRAMEFI_HOST";
   if (err.code === "EADDRINUSE") {
     const flag = err.port === config.setupPort && err.port !== config.port ? "--setup-port" : "--port";
-    return `port ${err.port} is already in use (is another framefi-device running?): stop that program or pick another port with ${flag}`;
+    return new DeviceError("DEVICE_PORT_IN_USE", { port: String(err.port), flag }, cause);
   }
-  if (err.code === "EACCES" && err.syscall === "listen") return `no permission to listen on port ${err.port}: use a port above 1023`;
+  if (err.code === "EACCES" && err.syscall === "listen") return new DeviceError("DEVICE_LISTEN_NOT_PERMITTED", { port: String(err.port) }, cause);
   if (err.code === "EADDRNOTAVAIL" || err.code === "ENOTFOUND" || err.code === "EAI_AGAIN") {
-    return `cannot listen on "${config.host}" (${hostFlag}): it is not an address of this machine; use one of its addresses, or :: for all`;
+    return new DeviceError("DEVICE_NOT_AN_ADDRESS", { host: config.host, flag: hostFlag }, cause);
   }
   if ((err.code === "EEXIST" || err.code === "ENOTDIR") && err.path?.startsWith(config.card)) {
-    return `the card ${config.card} is not a folder (--card): give a folder; it is created if missing`;
+    return new DeviceError("DEVICE_CARD_NOT_A_FOLDER", { card: config.card }, cause);
   }
-  if (err.code === "EACCES" || err.code === "EPERM") return `no permission to use ${err.path ?? "a file"}: check the folders given with --card and --state`;
-  return `${err.message}`;
+  if (err.code === "EACCES" || err.code === "EPERM") return new DeviceError("DEVICE_NO_PERMISSION", { path: err.path ?? "a file" }, cause);
+  return err;
 }
 
 async function main(): Promise<void> {
@@ -54,9 +56,9 @@ async function main(): Promise<void> {
   try {
     parsed = parseCli(process.argv.slice(2), process.env);
   } catch (e) {
-    if (e instanceof ConfigError) {
+    if (e instanceof OptionError) {
       process.stderr.write(`framefi-device: ${e.message}\n`);
-      process.exit(2);
+      process.exit(e.row.exit);
     }
     throw e;
   }
@@ -115,8 +117,8 @@ async function main(): Promise<void> {
   try {
     await device.start();
   } catch (e) {
-    lastWord(`cannot start: ${startFailure(e, config)}.`);
-    process.exit(1);
+    lastWord(`cannot start: ${startFailure(e, config).message}.`);
+    process.exit(EXIT.failed);
   }
 }
 
