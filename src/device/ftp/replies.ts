@@ -2,13 +2,16 @@
 import { CardError } from "../card/card.js";
 import { toFtpReply } from "../errors.js";
 
-/** A reply to send; thrown by handlers to stop with an error. */
+/**
+ * A reply to send; thrown by handlers to stop with an error. It is the FTP answer itself, not a kind of error: its
+ * number is `replyCode`, so `code` on the device's errors is always a row of the errors table (or the system's).
+ */
 export class Reply extends Error {
   constructor(
-    readonly code: number,
+    readonly replyCode: number,
     readonly text: string,
   ) {
-    super(`${code} ${text}`);
+    super(`${replyCode} ${text}`);
   }
 }
 

@@ -145,7 +145,7 @@ export class Session implements CommandSession {
     try {
       await this.dispatch(verb, arg, utf8);
     } catch (e) {
-      if (e instanceof Reply) this.reply(e.code, e.text);
+      if (e instanceof Reply) this.reply(e.replyCode, e.text);
       else {
         this.ctx.log(`ftp ${this.label}: ${verb.slice(0, 20)} failed: ${(e as Error).message.slice(0, 300)}`);
         this.reply(451, "Local error; please try again.");
