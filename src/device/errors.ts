@@ -49,6 +49,9 @@ export const ERRORS = {
   },
   DEVICE_IN_MSC_MODE: { message: firmware.uploadInMsc, http: 400, ftp: 550 },
   DEVICE_WRITE_ABORTED: { message: "The write was aborted.", http: 400, ftp: 550 },
+  // A request the HTTP server cannot read (answered on the socket, before any handler).
+  DEVICE_REQUEST_HEAD_LATE: { message: "The request head did not arrive in time.", http: 408 },
+  DEVICE_MALFORMED_REQUEST: { message: "Malformed HTTP request: {reason}.", http: 400 },
   // The web upload.
   DEVICE_UPLOAD_CUT: { message: "The upload was cut off: the connection closed before the whole {what} arrived; nothing was stored.", http: 400 },
   DEVICE_MALFORMED_UPLOAD: { message: "Malformed multipart request: {reason}.", http: 400 },

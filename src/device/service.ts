@@ -1,6 +1,6 @@
 // The device as a whole: boots (settings → state → network → API), restarts in-process as a reboot would,
 // and after a Wi-Fi reset serves the setup page instead of the API until new settings are saved.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { listenEverywhere, listenOn } from "../shared/listen.js";
 import { sameSecret } from "../shared/secret.js";
@@ -16,6 +16,7 @@ import { createSetupHandler, type SetupValues } from "./http/setup.js";
 import { DeviceState, noFtpShare, type FtpShare } from "./state.js";
 import { createLoginThrottle, type LoginThrottle } from "./auth/throttle.js";
 import { deviceLog } from "./log.js";
+import { DeviceError, toHttp } from "./errors.js";
 
 /** What plug-ins (the FTP server, the MQTT client) get to work with. */
 export interface DeviceContext {
@@ -384,10 +385,15 @@ export class DeviceService {
         socket.destroy();
         return;
       }
-      const status = err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : "400 Bad Request";
-      const message = err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "The request head did not arrive in time." : `Malformed HTTP request: ${err.message}.`;
+      const { status, message } = toHttp(
+        err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? new DeviceError("DEVICE_REQUEST_HEAD_LATE", {})
+          : new DeviceError("DEVICE_MALFORMED_REQUEST", { reason: err.message }),
+      );
       const body = JSON.stringify({ status: "error", message });
-      socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
     });
     return server;
   }
