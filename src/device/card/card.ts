@@ -9,7 +9,7 @@ import { CardPaths, type CardPath } from "./paths.js";
 import { CardError } from "./errors.js";
 import { Writes, type CardWrite, type WriteOptions } from "./writes.js";
 
-export { CardError, type CardErrorCode } from "./errors.js";
+export { CardError } from "./errors.js";
 export type { CardEntry } from "./entries.js";
 export type { CardFigures } from "./figures.js";
 export { isInternalName, type CardPath } from "./paths.js";
