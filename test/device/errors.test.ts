@@ -27,6 +27,10 @@ const SAYS_WHAT_HAPPENED = new Set([
   "DEVICE_IN_MSC_MODE",
   "DEVICE_WRITE_ABORTED",
   "DEVICE_UPLOAD_CUT",
+  "DEVICE_FOLDER_GONE",
+  "DEVICE_UPLOAD_FAILED",
+  // Says what to do before its last sentence.
+  "DEVICE_TOO_MANY_FILES",
   "DEVICE_QUOTA_USED_UP",
   "DEVICE_NAME_TOO_LONG",
   "DEVICE_FTP_NOT_FOUND",
@@ -114,7 +118,8 @@ suite("toHttp() and toFtpReply()", () => {
       status: 500,
       message: "The card folder cannot be written (EROFS): check its permissions; nothing was stored.",
     });
-    assert.deepEqual(toHttp(new Error("it broke")), { status: 500, message: "Failed to write the file: it broke." });
+    assert.deepEqual(toHttp(errno("EIO")), { status: 500, message: "Failed to write the file (EIO); nothing was stored." });
+    assert.deepEqual(toHttp(errno("EMFILE")), { status: 503, message: "The device has too many files open: try again in a moment; nothing was stored." });
   });
 
   test("the FTP server's replies", () => {
