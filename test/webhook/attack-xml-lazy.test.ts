@@ -42,8 +42,7 @@ after(async () => {
   await removeDir(dir);
 });
 
-const xml = (hook: string, body: string) =>
-  send(`${s.base}/hooks/${hook}`, { method: "POST", headers: { "Content-Type": "application/xml" }, body });
+const xml = (hook: string, body: string) => send(`${s.base}/hooks/${hook}`, { method: "POST", headers: { "Content-Type": "application/xml" }, body });
 
 for (const [label, extra] of [
   ["inline", ""],

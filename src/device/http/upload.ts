@@ -130,6 +130,8 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
   let failure: unknown;
   let finished = false;
   let chain: Promise<void> = Promise.resolve();
+  /** Temp files being opened: an upload that fails meanwhile removes them too before it answers. */
+  const opening = new Set<Promise<CardWrite>>();
   let signalFailure: () => void = () => undefined;
   const failed = new Promise<"failed">((resolve) => {
     signalFailure = () => resolve("failed");
@@ -158,12 +160,16 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
         return;
       }
       let write: CardWrite;
+      const begun = card.uploadTarget(info.filename ?? "").then((target) => card.beginWrite(target));
+      opening.add(begun);
       try {
-        write = await card.beginWrite(await card.uploadTarget(info.filename ?? ""));
+        write = await begun;
       } catch (e) {
         stream.resume();
         fail(e);
         return;
+      } finally {
+        opening.delete(begun);
       }
       if (finished) {
         // The request already ended in an error; this file must not stay behind.
@@ -210,7 +216,8 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
   } catch (e) {
     finished = true;
     const cutByCard = writes.some((w) => w.signal.aborted);
-    await Promise.all(writes.map((w) => w.abort()));
+    const opened = (await Promise.allSettled([...opening])).flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    await Promise.all([...writes, ...opened].map((w) => w.abort()));
     if (res.destroyed || req.socket.destroyed) {
       req.socket.destroy();
       return;
