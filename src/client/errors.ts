@@ -6,6 +6,7 @@
 // A message that starts in lower case and has no full stop is a reason printed after a file's name, in a list whose
 // last line says what to do; a message that ends with a part ({deviceMessage}, {reply}, …) ends with text from the
 // device, the FTP server or a cause, which says what to do.
+import { fill, type PartNames } from "../shared/message-template.js";
 
 /** The exit codes of `framefi` (its --help and docs/library.md list them). */
 export const EXIT = {
@@ -197,16 +198,9 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-/** The names of the parts in a template. */
-type PartNames<T> = T extends `${string}{${infer P}}${infer R}` ? P | PartNames<R> : never;
 export type Parts<C extends ErrorCode> = Readonly<Record<PartNames<(typeof ERRORS)[C]["message"]>, string | number>>;
 /** A code with the parts its message names (a union of tuples, so that each code checks its own parts). */
 export type ErrorArgs = { [C in ErrorCode]: [code: C, parts: Parts<C>, options?: ErrorOptions] }[ErrorCode];
-
-/** `template` with each `{name}` replaced by its part. */
-export function fill(template: string, parts: Readonly<Record<string, string | number>>): string {
-  return template.replace(/\{(\w+)\}/g, (_, name: string) => String(parts[name]));
-}
 
 /** The message of `code`'s row with its parts filled in. */
 export function messageOf<C extends ErrorCode>(code: C, parts: Parts<C>): string {

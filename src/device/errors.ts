@@ -6,6 +6,7 @@
 // Texts that clients see are pinned byte for byte (the firmware's in shared/firmware.ts, FTP replies lftp and curl
 // show): a row whose message says only what happened is one of those, or ends with the thrower's part.
 import { errors as firmware } from "../shared/firmware.js";
+import { fill, type PartNames } from "../shared/message-template.js";
 
 /** The exit codes of framefi-device. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -156,15 +157,13 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-/** The names of the parts in a template. */
-type PartNames<T> = T extends `${string}{${infer P}}${infer R}` ? P | PartNames<R> : never;
 export type Parts<C extends ErrorCode> = Readonly<Record<PartNames<(typeof ERRORS)[C]["message"]>, string | number>>;
 /** A code with the parts its message names (a union of tuples, so that each code checks its own parts). */
 export type ErrorArgs<C extends ErrorCode = ErrorCode> = { [K in C]: [code: K, parts: Parts<K>, options?: ErrorOptions] }[C];
 
 /** The message of `code`'s row with each `{name}` replaced by its part. */
 export function messageOf<C extends ErrorCode>(code: C, parts: Parts<C>): string {
-  return ERRORS[code].message.replace(/\{(\w+)\}/g, (_, name: string) => String((parts as Record<string, string | number>)[name]));
+  return fill(ERRORS[code].message, parts);
 }
 
 /** Every error of the device: `code` names its row in ERRORS, which gives its message and its answers. */

@@ -5,6 +5,7 @@
 // keeps them apart from the system's codes (ENOENT, ECONNREFUSED, …) that reach the same `code` through a cause.
 // Where the reference has the message, the row holds its text exactly; a "{problem}" row holds a text made elsewhere
 // (Go's multipart and text/template texts, the run fields' and match types' checks) or wraps another row's.
+import { fill, type PartNames } from "../shared/message-template.js";
 
 export const EXIT = {
   /** -h: the usage, then success, as Go's flag package. */
@@ -127,16 +128,9 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-/** The names of the parts in a template (braces around text with spaces or quotes, such as JSON, are no part). */
-type PartNames<T> = T extends `${string}{${infer P}}${infer R}` ? (P extends `${string}${" " | '"'}${string}` ? never : P) | PartNames<R> : never;
 export type Parts<C extends ErrorCode> = Readonly<Record<PartNames<(typeof ERRORS)[C]["message"]>, string | number>>;
 /** A code with the parts its message names (a union of tuples, so that each code checks its own parts). */
 export type ErrorArgs<C extends ErrorCode = ErrorCode> = { [K in C]: [code: K, parts: Parts<K>, options?: ErrorOptions] }[C];
-
-/** `template` with each `{name}` replaced by its part. */
-function fill(template: string, parts: Readonly<Record<string, string | number>>): string {
-  return template.replace(/\{(\w+)\}/g, (_, name: string) => String(parts[name]));
-}
 
 /** The message of `code`'s row with its parts filled in, for a line said where nothing is thrown. */
 export function messageOf<C extends ErrorCode>(code: C, parts: Parts<C>): string {

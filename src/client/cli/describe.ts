@@ -1,7 +1,8 @@
 // What `framefi` says of an error, and the code it exits with: the error's row in ../errors.ts, in the command line's
 // own words where the row has them. Errors that are not the client's are a bug to report.
 import { DeviceHttpError } from "../api/index.js";
-import { ERRORS, EXIT, FrameFiError, fill, type Row } from "../errors.js";
+import { fill } from "../../shared/message-template.js";
+import { ERRORS, EXIT, FrameFiError, type Row } from "../errors.js";
 import { SyncStopped, sentence } from "../sync/errors.js";
 import { type Connection, hostHint } from "./connection.js";
 
