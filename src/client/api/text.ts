@@ -1,9 +1,10 @@
 // Text that came from a device or another server, made safe to print: a terminal obeys control characters (escape
 // sequences set its title, clear the screen, move the cursor), so every one of them is shown as a space.
+import { UNPRINTABLE } from "../../shared/unprintable.js";
 
-/** `text` with every control character (C0, DEL, C1; line breaks too) shown as a space. */
+/** `text` with every control character (C0, DEL, C1; line breaks too) and bidirectional override shown as a space. */
 export function blankControls(text: string): string {
-  return text.replace(/[\x00-\x1f\x7f-\x9f]/g, " ");
+  return text.replace(UNPRINTABLE, " ");
 }
 
 /** An answer's text cut to its first line, at most 100 characters, control characters blanked. */

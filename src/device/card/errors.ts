@@ -1,5 +1,6 @@
 // The one way the card refuses an operation; its code (a row of ../errors.ts) tells each door its answer.
 import { DeviceError, type ErrorCode } from "../errors.js";
+import { UNPRINTABLE } from "../../shared/unprintable.js";
 
 /** The rows of the card's refusals. */
 export type CardErrorCode = Extract<
@@ -28,6 +29,5 @@ export class CardError<C extends CardErrorCode = CardErrorCode> extends DeviceEr
 
 /** A client-supplied name, safe to put in a message (control characters replaced, length capped). */
 export function printable(name: string): string {
-  // C0 and C1 controls and DEL (terminal escapes), and the bidirectional overrides that reorder what a line shows.
-  return name.replace(/[\0-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, "?").slice(0, 200);
+  return name.replace(UNPRINTABLE, "?").slice(0, 200);
 }

@@ -10,6 +10,7 @@ import { MqttClient } from "mqtt";
 import { displayTopicPayload, MqttState, stateTopicPayload, type DeviceStatus, type Mode } from "../../shared/firmware.js";
 import { discoveryMessages, topicsFor, type MqttTopics } from "./discovery.js";
 import { limitIncoming } from "./packet-limit.js";
+import { UNPRINTABLE } from "../../shared/unprintable.js";
 
 export { topicsFor, type MqttTopics } from "./discovery.js";
 
@@ -377,8 +378,7 @@ function brokerAddress(url: string): { host: string; port: number } {
 
 /** A broker-chosen topic for a log line: control characters blanked, at most 128 characters. */
 const printable = (text: string): string => {
-  // Controls (terminal escapes) and the bidirectional overrides that reorder what a line shows.
-  const shown = text.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, " ");
+  const shown = text.replace(UNPRINTABLE, " ");
   return shown.length > 128 ? `${shown.slice(0, 128)}…` : shown;
 };
 
