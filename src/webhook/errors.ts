@@ -95,6 +95,14 @@ export const ERRORS = {
     exit: EXIT.fatal,
   },
   WEBHOOK_HOOK_DEDUP_WINDOW: { message: '"deduplicate"."window" must be a duration from "1s" to "24h" such as "10m", not {value}', exit: EXIT.fatal },
+  WEBHOOK_HOOK_SECRET_FILE: { message: 'cannot read "secret-file" {path}: {reason}', exit: EXIT.fatal },
+  WEBHOOK_HOOK_SECRET_FILE_EMPTY: { message: '"secret-file" {path} is empty: write the secret into it (a final newline is ignored)', exit: EXIT.fatal },
+  WEBHOOK_HOOK_IP_LIST_FILE: { message: 'cannot read "ip-list-file" {path}: {reason}', exit: EXIT.fatal },
+  WEBHOOK_HOOK_IP_LIST_LINE: {
+    message: "{path}:{line}: {text} is not an IP address or CIDR range; write one a line, such as 192.0.2.0/24 or 2001:db8::/32 (# starts a comment)",
+    exit: EXIT.fatal,
+  },
+  WEBHOOK_HOOK_MISMATCH_RESPONSE: { message: '"trigger-rule-mismatch-response" must be "explain" or "plain", not {value}', exit: EXIT.fatal },
   /** The reference's log.Fatal of two lines. */
   WEBHOOK_DUPLICATE_HOOK: {
     message: "error: hook with the id {id} has already been loaded!\nplease check your hooks file for duplicate hooks ids! (the second one is in {path})",
@@ -110,6 +118,15 @@ export const ERRORS = {
     message: "aborting: fix the hooks file named above, or start with -nopanic to serve without it (-verbose does not skip a broken file)",
     exit: EXIT.fatal,
   },
+  // -test-request and -record-requests.
+  WEBHOOK_TEST_REQUEST_UNREADABLE: { message: "cannot read the request file {path} (-test-request): {reason}", exit: EXIT.usage },
+  WEBHOOK_TEST_REQUEST_BAD: {
+    message: '{path} (-test-request) is not a saved request: {reason}; give the raw request as sent, or JSON {"method", "url", "headers", "body"}',
+    exit: EXIT.usage,
+  },
+  WEBHOOK_TEST_HOOK_UNKNOWN: { message: "no hook {id} in the hooks files (-test-hook); the ids are: {ids}", exit: EXIT.usage },
+  WEBHOOK_TEST_HOOK_NONE: { message: "the request's URL {url} names no hook under /{prefix}/: give -test-hook ID", exit: EXIT.fatal },
+  WEBHOOK_RECORD_DIR: { message: "cannot record requests in {path} (-record-requests): {reason}", exit: EXIT.fatal },
   // Requests: the log line; the answer is the reference's 500 body (a signature refused under
   // allow-signature-errors is a rule mismatch instead).
   WEBHOOK_SIGNATURE_MISMATCH: { message: "invalid payload signature {signature}", status: 500 },

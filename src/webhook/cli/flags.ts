@@ -81,6 +81,12 @@ export interface Options {
   queueAckWaitMs: number;
   /** -queue-key-file: a file holding the key that signs the shared queue's messages; "" none. */
   queueKeyFile: string;
+  /** -test-request: a saved request file to evaluate against the hooks, running nothing; "" serves. */
+  testRequest: string;
+  /** -test-hook: the hook -test-request answers for (its exit code); "" is the one the request's URL names. */
+  testHook: string;
+  /** -record-requests: a folder where each request to a hook is saved for -test-request; "" none. */
+  recordRequests: string;
 }
 
 type Kind = "bool" | "string" | "int" | "duration" | "value";
@@ -377,6 +383,14 @@ const FLAGS: readonly FlagDef[] = [
     usage:
       "with -queue: a file holding a key (at least 16 bytes) every instance shares; each signs the messages it publishes with it and refuses messages not signed with it",
   }),
+  flag({
+    name: "record-requests",
+    kind: "string",
+    option: "recordRequests",
+    default: "",
+    usage:
+      "save each request to a hook in this folder (mode 0600 files, the newest 100, bodies up to 1 MiB), replayable with -test-request; the files hold the requests' secrets",
+  }),
   flag({ name: "secure", kind: "bool", option: "secure", default: false, usage: "use HTTPS instead of HTTP" }),
   flag({
     name: "setgid",
@@ -407,6 +421,21 @@ const FLAGS: readonly FlagDef[] = [
     usage: "path to a Unix socket (e.g. /tmp/webhook.sock) to use instead of listening on an ip and port; if specified, the ip and port options are ignored",
   }),
   flag({ name: "template", kind: "bool", option: "template", default: false, usage: "parse hooks file as a Go template" }),
+  flag({
+    name: "test-hook",
+    kind: "string",
+    option: "testHook",
+    default: "",
+    usage: "with -test-request: test only this hook (default: every hook; the exit code is for the hook the request's URL names)",
+  }),
+  flag({
+    name: "test-request",
+    kind: "string",
+    option: "testRequest",
+    default: "",
+    usage:
+      "evaluate the request saved in this file (raw HTTP, or JSON {method, url, headers, body}) against the hooks, print whether each would run, why not, and its command's argv, environment and files, run nothing, and exit: 0 when the hook would run, 1 when not",
+  }),
   flag({ name: "tls-min-version", kind: "string", option: "tlsMinVersion", default: "1.2", usage: "minimum TLS version (1.0, 1.1, 1.2, 1.3)" }),
   flag({
     name: "urlprefix",

@@ -26,6 +26,8 @@ import { shutdown } from "../server/shutdown.js";
 import { JobStore } from "../jobs/store.js";
 import { MemoryRecords } from "../jobs/memory-records.js";
 import { validateHooksFiles } from "./validate.js";
+import { testRequest } from "./test-request.js";
+import { Recorder } from "../explain/recorder.js";
 import { listCipherSuites, minVersion, tlsOptions } from "./tls.js";
 import { surviveClosedOutput } from "../../shared/closed-output.js";
 import { type Described, describe, EXIT, messageOf } from "../errors.js";
@@ -156,6 +158,7 @@ async function main(): Promise<void> {
   if (opts.debug || opts.logfile !== "") opts.verbose = true;
   if (opts.hooks.length === 0) opts.hooks.push("hooks.json");
   if (opts.validate) process.exit(validate(opts));
+  if (opts.testRequest !== "") process.exit(await testRequest(opts));
 
   let tls: TlsOptions | undefined;
   if (opts.secure) {
@@ -219,6 +222,7 @@ async function main(): Promise<void> {
     // The job records every instance shares; -jobs serves them at /jobs.
     if (opts.jobs) jobs = queue!.jobs;
   }
+  const recorder = opts.recordRequests === "" ? undefined : new Recorder(opts.recordRequests, log);
   const app = new HookServer(
     new HookSet(),
     {
@@ -232,6 +236,7 @@ async function main(): Promise<void> {
       ...limits,
       jobIds: opts.jobs || opts.queue !== "",
       metrics: opts.metrics,
+      ...(recorder ? { recorder } : {}),
       ...(jobs ? { jobs, jobsAccess: { ...(opts.jobsToken ? { token: opts.jobsToken } : {}), ...(opts.jobsAuth ? { basic: opts.jobsAuth } : {}) } } : {}),
     },
     log,
@@ -291,6 +296,13 @@ async function main(): Promise<void> {
   if (problems.length > 0) {
     for (const p of problems) log.always(p);
     process.exit(EXIT.fatal);
+  }
+  try {
+    recorder?.open();
+  } catch (e) {
+    const { message, exit } = ours(e);
+    log.always(message);
+    process.exit(exit);
   }
 
   if (opts.pidfile !== "") {

@@ -10,9 +10,10 @@ import type { Argument, Deduplicate, Hook, MatchRule, Rule } from "./hook.js";
 import { parseGoDuration } from "../go/duration.js";
 import { decodeYaml, formatFloat32, YamlError, type YamlValue } from "../go/yaml.js";
 import { renderTemplate, TemplateError } from "../template/template.js";
-import { signatureMatchProblem, signatureSecrets } from "./signatures.js";
+import { isSignatureType, signatureMatchProblem, signatureSecrets } from "./signatures.js";
 import { type ErrorArgs, type ErrorCode, WebhookError } from "../errors.js";
 import { DEDUP_WINDOW_DEFAULT, MAX_DEDUP_WINDOW, runPolicy } from "./run-fields.js";
+import { loadMatchFiles, matchValues } from "./match-files.js";
 
 type HooksFileCode = Extract<ErrorCode, `WEBHOOK_HOOKS_${string}` | `WEBHOOK_HOOK_${string}`>;
 
@@ -27,16 +28,18 @@ export class HooksFileError extends WebhookError {
 /** The Go type of a field, as encoding/json fills it. */
 type GoType =
   /** count: ours, an int that must not be negative. */
-  { kind: "string" | "bool" | "int" | "count" } | { kind: "slice"; elem: GoType } | { kind: "struct"; fields: Record<string, GoType> };
+  /** strings: ours, a string or a list of them. */
+  { kind: "string" | "bool" | "int" | "count" | "strings" } | { kind: "slice"; elem: GoType } | { kind: "struct"; fields: Record<string, GoType> };
 
 const STRING: GoType = { kind: "string" };
+const STRINGS: GoType = { kind: "strings" };
 const BOOL: GoType = { kind: "bool" };
 const INT: GoType = { kind: "int" };
 const COUNT: GoType = { kind: "count" };
 const slice = (elem: GoType): GoType => ({ kind: "slice", elem });
 
 /** A validator for every field of T: a field added to the type cannot lack one. */
-type FieldsOf<T> = { [K in keyof Required<T>]: GoType };
+type FieldsOf<T> = { [K in Exclude<keyof Required<T>, symbol>]: GoType };
 
 const ARGUMENT_FIELDS: FieldsOf<Argument> = {
   source: STRING,
@@ -49,10 +52,12 @@ const ARGUMENT: GoType = { kind: "struct", fields: ARGUMENT_FIELDS };
 const MATCH_FIELDS: FieldsOf<MatchRule> = {
   type: STRING,
   regex: STRING,
-  secret: STRING,
+  secret: STRINGS,
+  "secret-file": STRINGS,
   value: STRING,
   parameter: ARGUMENT,
   "ip-range": STRING,
+  "ip-list-file": STRING,
   redact: BOOL,
   tolerance: STRING,
 };
@@ -88,6 +93,7 @@ const HOOK_FIELDS: FieldsOf<Hook> = {
   "parse-parameters-as-json": slice(ARGUMENT),
   "trigger-rule": RULE,
   "trigger-rule-mismatch-http-response-code": INT,
+  "trigger-rule-mismatch-response": STRING,
   "trigger-signature-soft-failures": BOOL,
   "incoming-payload-content-type": STRING,
   "success-http-response-code": INT,
@@ -97,6 +103,7 @@ const HOOK: GoType = { kind: "struct", fields: HOOK_FIELDS };
 
 const WANTED: Record<GoType["kind"], string> = {
   string: "a string",
+  strings: "a string or a list of strings",
   bool: "true or false",
   int: "a whole number",
   count: "a whole number, 0 or more (0 is no limit for max-concurrency)",
@@ -159,6 +166,8 @@ function fit(v: YamlValue, type: GoType, path: string, current: unknown): unknow
       if (typeof v === "bigint" || typeof v === "boolean") return String(v);
       if (typeof v === "number") return formatFloat32(v);
       return wrong();
+    case "strings":
+      return Array.isArray(v) ? v.map((x, i) => fit(x, STRING, `${path}[${i}]`, "")) : fit(v, STRING, path, current);
     case "bool":
       return typeof v === "boolean" ? v : wrong();
     case "int":
@@ -193,13 +202,25 @@ function fit(v: YamlValue, type: GoType, path: string, current: unknown): unknow
   }
 }
 
-/** The fields of our own match types hold what they must (a secret, a duration…). */
+/** Match types a secret-file may serve: the signatures and `value`. */
+const SECRET_FILE_TYPES = /^(payload-(hmac|hash)-|scalr-signature$|value$)/;
+
+/** The fields of our own match types hold what they must (a secret, a duration…); their files are read. */
 function checkRule(r: Rule | undefined): void {
   if (!r) return;
   r.and?.forEach(checkRule);
   r.or?.forEach(checkRule);
   checkRule(r.not);
-  const problem = r.match && signatureMatchProblem(r.match);
+  if (!r.match) return;
+  const m = r.match;
+  if (m["secret-file"] !== undefined && !(SECRET_FILE_TYPES.test(m.type) || isSignatureType(m.type))) {
+    throw new HooksFileError("WEBHOOK_HOOK_BAD_MATCH", { problem: `"secret-file" serves the signature matches and value, not ${m.type}` });
+  }
+  if (m["ip-list-file"] !== undefined && m.type !== "ip-whitelist") {
+    throw new HooksFileError("WEBHOOK_HOOK_BAD_MATCH", { problem: `"ip-list-file" serves the ip-whitelist match, not ${m.type}` });
+  }
+  loadMatchFiles(m);
+  const problem = signatureMatchProblem(m);
   if (problem) throw new HooksFileError("WEBHOOK_HOOK_BAD_MATCH", { problem });
 }
 
@@ -210,6 +231,10 @@ function checkOwnFields(hook: Record<string, unknown>): void {
     runPolicy(hook as unknown as Hook);
   } catch (e) {
     throw new HooksFileError("WEBHOOK_HOOK_BAD_RUN_FIELD", { problem: (e as Error).message }, { cause: e });
+  }
+  const mismatch = hook["trigger-rule-mismatch-response"];
+  if (mismatch !== undefined && mismatch !== "explain" && mismatch !== "plain") {
+    throw new HooksFileError("WEBHOOK_HOOK_MISMATCH_RESPONSE", { value: JSON.stringify(mismatch) });
   }
   const timeout = hook["command-timeout"];
   if (typeof timeout === "string") {
@@ -348,15 +373,16 @@ export function secretsOf(hooks: Hook[]): string[] {
     r.and?.forEach(walk);
     r.or?.forEach(walk);
     walk(r.not);
-    if (r.match?.secret) out.push(r.match.secret, ...signatureSecrets(r.match));
-    if (r.match?.type === "value" && r.match.value && (r.match.redact ?? tokenCarrier(r.match.parameter))) out.push(r.match.value);
+    if (!r.match) return;
+    if (r.match.type !== "value") out.push(...signatureSecrets(r.match));
+    else if (r.match.redact ?? (tokenCarrier(r.match.parameter) || r.match["secret-file"] !== undefined)) out.push(...matchValues(r.match).filter(Boolean));
   };
   for (const h of hooks) walk(h["trigger-rule"]);
   return out;
 }
 
 /** Whether a request value is where senders put tokens: a url parameter, or a header that does not name an event type. */
-function tokenCarrier(p: Argument | undefined): boolean {
+export function tokenCarrier(p: Argument | undefined): boolean {
   if (p?.source === "url" || p?.source === "query") return true;
   return p?.source === "header" && !/(^|-)event(-key)?$/i.test(p.name ?? "");
 }

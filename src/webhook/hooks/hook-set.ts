@@ -4,6 +4,7 @@
 import { ConfiguredSecrets } from "../../shared/secret.js";
 import type { Hook, MatchRule, Rule } from "./hook.js";
 import { GoRegexes } from "./regex.js";
+import { matchValues } from "./match-files.js";
 
 /** What rule evaluation needs prepared: the compiled patterns and the configured values' digests. */
 export interface PreparedRules {
@@ -25,7 +26,7 @@ export class HookSet implements PreparedRules {
   constructor(private readonly byId: ReadonlyMap<string, Hook> = new Map()) {
     const all = [...byId.values()].flatMap((h) => [...matches(h["trigger-rule"])]);
     this.regexes = new GoRegexes(all.filter((m) => m.type === "regex").map((m) => m.regex ?? ""));
-    this.secrets = new ConfiguredSecrets(all.filter((m) => m.type === "value").map((m) => m.value ?? ""));
+    this.secrets = new ConfiguredSecrets(all.filter((m) => m.type === "value").flatMap(matchValues));
   }
 
   get(id: string): Hook | undefined {

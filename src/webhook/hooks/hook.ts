@@ -40,12 +40,30 @@ export const MATCH_TYPES = [
 
 export type MatchType = (typeof MATCH_TYPES)[number] | SignatureType;
 
+/** What a match read from its files at load (secret-file, ip-list-file); never written in a hooks file. */
+export const FROM_FILES = Symbol("from files");
+
+export interface FromFiles {
+  /** The secrets of `secret-file`, in order. */
+  secrets: string[];
+  /** The ranges of `ip-list-file`, each with its prefix length. */
+  ranges: string[];
+  /** Each file read, with the text read: a change re-reads the hooks (-hotreload). */
+  files: Map<string, string>;
+}
+
 export interface MatchRule {
   type: MatchType;
   value?: string;
   regex?: string;
-  secret?: string;
+  /** A list (ours) holds the secrets of a rotation: a signature made with any of them holds. */
+  secret?: string | string[];
+  /** Ours: the secret (or a list of them) read from these files, as well as `secret`. */
+  "secret-file"?: string | string[];
   "ip-range"?: string;
+  /** Ours: more ranges of an ip-whitelist, one a line in this file. */
+  "ip-list-file"?: string;
+  [FROM_FILES]?: FromFiles;
   parameter?: Argument;
   /** Ours: whether `value` is a secret, hidden in the log (default: compared with a url parameter or a non-event header). */
   redact?: boolean;
@@ -121,6 +139,8 @@ export interface Hook {
   "parse-parameters-as-json"?: Argument[];
   "trigger-rule"?: Rule;
   "trigger-rule-mismatch-http-response-code"?: number;
+  /** Ours: "explain" answers a mismatch with a JSON body naming the rule that failed (default "plain"). */
+  "trigger-rule-mismatch-response"?: string;
   "trigger-signature-soft-failures"?: boolean;
   "incoming-payload-content-type"?: string;
   "success-http-response-code"?: number;

@@ -5,12 +5,13 @@
 // The served set is one immutable Map, replaced in a single assignment after a file loaded
 // cleanly; a request looks its hook up once, so it never sees half of a reload. A file that does
 // not load keeps its previous hooks and the log says why.
-import { watch, statSync, realpathSync, type FSWatcher } from "node:fs";
+import { watch, statSync, readFileSync, realpathSync, type FSWatcher } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Hook } from "./hook.js";
 import { HooksFileError, parseHooks, readHooksFile, type LoadOptions } from "./config.js";
 import type { Log } from "../log/log.js";
-import { HookSet } from "./hook-set.js";
+import { HookSet, matches } from "./hook-set.js";
+import { matchFiles } from "./match-files.js";
 import { type ErrorArgs, WebhookError } from "../errors.js";
 
 /** How long after a change a file is read (writers write in pieces). */
@@ -28,6 +29,8 @@ interface FileState {
   present: boolean;
   /** When the file was first seen missing since it was last there. */
   missingSince: number | undefined;
+  /** The files its hooks read (secret-file, ip-list-file), with their text then: a change reloads it. */
+  deps: ReadonlyMap<string, string>;
 }
 
 export class HookRegistry {
@@ -44,7 +47,7 @@ export class HookRegistry {
     /** Called with the new served set after every change. */
     private readonly onChange: (hooks: HookSet) => void = () => undefined,
   ) {
-    this.files = paths.map((path) => ({ path, hooks: [], text: undefined, ino: undefined, present: true, missingSince: undefined }));
+    this.files = paths.map((path) => ({ path, hooks: [], text: undefined, ino: undefined, present: true, missingSince: undefined, deps: new Map() }));
   }
 
   /** How many hooks are served now. */
@@ -79,6 +82,7 @@ export class HookRegistry {
         this.log.print(`\tloaded: ${hook.id}`);
       }
       f.hooks = hooks;
+      f.deps = filesReadBy(hooks);
     }
     this.publish();
     return failed;
@@ -122,10 +126,10 @@ export class HookRegistry {
    */
   private syncWatchers(): void {
     const wanted = new Set<string>();
-    for (const f of this.files) {
-      wanted.add(dirname(resolve(f.path)));
+    for (const path of this.files.flatMap((f) => [f.path, ...f.deps.keys()])) {
+      wanted.add(dirname(resolve(path)));
       try {
-        wanted.add(dirname(realpathSync(f.path)));
+        wanted.add(dirname(realpathSync(path)));
       } catch {
         // Not there (yet): its own folder is enough to see it appear.
       }
@@ -194,8 +198,11 @@ export class HookRegistry {
       this.log.print(`couldn't load hooks from file! ${e.message}`);
       return;
     }
-    if (!force && text === f.text) return;
-    if (!force) this.log.print(`hooks file ${f.path} modified`);
+    if (!force && text === f.text) {
+      const dep = changedDep(f);
+      if (dep === undefined) return;
+      this.log.print(`${dep}, read by hooks file ${f.path}, changed`);
+    } else if (!force) this.log.print(`hooks file ${f.path} modified`);
     this.log.print(`attempting to reload hooks from ${f.path}`);
     f.text = text;
     f.ino = inode(f.path);
@@ -226,6 +233,7 @@ export class HookRegistry {
       this.log.print(`\tloaded: ${hook.id}`);
     }
     f.hooks = hooks;
+    f.deps = filesReadBy(hooks);
     this.publish();
   }
 
@@ -256,4 +264,23 @@ function inode(path: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The files the hooks' matches read (secret-file, ip-list-file), with the text read. */
+function filesReadBy(hooks: Hook[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const h of hooks) for (const m of matches(h["trigger-rule"])) for (const [path, text] of matchFiles(m)) out.set(path, text);
+  return out;
+}
+
+/** The first file read by the hooks of `f` whose text is not what it was (or that is gone). */
+function changedDep(f: FileState): string | undefined {
+  for (const [path, text] of f.deps) {
+    try {
+      if (readFileSync(path, "utf8") !== text) return path;
+    } catch {
+      return path;
+    }
+  }
+  return undefined;
 }

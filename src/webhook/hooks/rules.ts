@@ -6,11 +6,18 @@ import type { HookRequest, MatchRule, Rule } from "./hook.js";
 import { getArgument, ParameterNodeError } from "./values.js";
 import { canonicalHeaderKey } from "../go/header.js";
 import type { PreparedRules } from "./hook-set.js";
-import { isSignatureType, sameDigest, SignatureError, verifySignature } from "./signatures.js";
+import { isSignatureType, sameDigest, SignatureError, type Verdict, verifySignature, withEachSecret } from "./signatures.js";
+import { checkIpWhitelist } from "./ip-ranges.js";
+import { matchRanges, matchSecrets, matchValues } from "./match-files.js";
+import { tokenCarrier } from "./config.js";
 
 export interface Evaluation {
   ok: boolean;
   error?: Error;
+  /** When the rule does not hold (or fails): the path to the node that failed and why, never a compared value. */
+  why?: string;
+  /** When it holds: which secret of a rotation held, per match ("match payload-hmac-sha256 …: secret[1]"). */
+  held?: string[];
 }
 
 /** Warnings the reference prints for deprecated match types; the caller logs them. */
@@ -19,57 +26,114 @@ export type Warn = (message: string) => void;
 /** Evaluates `rule` for request `r`; `prepared` is what the hook set the rule belongs to prepared for its rules. */
 export function evaluate(rule: Rule, r: HookRequest, warn: Warn, prepared: PreparedRules): Evaluation {
   if (rule.and) {
-    for (const sub of rule.and) {
+    const held: string[] = [];
+    for (const [i, sub] of rule.and.entries()) {
       const e = evaluate(sub, r, warn, prepared);
-      if (e.error) return { ok: false, error: e.error };
-      if (!e.ok) return { ok: false };
+      if (e.error) return { ok: false, error: e.error, why: `and[${i}] ${e.why}` };
+      if (!e.ok) return { ok: false, why: `and[${i}] ${e.why}` };
+      held.push(...(e.held ?? []));
     }
-    return { ok: true };
+    return held.length ? { ok: true, held } : { ok: true };
   }
   if (rule.or) {
-    for (const sub of rule.or) {
+    const whys: string[] = [];
+    for (const [i, sub] of rule.or.entries()) {
       const e = evaluate(sub, r, warn, prepared);
       if (e.error && !(e.error instanceof ParameterNodeError)) {
-        if (!(r.allowSignatureErrors && e.error instanceof SignatureError)) return { ok: false, error: e.error };
+        if (!(r.allowSignatureErrors && e.error instanceof SignatureError)) return { ok: false, error: e.error, why: `or[${i}] ${e.why}` };
       }
-      if (e.ok) return { ok: true };
+      if (e.ok) return e.held ? { ok: true, held: e.held } : { ok: true };
+      whys.push(`or[${i}] ${e.why}`);
     }
-    return { ok: false };
+    return { ok: false, why: whys.length === 0 ? "or: empty" : `or: none held (${whys.join("; ")})` };
   }
   if (rule.not) {
     const e = evaluate(rule.not, r, warn, prepared);
-    return e.error ? { ok: !e.ok, error: e.error } : { ok: !e.ok };
+    const why = e.error ? `not ${e.why}` : "not: the rule inside held";
+    return e.error ? { ok: !e.ok, error: e.error, why } : { ok: !e.ok, why };
   }
-  if (rule.match) return evaluateMatch(rule.match, r, warn, prepared);
-  return { ok: false };
+  if (rule.match) {
+    const e = evaluateMatch(rule.match, r, warn, prepared);
+    const node = describeMatch(rule.match);
+    if (e.ok) return e.secretIndex === undefined ? { ok: true } : { ok: true, held: [`${node}: secret[${e.secretIndex}]`] };
+    return { ...e, why: `${node}: ${reason(rule.match, e)}` };
+  }
+  return { ok: false, why: "empty rule (no and, or, not or match)" };
 }
 
-function evaluateMatch(m: MatchRule, r: HookRequest, warn: Warn, prepared: PreparedRules): Evaluation {
+/** "match <type> on <source> <name>", or "match <type>" when it reads no parameter. */
+function describeMatch(m: MatchRule): string {
+  const p = m.parameter;
+  const reads = p && m.type !== "ip-whitelist" && m.type !== "scalr-signature" && !(isSignatureType(m.type) && !m.type.endsWith("-base64"));
+  return reads ? `match ${m.type} on ${p.source} ${p.name ?? ""}`.trimEnd() : `match ${m.type}`;
+}
+
+/** Why a match did not hold, in words that give away no secret, signature or compared value. */
+function reason(m: MatchRule, e: MatchEvaluation): string {
+  const err = e.error;
+  if (err instanceof ParameterNodeError) return `parameter ${m.parameter?.source ?? ""}.${m.parameter?.name ?? ""} not found`;
+  if (err instanceof SignatureError) {
+    if (err.code === "WEBHOOK_SIGNATURE_MISMATCH" || err.code === "WEBHOOK_SIGNATURES_MISMATCH") return "signature does not match";
+    if (err.code === "WEBHOOK_SIGNATURE_TIMESTAMP") return "the signed timestamp is not a Unix time";
+    if (err.code === "WEBHOOK_STRIPE_SIGNATURE_INCOMPLETE") return "Stripe-Signature has no t= or no v1=";
+    return "the signed timestamp is outside the tolerance";
+  }
+  if (err) return err.message;
+  switch (m.type) {
+    case "value":
+      return "value differs";
+    case "regex":
+      // A pattern compared with a token may say much of it.
+      return (m.redact ?? tokenCarrier(m.parameter)) ? "does not match the pattern" : `does not match ${JSON.stringify(m.regex ?? "")}`;
+    case "ip-whitelist":
+      return `remote address ${e.remoteAddr ?? ""} is not in the allowed ranges`;
+    default:
+      return "signature headers not found";
+  }
+}
+
+interface MatchEvaluation {
+  ok: boolean;
+  error?: Error;
+  secretIndex?: number;
+  /** ip-whitelist: the address that was checked. */
+  remoteAddr?: string;
+}
+
+function evaluateMatch(m: MatchRule, r: HookRequest, warn: Warn, prepared: PreparedRules): MatchEvaluation {
   try {
-    if (m.type === "ip-whitelist") return { ok: checkIpWhitelist(r.remoteAddr, m["ip-range"] ?? "") };
-    if (m.type === "scalr-signature") return { ok: checkScalrSignature(r, m.secret ?? "") };
-    if (isSignatureType(m.type)) return { ok: verifySignature({ ...m, type: m.type }, r) };
+    if (m.type === "ip-whitelist") return { ok: checkIpWhitelist(r.remoteAddr, matchRanges(m)), remoteAddr: r.remoteAddr };
+    if (m.type === "scalr-signature") {
+      const secrets = matchSecrets(m);
+      return secrets.length === 0 ? { ok: checkScalrSignature(r, "") } : withEachSecret(secrets, (secret) => checkScalrSignature(r, secret));
+    }
+    if (isSignatureType(m.type)) return verifySignature(m as MatchRule & { type: typeof m.type }, r);
     const arg = getArgument(m.parameter ?? { source: "" as never }, r);
     switch (m.type) {
-      case "value":
-        return { ok: prepared.secrets.same(arg, m.value ?? "") };
+      case "value": {
+        // Every value is compared (constant time each), so the time taken says nothing of which held.
+        let index = -1;
+        const values = matchValues(m);
+        for (const [i, v] of values.entries()) if (prepared.secrets.same(arg, v) && index < 0) index = i;
+        return index < 0 ? { ok: false } : values.length > 1 ? { ok: true, secretIndex: index } : { ok: true };
+      }
       case "regex":
         return { ok: prepared.regexes.match(m.regex ?? "", arg) };
       case "payload-hash-sha1":
         warn("warn: use of deprecated option payload-hash-sha1; use payload-hmac-sha1 instead");
-        return { ok: checkHmac("sha1", r, m, arg) };
+        return checkHmac("sha1", r, m, arg);
       case "payload-hmac-sha1":
-        return { ok: checkHmac("sha1", r, m, arg) };
+        return checkHmac("sha1", r, m, arg);
       case "payload-hash-sha256":
         warn("warn: use of deprecated option payload-hash-sha256: use payload-hmac-sha256 instead");
-        return { ok: checkHmac("sha256", r, m, arg) };
+        return checkHmac("sha256", r, m, arg);
       case "payload-hmac-sha256":
-        return { ok: checkHmac("sha256", r, m, arg) };
+        return checkHmac("sha256", r, m, arg);
       case "payload-hash-sha512":
         warn("warn: use of deprecated option payload-hash-sha512: use payload-hmac-sha512 instead");
-        return { ok: checkHmac("sha512", r, m, arg) };
+        return checkHmac("sha512", r, m, arg);
       case "payload-hmac-sha512":
-        return { ok: checkHmac("sha512", r, m, arg) };
+        return checkHmac("sha512", r, m, arg);
       default:
         return { ok: false };
     }
@@ -86,18 +150,18 @@ function signaturesFrom(source: string, prefix: string): string[] {
     .map((p) => p.slice(prefix.length));
 }
 
-function checkHmac(alg: "sha1" | "sha256" | "sha512", r: HookRequest, m: MatchRule, signature: string): boolean {
-  const secret = m.secret ?? "";
-  if (secret === "") throw new Error("signature validation secret can not be empty");
-  const mac = createHmac(alg, secret).update(r.rawBody);
-  for (const h of m.parameter?.["headers-to-add-to-signature-payload"] ?? []) {
-    const v = r.headers[canonicalHeaderKey(h)];
-    if (v !== undefined && v !== "") mac.update(String(v));
-  }
-  const digest = mac.digest();
-  const signatures = signaturesFrom(signature, `${alg}=`);
-  for (const s of signatures) if (sameDigest(digest, s, "hex")) return true;
-  throw new SignatureError("WEBHOOK_SIGNATURES_MISMATCH", { signatures: signatures.join(" "), onEmpty: r.rawBody.length === 0 ? " on empty payload" : "" });
+function checkHmac(alg: "sha1" | "sha256" | "sha512", r: HookRequest, m: MatchRule, signature: string): Verdict {
+  return withEachSecret(matchSecrets(m), (secret) => {
+    const mac = createHmac(alg, secret).update(r.rawBody);
+    for (const h of m.parameter?.["headers-to-add-to-signature-payload"] ?? []) {
+      const v = r.headers[canonicalHeaderKey(h)];
+      if (v !== undefined && v !== "") mac.update(String(v));
+    }
+    const digest = mac.digest();
+    const signatures = signaturesFrom(signature, `${alg}=`);
+    for (const s of signatures) if (sameDigest(digest, s, "hex")) return true;
+    throw new SignatureError("WEBHOOK_SIGNATURES_MISMATCH", { signatures: signatures.join(" "), onEmpty: r.rawBody.length === 0 ? " on empty payload" : "" });
+  });
 }
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -122,86 +186,4 @@ function checkScalrSignature(r: HookRequest, signingKey: string): boolean {
   const delta = Math.abs(Date.now() - parseScalrDate(String(date))) / 1000;
   if (delta > 300) throw new SignatureError("WEBHOOK_SIGNATURE_OUTDATED", {});
   return true;
-}
-
-/** An address as 4 or 16 bytes, or undefined when it does not parse. */
-function parseIp(s: string): number[] | undefined {
-  if (/^\d{1,3}(\.\d{1,3}){3}$/.test(s)) {
-    const parts = s.split(".").map(Number);
-    if (parts.some((p, i) => p > 255 || (s.split(".")[i]!.length > 1 && s.split(".")[i]!.startsWith("0")))) return undefined;
-    return parts;
-  }
-  if (!s.includes(":") || !/^[0-9a-fA-F:.]+$/.test(s)) return undefined;
-  let tail: number[] = [];
-  let text = s;
-  const lastColon = s.lastIndexOf(":");
-  if (s.slice(lastColon + 1).includes(".")) {
-    const v4 = parseIp(s.slice(lastColon + 1));
-    if (v4?.length !== 4) return undefined;
-    tail = v4;
-    text = s.slice(0, lastColon + 1) + "0:0";
-  }
-  const halves = text.split("::");
-  if (halves.length > 2) return undefined;
-  const groups = (h: string): number[] | undefined => {
-    if (h === "") return [];
-    const out: number[] = [];
-    for (const g of h.split(":")) {
-      if (!/^[0-9a-fA-F]{1,4}$/.test(g)) return undefined;
-      const n = parseInt(g, 16);
-      out.push(n >> 8, n & 0xff);
-    }
-    return out;
-  };
-  const a = groups(halves[0]!);
-  const b = halves.length === 2 ? groups(halves[1]!) : [];
-  if (!a || !b) return undefined;
-  let bytes: number[];
-  if (halves.length === 2) {
-    if (a.length + b.length > 14) return undefined;
-    bytes = [...a, ...new Array<number>(16 - a.length - b.length).fill(0), ...b];
-  } else {
-    if (a.length !== 16) return undefined;
-    bytes = a;
-  }
-  if (tail.length) bytes.splice(12, 4, ...tail);
-  return bytes;
-}
-
-function toV4(ip: number[]): number[] | undefined {
-  if (ip.length === 4) return ip;
-  const mapped = ip.slice(0, 10).every((b) => b === 0) && ip[10] === 0xff && ip[11] === 0xff;
-  return mapped ? ip.slice(12) : undefined;
-}
-
-/** Whether "ip:port" (IPv6 in brackets) falls in one of the space-separated CIDR ranges. */
-function checkIpWhitelist(remoteAddr: string, ipRange: string): boolean {
-  let ip = remoteAddr.replace(/^[ [\]]+|[ [\]]+$/g, "");
-  const colon = ip.lastIndexOf(":");
-  if (colon !== -1) ip = ip.slice(0, colon).replace(/^[ [\]]+|[ [\]]+$/g, "");
-  const parsed = parseIp(ip);
-  if (!parsed) throw new Error(`invalid IP address found in remote address '${remoteAddr}'`);
-  for (let range of ipRange.split(/\s+/).filter(Boolean)) {
-    if (!range.includes("/")) range += "/32";
-    const slash = range.indexOf("/");
-    const net = parseIp(range.slice(0, slash));
-    const bitsText = range.slice(slash + 1);
-    const bits = /^\d+$/.test(bitsText) ? Number(bitsText) : NaN;
-    if (!net || !(bits <= net.length * 8)) throw new Error(`invalid CIDR address: ${range}`);
-    const netBytes = net.length === 4 ? net : toV4(net) && bits >= 96 ? toV4(net)! : net;
-    const netBits = net.length === 16 && netBytes.length === 4 ? bits - 96 : bits;
-    const addr = netBytes.length === 4 ? toV4(parsed) : parsed.length === 16 ? parsed : undefined;
-    if (!addr || addr.length !== netBytes.length) continue;
-    let inside = true;
-    for (let bit = 0; bit < netBits; bit++) {
-      const byte = bit >> 3;
-      const mask = 0x80 >> (bit & 7);
-      if ((addr[byte]! & mask) !== (netBytes[byte]! & mask)) {
-        inside = false;
-        break;
-      }
-    }
-    if (inside) return true;
-  }
-  return false;
 }

@@ -13,6 +13,7 @@ import type { HookRequest, MatchRule } from "./hook.js";
 import { parseGoDuration } from "../go/duration.js";
 import { getArgument } from "./values.js";
 import { type ErrorArgs, WebhookError } from "../errors.js";
+import { matchSecrets } from "./match-files.js";
 
 /** A signature that does not match, or a timestamp outside the tolerance. */
 export class SignatureError extends WebhookError {
@@ -53,8 +54,9 @@ export const DEFAULT_TOLERANCE = "5m";
 /** What is wrong with a match of one of these types, for the config check; undefined when nothing. */
 export function signatureMatchProblem(m: MatchRule): string | undefined {
   if (!isSignatureType(m.type)) return undefined;
-  if (!m.secret) return `a ${m.type} match needs its "secret"`;
-  if (m.type === "standard-webhooks" && standardKey(m.secret) === undefined) {
+  const secrets = matchSecrets(m);
+  if (secrets.length === 0) return `a ${m.type} match needs its "secret" or "secret-file"`;
+  if (m.type === "standard-webhooks" && secrets.some((s) => standardKey(s) === undefined)) {
     return 'a standard-webhooks "secret" is "whsec_" followed by the base64 key the sender shows';
   }
   if (m.type.endsWith("-base64") && (m.parameter?.source !== "header" || !m.parameter.name)) {
@@ -72,23 +74,49 @@ export function signatureMatchProblem(m: MatchRule): string | undefined {
   return undefined;
 }
 
+/** A match's verdict: whether it holds, and with several secrets (rotation), the index of the one that held. */
+export interface Verdict {
+  ok: boolean;
+  secretIndex?: number;
+}
+
+const MISMATCH = new Set(["WEBHOOK_SIGNATURE_MISMATCH", "WEBHOOK_SIGNATURES_MISMATCH"]);
+
+/**
+ * Tries each secret in turn (each compared in constant time); the first one whose signature matches
+ * holds. A mismatch with every secret throws the last one's error; any other error (an expired
+ * timestamp of a matching signature) is thrown at once.
+ */
+export function withEachSecret(secrets: string[], verify: (secret: string) => boolean): Verdict {
+  if (secrets.length === 0) throw new Error("signature validation secret can not be empty");
+  for (const [i, secret] of secrets.entries()) {
+    try {
+      const ok = verify(secret);
+      return ok && secrets.length > 1 ? { ok, secretIndex: i } : { ok };
+    } catch (e) {
+      if (!(e instanceof SignatureError && MISMATCH.has(e.code)) || i === secrets.length - 1) throw e;
+    }
+  }
+  return { ok: false };
+}
+
 /**
  * Whether the request carries a valid signature of the match's scheme: false when its headers are
  * absent, a SignatureError when they are there but wrong or too old.
  */
-export function verifySignature(m: MatchRule & { type: SignatureType }, r: HookRequest, now = Date.now()): boolean {
-  const secret = m.secret ?? "";
-  if (secret === "") throw new Error("signature validation secret can not be empty");
-  switch (m.type) {
-    case "standard-webhooks":
-      return verifyStandard(m, r, secret, now);
-    case "stripe-signature":
-      return verifyStripe(m, r, secret, now);
-    case "slack-signature":
-      return verifySlack(m, r, secret, now);
-    default:
-      return verifyBase64(m.type, m, r, secret);
-  }
+export function verifySignature(m: MatchRule & { type: SignatureType }, r: HookRequest, now = Date.now()): Verdict {
+  return withEachSecret(matchSecrets(m), (secret) => {
+    switch (m.type) {
+      case "standard-webhooks":
+        return verifyStandard(m, r, secret, now);
+      case "stripe-signature":
+        return verifyStripe(m, r, secret, now);
+      case "slack-signature":
+        return verifySlack(m, r, secret, now);
+      default:
+        return verifyBase64(m.type, m, r, secret);
+    }
+  });
 }
 
 function header(r: HookRequest, name: string): string | undefined {
@@ -189,7 +217,9 @@ function verifyBase64(type: SignatureType, m: MatchRule, r: HookRequest, secret:
   return true;
 }
 
-/** The strings of a match that must never be logged besides its `secret` (the key inside a whsec_ secret). */
+/** The strings of a match that must never be logged: its secrets, and the key inside a whsec_ secret. */
 export function signatureSecrets(m: MatchRule): string[] {
-  return m.type === "standard-webhooks" && m.secret?.startsWith("whsec_") ? [m.secret.slice("whsec_".length)] : [];
+  const secrets = matchSecrets(m);
+  if (m.type !== "standard-webhooks") return secrets;
+  return [...secrets, ...secrets.filter((s) => s.startsWith("whsec_")).map((s) => s.slice("whsec_".length))];
 }

@@ -49,6 +49,12 @@ export class Log {
     this.write("info", message, fields);
   }
 
+  /** print() at level "debug" in JSON logs: detail for whoever debugs a hook. */
+  debug(message: string, fields?: LogFields): void {
+    if (!this.enabled) return;
+    this.write("debug", message, fields);
+  }
+
   /** Writes even when not verbose (start-up errors the user must see). */
   always(message: string, fields?: LogFields): void {
     this.write("error", message, fields);

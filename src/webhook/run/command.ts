@@ -99,8 +99,21 @@ export interface Assembled {
   files: string[];
 }
 
-/** The reference's handleHook up to the start: argv, environment and files from the request. */
-export function assembleCommand(hook: Hook, req: HookRequest, cwd: string | undefined, log: Log, fields: LogFields): Assembled {
+/** Makes a pass-file-to-command file: its path, or why it could not be made. */
+export type FileMaker = (dir: string, envName: string, data: Buffer) => string | Error;
+
+/**
+ * The reference's handleHook up to the start: argv, environment and files from the request.
+ * `makeFile` writes each file (-test-request passes one that writes nothing).
+ */
+export function assembleCommand(
+  hook: Hook,
+  req: HookRequest,
+  cwd: string | undefined,
+  log: Log,
+  fields: LogFields,
+  makeFile: FileMaker = createTempFile,
+): Assembled {
   const rid = req.id;
   const argv = [hook["execute-command"]];
   for (const arg of hook["pass-arguments-to-command"] ?? []) {
@@ -128,7 +141,7 @@ export function assembleCommand(hook: Hook, req: HookRequest, cwd: string | unde
       if (decoded.error !== undefined) log.print(`error decoding string [${decoded.error}]`, fields);
       data = decoded.data;
     }
-    const file = createTempFile(cwd ?? tmpdir(), envName, data);
+    const file = makeFile(cwd ?? tmpdir(), envName, data);
     if (typeof file !== "string") {
       log.print(`[${rid}] error creating temp file [${file.message}]`, fields);
       continue;

@@ -29,6 +29,8 @@ import { Endpoints, type Pending } from "./endpoints.js";
 import { logExchange } from "./exchange-log.js";
 import { Headers, respond } from "./response.js";
 import { describe } from "../errors.js";
+import { explainedBody, explains, heldLine, notSatisfiedLine } from "../explain/mismatch.js";
+import type { Recorder } from "../explain/recorder.js";
 
 /** The server's options; the limits are the defaults of the hook fields (its answers name the command-timeout). */
 export interface ServerOptions extends LimitDefaults {
@@ -48,6 +50,10 @@ export interface ServerOptions extends LimitDefaults {
   /** -jobs: every triggered execution is a job, served at /jobs (outside the hook URL prefix). */
   jobs?: JobStore;
   jobsAccess?: JobsAccess;
+  /** -test-request: every mismatch answer explains itself. */
+  explain?: boolean;
+  /** -record-requests: saves each request to a hook, replayable with -test-request. */
+  recorder?: Recorder;
 }
 
 /** What the server hands its requests to, and counts them with. */
@@ -197,6 +203,7 @@ export class HookServer implements HttpApp<Matched | Pending> {
    */
   handle(m: Matched | Pending, body: Buffer): HttpResponse | Promise<HttpResponse> {
     if ("answer" in m) return m.answer;
+    this.opts.recorder?.save(m.hook.id, m.head, body, m.fields);
     const response = this.process(m, body);
     if (response instanceof Promise) {
       return response.then((r) => {
@@ -285,20 +292,28 @@ export class HookServer implements HttpApp<Matched | Pending> {
     const { hook, rid } = m;
     const log = this.log;
     let ok = true;
+    let why = "";
     if (hook["trigger-rule"]) {
       const result = evaluate(hook["trigger-rule"], req, (w) => log.print(w, m.fields), m.prepared);
       ok = result.ok;
+      const failed = result.error !== undefined && !(result.error instanceof ParameterNodeError);
+      if ((!ok || failed) && result.why !== undefined) {
+        why = result.why;
+        log.debug(`[${rid}] ${notSatisfiedLine(hook.id, why)}`, m.fields);
+      }
+      if (ok && result.held) log.print(`[${rid}] ${heldLine(hook.id, result.held)}`, m.fields);
       if (result.error) {
-        if (!(result.error instanceof ParameterNodeError)) {
+        if (failed) {
           log.print(`[${rid}] error evaluating hook: ${result.error.message}`, m.fields);
-          return respond(describe(result.error)?.status ?? 500, out, MSG.ruleError);
+          return respond(describe(result.error)?.status ?? 500, out, this.mismatchBody(hook, out, MSG.ruleError, why));
         }
         log.print(`[${rid}] ${result.error.message}`, m.fields);
       }
     }
 
     if (!ok) {
-      const response = this.answers.respondWith(m, hook["trigger-rule-mismatch-http-response-code"], out, MSG.rulesNotSatisfied);
+      const body = this.mismatchBody(hook, out, MSG.rulesNotSatisfied, why);
+      const response = this.answers.respondWith(m, hook["trigger-rule-mismatch-http-response-code"], out, body);
       log.print(`[${rid}] ${hook.id} got matched, but didn't get triggered because the trigger rules were not satisfied`, m.fields);
       return response;
     }
@@ -306,6 +321,13 @@ export class HookServer implements HttpApp<Matched | Pending> {
     const policy = this.executions.policy(hook);
     const d = this.dispatch.dispatch({ hook, req, policy, fields: m.fields });
     return d instanceof Promise ? d.then((x) => this.answers.dispatched(m, out, policy, x)) : this.answers.dispatched(m, out, policy, d);
+  }
+
+  /** The reference's message, or with "trigger-rule-mismatch-response": "explain" (or -test-request) a JSON body naming the failed node. */
+  private mismatchBody(hook: Hook, out: Headers, message: string, why: string): string {
+    if (why === "" || !(this.opts.explain || explains(hook))) return message;
+    out.set("Content-Type", "application/json");
+    return explainedBody(hook.id, message, why);
   }
 
   private parseJsonParameters(hook: Hook, req: HookRequest, fields: LogFields): void {
