@@ -19,6 +19,7 @@ const OLD = "rotation-old-1111";
 const NEW = "rotation-new-2222";
 const NEWER = "rotation-newer-3333";
 const URL_TOKEN = "url-token-5e5e";
+const STRIPE = "whsec_stripe-rotated-4444";
 const body = JSON.stringify({ ref: "refs/heads/main" });
 const sign = (secret: string, b = body): string => "sha256=" + createHmac("sha256", secret).update(b).digest("hex");
 
@@ -49,6 +50,7 @@ before(async () => {
   dir = await tempDir("webhook-explain-");
   await writeFile(join(dir, "old.secret"), `${OLD}\n`);
   await writeFile(join(dir, "new.secret"), NEW);
+  await writeFile(join(dir, "stripe.secret"), STRIPE);
   await writeFile(join(dir, "ips.txt"), "# nobody yet\n192.0.2.0/24\n");
   const hooks = await writeHooks(dir, [
     ran({
@@ -65,6 +67,11 @@ before(async () => {
     ran({ id: "plain", "trigger-rule": hmac({ secret: GH_SECRET }) }),
     ran({ id: "rotate", "trigger-rule": hmac({ "secret-file": [join(dir, "old.secret"), join(dir, "new.secret")] }) }),
     ran({ id: "inline", "trigger-rule": hmac({ secret: [OLD, NEW] }) }),
+    ran({ id: "stripe", "trigger-rule": { match: { type: "stripe-signature", "secret-file": [join(dir, "old.secret"), join(dir, "stripe.secret")] } } }),
+    ran({
+      id: "token",
+      "trigger-rule": { match: { type: "value", "secret-file": join(dir, "old.secret"), parameter: { source: "header", name: "X-Token" } } },
+    }),
     ran({
       id: "ips",
       "trigger-rule-mismatch-response": "explain",
@@ -81,7 +88,7 @@ after(async () => {
 
 /** No secret of the hooks, nor the wrong one, anywhere in the log. */
 function assertNoSecrets(text: string): void {
-  for (const secret of [GH_SECRET, WRONG, OLD, NEW, NEWER, URL_TOKEN]) assert.ok(!text.includes(secret), `no ${secret} in:\n${text}`);
+  for (const secret of [GH_SECRET, WRONG, OLD, NEW, NEWER, URL_TOKEN, STRIPE]) assert.ok(!text.includes(secret), `no ${secret} in:\n${text}`);
 }
 
 describe("why a rule did not hold", () => {
@@ -139,6 +146,13 @@ describe("secrets from files, rotated", () => {
       );
     }
     assert.equal((await post("rotate", { "X-Hub-Signature-256": sign(WRONG) })).status, 500);
+    const t = Math.floor(Date.now() / 1000);
+    const stripe = (secret: string) => `t=${t},v1=${createHmac("sha256", secret).update(`${t}.${body}`).digest("hex")}`;
+    assert.match((await post("stripe", { "Stripe-Signature": stripe(STRIPE) })).text, /arg1=ran/);
+    assert.match((await post("stripe", { "Stripe-Signature": stripe(OLD) })).text, /arg1=ran/);
+    assert.equal((await post("stripe", { "Stripe-Signature": stripe(WRONG) })).status, 500);
+    assert.match((await post("token", { "X-Token": OLD })).text, /arg1=ran/, "a value match compares with its secret-file");
+    assert.equal((await post("token", { "X-Token": NEW })).text, "Hook rules were not satisfied.");
     assertNoSecrets(s.logs());
   });
 

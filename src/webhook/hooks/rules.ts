@@ -26,14 +26,14 @@ export type Warn = (message: string) => void;
 /** Evaluates `rule` for request `r`; `prepared` is what the hook set the rule belongs to prepared for its rules. */
 export function evaluate(rule: Rule, r: HookRequest, warn: Warn, prepared: PreparedRules): Evaluation {
   if (rule.and) {
-    const held: string[] = [];
+    let held: string[] | undefined;
     for (const [i, sub] of rule.and.entries()) {
       const e = evaluate(sub, r, warn, prepared);
       if (e.error) return { ok: false, error: e.error, why: `and[${i}] ${e.why}` };
       if (!e.ok) return { ok: false, why: `and[${i}] ${e.why}` };
-      held.push(...(e.held ?? []));
+      if (e.held) (held ??= []).push(...e.held);
     }
-    return held.length ? { ok: true, held } : { ok: true };
+    return held ? { ok: true, held } : { ok: true };
   }
   if (rule.or) {
     const whys: string[] = [];

@@ -299,7 +299,7 @@ export class HookServer implements HttpApp<Matched | Pending> {
       const failed = result.error !== undefined && !(result.error instanceof ParameterNodeError);
       if ((!ok || failed) && result.why !== undefined) {
         why = result.why;
-        log.debug(`[${rid}] ${notSatisfiedLine(hook.id, why)}`, m.fields);
+        if (log.enabled) log.debug(`[${rid}] ${notSatisfiedLine(hook.id, why)}`, m.fields);
       }
       if (ok && result.held) log.print(`[${rid}] ${heldLine(hook.id, result.held)}`, m.fields);
       if (result.error) {
