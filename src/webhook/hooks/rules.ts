@@ -78,13 +78,14 @@ function reason(m: MatchRule, e: MatchEvaluation): string {
     if (err.code === "WEBHOOK_STRIPE_SIGNATURE_INCOMPLETE") return "Stripe-Signature has no t= or no v1=";
     return "the signed timestamp is outside the tolerance";
   }
-  if (err) return err.message;
+  // A pattern compared with a token may say much of it.
+  const hidePattern = m.type === "regex" && (m.redact ?? tokenCarrier(m.parameter));
+  if (err) return hidePattern ? "the pattern is not one Go's regexp accepts" : err.message;
   switch (m.type) {
     case "value":
       return "value differs";
     case "regex":
-      // A pattern compared with a token may say much of it.
-      return (m.redact ?? tokenCarrier(m.parameter)) ? "does not match the pattern" : `does not match ${JSON.stringify(m.regex ?? "")}`;
+      return hidePattern ? "does not match the pattern" : `does not match ${JSON.stringify(m.regex ?? "")}`;
     case "ip-whitelist":
       return `remote address ${e.remoteAddr ?? ""} is not in the allowed ranges`;
     default:
