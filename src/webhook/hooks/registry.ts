@@ -201,7 +201,12 @@ export class HookRegistry {
     if (!force && text === f.text) {
       const dep = changedDep(f);
       if (dep === undefined) return;
-      this.log.print(`${dep}, read by hooks file ${f.path}, changed`);
+      if (dep.text === "") {
+        // Written in place, it is empty for a moment: an empty list would let nobody in (write "#" for that).
+        this.log.print(`${dep.path}, read by hooks file ${f.path}, is empty; keeping its hooks until it is written`);
+        return;
+      }
+      this.log.print(`${dep.path}, read by hooks file ${f.path}, changed`);
     } else if (!force) this.log.print(`hooks file ${f.path} modified`);
     this.log.print(`attempting to reload hooks from ${f.path}`);
     f.text = text;
@@ -273,14 +278,16 @@ function filesReadBy(hooks: Hook[]): Map<string, string> {
   return out;
 }
 
-/** The first file read by the hooks of `f` whose text is not what it was (or that is gone). */
-function changedDep(f: FileState): string | undefined {
-  for (const [path, text] of f.deps) {
+/** The first file read by the hooks of `f` whose text is not what it was (or that is gone: undefined text), with its text now. */
+function changedDep(f: FileState): { path: string; text: string | undefined } | undefined {
+  for (const [path, was] of f.deps) {
+    let text: string | undefined;
     try {
-      if (readFileSync(path, "utf8") !== text) return path;
+      text = readFileSync(path, "utf8");
     } catch {
-      return path;
+      text = undefined;
     }
+    if (text !== was) return { path, text };
   }
   return undefined;
 }
