@@ -13,6 +13,7 @@ const VALID = [
   "GET http://example.com/hooks/x?a=b HTTP/1.0\n\n",
   '{"method":"POST","url":"/hooks/x","headers":{"X-A":["1","2"]},"body":"b"}',
   '{"url":"/hooks/x","bodyBase64":"AAEC","remoteAddr":"[::1]:5"}',
+  "== Info: Connected\n=> Send header, 30 bytes (0x1e)\n0000: 50 4f 53 54 20 2f 68 6f 6f 6b 73 2f 61 20 48 54 POST /hooks/a HT\n0010: 54 50 2f 31 2e 31 0d 0a 0d 0a                   TP/1.1....\n<= Recv header, 2 bytes (0x2)\n0000: 0d 0a                                           ..\n",
 ];
 
 function mangle(r: Random, s: string): Buffer {

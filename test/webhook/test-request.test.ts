@@ -1,13 +1,15 @@
 // -test-request through the real bin/webhook: the examples of docs/webhook/debugging.md (the reference's
 // documented GitHub and query-token hooks) run as written and print what the page shows; a file that is
-// not a request, or an unknown -test-hook, is refused with exit 2; a value a rule compares is masked.
+// not a request, or an unknown -test-hook, is refused with exit 2; a value a rule compares is masked;
+// a request as `curl --trace` saw it sent to the server replays to the server's own verdict.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { bin, removeDir, repoRoot, run, tempDir } from "../helpers.js";
 import { docBlocks } from "../fixtures/docs.js";
-import { writeHooks } from "./fixtures/harness.js";
+import { startServer, writeHooks } from "./fixtures/harness.js";
+import { curl } from "../fixtures/http.js";
 
 const PAGE = "docs/webhook/debugging.md";
 let dir = "";
@@ -87,4 +89,31 @@ test("environment values are shown, a value a rule compares masked, and files gi
   assert.match(lines[5]!, /^ {2}env REF_FILE=".*\/REF_FILE…"$/);
   assert.equal(lines[6], "  file REF_FILE: a temporary file of 4 bytes");
   assert.ok(!r.stdout.includes("t0k3n-xyz"));
+});
+
+test("what curl --trace wrote of a request sent to the server replays to the server's verdict", async () => {
+  const hooks = await writeHooks(
+    dir,
+    [
+      {
+        id: "traced",
+        "execute-command": "/bin/true",
+        "trigger-rule-mismatch-response": "explain",
+        "trigger-rule": { match: { type: "value", value: "refs/heads/main", parameter: { source: "payload", name: "ref" } } },
+      },
+    ],
+    "traced.json",
+  );
+  const s = await startServer(["-hooks", hooks]);
+  try {
+    const trace = join(dir, "trace.txt");
+    const sent = await curl(["--trace", trace, "-H", "Content-Type: application/json", "-d", '{"ref":"refs/heads/dev"}', `${s.base}/hooks/traced`]);
+    const r = await run(bin("webhook"), ["-hooks", hooks, "-test-request", trace]);
+    assert.equal(r.code, 1, r.stderr);
+    const failed = "match value on payload ref: value differs";
+    assert.equal(JSON.parse(sent.body).failed, failed, "the server's own answer");
+    assert.equal(r.stdout, `traced: would not run (answer 200): ${failed}\n`);
+  } finally {
+    await s.stop();
+  }
 });

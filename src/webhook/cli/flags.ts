@@ -434,7 +434,7 @@ const FLAGS: readonly FlagDef[] = [
     option: "testRequest",
     default: "",
     usage:
-      "evaluate the request saved in this file (raw HTTP, or JSON {method, url, headers, body}) against the hooks, print whether each would run, why not, and its command's argv, environment and files, run nothing, and exit: 0 when the hook would run, 1 when not",
+      "evaluate the request saved in this file (raw HTTP, JSON {method, url, headers, body}, or curl --trace output) against the hooks, print whether each would run, why not, and its command's argv, environment and files, run nothing, and exit: 0 when the hook would run, 1 when not",
   }),
   flag({ name: "tls-min-version", kind: "string", option: "tlsMinVersion", default: "1.2", usage: "minimum TLS version (1.0, 1.1, 1.2, 1.3)" }),
   flag({

@@ -4,6 +4,8 @@
 //         or everything after the empty line
 //   JSON  {"method", "url", "headers": {name: value or [values]}, "body"} (or "bodyBase64" for bytes
 //         that are not text), and "remoteAddr" ("ip:port") for ip-whitelist rules
+//   trace what `curl --trace FILE` writes: the bytes of its "=> Send header" and "=> Send data" parts,
+//         in hex, are the raw request
 // Pure: bytes in, a request or the problem out. The head is read by the transport's own parser
 // (http/head.ts), so a saved request means what it would mean on the wire.
 import { isUtf8 } from "node:buffer";
@@ -29,7 +31,33 @@ export interface Problem {
 export function parseSavedRequest(bytes: Buffer): SavedRequest | Problem {
   const start = bytes.findIndex((b) => b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d);
   if (start === -1) return { problem: "the file is empty" };
-  return bytes[start] === 0x7b ? parseJsonForm(bytes) : parseRawForm(bytes.subarray(start));
+  if (bytes[start] === 0x7b) return parseJsonForm(bytes);
+  const rest = bytes.subarray(start);
+  return /^(== Info:|=> Send )/.test(rest.subarray(0, 16).toString("latin1")) ? parseCurlTrace(rest) : parseRawForm(rest);
+}
+
+/** One hex line of a curl trace: "0010: 6f 79 20 … (16 bytes, padded to 48 columns) oy HTTP…". */
+const TRACE_LINE = /^[0-9a-f]{4,}: (.*)$/;
+
+/** The request curl sent, from its --trace output (the hex dump of what it sent; what it received is left out). */
+function parseCurlTrace(bytes: Buffer): SavedRequest | Problem {
+  const sent: number[] = [];
+  let sending = false;
+  for (const line of bytes.toString("latin1").split("\n")) {
+    if (/^(=>|<=|==) /.test(line)) {
+      sending = line.startsWith("=> Send header") || line.startsWith("=> Send data");
+      continue;
+    }
+    const m = TRACE_LINE.exec(line.replace(/\r$/, ""));
+    if (!sending || !m) continue;
+    for (const pair of m[1]!.slice(0, 48).split(" ")) {
+      if (pair === "") continue;
+      if (!/^[0-9a-f]{2}$/.test(pair)) return { problem: `a line of the curl trace is not hex bytes: ${JSON.stringify(line.slice(0, 60))}` };
+      sent.push(parseInt(pair, 16));
+    }
+  }
+  if (sent.length === 0) return { problem: "the curl trace holds no sent request (=> Send header)" };
+  return parseRawForm(Buffer.from(sent));
 }
 
 function parseRawForm(bytes: Buffer): SavedRequest | Problem {
