@@ -193,6 +193,10 @@ describe("ip-list-file", () => {
     await writeFile(join(dir, "ips.txt"), "127.0.0.1\n\n10.0.0.300/8\n");
     await eventually(() => s.logs().includes(`${join(dir, "ips.txt")}:3: \\"10.0.0.300/8\\" is not an IP address or CIDR range`), 10_000);
     assert.match((await post("ips", {})).text, /arg1=ran/, "the last good list stays");
+    // Written in place, a file is empty for a moment: that moment is not a list of nobody.
+    await writeFile(join(dir, "ips.txt"), "");
+    await eventually(() => s.logs().includes(`${join(dir, "ips.txt")}, read by hooks file ${join(dir, "hooks.json")}, is empty; keeping its hooks`), 10_000);
+    assert.match((await post("ips", {})).text, /arg1=ran/);
   });
 
   test("-validate names the file and line of a bad range", async () => {
