@@ -183,6 +183,20 @@ export const ERRORS = {
   FRAMEFI_NEEDS_PROFILE: { message: "{option} needs a frame profile: add {fit} WxH or {fill} WxH.", exit: EXIT.usage },
   FRAMEFI_BAD_OTHERS: { message: '{option} is copy or skip (what to do with files that are not photos), got "{value}".', exit: EXIT.usage },
   FRAMEFI_BAD_MAX_FILES: { message: '{option} is a whole number of files above 0, got "{value}".', exit: EXIT.usage },
+  FRAMEFI_BAD_BACKGROUND: { message: '{option} is blur, black or a colour (#rrggbb, #rgb, white, grey), got "{value}".', exit: EXIT.usage },
+  FRAMEFI_NEEDS_FIT: { message: "{option} fills the frame around a fitted photo: add {fit} WxH (with {fill} nothing is left to fill).", exit: EXIT.usage },
+  FRAMEFI_BAD_CROP: { message: '{option} is smart (keep what draws the eye) or centre, got "{value}".', exit: EXIT.usage },
+  FRAMEFI_NEEDS_FILL: { message: "{option} chooses what a crop keeps: add {fill} WxH (with {fit} nothing is cropped).", exit: EXIT.usage },
+  FRAMEFI_BAD_CAPTION: { message: '{option} is date, place or date,place, got "{value}".', exit: EXIT.usage },
+  FRAMEFI_BAD_CAPTION_FORMAT: {
+    message: '{option} is up to 40 characters of text with %Y %m %d %e %B %b %H %M %% (e.g. "%e %B %Y"), got "{value}".',
+    exit: EXIT.usage,
+  },
+  FRAMEFI_BAD_PIXEL_ASPECT: {
+    message: '{option} is the aspect the panel is shown at (16:9) or a pixel\'s width over its height (0.5 to 2), got "{value}".',
+    exit: EXIT.usage,
+  },
+  FRAMEFI_PAIR_NEEDS_LANDSCAPE: { message: "{option} puts two portrait photos side by side on a landscape frame, and {size} is not one.", exit: EXIT.usage },
   // The .env file.
   FRAMEFI_ENV_UNREADABLE: { message: "Cannot read {file}: {reason}; make it readable, or remove it.", exit: EXIT.usage },
   FRAMEFI_ENV_UNKNOWN_SECTION: { message: "{file} line {line}: unknown section [{section}]; use [frame], the one section.", exit: EXIT.usage },

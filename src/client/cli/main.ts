@@ -78,6 +78,13 @@ Photo options (sync; else the [frame] section of ./.env: FIT=1024x600, QUALITY=8
   --max-size SIZE        at most SIZE on the card in all (90%, 2GB, 500MiB); the newest are kept
   --cache DIR            converted photos are kept here (default $XDG_CACHE_HOME/framefi,
                          else ~/.cache/framefi)
+  --background blur|black|COLOUR  with --fit: exactly WxH, the rest a blur of the photo or a colour
+  --crop smart           with --fill: crop around what draws the eye (default: the centre)
+  --pair-portraits       two portrait photos taken within an hour, side by side on a landscape frame
+  --caption date|place|date,place  burn in the date taken and/or the place (GPS, IPTC/XMP city)
+  --caption-format FMT   the date's format: %Y %m %d %e %B %b %H %M (default "%e %B %Y")
+  --pixel-aspect 16:9|N  the panel is shown at 16:9 (or its pixels N times wider than tall):
+                         pre-squeeze so circles stay round
 
 Exit codes: 0 success, 1 the device reported an error or some files failed, 2 usage error,
 3 device unreachable, 4 authentication failed, 130 interrupted.
@@ -109,6 +116,12 @@ const OPTIONS = {
   "max-files": { type: "string" },
   "max-size": { type: "string" },
   cache: { type: "string" },
+  background: { type: "string" },
+  crop: { type: "string" },
+  "pair-portraits": { type: "boolean" },
+  caption: { type: "string" },
+  "caption-format": { type: "string" },
+  "pixel-aspect": { type: "string" },
 } as const;
 
 type Flags = {
@@ -127,6 +140,12 @@ const PHOTO_FLAG: Record<keyof PhotoSettings, keyof Flags> = {
   maxFiles: "max-files",
   dateFromMtime: "date-from-mtime",
   cache: "cache",
+  background: "background",
+  crop: "crop",
+  pairPortraits: "pair-portraits",
+  caption: "caption",
+  captionFormat: "caption-format",
+  pixelAspect: "pixel-aspect",
 };
 const PHOTO_FLAGS = Object.values(PHOTO_FLAG);
 

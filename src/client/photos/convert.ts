@@ -6,9 +6,15 @@
 import { extname } from "node:path";
 import type { Metadata, Sharp } from "sharp";
 import exifReader from "exif-reader";
+
+type Tags = exifReader.Exif;
 import { FrameFiError } from "../errors.js";
 import { MAX_HEIC_PIXELS, type HeicDecoder } from "./heic.js";
 import type { FrameProfile } from "./profile.js";
+import { captionText } from "./caption.js";
+import { hasLook, type Look } from "./look.js";
+import { finish, halfOf, pairUp, placeIn, shownBox, type Pixels } from "./picture.js";
+import { gpsPosition, iptcPlace, nearestTown, xmpPlace } from "./place.js";
 
 /** The file names a profile converts: everything else is not a photo. */
 export const PHOTO_EXTENSIONS = [".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".webp", ".gif", ".tif", ".tiff", ".avif", ".heic", ".heif", ".hif"];
@@ -45,16 +51,19 @@ function checkSize(meta: Metadata): void {
   }
 }
 
-/** The EXIF date taken as its clock time read as UTC (EXIF has no zone), as exif-reader gives it. */
-function exifDate(exif: Buffer | undefined): number | undefined {
+function exifTags(exif: Buffer | undefined): Tags | undefined {
   if (!exif) return undefined;
   try {
-    const tags = exifReader(exif);
-    const date = tags.Photo?.DateTimeOriginal ?? tags.Image?.DateTime;
-    return date instanceof Date && !Number.isNaN(date.getTime()) ? date.getTime() : undefined;
+    return exifReader(exif);
   } catch {
     return undefined;
   }
+}
+
+/** The EXIF date taken as its clock time read as UTC (EXIF has no zone), as exif-reader gives it. */
+function exifDate(tags: Tags | undefined): number | undefined {
+  const date = tags?.Photo?.DateTimeOriginal ?? tags?.Image?.DateTime;
+  return date instanceof Date && !Number.isNaN(date.getTime()) ? date.getTime() : undefined;
 }
 
 /** EXIF's "YYYY:MM:DD HH:MM:SS" for a time in ms read as UTC clock time. */
@@ -67,7 +76,9 @@ function isHevcHeif(meta: Metadata): boolean {
 }
 
 /** sharp, loaded on first use: libvips takes tens of milliseconds to load, which a sync without photos to convert need not pay. */
-async function loadSharp(): Promise<typeof import("sharp").default> {
+type SharpFn = typeof import("sharp").default;
+
+async function loadSharp(): Promise<SharpFn> {
   return (await import("sharp")).default;
 }
 
@@ -75,39 +86,119 @@ async function loadSharp(): Promise<typeof import("sharp").default> {
 export async function dateTaken(path: string): Promise<number | undefined> {
   try {
     const sharp = await loadSharp();
-    return exifDate((await sharp(path).metadata()).exif);
+    return exifDate(exifTags((await sharp(path).metadata()).exif));
   } catch {
     return undefined;
   }
 }
 
-/** The photo (a file's content) as a JPEG for the profile; `mtimeMs` gives the date taken when asked and the photo has none. */
-export async function convertPhoto(data: Buffer, profile: FrameProfile, mtimeMs: number, heic: HeicDecoder): Promise<Buffer> {
+/** A photo's header, checked, and what its metadata says for the date stamp and a caption. */
+interface Source {
+  data: Buffer;
+  meta: Metadata;
+  tags: Tags | undefined;
+  /** The date written into the output: EXIF date taken, else the file's time with dateFromMtime. */
+  stamp: number | undefined;
+}
+
+async function inspect(sharp: SharpFn, data: Buffer, profile: FrameProfile, mtimeMs: number): Promise<Source> {
+  const meta = await sharp(data, { limitInputPixels: false }).metadata();
+  checkSize(meta);
+  const tags = exifTags(meta.exif);
+  return { data, meta, tags, stamp: exifDate(tags) ?? (profile.dateFromMtime ? mtimeMs : undefined) };
+}
+
+/** Calls `use` with the photo decoded and upright. */
+function upright<T>(sharp: SharpFn, src: Source, heic: HeicDecoder, use: (image: Sharp) => Promise<T>): Promise<T> {
+  // HEIC pixels come out of libheif already turned as the file says (its irot/imir boxes).
+  if (!isHevcHeif(src.meta)) return use(sharp(src.data, { limitInputPixels: MAX_PIXELS }).autoOrient());
+  return heic.decode(src.data, src.meta.width! * src.meta.height!, (image) =>
+    use(
+      sharp(Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength), { raw: { width: image.width, height: image.height, channels: 4 } }),
+    ),
+  );
+}
+
+function encode(image: Sharp, profile: FrameProfile, stamp: number | undefined): Promise<Buffer> {
+  image = image.flatten({ background: "#000000" }).jpeg({ quality: profile.quality, progressive: false, mozjpeg: false });
+  if (stamp !== undefined) image = image.withExif({ IFD2: { DateTimeOriginal: exifText(stamp) } });
+  return image.toBuffer();
+}
+
+/** Any failure but a refused size reads as "cannot decode this photo". */
+async function decoding<T>(f: () => Promise<T>): Promise<T> {
   try {
-    const sharp = await loadSharp();
-    const meta = await sharp(data, { limitInputPixels: false }).metadata();
-    checkSize(meta);
-    const takenMs = exifDate(meta.exif);
-    const stamp = takenMs ?? (profile.dateFromMtime ? mtimeMs : undefined);
-    const encode = (image: Sharp): Promise<Buffer> => {
-      image = image.resize(profile.width, profile.height, {
-        fit: profile.resize === "fill" ? "cover" : "inside",
-        withoutEnlargement: profile.resize === "fit",
-      });
-      image = image.flatten({ background: "#000000" }).jpeg({ quality: profile.quality, progressive: false, mozjpeg: false });
-      if (stamp !== undefined) image = image.withExif({ IFD2: { DateTimeOriginal: exifText(stamp) } });
-      return image.toBuffer();
-    };
-    // HEIC pixels come out of libheif already turned as the file says (its irot/imir boxes).
-    if (!isHevcHeif(meta)) return await encode(sharp(data, { limitInputPixels: MAX_PIXELS }).autoOrient());
-    return await heic.decode(data, meta.width! * meta.height!, (image) =>
-      encode(
-        sharp(Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength), { raw: { width: image.width, height: image.height, channels: 4 } }),
-      ),
-    );
+    return await f();
   } catch (e) {
     if (e instanceof PhotoDecodeError) throw e;
     const why = ((e as Error).message ?? String(e)).split("\n")[0]!.replace(/^.*?: /, "");
     throw new PhotoDecodeError("FRAMEFI_PHOTO_UNDECODABLE", { reason: why }, { cause: e });
+  }
+}
+
+/** The caption of a photo, when the look asks for one: date stamp and place (the photo's own, else its GPS's town). */
+async function captionOf(look: Look, src: Source): Promise<string | undefined> {
+  if (!look.caption) return undefined;
+  let place: string | undefined;
+  if (look.caption.place) {
+    place = iptcPlace(src.meta.iptc) ?? xmpPlace(src.meta.xmp);
+    const gps = place === undefined ? gpsPosition(src.tags) : undefined;
+    if (gps) place = await nearestTown(gps);
+  }
+  return captionText(look.caption, src.stamp, place);
+}
+
+/** The photo (a file's content) as a JPEG for the profile; `mtimeMs` gives the date taken when asked and the photo has none. */
+export function convertPhoto(data: Buffer, profile: FrameProfile, mtimeMs: number, heic: HeicDecoder): Promise<Buffer> {
+  return decoding(async () => {
+    const sharp = await loadSharp();
+    const src = await inspect(sharp, data, profile, mtimeMs);
+    const look = profile.look;
+    if (!hasLook(look)) {
+      // No look: one libvips pipeline, decode to JPEG, as fast as it goes.
+      return upright(sharp, src, heic, (image) =>
+        encode(
+          image.resize(profile.width, profile.height, { fit: profile.resize === "fill" ? "cover" : "inside", withoutEnlargement: profile.resize === "fit" }),
+          profile,
+          src.stamp,
+        ),
+      );
+    }
+    const box = shownBox(profile);
+    const placed = await upright(sharp, src, heic, (image) => placeIn(sharp, image, look, profile.resize, box.width, box.height));
+    return encode(await finish(sharp, placed, look, await captionOf(look, src)), profile, src.stamp);
+  });
+}
+
+/** Two portrait photos as one JPEG, side by side (--pair-portraits); the first one's date and caption. */
+export function convertPair(
+  first: { data: Buffer; mtimeMs: number },
+  second: { data: Buffer; mtimeMs: number },
+  profile: FrameProfile,
+  heic: HeicDecoder,
+): Promise<Buffer> {
+  return decoding(async () => {
+    const sharp = await loadSharp();
+    const look = profile.look ?? {};
+    const box = shownBox(profile);
+    const half = halfOf(look, box.width);
+    const srcs = [await inspect(sharp, first.data, profile, first.mtimeMs), await inspect(sharp, second.data, profile, second.mtimeMs)];
+    const halves: Pixels[] = [];
+    for (const src of srcs) halves.push(await upright(sharp, src, heic, (image) => placeIn(sharp, image, half.look, profile.resize, half.width, box.height)));
+    const picture = await pairUp(sharp, halves[0]!, halves[1]!, box.width, box.height);
+    return encode(await finish(sharp, picture, look, await captionOf(look, srcs[0]!)), profile, srcs[0]!.stamp);
+  });
+}
+
+/** Whether a photo stands upright taller than wide, from its header alone (EXIF orientation counted). */
+export async function isPortrait(path: string): Promise<boolean> {
+  try {
+    const sharp = await loadSharp();
+    const m = await sharp(path).metadata();
+    const turned = (m.orientation ?? 1) >= 5;
+    const [w, h] = turned ? [m.height ?? 0, m.width ?? 0] : [m.width ?? 0, m.pageHeight ?? m.height ?? 0];
+    return h > w;
+  } catch {
+    return false;
   }
 }

@@ -8,7 +8,8 @@ import type { PlanInput } from "../sync/plan.js";
 import { hashOf, type PhotoCache } from "./cache.js";
 import { forEachLimited, WORKERS } from "./queue.js";
 import type { HeicDecoder } from "./heic.js";
-import { convertPhoto, dateTaken, isPhotoName } from "./convert.js";
+import { convertPair, convertPhoto, dateTaken, isPhotoName, isPortrait } from "./convert.js";
+import { findPairs } from "./pair.js";
 import { profileId, type FrameProfile, type PhotoOptions } from "./profile.js";
 
 /** A photo still to be converted, by its path on the card. */
@@ -23,6 +24,8 @@ export interface ConvertJob {
   hash: string;
   /** Where the converted photo goes in the cache. */
   output: string;
+  /** With --pair-portraits: the photo shown beside this one, in the same file. */
+  partner?: { source: string; abs: string; size: number; mtimeMs: number; hash: string };
 }
 
 export interface Prepared {
@@ -67,6 +70,9 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
     }
   });
 
+  const pairs = profile?.look?.pairPortraits ? await pairsOf(files, ids, opts.dedupe) : new Map<string, string>();
+  const paired = new Map([...pairs].map(([a, b]) => [b, a]));
+
   const firstOf = new Map<string, string>();
   /** Card path → the source that takes it. */
   const owner = new Map<string, string>();
@@ -90,6 +96,11 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
       out.skipped.push({ rel, reason: "not a photo (--others skip)" });
       continue;
     }
+    const first = paired.get(rel);
+    if (first !== undefined) {
+      out.skipped.push({ rel, reason: `shown beside ${first} in ${jpegName(first)} (--pair-portraits)` });
+      continue;
+    }
     const cardRel = photo ? jpegName(rel) : rel;
     const taken = owner.get(cardRel);
     if (taken !== undefined) {
@@ -102,13 +113,47 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
       out.input.entries.set(cardRel, e);
       continue;
     }
-    const size = await cache.lookup(pid, id.hash);
-    out.input.entries.set(cardRel, { type: "file", abs: cache.outputPath(pid, id.hash), size, mtimeMs: e.mtimeMs });
+    const second = pairs.get(rel);
+    const secondEntry = second === undefined ? undefined : local.entries.get(second);
+    const partner =
+      second !== undefined && secondEntry?.type === "file"
+        ? { source: second, abs: secondEntry.abs, size: secondEntry.size, mtimeMs: secondEntry.mtimeMs, hash: ids.get(second)!.hash }
+        : undefined;
+    const key = partner ? pairKey(id.hash, partner.hash) : id.hash;
+    const size = await cache.lookup(pid, key);
+    out.input.entries.set(cardRel, { type: "file", abs: cache.outputPath(pid, key), size, mtimeMs: e.mtimeMs });
     if (size === undefined) {
-      out.jobs.set(cardRel, { rel: cardRel, source: rel, abs: e.abs, size: e.size, mtimeMs: e.mtimeMs, hash: id.hash, output: cache.outputPath(pid, id.hash) });
+      const job: ConvertJob = { rel: cardRel, source: rel, abs: e.abs, size: e.size, mtimeMs: e.mtimeMs, hash: id.hash, output: cache.outputPath(pid, key) };
+      if (partner) {
+        job.partner = partner;
+        job.size += partner.size;
+      }
+      out.jobs.set(cardRel, job);
     } else out.fromCache++;
   }
   return out;
+}
+
+/** A pair is filed in the cache under the hash of both contents, in order. */
+function pairKey(first: string, second: string): string {
+  return hashOf(Buffer.from(`${first}+${second}`));
+}
+
+/** The pairs among the photos with a date taken (duplicates left out with --dedupe, as the plan leaves them). */
+function pairsOf(
+  files: [string, { abs: string }][],
+  ids: Map<string, { hash: string; takenMs: number | undefined }>,
+  dedupe: boolean,
+): Promise<Map<string, string>> {
+  const seen = new Set<string>();
+  const candidates = [];
+  for (const [rel, e] of files) {
+    const id = ids.get(rel);
+    if (!id || !isPhotoName(rel) || (dedupe && seen.has(id.hash))) continue;
+    seen.add(id.hash);
+    if (id.takenMs !== undefined) candidates.push({ rel, abs: e.abs, takenMs: id.takenMs });
+  }
+  return findPairs(candidates, isPortrait);
 }
 
 /** The photo changed between the sync's first read of it and its conversion: converting it would file it under the wrong hash. */
@@ -120,7 +165,12 @@ export class SourceChangedError extends FrameFiError {
 export async function runJob(job: ConvertJob, profile: FrameProfile, cache: PhotoCache, heic: HeicDecoder): Promise<number> {
   const data = await readFile(job.abs);
   if (hashOf(data) !== job.hash) throw new SourceChangedError("FRAMEFI_SOURCE_CHANGED", {});
-  const jpeg = await convertPhoto(data, profile, job.mtimeMs, heic);
-  await cache.store(profileId(profile), job.hash, jpeg);
+  let jpeg: Buffer;
+  if (job.partner) {
+    const other = await readFile(job.partner.abs);
+    if (hashOf(other) !== job.partner.hash) throw new SourceChangedError("FRAMEFI_SOURCE_CHANGED", {});
+    jpeg = await convertPair({ data, mtimeMs: job.mtimeMs }, { data: other, mtimeMs: job.partner.mtimeMs }, profile, heic);
+  } else jpeg = await convertPhoto(data, profile, job.mtimeMs, heic);
+  await cache.store(profileId(profile), job.partner ? pairKey(job.hash, job.partner.hash) : job.hash, jpeg);
   return jpeg.length;
 }

@@ -2,6 +2,7 @@
 // (the command line wins). Everything here is checked once, with a message that names the option and the fix.
 import { createHash } from "node:crypto";
 import { UsageError } from "../cli/usage.js";
+import { hasLook, LOOK_KEYS, parseLook, type Look, type LookSettings } from "./look.js";
 
 export interface FrameProfile {
   width: number;
@@ -13,6 +14,8 @@ export interface FrameProfile {
   format: "jpeg";
   /** Write EXIF DateTimeOriginal from the file's modification time when the photo has none. */
   dateFromMtime: boolean;
+  /** Background, smart crop, portrait pairs, caption, pixel aspect (look.ts); absent when none is asked. */
+  look?: Look;
 }
 
 /** A capacity limit on what the sync puts on the card; the newest photos are kept. */
@@ -35,7 +38,7 @@ export interface PhotoOptions {
 }
 
 /** The option values as given: flags by their long name, the [frame] section by its key. */
-export interface PhotoSettings {
+export interface PhotoSettings extends LookSettings {
   fit?: string | undefined;
   fill?: string | undefined;
   quality?: string | undefined;
@@ -60,6 +63,7 @@ export const FRAME_KEYS: Record<string, keyof PhotoSettings> = {
   MAX_FILES: "maxFiles",
   DATE_FROM_MTIME: "dateFromMtime",
   CACHE: "cache",
+  ...LOOK_KEYS,
 };
 
 /** The option's name as the user wrote it: `--fit` on the command line, `FIT` in the [frame] section. */
@@ -117,8 +121,10 @@ export function photoOptions(s: PhotoSettings, nameOf: NameOf, env: NodeJS.Proce
       throw new UsageError("FRAMEFI_BAD_FORMAT", { option: nameOf("format"), value: s.format });
     }
     profile = { ...box, resize: sizeKey, quality, format: "jpeg", dateFromMtime: parseBool(s.dateFromMtime, nameOf("dateFromMtime")) };
+    const look = parseLook(s, nameOf, sizeKey, box.width, box.height, parseBool);
+    if (hasLook(look)) profile.look = look;
   } else {
-    for (const key of ["quality", "format", "others", "dateFromMtime"] as const) {
+    for (const key of ["quality", "format", "others", "dateFromMtime", ...Object.values(LOOK_KEYS)] as const) {
       if (s[key] !== undefined && s[key] !== false)
         throw new UsageError("FRAMEFI_NEEDS_PROFILE", { option: nameOf(key), fit: nameOf("fit"), fill: nameOf("fill") });
     }
@@ -141,7 +147,8 @@ export function photoOptions(s: PhotoSettings, nameOf: NameOf, env: NodeJS.Proce
 
 /** Names a profile in the cache: a changed profile converts every photo again. Bump the version when output changes. */
 export function profileId(p: FrameProfile): string {
-  const key = JSON.stringify(["v1", p.width, p.height, p.resize, p.quality, p.format, p.dateFromMtime]);
+  // A look is added only when there is one, so that the caches of profiles without one stay valid.
+  const key = JSON.stringify(["v1", p.width, p.height, p.resize, p.quality, p.format, p.dateFromMtime, ...(p.look ? [p.look] : [])]);
   return createHash("sha256").update(key).digest("hex").slice(0, 16);
 }
 
