@@ -7,15 +7,21 @@
 // lftp:           the firmware's sync.sh mirror (--parallel=1), and with --parallel=4.
 // Then the photo pipeline (issue 18): 500 × 12-megapixel JPEGs (BENCH_PHOTOS to change the count) synced with
 // --fit 1024x600 from a cold cache (convert while uploading), again with the cache warm onto an empty card, and
-// copied as they are; time and the client's peak RSS.
+// copied as they are; time and the client's peak RSS. Beside them (issue 35): libvips' own vipsthumbnail on the same
+// photos, one process per core (convert only, to a local folder: what "convert" costs without us), and the
+// picture options on (--background blur --caption date), cold and warm.
 import { randomBytes } from "node:crypto";
-import { appendFile, mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import sharp from "sharp";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { bin, removeDir, run as runProgram, startDevice, tempDir, type RunningDevice } from "../test/helpers.js";
 import { FrameFiClient } from "../src/client/api/index.js";
 import { switchMode } from "../src/client/sync/modes.js";
+import { convertPhoto } from "../src/client/photos/convert.js";
+import { HeicDecoder } from "../src/client/photos/heic.js";
+import { photoOptions } from "../src/client/photos/profile.js";
+import { forEachLimited, WORKERS } from "../src/client/photos/queue.js";
 
 const FILES = 1_000;
 const SIZE = 200 * 1000;
@@ -91,6 +97,8 @@ async function photoPipeline(): Promise<void> {
     const rows: [string, string[]][] = [
       ["--fit 1024x600, cold cache: convert and upload", ["--fit", "1024x600", "--cache", cache]],
       ["--fit 1024x600, warm cache: upload only", ["--fit", "1024x600", "--cache", cache]],
+      ["--fit 1024x600 --background blur --caption date, cold cache", ["--fit", "1024x600", "--background", "blur", "--caption", "date", "--cache", cache]],
+      ["--fit 1024x600 --background blur --caption date, warm cache", ["--fit", "1024x600", "--background", "blur", "--caption", "date", "--cache", cache]],
       ["no profile: copy the originals", []],
     ];
     for (const [label, args] of rows) {
@@ -102,11 +110,50 @@ async function photoPipeline(): Promise<void> {
       console.log(
         `  ${label}: ${r.seconds.toFixed(1)} s (${(count / r.seconds).toFixed(1)} photos/s, ${mb(total / r.seconds)} MB/s read), peak RSS ${mb(r.rss)} MB, card ${mb(cardBytes)} MB`,
       );
+      if (label.includes("warm") && label.startsWith("--fit 1024x600,")) await vipsthumbnail(dir, count, total);
     }
   } finally {
     await dev.stop();
     await removeDir(dir);
     await removeDir(cache);
+  }
+}
+
+/** vipsthumbnail on the same photos, as many processes as cores, each its share of the files: libvips' own speed. */
+async function vipsthumbnail(dir: string, count: number, total: number): Promise<void> {
+  const out = await tempDir("framefi-bench-vips-");
+  try {
+    const names = (await readdir(dir)).sort();
+    const cores = availableParallelism();
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: cores }, async (_, i) => {
+        const mine = names.filter((_, n) => n % cores === i).map((n) => join(dir, n));
+        const r = await runProgram("vipsthumbnail", ["-s", "1024x600", "-o", `${out}/%s.jpg[Q=85,strip]`, ...mine], { timeoutMs: 1_800_000 });
+        if (r.code !== 0) throw new Error(`vipsthumbnail failed (${r.code}): ${r.stderr}`);
+      }),
+    );
+    const seconds = (performance.now() - t0) / 1000;
+    await check(out, "vipsthumbnail", count);
+    console.log(
+      `  vipsthumbnail -s 1024x600, ${cores} processes (convert only): ${seconds.toFixed(1)} s (${(count / seconds).toFixed(1)} photos/s, ${(total / seconds / 1e6).toFixed(0)} MB/s read)`,
+    );
+    // The same, through our conversion alone (read, convert, keep in memory; no hash, no upload), for like with like.
+    const heic = new HeicDecoder();
+    for (const [label, settings] of [
+      ["--fit 1024x600", { fit: "1024x600" }],
+      ["--fit 1024x600 --background blur --caption date", { fit: "1024x600", background: "blur", caption: "date" }],
+    ] as const) {
+      const profile = photoOptions(settings, (k) => k, {}, "/tmp").profile!;
+      const t1 = performance.now();
+      await forEachLimited(names, WORKERS, async (n) => {
+        await convertPhoto(await readFile(join(dir, n)), profile, 0, heic);
+      });
+      const s1 = (performance.now() - t1) / 1000;
+      console.log(`  convertPhoto ${label}, ${WORKERS} at once (convert only): ${s1.toFixed(1)} s (${(count / s1).toFixed(1)} photos/s)`);
+    }
+  } finally {
+    await removeDir(out);
   }
 }
 

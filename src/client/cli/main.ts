@@ -78,10 +78,11 @@ Photo options (sync; else the [frame] section of ./.env: FIT=1024x600, QUALITY=8
   --max-size SIZE        at most SIZE on the card in all (90%, 2GB, 500MiB); the newest are kept
   --cache DIR            converted photos are kept here (default $XDG_CACHE_HOME/framefi,
                          else ~/.cache/framefi)
-  --background blur|black|COLOUR  with --fit: exactly WxH, the rest a blur of the photo or a colour
+  --background B         with --fit: exactly WxH, the rest a blur of the photo (blur), black or a
+                         colour (#rrggbb)
   --crop smart           with --fill: crop around what draws the eye (default: the centre)
   --pair-portraits       two portrait photos taken within an hour, side by side on a landscape frame
-  --caption date|place|date,place  burn in the date taken and/or the place (GPS, IPTC/XMP city)
+  --caption WHAT         burn in the date taken, the place (GPS, IPTC/XMP city) or both: date,place
   --caption-format FMT   the date's format: %Y %m %d %e %B %b %H %M (default "%e %B %Y")
   --pixel-aspect 16:9|N  the panel is shown at 16:9 (or its pixels N times wider than tall):
                          pre-squeeze so circles stay round
