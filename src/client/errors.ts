@@ -196,6 +196,7 @@ export const ERRORS = {
     message: '{option} is the aspect the panel is shown at (16:9) or a pixel\'s width over its height (0.5 to 2), got "{value}".',
     exit: EXIT.usage,
   },
+  FRAMEFI_FORMAT_NEEDS_CAPTION: { message: "{option} formats the caption's date: add {caption} date.", exit: EXIT.usage },
   FRAMEFI_PAIR_NEEDS_LANDSCAPE: { message: "{option} puts two portrait photos side by side on a landscape frame, and {size} is not one.", exit: EXIT.usage },
   // The .env file.
   FRAMEFI_ENV_UNREADABLE: { message: "Cannot read {file}: {reason}; make it readable, or remove it.", exit: EXIT.usage },

@@ -267,6 +267,7 @@ describe("framefi sync with the picture options", () => {
       [["--fit", "600x800", "--pair-portraits"], /--pair-portraits puts two portrait photos side by side on a landscape frame, and 600x800 is not one/],
       [["--fit", "800x480", "--caption", "weather"], /--caption is date, place or date,place, got "weather"/],
       [["--fit", "800x480", "--caption", "date", "--caption-format", "%s"], /--caption-format is up to 40 characters/],
+      [["--fit", "800x480", "--caption-format", "%Y"], /--caption-format formats the caption's date: add --caption date\./],
       [["--fit", "800x480", "--pixel-aspect", "9:0"], /--pixel-aspect is the aspect the panel is shown at/],
       [["--background", "blur"], /--background needs a frame profile: add --fit WxH or --fill WxH\./],
     ];

@@ -57,6 +57,18 @@ export interface PhotoChoices {
   dateFromMtime?: boolean;
   /** Where converted photos are kept; default $XDG_CACHE_HOME/framefi, else ~/.cache/framefi. */
   cache?: string;
+  /** With fit: exactly the frame's size, the rest "blur" (of the photo), "black" or a colour ("#336699"). */
+  background?: string;
+  /** With fill: "smart" crops around what draws the eye (libvips' attention), "centre" (default) evenly. */
+  crop?: "smart" | "centre";
+  /** Two portrait photos taken within an hour side by side (a landscape frame). */
+  pairPortraits?: boolean;
+  /** Burn in "date", "place" or "date,place". */
+  caption?: string;
+  /** The caption's date format: %Y %m %d %e %B %b %H %M; default "%e %B %Y". */
+  captionFormat?: string;
+  /** The aspect the panel is shown at ("16:9") or its pixels' width over their height. */
+  pixelAspect?: string;
 }
 
 /** Checks photo choices and makes them the `photos` option of sync(); a bad value throws, naming it. */

@@ -115,7 +115,7 @@ export function parseLook(
     look.pairPortraits = true;
   }
   if (s.caption !== undefined) look.caption = parseCaption(s.caption, s.captionFormat, nameOf("caption"), nameOf("captionFormat"));
-  else if (s.captionFormat !== undefined) throw new UsageError("FRAMEFI_BAD_CAPTION", { option: nameOf("caption"), value: "" });
+  else if (s.captionFormat !== undefined) throw new UsageError("FRAMEFI_FORMAT_NEEDS_CAPTION", { option: nameOf("captionFormat"), caption: nameOf("caption") });
   if (s.pixelAspect !== undefined) {
     const pa = parsePixelAspect(s.pixelAspect, nameOf("pixelAspect"), width, height);
     if (Math.abs(pa - 1) > 0.001) look.pixelAspect = pa;
