@@ -5,7 +5,7 @@
 // pre-squeezed by the panel's stretch); a second sync converts nothing, a changed option converts again.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import sharp, { type Sharp } from "sharp";
 import { removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
@@ -87,13 +87,12 @@ describe("framefi sync with the picture options", () => {
   let dev: RunningDevice;
   let photos: string;
   let cache: string;
-  const sync = (dir: string, to: string, ...args: string[]): ReturnType<typeof framefi> =>
+  const syncWith = (env: NodeJS.ProcessEnv, dir: string, to: string, ...args: string[]): ReturnType<typeof framefi> =>
     framefi(
       ["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), "--cache", cache, join(photos, dir), "--to", `/${to}`, "--stay", ...args],
-      {
-        timeoutMs: 120_000,
-      },
+      { timeoutMs: 120_000, env },
     );
+  const sync = (dir: string, to: string, ...args: string[]): ReturnType<typeof framefi> => syncWith({}, dir, to, ...args);
   const card = (...parts: string[]): string => join(dev.card, ...parts);
 
   before(async () => {
@@ -189,9 +188,14 @@ describe("framefi sync with the picture options", () => {
     assert.equal(plain.code, 0, plain.stderr);
     const before = await rawOf(card("plain", "lyon.jpg"));
     const widths: Record<string, number> = {};
-    for (const what of ["date", "date,place"]) {
-      const to = what === "date" ? "date" : "place";
-      const r = await sync("one", to, "--fit", "1024x600", "--background", "black", "--caption", what);
+    // The shipped font is the one drawn: with no font on the system (an empty fontconfig), the same caption.
+    const noFonts = join(photos, "no-fonts.conf");
+    await writeFile(noFonts, `<?xml version="1.0"?>\n<fontconfig><cachedir>${photos}/fc-cache</cachedir></fontconfig>\n`);
+    for (const what of ["date", "date,place", "date without system fonts"]) {
+      const to = what === "date" ? "date" : what === "date,place" ? "place" : "nofonts";
+      const env = to === "nofonts" ? { FONTCONFIG_FILE: noFonts } : {};
+      const own = to === "nofonts" ? ["--cache", join(photos, "nofonts-cache")] : [];
+      const r = await syncWith(env, "one", to, "--fit", "1024x600", "--background", "black", "--caption", what.split(" ")[0]!, ...own);
       assert.equal(r.code, 0, r.stderr);
       const after = await rawOf(card(to, "lyon.jpg"));
       // Above the band, nothing changed.
@@ -213,6 +217,7 @@ describe("framefi sync with the picture options", () => {
       widths[what] = 1024 - left;
     }
     assert.ok(widths["date,place"]! > widths.date! + 60, `the place makes the caption wider: ${JSON.stringify(widths)}`);
+    assert.ok(Math.abs(widths["date without system fonts"]! - widths.date!) <= 2, `the same font without system fonts: ${JSON.stringify(widths)}`);
     // The photo's own XMP place, beside its date.
     const xmp = await rawOf(card("place", "zurich.jpg"));
     assert.ok(count(xmp, { left: 400, top: 560, width: 300, height: 30 }, bright) > 100, "the XMP place is written");
