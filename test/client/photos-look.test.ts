@@ -281,5 +281,16 @@ describe("framefi sync with the picture options", () => {
       assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
       assert.match(r.stderr, want);
     }
+    // The .env's [frame] section takes them too, and its key is named.
+    const cwd = await tempDir("framefi-env-");
+    try {
+      await writeFile(join(cwd, ".env"), "[frame]\nFIT=800x480\nCROP=smart\n");
+      const args = ["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), "--cache", cache, join(photos, "one"), "--to", "/bad"];
+      const r = await framefi(args, { cwd });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /CROP in the \.env's \[frame\] section chooses what a crop keeps: add --fill WxH/);
+    } finally {
+      await removeDir(cwd);
+    }
   });
 });
