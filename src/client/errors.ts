@@ -170,6 +170,35 @@ export const ERRORS = {
   FRAMEFI_SYNC_NOT_A_FOLDER: { message: "{dir} is not a folder; give the folder of photos to sync.", exit: EXIT.usage },
   FRAMEFI_BAD_CLI_PARALLEL: { message: '--parallel must be a whole number from 1 to 16, got "{value}".', exit: EXIT.usage },
   FRAMEFI_DRY_RUN_NEEDS_FTP: { message: "Nothing compared: {why}. Switch first (framefi mode ftp), or run it on a terminal to be asked.", exit: EXIT.usage },
+  // Sources other than a folder (src/client/sources/): {source} never holds a password.
+  FRAMEFI_SOURCE_BAD_URL: {
+    message: "{source} is not a source framefi can read ({problem}); give a folder, or webdav://, webdavs://, sftp:// or smb://host/path.",
+    exit: EXIT.usage,
+  },
+  FRAMEFI_SOURCE_PASSWORD_IN_URL: {
+    message: "{source}: a password does not go in the source (the command line is seen by others); set FRAMEFI_SOURCE_PASSWORD instead.",
+    exit: EXIT.usage,
+  },
+  FRAMEFI_SOURCE_NO_KNOWN_HOSTS: {
+    message: "{source}: the server's key cannot be checked, {file} does not exist; add it (ssh-keyscan -p PORT HOST) or set FRAMEFI_SOURCE_KNOWN_HOSTS.",
+    exit: EXIT.usage,
+  },
+  FRAMEFI_SOURCE_RCLONE_FAILED: { message: "Cannot fetch {source}: {reason}.", exit: EXIT.deviceError },
+  FRAMEFI_SOURCE_UNREACHABLE: {
+    message: "Cannot read {source}; the card was left as it is. Check the address, the login and the network: {reason}",
+    exit: EXIT.unreachable,
+  },
+  // What --delete may remove (plan.ts holds deletes back; each is reported as a failure).
+  FRAMEFI_DELETE_TOO_MANY: {
+    message: "not deleted: --delete would remove {count} of the card's {total} files, more than --max-delete {max}; check the source, then rerun with --force",
+    exit: EXIT.deviceError,
+  },
+  FRAMEFI_DELETE_EMPTY_SOURCE: {
+    message: "not deleted: the source lists no files, which looks like a failure rather than an empty album",
+    exit: EXIT.deviceError,
+  },
+  FRAMEFI_DELETE_DECLINED: { message: "not deleted: declined at the prompt", exit: EXIT.deviceError },
+  FRAMEFI_BAD_MAX_DELETE: { message: '--max-delete is a share of the card\'s files (0% to 100%) or a number of files, got "{value}".', exit: EXIT.usage },
   // Photo options, on the command line or in the .env's [frame] section ({option} names it as the user wrote it).
   FRAMEFI_BAD_FRAME_SIZE: {
     message: '{option} takes the frame\'s size in pixels as WIDTHxHEIGHT (16 to 16384 each), e.g. 1024x600; got "{value}".',

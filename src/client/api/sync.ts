@@ -6,13 +6,17 @@ import type { FrameFiClient } from "./index.js";
 import { SyncStopped } from "../sync/errors.js";
 import type { SyncEvents, SyncResult } from "../sync/sync.js";
 import type { PhotoOptions, PhotoSettings } from "../photos/profile.js";
+import type { DeleteLimit } from "../sync/plan.js";
+import type { SourceSecrets } from "../sources/source.js";
 
 /** The firmware's FTP port and login, used when none is given and the device announces no port. */
 const FIRMWARE_FTP = { port: 21, user: "user", password: "password" };
 
 export interface SyncFolderOptions {
-  /** The local folder to mirror. */
+  /** The local folder to mirror; or a share (webdav://, webdavs://, sftp://, smb://), fetched into a local mirror first. */
   localDir: string;
+  /** A share's secrets (default: FRAMEFI_SOURCE_PASSWORD, FRAMEFI_SOURCE_KEY_FILE, FRAMEFI_SOURCE_KNOWN_HOSTS). */
+  sourceSecrets?: SourceSecrets;
   /** The folder on the card; default "/". */
   remoteDir?: string;
   /** Delete what is on the card but not in the folder. */
@@ -35,6 +39,38 @@ export interface SyncFolderOptions {
   photos?: PhotoOptions;
   /** How long to wait for a mode switch and for the FTP server; default 30 s. */
   waitMs?: number;
+  /** The most `delete` removes in one sync without `force`: a share of the card's files or a number; default half. */
+  maxDelete?: DeleteLimit;
+  /** Delete beyond `maxDelete` (never when the source lists no file). */
+  force?: boolean;
+  /** Asked with the files `delete` would remove, before any is; false keeps them. */
+  confirmDeletes?: (files: string[]) => Promise<boolean>;
+}
+
+/** A share's secrets from the environment. */
+export function sourceSecretsFromEnv(env: NodeJS.ProcessEnv): SourceSecrets {
+  return { password: env.FRAMEFI_SOURCE_PASSWORD, keyFile: env.FRAMEFI_SOURCE_KEY_FILE, knownHosts: env.FRAMEFI_SOURCE_KNOWN_HOSTS };
+}
+
+/**
+ * The folder a sync reads: `localDir` itself, or, for a share, its mirror in the cache folder
+ * (`<cache>/sources/<id>`), brought up to date first; a share that cannot be read throws before the device is touched.
+ */
+async function sourceFolder(options: SyncFolderOptions, signal: AbortSignal, step: (text: string) => void): Promise<string> {
+  const [{ isRemoteSource, parseRemoteSource }, { fetchSource }, { cacheDir }, { createHash }, { join }] = await Promise.all([
+    import("../sources/source.js"),
+    import("../sources/rclone.js"),
+    import("../photos/profile.js"),
+    import("node:crypto"),
+    import("node:path"),
+  ]);
+  if (!isRemoteSource(options.localDir)) return options.localDir;
+  const source = parseRemoteSource(options.localDir, options.sourceSecrets ?? sourceSecretsFromEnv(process.env), homedir());
+  const cache = options.photos?.cacheDir ?? cacheDir(undefined, process.env, homedir());
+  const dest = join(cache, "sources", createHash("sha256").update(source.display).digest("hex").slice(0, 16));
+  step(`Fetching ${source.display}…`);
+  await fetchSource(source, dest, signal);
+  return dest;
 }
 
 /** What framePhotos() takes: the `framefi sync` photo options, typed. */
@@ -109,6 +145,7 @@ export async function sync(client: FrameFiClient, options: SyncFolderOptions): P
   if (signal.aborted) throw new SyncStopped("Interrupted before it began.", signal.reason, (await client.mode()).mode, true);
   const unlock = await lockDevice(client.url, signal, () => events.step(`Waiting for another framefi sync to ${client.url} to finish…`));
   try {
+    const localDir = await sourceFolder(options, signal, events.step);
     return await mirror({
       client,
       ftp: {
@@ -119,7 +156,7 @@ export async function sync(client: FrameFiClient, options: SyncFolderOptions): P
         password: ftp.password ?? FIRMWARE_FTP.password,
         timeoutMs: client.timeoutMs,
       },
-      localDir: options.localDir,
+      localDir,
       remoteDir,
       delete: options.delete === true,
       dryRun: options.dryRun === true,
@@ -130,6 +167,8 @@ export async function sync(client: FrameFiClient, options: SyncFolderOptions): P
       events,
       photos: options.photos,
       waitMs: options.waitMs,
+      deleteGuard: { limit: options.maxDelete ?? { share: 0.5 }, force: options.force === true },
+      confirmDeletes: options.confirmDeletes,
     });
   } finally {
     await unlock();

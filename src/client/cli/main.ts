@@ -23,6 +23,8 @@ import { UsageError } from "./usage.js";
 import { surviveClosedOutput } from "../../shared/closed-output.js";
 import { blankControls } from "../api/text.js";
 import { checkFtpText } from "../ftp/remote.js";
+import { isRemoteSource } from "../sources/source.js";
+import type { DeleteLimit } from "../sync/plan.js";
 
 /** `text` with the control characters of each of its lines blanked (see blankControls). */
 function printable(text: string): string {
@@ -41,7 +43,8 @@ Commands:
   restart                              restart the device
   wifi reset                           forget the Wi-Fi settings and restart into setup mode (asks first)
   upload FILE... [--to DIR]            upload files to the card (the device must be in FTP mode)
-  sync [DIR]                           mirror DIR (default: LOCAL_DIR of ./.env) to the card over FTP
+  sync [SOURCE]                        mirror SOURCE (default: LOCAL_DIR of ./.env) to the card over FTP:
+                                       a folder, or webdav[s]://, sftp://, smb://[user@]host/path
 
 Options:
   --host HOST            the device: host, host:port or URL (else FRAMEFI_DEVICE, else FTP_HOST of ./.env)
@@ -54,7 +57,10 @@ Options:
   --version              the client's version
 
 Sync options:
-  --delete               delete what is on the card but not in DIR
+  --delete               delete what is on the card but not in SOURCE (asks first on a terminal,
+                         unless --yes; never when SOURCE lists no file)
+  --max-delete N|N%      delete at most this many of the card's files in one sync (default 50%)
+  --force                delete beyond --max-delete
   --dry-run              print what would be done, change nothing (compares over FTP only when
                          the device is in FTP mode already, or after asking on a terminal)
   --stay                 leave the device in FTP mode (default: back to USB MSC mode)
@@ -102,6 +108,8 @@ const OPTIONS = {
   to: { type: "string" },
   delete: { type: "boolean" },
   "dry-run": { type: "boolean" },
+  "max-delete": { type: "string" },
+  force: { type: "boolean" },
   "follow-links": { type: "boolean" },
   stay: { type: "boolean" },
   parallel: { type: "string" },
@@ -153,7 +161,7 @@ const PHOTO_FLAGS = Object.values(PHOTO_FLAG);
 /** Options that belong to one command only. */
 const COMMAND_OPTIONS: Record<string, readonly (keyof Flags)[]> = {
   upload: ["to"],
-  sync: ["to", "delete", "dry-run", "stay", "parallel", "ftp-port", "ftp-user", "follow-links", ...PHOTO_FLAGS],
+  sync: ["to", "delete", "max-delete", "force", "yes", "dry-run", "stay", "parallel", "ftp-port", "ftp-user", "follow-links", ...PHOTO_FLAGS],
   wifi: ["yes"],
 };
 
@@ -305,9 +313,10 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     expectArgs(ctx, "sync", 1);
     const dir = ctx.args[0] ?? ctx.conn.localDir;
     if (!dir) throw new UsageError("FRAMEFI_SYNC_NEEDS_FOLDER", {});
-    const localDir = resolve(dir);
-    const st = await stat(localDir).catch(() => undefined);
-    if (!st?.isDirectory()) throw new UsageError("FRAMEFI_SYNC_NOT_A_FOLDER", { dir });
+    const remoteSource = isRemoteSource(dir);
+    const localDir = remoteSource ? dir : resolve(dir);
+    if (!remoteSource && !(await stat(localDir).catch(() => undefined))?.isDirectory()) throw new UsageError("FRAMEFI_SYNC_NOT_A_FOLDER", { dir });
+    const maxDelete = deleteLimit(ctx.flags["max-delete"]);
     let parallel = 4;
     if (ctx.flags.parallel !== undefined) {
       parallel = /^\d+$/.test(ctx.flags.parallel) ? Number(ctx.flags.parallel) : NaN;
@@ -353,6 +362,9 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
         signal: controller.signal,
         events,
         photos,
+        maxDelete,
+        force: ctx.flags.force === true,
+        confirmDeletes: haveTerminal() && !ctx.flags.yes && !dryRun ? (files) => confirmDeletes(ctx, files) : undefined,
       });
     } catch (e) {
       // Ctrl-C before the sync began, while another one held the device.
@@ -367,6 +379,22 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     return result.failed.length > 0 ? EXIT.deviceError : EXIT.ok;
   },
 };
+
+/** --max-delete: "50%" or a number of files; undefined: the default. */
+function deleteLimit(text: string | undefined): DeleteLimit | undefined {
+  if (text === undefined) return undefined;
+  const m = /^(\d{1,9})(%?)$/.exec(text.trim());
+  if (!m || (m[2] === "%" && Number(m[1]) > 100)) throw new UsageError("FRAMEFI_BAD_MAX_DELETE", { value: text });
+  return m[2] === "%" ? { share: Number(m[1]) / 100 } : { files: Number(m[1]) };
+}
+
+/** On a terminal: the files --delete would remove, then the question. */
+async function confirmDeletes(ctx: Context, files: string[]): Promise<boolean> {
+  const shown = files.slice(0, 20);
+  for (const rel of shown) ctx.err(`  would delete ${printable(rel)}`);
+  if (files.length > shown.length) ctx.err(`  … and ${files.length - shown.length} more`);
+  return confirm(`Delete ${files.length} file${files.length === 1 ? "" : "s"} from the card?`);
+}
 
 /** The photo options of the command line over the .env's [frame] section; undefined when none is given. */
 function syncPhotoOptions(ctx: Context): PhotoOptions | undefined {

@@ -2,6 +2,7 @@
 // up to date, what to upload, and what to delete.
 import type { RemoteEntry } from "../ftp/remote.js";
 import type { LocalEntry, LocalTree } from "./local-tree.js";
+import { messageOf } from "../errors.js";
 
 /**
  * What the card should hold, by path on the card. Without a frame profile that is the local tree itself; with
@@ -33,7 +34,20 @@ export interface Plan {
   pending: { rel: string; remote: RemoteEntry | undefined }[];
   /** What cannot be mirrored as asked, with why (reported as failures). */
   problems: { rel: string; reason: string }[];
+  /** Files --delete would have removed, held back by the delete guard (see guardDeletes). */
+  heldDeletes: string[];
 }
+
+/** How much of the card one sync may delete without `force`: a share of its files (0–1) or a number of files. */
+export type DeleteLimit = { share: number } | { files: number };
+
+export interface DeleteGuard {
+  limit: DeleteLimit;
+  force: boolean;
+}
+
+/** --max-delete's default: half of the card's files. */
+export const DEFAULT_DELETE_GUARD: DeleteGuard = { limit: { share: 0.5 }, force: false };
 
 /** How far apart two modification times may be and still be the same: FAT cards keep times to 2 s. */
 const MTIME_SLACK_MS = 2_000;
@@ -67,8 +81,8 @@ export function decideUpload(
  * the times differ. Without it an uploaded file carries its upload time, so only a local file newer than the
  * card's copy counts as changed.
  */
-export function makePlan(local: PlanInput, remote: Map<string, RemoteEntry>, opts: { delete: boolean; canSetTimes: boolean }): Plan {
-  const plan: Plan = { mkdirs: [], uploads: [], deleteFiles: [], deleteDirs: [], unchanged: 0, pending: [], problems: [] };
+export function makePlan(local: PlanInput, remote: Map<string, RemoteEntry>, opts: { delete: boolean; canSetTimes: boolean; guard?: DeleteGuard }): Plan {
+  const plan: Plan = { mkdirs: [], uploads: [], deleteFiles: [], deleteDirs: [], unchanged: 0, pending: [], problems: [], heldDeletes: [] };
   const blocked: string[] = [...local.unreadable.keys()];
   for (const [rel, reason] of local.unreadable) plan.problems.push({ rel, reason: `cannot read this local folder (${reason})` });
   for (const rel of local.skipped) plan.problems.push({ rel, reason: "not a regular file or folder; skipped" });
@@ -116,5 +130,30 @@ export function makePlan(local: PlanInput, remote: Map<string, RemoteEntry>, opt
   }
   plan.mkdirs.sort((a, b) => depth(a) - depth(b) || a.localeCompare(b));
   plan.deleteDirs.sort((a, b) => depth(b) - depth(a) || a.localeCompare(b));
+  if (opts.delete) guardDeletes(plan, local, remote, opts.guard ?? DEFAULT_DELETE_GUARD);
   return plan;
+}
+
+/**
+ * Holds back what --delete would remove (files and folders not in the source; a name that changes type is still
+ * replaced) when the source lists no file at all, whatever `force` says, or when it is more of the card's files
+ * than the limit allows without `force`: an emptied or mistyped share must not empty the frame.
+ */
+function guardDeletes(plan: Plan, local: PlanInput, remote: Map<string, RemoteEntry>, guard: DeleteGuard): void {
+  const removals = plan.deleteFiles.filter((rel) => !local.entries.has(rel));
+  if (removals.length === 0) return;
+  const total = [...remote.values()].filter((r) => r.type === "file").length;
+  const max = "share" in guard.limit ? Math.floor(total * guard.limit.share) : guard.limit.files;
+  const sourceEmpty = ![...local.entries.values()].some((e) => e.type === "file");
+  let reason: string | undefined;
+  if (sourceEmpty) reason = messageOf("FRAMEFI_DELETE_EMPTY_SOURCE", {});
+  else if (!guard.force && removals.length > max) {
+    const shown = "share" in guard.limit ? `${Math.round(guard.limit.share * 100)}%` : String(guard.limit.files);
+    reason = messageOf("FRAMEFI_DELETE_TOO_MANY", { count: removals.length, total, max: shown });
+  }
+  if (reason === undefined) return;
+  plan.heldDeletes = removals;
+  plan.deleteFiles = plan.deleteFiles.filter((rel) => local.entries.has(rel));
+  plan.deleteDirs = plan.deleteDirs.filter((rel) => local.entries.has(rel));
+  plan.problems.push({ rel: "--delete", reason });
 }

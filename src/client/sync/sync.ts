@@ -6,13 +6,13 @@
 import { MODE_FTP, MODE_NAMES, modeOf, type Mode, type ModeName } from "../../shared/firmware.js";
 import type { FrameFiClient } from "../api/index.js";
 import { switchMode } from "./modes.js";
-import { FrameFiError } from "../errors.js";
+import { FrameFiError, messageOf } from "../errors.js";
 import { LocalFileError, SyncStopped } from "./errors.js";
 import { connectCard } from "../ftp/connect.js";
 import { FtpReplyError, isReply, remoteJoin, type CardPool, type FtpTarget, type RemoteConnection, type RemoteEntry } from "../ftp/remote.js";
 import { listCard } from "./card-tree.js";
 import { scanLocal, type LocalTree } from "./local-tree.js";
-import { decideUpload, makePlan, type Plan, type PlanInput, type Upload } from "./plan.js";
+import { decideUpload, makePlan, type DeleteGuard, type Plan, type PlanInput, type Upload } from "./plan.js";
 import type { PhotoCache } from "../photos/cache.js";
 import type { Candidate } from "../photos/capacity.js";
 import type { ConvertJob, Prepared } from "../photos/prepare.js";
@@ -39,6 +39,10 @@ export interface SyncOptions {
   waitMs?: number;
   /** A frame profile, --dedupe or a capacity limit; undefined: files are mirrored as they are. */
   photos?: PhotoOptions | undefined;
+  /** How much `delete` may remove; default half of the card's files (plan.ts). */
+  deleteGuard?: DeleteGuard | undefined;
+  /** Asked with the files `delete` would remove before any is; false keeps them all. */
+  confirmDeletes?: ((files: string[]) => Promise<boolean>) | undefined;
 }
 
 /** What a sync tells its reporter (the progress bar or the per-file lines). */
@@ -135,7 +139,7 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
   let switched = false;
   let pool: CardPool<RemoteConnection> | undefined;
   const result: SyncResult = {
-    plan: { mkdirs: [], uploads: [], deleteFiles: [], deleteDirs: [], unchanged: 0, pending: [], problems: [] },
+    plan: { mkdirs: [], uploads: [], deleteFiles: [], deleteDirs: [], unchanged: 0, pending: [], problems: [], heldDeletes: [] },
     uploaded: 0,
     uploadedBytes: 0,
     deleted: 0,
@@ -358,7 +362,13 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
       events.step(`Not following ${remoteJoin(opts.remoteDir, link)} on the card: it lists as ${remoteJoin(opts.remoteDir, to)}, a link back to it.`);
     }
     const input = opts.photos ? await preparedInput(local, remote.tree, opts.photos) : local;
-    const plan = makePlan(input, remote.tree, { delete: opts.delete, canSetTimes: pool.canSetTimes });
+    const plan = makePlan(input, remote.tree, { delete: opts.delete, canSetTimes: pool.canSetTimes, guard: opts.deleteGuard });
+    if (!opts.dryRun && opts.confirmDeletes && plan.deleteFiles.length > 0 && !(await opts.confirmDeletes(plan.deleteFiles))) {
+      plan.heldDeletes = plan.deleteFiles;
+      plan.deleteFiles = [];
+      plan.deleteDirs = [];
+      plan.problems.push({ rel: "--delete", reason: messageOf("FRAMEFI_DELETE_DECLINED", {}) });
+    }
     result.plan = plan;
     events.planned(plan);
     for (const p of plan.problems) fail(p.rel, p.reason);

@@ -1,0 +1,30 @@
+// sftp:// sources (rclone's sftp back-end, which speaks SFTP itself: no ssh program). The server's key must be in
+// known_hosts (FRAMEFI_SOURCE_KNOWN_HOSTS, default ~/.ssh/known_hosts): rclone trusts any key without one, so a
+// missing file is an error. A key file (FRAMEFI_SOURCE_KEY_FILE), else the password. Only the SFTP subsystem is
+// used: no remote shell commands (checksums over ssh), so a server that allows SFTP only works.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { FrameFiError } from "../errors.js";
+import type { Backend, SourceSecrets } from "./source.js";
+import { pathSegments } from "./source.js";
+
+export function sftpBackend(url: URL, user: string, secrets: SourceSecrets, home: string, shown: string): Backend {
+  const segments = pathSegments(url, shown);
+  const knownHosts = secrets.knownHosts ?? join(home, ".ssh", "known_hosts");
+  if (!existsSync(knownHosts)) throw new FrameFiError("FRAMEFI_SOURCE_NO_KNOWN_HOSTS", { source: shown, file: knownHosts });
+  const options: Record<string, string> = {
+    type: "sftp",
+    host: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+    port: url.port === "" ? "22" : url.port,
+    known_hosts_file: knownHosts,
+    shell_type: "none",
+    disable_hashcheck: "true",
+    ask_password: "false",
+  };
+  if (user !== "") options.user = user;
+  if (secrets.keyFile !== undefined) options.key_file = secrets.keyFile;
+  if (secrets.password !== undefined) options.pass = secrets.password;
+  // sftp://host/~/photos is relative to the home folder (as curl reads it); any other path is absolute.
+  const path = segments[0] === "~" ? segments.slice(1).join("/") : `/${segments.join("/")}`;
+  return { options, path, secrets: ["pass"] };
+}

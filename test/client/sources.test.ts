@@ -1,0 +1,134 @@
+// `framefi sync SOURCE` from shares on real servers started here (fixtures/shares.ts: WebDAV, SFTP, SMB): a share
+// with sub-folders, an EXIF-rotated photo and a HEIC reaches a running bin/framefi-device as upright JPEGs; one
+// file changed and one deleted on the share are mirrored by the next sync; a third sync downloads and uploads
+// nothing. The secrets travel in the environment and appear in no output; an unreachable share leaves the card.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { copyFile, mkdir, readdir, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import sharp from "sharp";
+import { freePort, removeDir, repoRoot, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { framefi } from "./fixtures/cli.js";
+import { startSftp, startSmb, startWebdav, type Share } from "./fixtures/shares.js";
+
+/** An upright 600 × 900 picture stored turned a quarter with EXIF orientation 6, as cameras do. */
+async function rotatedPhoto(path: string): Promise<void> {
+  const upright = await sharp({ create: { width: 600, height: 900, channels: 3, background: { r: 20, g: 60, b: 200 } } })
+    .png()
+    .toBuffer();
+  await sharp(upright).rotate(270).jpeg().withMetadata({ orientation: 6 }).toFile(path);
+}
+
+async function plainPhoto(path: string, width: number, colour: number): Promise<void> {
+  await sharp({ create: { width, height: 400, channels: 3, background: { r: colour, g: 100, b: 50 } } })
+    .jpeg()
+    .toFile(path);
+}
+
+/** Every file under `dir` by relative path, with its inode (a file rclone downloads again gets a new one). */
+async function inodes(dir: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const e of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (e.isFile()) out.set(join(e.parentPath, e.name).slice(dir.length + 1), (await stat(join(e.parentPath, e.name))).ino);
+  }
+  return out;
+}
+
+describe("framefi sync from a share", () => {
+  let dev: RunningDevice;
+  let cache: string;
+  before(async () => {
+    dev = await startDevice();
+    cache = await tempDir("framefi-sources-cache-");
+  });
+  after(async () => {
+    await dev?.stop();
+    await removeDir(cache);
+  });
+
+  const sync = (share: Share, to: string, ...args: string[]) =>
+    framefi(
+      ["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), share.source, "--to", to, "--fit", "800x600", "--cache", cache, ...args],
+      {
+        env: share.env,
+        timeoutMs: 120_000,
+      },
+    );
+
+  for (const [kind, startShare] of [
+    ["WebDAV", startWebdav],
+    ["SFTP", startSftp],
+    ["SMB", startSmb],
+  ] as const) {
+    test(`${kind}: photos through to the card, a change and a delete, then nothing to do`, async () => {
+      const dir = await tempDir(`framefi-share-${kind}-`);
+      await mkdir(join(dir, "album", "2024"), { recursive: true });
+      await rotatedPhoto(join(dir, "album", "rotated.jpg"));
+      await copyFile(join(repoRoot, "test", "client", "fixtures", "marked.heic"), join(dir, "album", "2024", "IMG_0001.HEIC"));
+      await plainPhoto(join(dir, "top.jpg"), 500, 200);
+      await plainPhoto(join(dir, "old.jpg"), 300, 10);
+      const share = await startShare(dir);
+      const to = `/${kind.toLowerCase()}`;
+      const card = join(dev.card, kind.toLowerCase());
+      try {
+        const first = await sync(share, to, "--delete");
+        assert.equal(first.code, 0, first.stdout + first.stderr);
+        const upright = await sharp(join(card, "album", "rotated.jpg")).metadata();
+        assert.deepEqual([upright.width, upright.height, upright.orientation], [400, 600, undefined], "turned upright, within 800x600");
+        assert.equal((await sharp(join(card, "album", "2024", "IMG_0001.jpg")).metadata()).format, "jpeg");
+        assert.ok((await stat(join(card, "old.jpg"))).isFile());
+
+        await plainPhoto(join(dir, "top.jpg"), 700, 90);
+        await rm(join(dir, "old.jpg"));
+        const second = await sync(share, to, "--delete");
+        assert.equal(second.code, 0, second.stdout + second.stderr);
+        assert.match(second.stdout, /^uploaded top\.jpg /m);
+        assert.match(second.stdout, /^deleted old\.jpg$/m);
+        assert.match(second.stdout, /Sync done: 1 uploaded .*, 1 deleted, 0 folders created, 2 unchanged\./);
+        assert.equal((await sharp(join(card, "top.jpg")).metadata()).width, 700);
+        await assert.rejects(stat(join(card, "old.jpg")));
+
+        const mirrors = join(cache, "sources");
+        const before = new Map<string, Map<string, number>>();
+        for (const m of await readdir(mirrors)) before.set(m, await inodes(join(mirrors, m)));
+        const third = await sync(share, to, "--delete");
+        assert.equal(third.code, 0, third.stdout + third.stderr);
+        assert.match(third.stdout, /Sync done: 0 uploaded \(0 B\), 0 deleted, 0 folders created, 3 unchanged\./);
+        for (const [m, files] of before) assert.deepEqual(await inodes(join(mirrors, m)), files, "nothing downloaded again");
+
+        for (const r of [first, second, third]) {
+          if (share.password !== "") assert.ok(!(r.stdout + r.stderr).includes(share.password), "the password is never shown");
+        }
+      } finally {
+        await share.stop();
+        await removeDir(dir);
+      }
+    });
+  }
+
+  test("an unreachable share or a wrong password leaves the card as it is and shows no secret", async () => {
+    const dir = await tempDir("framefi-share-bad-");
+    await plainPhoto(join(dir, "a.jpg"), 300, 30);
+    const share = await startWebdav(dir);
+    try {
+      const good = await sync(share, "/bad", "--delete");
+      assert.equal(good.code, 0, good.stdout + good.stderr);
+      const wrong = await sync({ ...share, env: { FRAMEFI_SOURCE_PASSWORD: "not-it-\u00e9" } }, "/bad", "--delete");
+      assert.equal(wrong.code, 3, wrong.stderr);
+      assert.match(wrong.stderr, /^framefi: Cannot read webdav:\/\/anna@127\.0\.0\.1:\d+; the card was left as it is\. .*401/m);
+      assert.ok(!wrong.stderr.includes("not-it"), wrong.stderr);
+      const closed = await freePort();
+      const gone = await sync({ ...share, source: `webdav://anna@127.0.0.1:${closed}/` }, "/bad", "--delete");
+      assert.equal(gone.code, 3, gone.stderr);
+      assert.match(gone.stderr, /the card was left as it is.*connection refused/);
+      assert.ok((await stat(join(dev.card, "bad", "a.jpg"))).isFile());
+      const inUrl = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "webdav://anna:hunter2@127.0.0.1/"]);
+      assert.equal(inUrl.code, 2);
+      assert.match(inUrl.stderr, /anna:\*\*\*@.*set FRAMEFI_SOURCE_PASSWORD instead/);
+      assert.ok(!inUrl.stderr.includes("hunter2"));
+    } finally {
+      await share.stop();
+      await removeDir(dir);
+    }
+  });
+});
