@@ -1,5 +1,6 @@
 // Start-up configuration of the device service: flags, FRAMEFI_* environment variables and a JSON config file.
 // Precedence: flag > environment variable > config file > default.
+import type { PullConfig } from "../pull/puller.js";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { isIPv4 } from "node:net";
@@ -60,6 +61,8 @@ export interface DeviceConfig {
   requestTimeout: number;
   /** Failed web logins from one address before each further attempt must wait. */
   loginAttempts: number;
+  /** --pull: the device fetches its photos itself (src/device/pull/). */
+  pull: PullConfig | undefined;
 }
 
 type Kind = "string" | "int" | "size" | "bool";
@@ -137,6 +140,14 @@ export const FLAGS: readonly FlagSpec[] = [
     default: "5",
     help: "failed logins (web and FTP together) from one address before each further attempt must wait (1 s, doubling up to 60 s)",
   },
+  {
+    name: "pull",
+    kind: "string",
+    help: "fetch the photos from this folder or share (webdav[s]://, sftp://, smb://; password in FRAMEFI_SOURCE_PASSWORD) after start and --every",
+  },
+  { name: "every", kind: "string", help: "with --pull: time between pulls, e.g. 30m, 1h (default), 1d" },
+  { name: "pull-delete", kind: "bool", help: "with --pull: also delete what the source no longer has (at most half the card's files a pull)" },
+  { name: "pull-fit", kind: "string", help: "with --pull: convert photos for a frame of this size, e.g. 1024x600 (upright baseline JPEG)" },
   { name: "request-timeout", kind: "int", default: "20", help: "seconds a request's head may take to arrive, and its body may go without bringing 4 KiB" },
 ];
 
@@ -236,6 +247,28 @@ function parsePortRange(text: string): [number, number] {
 }
 
 /** MQTT topic prefixes: non-empty, no wildcards (they would make every topic a filter). */
+/** --every: "30m", "1h", "1d" (s, m, h, d), from a minute to 30 days. */
+function parseEvery(text: string): number {
+  const m = /^(\d{1,6})([smhd])$/.exec(text.trim());
+  const ms = m ? Number(m[1]) * { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as "s" | "m" | "h" | "d"] : NaN;
+  if (!(ms >= 60_000 && ms <= 30 * 86_400_000)) throw new OptionError("DEVICE_OPTION_BAD_EVERY", { text });
+  return ms;
+}
+
+function pullConfig(raw: (name: string) => string | undefined, cwd: string): PullConfig | undefined {
+  const source = raw("pull");
+  if (!source) {
+    for (const name of ["every", "pull-delete", "pull-fit"]) if (raw(name) !== undefined) throw new OptionError("DEVICE_OPTION_PULL_NEEDS_SOURCE", { name });
+    return undefined;
+  }
+  return {
+    source: /^[a-z]+:\/\//i.test(source) ? source : resolve(cwd, source),
+    everyMs: parseEvery(raw("every") ?? "1h"),
+    delete: bool("pull-delete", raw("pull-delete")),
+    fit: raw("pull-fit"),
+  };
+}
+
 function topicPrefix(name: string, text: string): string {
   const prefix = text.replace(/\/+$/, "");
   if (prefix === "" || /[#+\0]/.test(prefix)) throw new OptionError("DEVICE_OPTION_BAD_TOPIC", { name, text });
@@ -380,6 +413,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
       .filter((h) => h !== ""),
     loginAttempts: inRange("login-attempts", int("login-attempts"), 1, 1_000_000),
     requestTimeout: inRange("request-timeout", int("request-timeout"), 1, 3_600),
+    pull: pullConfig(raw, cwd),
   };
   return { action: "run", config };
 }

@@ -8,8 +8,9 @@ import { GadgetUsb } from "../gadget/usb.js";
 import { ftpMode } from "../ftp/mode.js";
 import { deviceLog, type DeviceLog } from "../log.js";
 import { mqttPlugin } from "../mqtt/plugin.js";
+import { Puller, pullPlugin, pullTarget } from "../pull/puller.js";
 import { simulatedHardware } from "../hardware.js";
-import { DeviceService, urlOf } from "../service.js";
+import { DeviceService, urlOf, type DeviceContext } from "../service.js";
 import { surviveClosedOutput } from "../../shared/closed-output.js";
 
 /** --usb-gadget: the real USB drive, ready before the service starts (or a one-line reason and its row's exit code). */
@@ -87,11 +88,15 @@ async function main(): Promise<void> {
   });
   const config = parsed.config;
   const gadget = config.usbGadget ? await prepareGadget(config, log) : undefined;
+  const puller = config.pull ? new Puller(config.pull, log) : undefined;
   const device: DeviceService = new DeviceService(gadget ? { ...config, cardSize: undefined } : config, {
     log,
     ...(gadget ? { hardware: { ...simulatedHardware(urlOf(config.host, config.port), urlOf(config.setupHost, config.setupPort)), usb: gadget } } : {}),
     ftp: ftpMode,
-    plugins: [(ctx) => mqttPlugin(ctx, () => device.restart())],
+    plugins: [
+      (ctx) => mqttPlugin(ctx, () => device.restart(), {}, puller),
+      ...(puller ? [(ctx: DeviceContext) => pullPlugin(puller, () => pullTarget(config, ctx.settings()))] : []),
+    ],
     fatal: (e) => {
       lastWord(`${e.message}; exiting`);
       process.exit(1);

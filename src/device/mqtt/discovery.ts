@@ -17,6 +17,10 @@ export interface MqttTopics {
   restart: string;
   /** Retained `online` / `offline`, with `offline` as the last will. */
   availability: string;
+  /** With --pull: the last pull as retained JSON (time, ok, uploaded, deleted, unchanged, failed, error). */
+  pull: string;
+  /** With --pull: command `PRESS` pulls now. */
+  pullSet: string;
 }
 
 export function topicsFor(prefix: string): MqttTopics {
@@ -27,6 +31,8 @@ export function topicsFor(prefix: string): MqttTopics {
     modeSet: `${prefix}/mode/set`,
     restart: `${prefix}/restart`,
     availability: `${prefix}/status`,
+    pull: `${prefix}/pull`,
+    pullSet: `${prefix}/pull/set`,
   };
 }
 
@@ -41,6 +47,8 @@ export interface DiscoveryOptions {
   discoveryPrefix: string;
   deviceName: string;
   swVersion: string;
+  /** The device pulls its photos (--pull): a "Last pull" sensor and a "Sync now" button. */
+  pull: boolean;
 }
 
 /** Discovery ids allow only [a-zA-Z0-9_-]; the topic prefix names the frame, so it makes the id. */
@@ -81,7 +89,21 @@ export function discoveryMessages(o: DiscoveryOptions): DiscoveryMessage[] {
       icon: "mdi:sd",
     });
 
+  const pull = o.pull
+    ? [
+        entity("sensor", "last_pull", {
+          name: "Last pull",
+          state_topic: o.topics.pull,
+          value_template: "{{ value_json.time }}",
+          json_attributes_topic: o.topics.pull,
+          device_class: "timestamp",
+          icon: "mdi:cloud-download",
+        }),
+        entity("button", "pull", { name: "Sync now", command_topic: o.topics.pullSet, payload_press: "PRESS", retain: false, icon: "mdi:sync" }),
+      ]
+    : [];
   return [
+    ...pull,
     entity("sensor", "mode", {
       name: "Mode",
       state_topic: o.topics.state,

@@ -26,6 +26,8 @@ export interface DeviceSide {
   setDisplay(on: boolean): unknown;
   setMode(mode: Mode): unknown;
   restart(): unknown;
+  /** With --pull: the last pull (published on the pull topic; onChange tells of a new one) and "sync now". */
+  pull?: { last(): object | undefined; now(): unknown };
 }
 
 export interface MqttLog {
@@ -254,7 +256,8 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
   async #announce(client: MqttClient): Promise<void> {
     const t = this.topics;
     try {
-      const granted = await client.subscribeAsync([t.displaySet, t.modeSet, t.restart], { qos: 1 });
+      const pull = this.#device.pull !== undefined;
+      const granted = await client.subscribeAsync([t.displaySet, t.modeSet, t.restart, ...(pull ? [t.pullSet] : [])], { qos: 1 });
       for (const g of granted) {
         if (g.qos === 128) this.#o.log.warn(`The broker refused the subscription to ${g.topic}; check its ACL.`);
       }
@@ -264,6 +267,7 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
         discoveryPrefix: this.#o.discoveryPrefix,
         deviceName: this.#o.deviceName,
         swVersion,
+        pull,
       });
       // Off, the configs an earlier run retained are cleared (an empty retained message deletes them), so
       // Home Assistant does not keep a second set of entities beside a user's own YAML.
@@ -296,10 +300,13 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
         const status = await this.#device.status();
         const state = stateTopicPayload(status);
         const display = displayTopicPayload(status.display.status);
-        if (!force && state + display === this.#lastPublished) return;
-        this.#lastPublished = state + display;
+        const last = this.#device.pull?.last();
+        const pull = last === undefined ? "" : JSON.stringify(last);
+        if (!force && state + display + pull === this.#lastPublished) return;
+        this.#lastPublished = state + display + pull;
         await client.publishAsync(this.topics.state, state, { qos: 1, retain: true });
         await client.publishAsync(this.topics.displayStatus, display, { qos: 1, retain: true });
+        if (pull !== "") await client.publishAsync(this.topics.pull, pull, { qos: 1, retain: true });
       } catch (err) {
         if (client === this.#client) this.#o.log.warn(`MQTT state publish failed: ${(err as Error).message}`);
       }
@@ -330,6 +337,10 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
     } else if (topic === t.restart) {
       if (text === "RESTART") run("restart", () => this.#device.restart());
       else this.#o.log.warn(`MQTT ${topic}: ignored ${shown}; send RESTART.`);
+    } else if (topic === t.pullSet && this.#device.pull) {
+      const pull = this.#device.pull;
+      if (text === "PRESS") run("sync now", () => pull.now());
+      else this.#o.log.warn(`MQTT ${topic}: ignored ${shown}; send PRESS.`);
     }
   }
 

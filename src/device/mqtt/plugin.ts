@@ -20,6 +20,14 @@ export interface MqttPluginContext {
   log: (message: string) => void;
 }
 
+/** What the plug-in uses of the Puller (--pull). */
+export interface PullSide {
+  readonly last: object | undefined;
+  now(): void;
+  on(event: "change", listener: () => void): unknown;
+  off(event: "change", listener: () => void): unknown;
+}
+
 export interface MqttPlugin {
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -34,7 +42,7 @@ const PUBLISHED = new Set(["mode", "display", "card"]);
  * The MQTT client as a device plug-in. `restart` reboots the device (the service's restart()).
  * `extra` overrides link options (tests use it for short retry periods).
  */
-export function mqttPlugin(ctx: MqttPluginContext, restart: () => unknown, extra: Partial<MqttLinkOptions> = {}): MqttPlugin {
+export function mqttPlugin(ctx: MqttPluginContext, restart: () => unknown, extra: Partial<MqttLinkOptions> = {}, puller?: PullSide): MqttPlugin {
   let link: MqttLink | undefined;
   let onFlag: ((what: string) => void) | undefined;
 
@@ -45,11 +53,16 @@ export function mqttPlugin(ctx: MqttPluginContext, restart: () => unknown, extra
         if (PUBLISHED.has(what)) listener();
       };
       ctx.state.on("change", l);
-      return () => void ctx.state.off("change", l);
+      puller?.on("change", listener);
+      return () => {
+        ctx.state.off("change", l);
+        puller?.off("change", listener);
+      };
     },
     setDisplay: (on) => ctx.state.setDisplay(on),
     setMode: (mode) => ctx.state.setMode(mode),
     restart,
+    ...(puller ? { pull: { last: () => puller.last, now: () => puller.now() } } : {}),
   };
 
   return {

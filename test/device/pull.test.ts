@@ -1,0 +1,68 @@
+// `framefi-device --pull SOURCE`: the real device fetches its photos itself after start, and again when Home
+// Assistant's "Sync now" button (MQTT discovery) is pressed; the last pull is published on MQTT. A share that
+// cannot be reached leaves the card as it is and says so.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFile, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { freePort, removeDir, startDevice, tempDir } from "../helpers.js";
+import { embeddedBroker, type Broker } from "../mqtt/fixtures/broker.js";
+import { unique, watch } from "../mqtt/fixtures/frame.js";
+
+describe("framefi-device --pull", () => {
+  let broker: Broker;
+  before(async () => {
+    broker = await embeddedBroker();
+  });
+  after(async () => broker?.stop());
+
+  test("pulls after start and on the Sync now button; MQTT shows the last pull", async () => {
+    const source = await tempDir("framefi-pull-src-");
+    await writeFile(join(source, "a.jpg"), "first photo");
+    await writeFile(join(source, "b.jpg"), "second photo");
+    const ids = unique("pull");
+    const w = await watch(broker.url, [`${ids.topicPrefix}/#`, `${ids.discoveryPrefix}/#`]);
+    const args = ["--pull", source, "--every", "1h", "--mqtt-url", broker.url, "--mqtt-topic-prefix", ids.topicPrefix];
+    const dev = await startDevice({
+      args: [...args, "--mqtt-discovery-prefix", ids.discoveryPrefix, "--mqtt-client-id", ids.clientId, "--ha-discovery", "--boot-delay", "0"],
+    });
+    try {
+      const first = await w.waitFor(`${ids.topicPrefix}/pull`);
+      assert.deepEqual(
+        { ...JSON.parse(first.text), time: undefined },
+        { time: undefined, ok: true, uploaded: 2, deleted: 0, unchanged: 0, failed: 0, error: "" },
+      );
+      assert.equal(await readFile(join(dev.card, "b.jpg"), "utf8"), "second photo");
+      const button = await w.waitFor(`${ids.discoveryPrefix}/button/${ids.topicPrefix.replace(/[^a-zA-Z0-9_-]+/g, "_")}/pull/config`);
+      const config = JSON.parse(button.text) as { command_topic: string; payload_press: string };
+      assert.equal(config.command_topic, `${ids.topicPrefix}/pull/set`);
+
+      await writeFile(join(source, "c.jpg"), "third photo");
+      const from = w.messages.length;
+      await w.publish(config.command_topic, config.payload_press);
+      const second = await w.waitFor(`${ids.topicPrefix}/pull`, (text) => JSON.parse(text).uploaded === 1, undefined, from);
+      assert.equal(JSON.parse(second.text).unchanged, 2);
+      assert.ok((await stat(join(dev.card, "c.jpg"))).isFile());
+      const status = (await (await fetch(`${dev.url}/`)).json()) as { mode: string };
+      assert.equal(status.mode, "USB MSC", "back in MSC mode, where the frame reads the card");
+    } finally {
+      await dev.stop();
+      await w.close();
+      await removeDir(source);
+    }
+  });
+
+  test("an unreachable share leaves the card as it is and says so", async () => {
+    const card = await tempDir("framefi-pull-card-");
+    await writeFile(join(card, "kept.jpg"), "kept");
+    const closed = await freePort();
+    const dev = await startDevice({ card, args: ["--pull", `webdav://anna@127.0.0.1:${closed}/`, "--pull-delete", "--boot-delay", "0"] });
+    try {
+      await dev.program.waitFor(/pull failed: Cannot read webdav:\/\/anna@127\.0\.0\.1:\d+; the card was left as it is\./, 30_000);
+      assert.equal(await readFile(join(card, "kept.jpg"), "utf8"), "kept");
+    } finally {
+      await dev.stop();
+      await removeDir(card);
+    }
+  });
+});
