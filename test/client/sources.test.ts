@@ -2,7 +2,7 @@
 // with sub-folders, an EXIF-rotated photo and a HEIC reaches a running bin/framefi-device as upright JPEGs; one
 // file changed and one deleted on the share are mirrored by the next sync; a third sync downloads and uploads
 // nothing. The secrets travel in the environment and appear in no output; an unreachable share leaves the card.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { copyFile, mkdir, readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
@@ -34,21 +34,31 @@ async function inodes(dir: string): Promise<Map<string, number>> {
   return out;
 }
 
-describe("framefi sync from a share", () => {
-  let dev: RunningDevice;
-  let cache: string;
-  before(async () => {
-    dev = await startDevice();
-    cache = await tempDir("framefi-sources-cache-");
-  });
-  after(async () => {
-    await dev?.stop();
-    await removeDir(cache);
-  });
+/** A running device, and a cache folder the device's stop() removes. */
+async function withCache(): Promise<RunningDevice & { cache: string }> {
+  const [dev, cache] = await Promise.all([startDevice(), tempDir("framefi-sources-cache-")]);
+  return { ...dev, cache, stop: () => Promise.all([dev.stop(), removeDir(cache)]).then(() => undefined) };
+}
 
-  const sync = (share: Share, to: string, ...args: string[]) =>
+/** A device and a cache per share, so that the shares' tests run side by side (one sync per device at a time). */
+describe("framefi sync from a share", { concurrency: 4 }, () => {
+  const sync = (dev: RunningDevice & { cache: string }, share: Share, to: string, ...args: string[]) =>
     framefi(
-      ["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), share.source, "--to", to, "--fit", "800x600", "--cache", cache, ...args],
+      [
+        "--host",
+        `127.0.0.1:${dev.port}`,
+        "sync",
+        "--ftp-port",
+        String(dev.ftpPort),
+        share.source,
+        "--to",
+        to,
+        "--fit",
+        "800x600",
+        "--cache",
+        dev.cache,
+        ...args,
+      ],
       {
         env: share.env,
         timeoutMs: 120_000,
@@ -67,11 +77,11 @@ describe("framefi sync from a share", () => {
       await copyFile(join(repoRoot, "test", "client", "fixtures", "marked.heic"), join(dir, "album", "2024", "IMG_0001.HEIC"));
       await plainPhoto(join(dir, "top.jpg"), 500, 200);
       await plainPhoto(join(dir, "old.jpg"), 300, 10);
-      const share = await startShare(dir);
+      const [share, dev] = await Promise.all([startShare(dir), withCache()]);
       const to = `/${kind.toLowerCase()}`;
       const card = join(dev.card, kind.toLowerCase());
       try {
-        const first = await sync(share, to, "--delete");
+        const first = await sync(dev, share, to, "--delete");
         assert.equal(first.code, 0, first.stdout + first.stderr);
         const upright = await sharp(join(card, "album", "rotated.jpg")).metadata();
         assert.deepEqual([upright.width, upright.height, upright.orientation], [400, 600, undefined], "turned upright, within 800x600");
@@ -80,7 +90,7 @@ describe("framefi sync from a share", () => {
 
         await plainPhoto(join(dir, "top.jpg"), 700, 90);
         await rm(join(dir, "old.jpg"));
-        const second = await sync(share, to, "--delete");
+        const second = await sync(dev, share, to, "--delete");
         assert.equal(second.code, 0, second.stdout + second.stderr);
         assert.match(second.stdout, /^uploaded top\.jpg /m);
         assert.match(second.stdout, /^deleted old\.jpg$/m);
@@ -88,10 +98,10 @@ describe("framefi sync from a share", () => {
         assert.equal((await sharp(join(card, "top.jpg")).metadata()).width, 700);
         await assert.rejects(stat(join(card, "old.jpg")));
 
-        const mirrors = join(cache, "sources");
+        const mirrors = join(dev.cache, "sources");
         const before = new Map<string, Map<string, number>>();
         for (const m of await readdir(mirrors)) before.set(m, await inodes(join(mirrors, m)));
-        const third = await sync(share, to, "--delete");
+        const third = await sync(dev, share, to, "--delete");
         assert.equal(third.code, 0, third.stdout + third.stderr);
         assert.match(third.stdout, /Sync done: 0 uploaded \(0 B\), 0 deleted, 0 folders created, 3 unchanged\./);
         for (const [m, files] of before) assert.deepEqual(await inodes(join(mirrors, m)), files, "nothing downloaded again");
@@ -100,7 +110,7 @@ describe("framefi sync from a share", () => {
           if (share.password !== "") assert.ok(!(r.stdout + r.stderr).includes(share.password), "the password is never shown");
         }
       } finally {
-        await share.stop();
+        await Promise.all([share.stop(), dev.stop()]);
         await removeDir(dir);
       }
     });
@@ -109,16 +119,16 @@ describe("framefi sync from a share", () => {
   test("an unreachable share or a wrong password leaves the card as it is and shows no secret", async () => {
     const dir = await tempDir("framefi-share-bad-");
     await plainPhoto(join(dir, "a.jpg"), 300, 30);
-    const share = await startWebdav(dir);
+    const [share, dev] = await Promise.all([startWebdav(dir), withCache()]);
     try {
-      const good = await sync(share, "/bad", "--delete");
+      const good = await sync(dev, share, "/bad", "--delete");
       assert.equal(good.code, 0, good.stdout + good.stderr);
-      const wrong = await sync({ ...share, env: { FRAMEFI_SOURCE_PASSWORD: "not-it-\u00e9" } }, "/bad", "--delete");
+      const wrong = await sync(dev, { ...share, env: { FRAMEFI_SOURCE_PASSWORD: "not-it-\u00e9" } }, "/bad", "--delete");
       assert.equal(wrong.code, 3, wrong.stderr);
       assert.match(wrong.stderr, /^framefi: Cannot read webdav:\/\/anna@127\.0\.0\.1:\d+; the card was left as it is\. .*401/m);
       assert.ok(!wrong.stderr.includes("not-it"), wrong.stderr);
       const closed = await freePort();
-      const gone = await sync({ ...share, source: `webdav://anna@127.0.0.1:${closed}/` }, "/bad", "--delete");
+      const gone = await sync(dev, { ...share, source: `webdav://anna@127.0.0.1:${closed}/` }, "/bad", "--delete");
       assert.equal(gone.code, 3, gone.stderr);
       assert.match(gone.stderr, /the card was left as it is.*connection refused/);
       assert.ok((await stat(join(dev.card, "bad", "a.jpg"))).isFile());
@@ -127,7 +137,7 @@ describe("framefi sync from a share", () => {
       assert.match(inUrl.stderr, /anna:\*\*\*@.*set FRAMEFI_SOURCE_PASSWORD instead/);
       assert.ok(!inUrl.stderr.includes("hunter2"));
     } finally {
-      await share.stop();
+      await Promise.all([share.stop(), dev.stop()]);
       await removeDir(dir);
     }
   });
