@@ -73,7 +73,8 @@ describe("makePlan", () => {
   test("without --delete nothing on the card is removed; with it, what the folder lacks goes, deepest folders first", () => {
     const remote = card({ old: "dir", "old/deep": "dir", "old/deep/x.jpg": 1, "gone.jpg": 2, "kept.jpg": 1 });
     assert.deepEqual(makePlan(local({ "kept.jpg": 1 }), remote, keep).deleteFiles, []);
-    const plan = makePlan(local({ "kept.jpg": 1 }), remote, mirror);
+    // Two of the card's three files: more than --max-delete's default, so allowed here (the guard's own tests below).
+    const plan = makePlan(local({ "kept.jpg": 1 }), remote, { ...mirror, guard: { limit: { share: 1 }, force: false } });
     assert.deepEqual(plan.deleteFiles.sort(), ["gone.jpg", "old/deep/x.jpg"]);
     assert.deepEqual(plan.deleteDirs, ["old/deep", "old"]);
   });
@@ -112,5 +113,28 @@ describe("makePlan", () => {
     const plan = makePlan(local({ "raw.heic": undefined }), card({ "raw.heic": 4 }), keep);
     assert.deepEqual(plan.pending, [{ rel: "raw.heic", remote: { type: "file", size: 4, mtimeMs: T } }]);
     assert.deepEqual(plan.uploads, []);
+  });
+});
+
+describe("the delete guard", () => {
+  const photos = (n: number, prefix = "p"): Record<string, number> => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}.jpg`, 1]));
+  test("more than half of the card's files is held back, whatever else the plan does; --force lets it through", () => {
+    const remote = card(photos(10));
+    const plan = makePlan(local({ ...photos(4), "new.jpg": 1 }), remote, mirror);
+    assert.deepEqual([plan.deleteFiles, plan.heldDeletes.length, plan.uploads.map((u) => u.rel)], [[], 6, ["new.jpg"]]);
+    assert.deepEqual(
+      plan.problems.map((p) => p.rel),
+      ["--delete"],
+    );
+    assert.match(plan.problems[0]!.reason, /would remove 6 of the card's 10 files, more than --max-delete 50%; check the source, then rerun with --force/);
+    assert.equal(makePlan(local(photos(5)), remote, mirror).deleteFiles.length, 5, "exactly half is allowed");
+    assert.equal(makePlan(local(photos(4)), remote, { ...mirror, guard: { limit: { share: 0.5 }, force: true } }).deleteFiles.length, 6);
+    assert.equal(makePlan(local(photos(8)), remote, { ...mirror, guard: { limit: { files: 1 }, force: false } }).heldDeletes.length, 2);
+  });
+  test("a source with no file deletes nothing, even with --force; a name changing type is still replaced", () => {
+    const remote = card({ ...photos(3), sub: 1 });
+    const plan = makePlan(local({ sub: "dir" }), remote, { ...mirror, guard: { limit: { share: 1 }, force: true } });
+    assert.deepEqual([plan.deleteFiles, plan.heldDeletes.sort(), plan.mkdirs], [["sub"], ["p0.jpg", "p1.jpg", "p2.jpg"], ["sub"]]);
+    assert.match(plan.problems[0]!.reason, /the source lists no files/);
   });
 });

@@ -69,7 +69,13 @@ export function parseRemoteSource(text: string, secrets: SourceSecrets, home: st
   if (url.search !== "" || url.hash !== "") throw new FrameFiError("FRAMEFI_SOURCE_BAD_URL", { source: shown, problem: "it has a ? query or a # part" });
   if (url.hostname === "") throw new FrameFiError("FRAMEFI_SOURCE_BAD_URL", { source: shown, problem: "it has no host" });
   const kind = url.protocol.slice(0, -1).toLowerCase();
-  const user = decodeURIComponent(url.username);
+  let user: string;
+  try {
+    user = decodeURIComponent(url.username);
+  } catch {
+    throw new FrameFiError("FRAMEFI_SOURCE_BAD_URL", { source: shown, problem: "the user is not valid percent-encoding" });
+  }
+  if (/[\0-\x1f\x7f]/.test(user)) throw new FrameFiError("FRAMEFI_SOURCE_BAD_URL", { source: shown, problem: "the user has a control character" });
   const display = `${url.protocol}//${url.username === "" ? "" : `${url.username}@`}${url.host}${url.pathname.replace(/\/$/, "")}`;
   const backend =
     kind === "sftp"
