@@ -166,8 +166,77 @@ async function conversionSideBySide(dir: string, count: number): Promise<void> {
 }
 
 export async function run(): Promise<void> {
+  if (process.env.BENCH_ONLY_REMOTE) return remoteUnchanged();
   if (!process.env.BENCH_ONLY_PHOTOS) await mirror();
   await photoPipeline();
+  await remoteUnchanged();
+}
+
+/**
+ * Issue 36: `framefi sync` of 1 000 photos from a share (WebDAV and SFTP servers of test/client/fixtures/shares.ts)
+ * with --fit, once to fill the card, then again with nothing changed: the time of the second, and that it
+ * downloaded nothing (every file of the local mirror is the same inode) and uploaded nothing.
+ */
+async function remoteUnchanged(): Promise<void> {
+  const { startSftp, startWebdav } = await import("../test/client/fixtures/shares.js");
+  const dir = await tempDir("framefi-bench-share-");
+  const base = await sharp({ create: { width: 320, height: 240, channels: 3, background: "#468" } })
+    .jpeg()
+    .toBuffer();
+  for (let f = 0; f < FOLDERS; f++) {
+    await mkdir(join(dir, `album${f}`));
+    for (let i = 0; i < FILES / FOLDERS; i++) {
+      const file = join(dir, `album${f}`, `IMG_${i}.jpg`);
+      await writeFile(file, base);
+      await appendFile(file, randomBytes(16));
+    }
+  }
+  const inodes = async (root: string): Promise<string> =>
+    (
+      await Promise.all(
+        (
+          await readdir(root, { recursive: true, withFileTypes: true })
+        )
+          .filter((d) => d.isFile())
+          .map(async (d) => (await stat(join(d.parentPath, d.name))).ino),
+      )
+    ).join();
+  try {
+    for (const [kind, startShare] of [
+      ["WebDAV", startWebdav],
+      ["SFTP", startSftp],
+    ] as const) {
+      const share = await startShare(dir);
+      const dev = await startDevice();
+      const cache = await tempDir("framefi-bench-cache-");
+      try {
+        const sync = () =>
+          runProgram(bin("framefi"), ["--host", dev.url, "sync", "--ftp-port", String(dev.ftpPort), share.source, "--fit", "1024x600", "--cache", cache], {
+            env: { ...process.env, ...share.env },
+            timeoutMs: 600_000,
+          });
+        let first!: Awaited<ReturnType<typeof sync>>;
+        const firstS = await timed(async () => void (first = await sync()));
+        if (first.code !== 0) throw new Error(`${kind}: first sync failed: ${first.stderr}`);
+        await check(dev.card, `${kind} first sync`);
+        const mirror = join(cache, "sources", (await readdir(join(cache, "sources")))[0]!);
+        const before = await inodes(mirror);
+        for (let round = 0; round < ROUNDS; round++) {
+          let again!: Awaited<ReturnType<typeof sync>>;
+          const s = await timed(async () => void (again = await sync()));
+          if (again.code !== 0 || !/Sync done: 0 uploaded \(0 B\), 0 deleted, 0 folders created, 1000 unchanged/.test(again.stdout)) {
+            throw new Error(`${kind}: the unchanged sync did something: ${again.stdout}${again.stderr}`);
+          }
+          if ((await inodes(mirror)) !== before) throw new Error(`${kind}: the unchanged sync downloaded files again`);
+          console.log(`${kind}, ${FILES} photos: first sync ${firstS.toFixed(1)} s; unchanged sync ${s.toFixed(2)} s (0 downloaded, 0 uploaded)`);
+        }
+      } finally {
+        await Promise.all([share.stop(), dev.stop(), removeDir(cache)]);
+      }
+    }
+  } finally {
+    await removeDir(dir);
+  }
 }
 
 async function mirror(): Promise<void> {

@@ -412,7 +412,9 @@ describe("framefi sync against a misbehaving FTP server", () => {
       control.write(command.startsWith("DELE") ? "250 gone\r\n" : command.startsWith("MFMT") ? "213 ok\r\n" : "502 no\r\n");
     });
     try {
-      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--delete", "--ftp-port", String(port), "--parallel", "1", photos], { cwd: photos });
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--delete", "--force", "--ftp-port", String(port), "--parallel", "1", photos], {
+        cwd: photos,
+      });
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /^deleted x \]0;PWNED-TITLE/m);
       assert.doesNotMatch(r.stdout + r.stderr, /[\x00-\x09\x0b-\x1f\x7f-\x9f]/);

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { FrameFiError } from "../../src/client/errors.js";
 import { parseRemoteSource } from "../../src/client/sources/source.js";
 import { fuzzCases, fuzzSeed, seeded } from "../fuzz/random.js";
+import { docBlocks } from "../fixtures/docs.js";
 
 const home = mkdtempSync(join(tmpdir(), "framefi-home-"));
 const knownHosts = join(home, "known_hosts");
@@ -54,6 +55,14 @@ describe("SOURCE URLs", () => {
     refused("smb://host/", /names no share/);
     refused("webdav://host/x?pass=1", /query/);
     refused("sftp://host/x", /known_hosts does not exist|does not exist/, { password: "p", knownHosts: join(home, "missing") });
+  });
+
+  it("reads every share of docs/client.md's worked examples", () => {
+    const urls = docBlocks("docs/client.md", { heading: "Sync from a share" }).flatMap((b) =>
+      [...b.body.matchAll(/\b(?:webdavs?|sftp|smb):\/\/[^\s']+/g)].map((m) => m[0]),
+    );
+    assert.equal(urls.length, 4);
+    for (const url of urls) assert.equal(parseRemoteSource(url, secrets, home).display, url);
   });
 
   const seed = fuzzSeed(0x5eed36);

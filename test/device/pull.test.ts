@@ -5,7 +5,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { freePort, removeDir, startDevice, tempDir } from "../helpers.js";
+import { bin, freePort, removeDir, run, startDevice, tempDir } from "../helpers.js";
 import { embeddedBroker, type Broker } from "../mqtt/fixtures/broker.js";
 import { unique, watch } from "../mqtt/fixtures/frame.js";
 
@@ -50,6 +50,14 @@ describe("framefi-device --pull", () => {
       await w.close();
       await removeDir(source);
     }
+  });
+
+  test("--every without --pull, or too short, stops with a usage error", async () => {
+    const lone = await run(bin("framefi-device"), ["--every", "1h"]);
+    assert.deepEqual([lone.code, lone.stderr], [2, "framefi-device: --every needs --pull SOURCE: the folder or share the device fetches its photos from\n"]);
+    const short = await run(bin("framefi-device"), ["--pull", "/tmp", "--every", "5s"]);
+    assert.equal(short.code, 2);
+    assert.match(short.stderr, /--every is a time between pulls from 1m to 30d/);
   });
 
   test("an unreachable share leaves the card as it is and says so", async () => {
