@@ -166,7 +166,7 @@ async function conversionSideBySide(dir: string, count: number): Promise<void> {
 }
 
 export async function run(): Promise<void> {
-  if (process.env.BENCH_ONLY_REMOTE) return remoteUnchanged();
+  if (process.env.BENCH_ONLY_REMOTE) return remoteUnchanged(process.env.BENCH_ONLY_REMOTE);
   if (!process.env.BENCH_ONLY_PHOTOS) await mirror();
   await photoPipeline();
   await remoteUnchanged();
@@ -177,7 +177,7 @@ export async function run(): Promise<void> {
  * with --fit, once to fill the card, then again with nothing changed: the time of the second, and that it
  * downloaded nothing (every file of the local mirror is the same inode) and uploaded nothing.
  */
-async function remoteUnchanged(): Promise<void> {
+async function remoteUnchanged(only?: string): Promise<void> {
   const { startSftp, startWebdav } = await import("../test/client/fixtures/shares.js");
   const dir = await tempDir("framefi-bench-share-");
   const base = await sharp({ create: { width: 320, height: 240, channels: 3, background: "#468" } })
@@ -203,9 +203,11 @@ async function remoteUnchanged(): Promise<void> {
     ).join();
   try {
     for (const [kind, startShare] of [
-      ["WebDAV", startWebdav],
+      // The WebDAV server keeps its listings (nothing changes here): without, rclone serve reads a folder per file.
+      ["WebDAV", (d: string) => startWebdav(d, true)],
       ["SFTP", startSftp],
     ] as const) {
+      if (only && only !== "1" && only.toLowerCase() !== kind.toLowerCase()) continue;
       const share = await startShare(dir);
       const dev = await startDevice();
       const cache = await tempDir("framefi-bench-cache-");
