@@ -198,6 +198,7 @@ export const ERRORS = {
     exit: EXIT.deviceError,
   },
   FRAMEFI_DELETE_DECLINED: { message: "not deleted: declined at the prompt", exit: EXIT.deviceError },
+  FRAMEFI_BAD_TRASH: { message: '--trash is how many days removed files are kept, 1 to 3650, got "{value}".', exit: EXIT.usage },
   FRAMEFI_BAD_MAX_DELETE: { message: '--max-delete is a share of the card\'s files (0% to 100%) or a number of files, got "{value}".', exit: EXIT.usage },
   // Photo options, on the command line or in the .env's [frame] section ({option} names it as the user wrote it).
   FRAMEFI_BAD_FRAME_SIZE: {

@@ -43,6 +43,8 @@ export interface SyncFolderOptions {
   maxDelete?: DeleteLimit;
   /** Delete beyond `maxDelete` (never when the source lists no file). */
   force?: boolean;
+  /** Move what `delete` removes to .trash/ on the card and keep it this many days (when a tenth of the card is free). */
+  trashDays?: number;
   /** Asked with the files `delete` would remove, before any is; false keeps them. */
   confirmDeletes?: (files: string[]) => Promise<boolean>;
 }
@@ -169,6 +171,7 @@ export async function sync(client: FrameFiClient, options: SyncFolderOptions): P
       waitMs: options.waitMs,
       deleteGuard: { limit: options.maxDelete ?? { share: 0.5 }, force: options.force === true },
       confirmDeletes: options.confirmDeletes,
+      trashDays: options.trashDays,
     });
   } finally {
     await unlock();

@@ -61,6 +61,8 @@ Sync options:
                          unless --yes; never when SOURCE lists no file)
   --max-delete N|N%      delete at most this many of the card's files in one sync (default 50%)
   --force                delete beyond --max-delete
+  --trash DAYS           move what --delete removes to .trash/ on the card, kept DAYS days
+                         (deleted as before when less than a tenth of the card is free)
   --dry-run              print what would be done, change nothing (compares over FTP only when
                          the device is in FTP mode already, or after asking on a terminal)
   --stay                 leave the device in FTP mode (default: back to USB MSC mode)
@@ -110,6 +112,7 @@ const OPTIONS = {
   "dry-run": { type: "boolean" },
   "max-delete": { type: "string" },
   force: { type: "boolean" },
+  trash: { type: "string" },
   "follow-links": { type: "boolean" },
   stay: { type: "boolean" },
   parallel: { type: "string" },
@@ -161,7 +164,7 @@ const PHOTO_FLAGS = Object.values(PHOTO_FLAG);
 /** Options that belong to one command only. */
 const COMMAND_OPTIONS: Record<string, readonly (keyof Flags)[]> = {
   upload: ["to"],
-  sync: ["to", "delete", "max-delete", "force", "yes", "dry-run", "stay", "parallel", "ftp-port", "ftp-user", "follow-links", ...PHOTO_FLAGS],
+  sync: ["to", "delete", "max-delete", "force", "trash", "yes", "dry-run", "stay", "parallel", "ftp-port", "ftp-user", "follow-links", ...PHOTO_FLAGS],
   wifi: ["yes"],
 };
 
@@ -317,6 +320,9 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     const localDir = remoteSource ? dir : resolve(dir);
     if (!remoteSource && !(await stat(localDir).catch(() => undefined))?.isDirectory()) throw new UsageError("FRAMEFI_SYNC_NOT_A_FOLDER", { dir });
     const maxDelete = deleteLimit(ctx.flags["max-delete"]);
+    const trash = ctx.flags.trash;
+    const trashDays = trash === undefined ? undefined : /^\d{1,4}$/.test(trash) && Number(trash) >= 1 && Number(trash) <= 3650 ? Number(trash) : NaN;
+    if (Number.isNaN(trashDays)) throw new UsageError("FRAMEFI_BAD_TRASH", { value: trash! });
     let parallel = 4;
     if (ctx.flags.parallel !== undefined) {
       parallel = /^\d+$/.test(ctx.flags.parallel) ? Number(ctx.flags.parallel) : NaN;
@@ -364,6 +370,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
         photos,
         maxDelete,
         force: ctx.flags.force === true,
+        trashDays,
         confirmDeletes: haveTerminal() && !ctx.flags.yes && !dryRun ? (files) => confirmDeletes(ctx, files) : undefined,
       });
     } catch (e) {

@@ -232,6 +232,12 @@ export class BlockConnection implements RemoteConnection {
     return this.command(`RMD ${path}`);
   }
 
+  async rename(from: string, to: string): Promise<void> {
+    const asked = await this.control.send(`RNFR ${from}`);
+    if (asked.code !== 350) throw refusal(asked);
+    await this.command(`RNTO ${to}`);
+  }
+
   private async command(line: string): Promise<void> {
     const reply = await this.control.send(line);
     if (reply.code >= 300) throw refusal(reply);

@@ -86,6 +86,8 @@ export interface RemoteConnection {
   mkdir(path: string): Promise<void>;
   removeFile(path: string): Promise<void>;
   removeDir(path: string): Promise<void>;
+  /** Moves a file (RNFR, RNTO); the folder it goes to must exist. */
+  rename(from: string, to: string): Promise<void>;
   /**
    * Sends the local file `abs` of `size` bytes to `remotePath`, with `mtimeMs` as its time when given (MFMT);
    * `onBytes` hears the bytes sent so far. `fresh`: the card had no file of that name when the sync looked (its

@@ -191,6 +191,10 @@ export class FtpConnection implements RemoteConnection {
   async removeDir(path: string): Promise<void> {
     await this.client.send(`RMD ${path}`);
   }
+
+  async rename(from: string, to: string): Promise<void> {
+    await this.client.rename(from, to);
+  }
 }
 
 async function openLocal(abs: string): Promise<ReturnType<typeof createReadStream>> {

@@ -7,6 +7,9 @@ import { createHash } from "node:crypto";
 import { FrameFiError } from "../errors.js";
 import { type CardPool, isReply, MAX_ENTRIES, replyCode, type RemoteConnection, type RemoteEntry, remoteJoin } from "../ftp/remote.js";
 
+/** The card's trash (--trash), at the top of the sync's folder: never listed, so never mirrored or deleted. */
+export const TRASH = ".trash";
+
 /** Folder levels below the sync's folder: a FAT path of 255 characters holds at most ~128. */
 export const MAX_DEPTH = 32;
 /** Files and folders in all (each listing is held to it as it streams in). */
@@ -91,7 +94,7 @@ export async function listCard(
         prints.set(rel, print);
         for (const [name, entry] of entries) {
           // A name no FTP command could address (a "/", or a CR or NUL that would split the command line).
-          if (/[/\r\0]/.test(name)) continue;
+          if (/[/\r\0]/.test(name) || (rel === "" && name === TRASH)) continue;
           const child = rel === "" ? name : `${rel}/${name}`;
           tree.set(child, entry);
           if (entry.type === "dir") next.push(child);

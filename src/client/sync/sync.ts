@@ -10,7 +10,8 @@ import { FrameFiError, messageOf } from "../errors.js";
 import { LocalFileError, SyncStopped } from "./errors.js";
 import { connectCard } from "../ftp/connect.js";
 import { FtpReplyError, isReply, remoteJoin, type CardPool, type FtpTarget, type RemoteConnection, type RemoteEntry } from "../ftp/remote.js";
-import { listCard } from "./card-tree.js";
+import { listCard, TRASH } from "./card-tree.js";
+import { emptyTrash, roomForTrash, trashStamp } from "./trash.js";
 import { scanLocal, type LocalTree } from "./local-tree.js";
 import { decideUpload, makePlan, type DeleteGuard, type Plan, type PlanInput, type Upload } from "./plan.js";
 import type { PhotoCache } from "../photos/cache.js";
@@ -41,6 +42,8 @@ export interface SyncOptions {
   photos?: PhotoOptions | undefined;
   /** How much `delete` may remove; default half of the card's files (plan.ts). */
   deleteGuard?: DeleteGuard | undefined;
+  /** --trash: what `delete` removes goes to .trash/ on the card, kept this many days (trash.ts). */
+  trashDays?: number | undefined;
   /** Asked with the files `delete` would remove before any is; false keeps them all. */
   confirmDeletes?: ((files: string[]) => Promise<boolean>) | undefined;
 }
@@ -216,13 +219,28 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
   const apply = async (pool: CardPool<RemoteConnection>, plan: Plan, rootMissing: boolean): Promise<void> => {
     const remotePath = (rel: string): string => remoteJoin(opts.remoteDir, rel);
     if (rootMissing) await pool.each([opts.remoteDir], (conn, dir) => withReconnect(conn, signal, () => conn.ensureDir(dir)));
+    let trashDir: string | undefined;
+    if (opts.trashDays !== undefined) {
+      const now = new Date();
+      const emptied = await emptyTrash(pool, opts.remoteDir, opts.trashDays, now, (conn, fn) => withReconnect(conn, signal, fn));
+      if (emptied > 0) events.step(`Emptied ${emptied} trash folder${emptied === 1 ? "" : "s"} older than ${opts.trashDays} days.`);
+      if (plan.deleteFiles.length > 0) {
+        if (await roomForTrash(client)) trashDir = remoteJoin(opts.remoteDir, `${TRASH}/${trashStamp(now)}`);
+        else events.step("The card has less than a tenth free: deleting, not keeping in .trash.");
+      }
+    }
     // Deletions first: they free space on the card for what comes. Folders after their files, deepest first.
     await perItem(
       pool,
       plan.deleteFiles,
       false,
       async (conn, rel) => {
-        await conn.removeFile(remotePath(rel));
+        if (trashDir === undefined) await conn.removeFile(remotePath(rel));
+        else {
+          const to = remoteJoin(trashDir, rel);
+          await conn.ensureDir(to.slice(0, to.lastIndexOf("/")));
+          await conn.rename(remotePath(rel), to);
+        }
         result.deleted++;
         events.deleted(rel, "file");
       },

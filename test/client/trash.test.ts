@@ -1,0 +1,46 @@
+// `framefi sync --delete --trash DAYS` against a running bin/framefi-device: what --delete removes lands in
+// .trash/<when>/ on the card instead, which later syncs neither mirror nor delete; a trash folder older than DAYS
+// is emptied by the next sync with --trash.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { framefi } from "./fixtures/cli.js";
+
+describe("framefi sync --trash", () => {
+  let dev: RunningDevice;
+  let dir: string;
+  before(async () => {
+    [dev, dir] = await Promise.all([startDevice(), tempDir("framefi-trash-")]);
+  });
+  after(async () => {
+    await dev?.stop();
+    await removeDir(dir);
+  });
+  const sync = (...args: string[]) => framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), dir, "--to", "/t", ...args]);
+
+  test("removed files are kept in .trash for the days given, then emptied", async () => {
+    for (const name of ["a.jpg", "b.jpg", "c.jpg"]) await writeFile(join(dir, name), `photo ${name}`);
+    assert.equal((await sync()).code, 0);
+    await rm(join(dir, "c.jpg"));
+    const moved = await sync("--delete", "--trash", "30");
+    assert.equal(moved.code, 0, moved.stderr);
+    assert.match(moved.stdout, /^deleted c\.jpg$/m);
+    const [stamp, ...more] = await readdir(join(dev.card, "t", ".trash"));
+    assert.match(stamp!, /^\d{8}T\d{6}$/);
+    assert.deepEqual(more, []);
+    assert.equal(await readFile(join(dev.card, "t", ".trash", stamp!, "c.jpg"), "utf8"), "photo c.jpg");
+    assert.deepEqual((await readdir(join(dev.card, "t"))).sort(), [".trash", "a.jpg", "b.jpg"]);
+
+    const again = await sync("--delete");
+    assert.match(again.stdout, /Sync done: 0 uploaded \(0 B\), 0 deleted, 0 folders created, 2 unchanged\./, "the trash is not the source's to mirror");
+
+    await rename(join(dev.card, "t", ".trash", stamp!), join(dev.card, "t", ".trash", "20000101T000000"));
+    const emptied = await sync("--delete", "--trash", "30");
+    assert.equal(emptied.code, 0, emptied.stderr);
+    assert.match(emptied.stdout + emptied.stderr, /Emptied 1 trash folder older than 30 days\./);
+    assert.deepEqual(await readdir(join(dev.card, "t", ".trash")), []);
+    assert.equal((await sync("--trash", "0")).code, 2);
+  });
+});
