@@ -10,6 +10,7 @@ import { hostPolicy, refuseForeign, type HostPolicy } from "./http/request-guard
 import { Card } from "./card/card.js";
 import type { DeviceConfig } from "./cli/config.js";
 import { simulatedHardware, type Hardware } from "./hardware.js";
+import type { Puller } from "./pull/puller.js";
 import { createPanel, servePanel, type Panel, type PanelRoute } from "./panel/routes.js";
 import { defaultSettings, SettingsStore, type Settings } from "./settings.js";
 import { createSetupHandler, type SetupValues } from "./http/setup.js";
@@ -43,6 +44,8 @@ export interface DeviceServiceOptions {
   /** Builds the FTP server of FTP mode; without it FTP mode only hands the card to the network. */
   ftp?: (ctx: DeviceContext) => FtpShare;
   plugins?: Array<(ctx: DeviceContext) => DevicePlugin>;
+  /** With --pull: the Puller, whose last pull the web panel shows. */
+  pull?: Puller;
   log?: (message: string) => void;
   /** Called when the device cannot come back up after a failed restart or Wi-Fi reset (the CLI exits 1). */
   fatal?: (error: Error) => void;
@@ -100,6 +103,7 @@ export class DeviceService {
   /** The next attempt to open a setup page whose port was taken. */
   private setupRetry: NodeJS.Timeout | undefined;
   private readonly plugins: DevicePlugin[];
+  private readonly pull: Puller | undefined;
   private running: DevicePlugin[] = [];
   private lifecycle: Promise<void> = Promise.resolve();
   private cardTimer: NodeJS.Timeout | undefined;
@@ -121,6 +125,7 @@ export class DeviceService {
     opts: DeviceServiceOptions = {},
   ) {
     this.log = opts.log ?? deviceLog();
+    this.pull = opts.pull;
     this.fatal = opts.fatal ?? ((e) => this.log(`error: the device is down: ${e.message}`));
     this.hosts = hostPolicy(config.host, config.allowedHosts);
     this.loginThrottle = createLoginThrottle({ freeFailures: config.loginAttempts });
@@ -405,6 +410,7 @@ export class DeviceService {
       display: this.hardware.display,
       wifiReset: () => void this.wifiReset(),
       ports: { api: this.config.port, setup: this.config.setupPort },
+      pull: this.pull,
     });
     return this.panel.routes;
   }

@@ -1,5 +1,5 @@
 // `framefi-device --pull SOURCE`: the real device fetches its photos itself after start, and again when Home
-// Assistant's "Sync now" button (MQTT discovery) is pressed; the last pull is published on MQTT. A share that
+// Assistant's "Sync now" button (MQTT discovery) is pressed; the last pull is published on MQTT and in the web panel. A share that
 // cannot be reached leaves the card as it is and says so.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -33,6 +33,8 @@ describe("framefi-device --pull", () => {
         { time: undefined, ok: true, uploaded: 2, deleted: 0, unchanged: 0, failed: 0, error: "" },
       );
       assert.equal(await readFile(join(dev.card, "b.jpg"), "utf8"), "second photo");
+      const panel = (await (await fetch(`${dev.url}/panel/state`)).json()) as { pull: { uploaded: number; ok: boolean } };
+      assert.deepEqual([panel.pull.uploaded, panel.pull.ok], [2, true], "the web panel shows the last pull");
       const button = await w.waitFor(`${ids.discoveryPrefix}/button/${ids.topicPrefix.replace(/[^a-zA-Z0-9_-]+/g, "_")}/pull/config`);
       const config = JSON.parse(button.text) as { command_topic: string; payload_press: string };
       assert.equal(config.command_topic, `${ids.topicPrefix}/pull/set`);

@@ -93,6 +93,7 @@ async function main(): Promise<void> {
     log,
     ...(gadget ? { hardware: { ...simulatedHardware(urlOf(config.host, config.port), urlOf(config.setupHost, config.setupPort)), usb: gadget } } : {}),
     ftp: ftpMode,
+    pull: puller,
     plugins: [
       (ctx) => mqttPlugin(ctx, () => device.restart(), {}, puller),
       ...(puller ? [(ctx: DeviceContext) => pullPlugin(puller, () => pullTarget(config, ctx.settings()))] : []),

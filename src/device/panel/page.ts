@@ -52,6 +52,7 @@ const display = document.getElementById("display");
 const led = document.getElementById("led");
 const statusLine = document.getElementById("status");
 const progress = document.getElementById("progress");
+const pull = document.getElementById("pull");
 const help = document.getElementById("help");
 const link = document.getElementById("link");
 const button = document.getElementById("button");
@@ -96,6 +97,8 @@ function show(device) {
   led.dataset.blinking = String(v.led.blinking);
   const p = v.progress;
   progress.textContent = p ? "FTP: " + p.files + " file" + (p.files === 1 ? "" : "s") + " written (" + size(p.bytes) + ")" + (p.current ? " · writing " + p.current : "") : "";
+  const l = v.pull;
+  pull.textContent = l ? "Last pull " + l.time.slice(0, 16).replace("T", " ") + " UTC: " + l.uploaded + " uploaded, " + l.deleted + " deleted, " + l.unchanged + " unchanged" + (l.error ? " · " + l.error : "") : "";
   help.textContent = HELP[v.phase] || HELP.other;
   const where = v.phase === "running" ? MODE_NAMES[v.mode] + " mode" : PHASES[v.phase];
   statusLine.textContent = where + " · display " + (v.display.backlight ? "on" : "off") + " · LED " + (v.led.color ? v.led.color + " " + v.led.brightness + "/255" : "off");
@@ -203,6 +206,7 @@ export function panelPage(first: { view: DeviceView; svg: string }, ports: { api
 <div class="info">
   <div id="status" aria-live="polite"></div>
   <div id="progress" aria-live="off"></div>
+  <div id="pull" aria-live="polite"></div>
   <div class="help" id="help"></div>
   <div class="links"><a href="display.svg">display picture (SVG)</a> · <a href="display.png">(PNG)</a> · <a href="state">state (JSON)</a> · <a href="../">device status (API)</a></div>
 </div>

@@ -1,5 +1,6 @@
 // The web panel's routes, served by the device's API server under /panel/ (so they share its basic auth and its
 // read-only account): the page, the display picture, the device view as JSON, server-sent events, the button.
+import type { Puller } from "../pull/puller.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { MODE_LABELS } from "../../shared/firmware.js";
@@ -19,6 +20,8 @@ export interface PanelContext {
   wifiReset: () => void;
   /** Where the page can point when the device stops answering: its API port and its setup page's port. */
   ports: { api: number; setup: number };
+  /** With --pull: its last pull is part of the view. */
+  pull?: Puller | undefined;
 }
 
 export interface PanelRoute {
@@ -62,7 +65,7 @@ export function createPanel(ctx: PanelContext): Panel {
   const observable = ctx.display instanceof SimulatedDisplay ? ctx.display : undefined;
 
   const drawn = (): Screen | undefined => observable?.screen;
-  const view = (): DeviceView => deviceView(ctx.state.snapshot(), drawn());
+  const view = (): DeviceView => ({ ...deviceView(ctx.state.snapshot(), drawn()), ...(ctx.pull ? { pull: ctx.pull.last } : {}) });
   const current = (): { view: DeviceView; svg: string } => {
     const v = view();
     return { view: v, svg: renderDisplaySvg(v.display) };
@@ -96,6 +99,7 @@ export function createPanel(ctx: PanelContext): Panel {
     if (clients.size === 0) {
       ctx.state.on("change", onChange);
       observable?.on("change", onChange);
+      ctx.pull?.on("change", onChange);
     }
     clients.add(client);
   };
@@ -104,6 +108,7 @@ export function createPanel(ctx: PanelContext): Panel {
     if (clients.size > 0) return;
     ctx.state.off("change", onChange);
     observable?.off("change", onChange);
+    ctx.pull?.off("change", onChange);
     if (scheduled) clearImmediate(scheduled);
     scheduled = undefined;
   };

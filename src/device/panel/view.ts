@@ -3,6 +3,7 @@
 // two screens the firmware draws while something is happening: "Entering FTP Mode..." and "Resetting Wi-Fi...".
 import type { LedColor, Screen } from "../hardware.js";
 import type { Snapshot } from "../state.js";
+import type { PullRecord } from "../pull/puller.js";
 
 /** The firmware's header colours (Catppuccin Mocha names). */
 export type HeaderColor = "blue" | "peach" | "red" | "yellow" | "mauve" | "green";
@@ -48,6 +49,8 @@ export interface DeviceView {
   led: LedView;
   /** Present while the device runs in FTP mode. */
   progress: ProgressView | undefined;
+  /** With --pull: the last pull (undefined before the first ends). */
+  pull?: PullRecord | undefined;
 }
 
 export const bootScreen = (version: string): InfoScreen => ({ kind: "info", title: "FrameFi", message: "Booting...", detail: version, header: "blue" });
