@@ -1,12 +1,12 @@
 // `framefi sync --delete --trash DAYS` against a running bin/framefi-device: what --delete removes lands in
 // .trash/<when>/ on the card instead, which later syncs neither mirror nor delete; a trash folder older than DAYS
-// is emptied by the next sync with --trash.
+// is emptied by the next sync with --trash. On a terminal, --delete asks first.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
-import { framefi } from "./fixtures/cli.js";
+import { framefi, framefiOnTerminal } from "./fixtures/cli.js";
 
 describe("framefi sync --trash", () => {
   let dev: RunningDevice;
@@ -42,5 +42,15 @@ describe("framefi sync --trash", () => {
     assert.match(emptied.stdout + emptied.stderr, /Emptied 1 trash folder older than 30 days\./);
     assert.deepEqual(await readdir(join(dev.card, "t", ".trash")), []);
     assert.equal((await sync("--trash", "0")).code, 2);
+  });
+
+  test("on a terminal --delete lists what it would remove and asks; no keeps it all", async () => {
+    await rm(join(dir, "b.jpg"));
+    const args = ["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), dir, "--to", "/t", "--delete"];
+    const r = await framefiOnTerminal(args, [["Delete 1 file from the card? [y/N]", "n\r"]]);
+    assert.equal(r.code, 1, r.transcript);
+    assert.match(r.transcript, /would delete b\.jpg/);
+    assert.match(r.transcript, /--delete: not deleted: declined at the prompt/);
+    assert.equal(await readFile(join(dev.card, "t", "b.jpg"), "utf8"), "photo b.jpg");
   });
 });
