@@ -29,6 +29,7 @@ describe("SOURCE URLs", () => {
     assert.equal(dav.display, "webdavs://anna@cloud.example/remote.php/dav/files/anna/Fotos%20Oma");
     const link = parseRemoteSource("webdavs://cloud.example/s/AbC123", {}, home);
     assert.deepEqual([link.backend.options.url, link.backend.options.user], ["https://cloud.example/public.php/webdav/", "AbC123"]);
+    assert.equal(link.display, "webdavs://cloud.example/s/***", "a share link's token is its key: never shown");
     const sftp = parseRemoteSource("sftp://pi@nas:2222/~/Pictures", { keyFile: "/k", knownHosts }, home);
     assert.deepEqual(
       [sftp.backend.path, sftp.backend.options.port, sftp.backend.options.key_file, sftp.backend.options.shell_type],
@@ -62,7 +63,7 @@ describe("SOURCE URLs", () => {
       [...b.body.matchAll(/\b(?:webdavs?|sftp|smb):\/\/[^\s']+/g)].map((m) => m[0]),
     );
     assert.equal(urls.length, 4);
-    for (const url of urls) assert.equal(parseRemoteSource(url, secrets, home).display, url);
+    for (const url of urls) assert.equal(parseRemoteSource(url, secrets, home).key, url);
   });
 
   const seed = fuzzSeed(0x5eed36);

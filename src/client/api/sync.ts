@@ -69,7 +69,7 @@ async function sourceFolder(options: SyncFolderOptions, signal: AbortSignal, ste
   if (!isRemoteSource(options.localDir)) return options.localDir;
   const source = parseRemoteSource(options.localDir, options.sourceSecrets ?? sourceSecretsFromEnv(process.env), homedir());
   const cache = options.photos?.cacheDir ?? cacheDir(undefined, process.env, homedir());
-  const dest = join(cache, "sources", createHash("sha256").update(source.display).digest("hex").slice(0, 16));
+  const dest = join(cache, "sources", createHash("sha256").update(source.key).digest("hex").slice(0, 16));
   step(`Fetching ${source.display}…`);
   await fetchSource(source, dest, signal);
   return dest;

@@ -83,6 +83,7 @@ export async function fetchSource(source: RemoteSource, dest: string, signal?: A
     if (secret) secrets.push(value, v);
     env[`RCLONE_CONFIG_${REMOTE}_${key.toUpperCase()}`] = v;
   }
+  secrets.push(...(source.backend.hidden ?? []));
   const args = [
     "sync",
     `${REMOTE}:${source.backend.path}`,

@@ -24,12 +24,16 @@ export interface Backend {
   path: string;
   /** Options that are secrets: obscured for rclone and never shown. */
   secrets: string[];
+  /** Values never shown though rclone takes them plainly (a public share link's token). */
+  hidden?: string[];
 }
 
 export interface RemoteSource {
   kind: SourceKind;
-  /** The source as it may be shown: user, host and path, never a password. */
+  /** The source as it may be shown: user, host and path, never a password nor a share link's token. */
   display: string;
+  /** What tells this source from any other (its local mirror's name): the URL, never shown. */
+  key: string;
   backend: Backend;
 }
 
@@ -83,5 +87,7 @@ export function parseRemoteSource(text: string, secrets: SourceSecrets, home: st
       : kind === "smb"
         ? smbBackend(url, user, secrets, shown)
         : webdavBackend(url, user, secrets, shown);
-  return { kind: kind === "webdavs" ? "webdav" : (kind as SourceKind), display, backend };
+  let shownPath = display;
+  for (const h of backend.hidden ?? []) shownPath = shownPath.split(encodeURIComponent(h)).join("***");
+  return { kind: kind === "webdavs" ? "webdav" : (kind as SourceKind), display: shownPath, key: display, backend };
 }

@@ -23,5 +23,6 @@ export function webdavBackend(url: URL, user: string, secrets: SourceSecrets, sh
     if (segments.includes("remote.php")) options.vendor = "nextcloud";
   }
   if (secrets.password !== undefined) options.pass = secrets.password;
-  return { options, path: "", secrets: ["pass"] };
+  // A public link's token is its key: anyone who has it reads the share.
+  return { options, path: "", secrets: ["pass"], hidden: options.vendor === "nextcloud" && share >= 0 && user === "" ? [options.user!] : [] };
 }
