@@ -228,9 +228,24 @@ export const ERRORS = {
   },
   FRAMEFI_FORMAT_NEEDS_CAPTION: { message: "{option} formats the caption's date: add {caption} date.", exit: EXIT.usage },
   FRAMEFI_PAIR_NEEDS_LANDSCAPE: { message: "{option} puts two portrait photos side by side on a landscape frame, and {size} is not one.", exit: EXIT.usage },
+  FRAMEFI_BAD_ORDER: { message: '{option} is name, date, shuffle or shuffle:SEED, got "{value}".', exit: EXIT.usage },
+  FRAMEFI_BAD_MAX_PER_FOLDER: { message: '{option} is a whole number of files above 0 (at most 9999999), got "{value}".', exit: EXIT.usage },
+  FRAMEFI_NO_SUCH_PROFILE: {
+    message: "[frame {frame}] names PROFILE={profile}, but the .env has no [profile {profile}] section; add it or fix the name.",
+    exit: EXIT.usage,
+  },
+  FRAMEFI_NO_FRAMES: { message: "sync --all needs frames: the .env has no [frame NAME] section; add one per frame (HOST=, SOURCE=, …).", exit: EXIT.usage },
+  FRAMEFI_ALL_WITH_FOLDER: {
+    message: "sync --all syncs every [frame NAME] of the .env, each from its SOURCE; give no folder or frame name with it.",
+    exit: EXIT.usage,
+  },
   // The .env file.
   FRAMEFI_ENV_UNREADABLE: { message: "Cannot read {file}: {reason}; make it readable, or remove it.", exit: EXIT.usage },
-  FRAMEFI_ENV_UNKNOWN_SECTION: { message: "{file} line {line}: unknown section [{section}]; use [frame], the one section.", exit: EXIT.usage },
+  FRAMEFI_ENV_UNKNOWN_SECTION: {
+    message:
+      "{file} line {line}: unknown section [{section}]; use [frame], [frame NAME], [profile NAME] or [collection NAME], a NAME of letters, digits, - and _.",
+    exit: EXIT.usage,
+  },
   FRAMEFI_ENV_NOT_KEY_VALUE: { message: "{file} line {line} is not KEY=value; fix or remove it.", exit: EXIT.usage },
   FRAMEFI_ENV_OPEN_QUOTE: { message: "{file} line {line}: the quote in the value of {key} is not closed; close it.", exit: EXIT.usage },
   FRAMEFI_ENV_TEXT_AFTER_VALUE: {

@@ -8,6 +8,7 @@ import type { SyncEvents, SyncResult } from "../sync/sync.js";
 import type { PhotoOptions, PhotoSettings } from "../photos/profile.js";
 import type { DeleteLimit } from "../sync/plan.js";
 import type { SourceSecrets } from "../sources/source.js";
+import type { LayoutOptions } from "../sync/layout.js";
 
 /** The firmware's FTP port and login, used when none is given and the device announces no port. */
 const FIRMWARE_FTP = { port: 21, user: "user", password: "password" };
@@ -37,6 +38,8 @@ export interface SyncFolderOptions {
   events?: Partial<SyncEvents>;
   /** Photos converted for the frame, a capacity limit or --dedupe: see framePhotos(). */
   photos?: PhotoOptions;
+  /** The order a frame plays (files get sortable prefixes) and at most this many files a folder: see layout.ts. */
+  layout?: LayoutOptions;
   /** How long to wait for a mode switch and for the FTP server; default 30 s. */
   waitMs?: number;
   /** The most `delete` removes in one sync without `force`: a share of the card's files or a number; default half. */
@@ -168,6 +171,7 @@ export async function sync(client: FrameFiClient, options: SyncFolderOptions): P
       signal,
       events,
       photos: options.photos,
+      layout: options.layout,
       waitMs: options.waitMs,
       deleteGuard: { limit: options.maxDelete ?? { share: 0.5 }, force: options.force === true },
       confirmDeletes: options.confirmDeletes,

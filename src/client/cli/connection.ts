@@ -1,9 +1,12 @@
 // Where the device is and how to log in, from (first wins) the command line, FRAMEFI_* environment variables,
 // the firmware scripts' variables in the environment, and the firmware scripts' `.env` file in the current folder.
+// For one of several frames (`framefi sync kitchen`), its `[frame kitchen]` section comes right after the command
+// line: it wins over the environment, which would otherwise make every frame the same.
 import { join } from "node:path";
 import { baseUrl, FrameFiError } from "../api/index.js";
 import { hidePassword } from "../api/text.js";
-import { readEnvFile, type EnvValues } from "./env-file.js";
+import { FRAME_SECTION_KEYS, readEnvFile, type EnvValues } from "./env-file.js";
+import { LAYOUT_KEYS } from "../sync/layout.js";
 import { messageOf } from "../errors.js";
 import { UsageError } from "./usage.js";
 
@@ -25,7 +28,7 @@ export interface Credentials {
 export interface Connection {
   host: string;
   /** Where `host` came from, for error messages. */
-  hostFrom: "--host" | "FRAMEFI_DEVICE" | "FTP_HOST";
+  hostFrom: "--host" | "FRAMEFI_DEVICE" | "FTP_HOST" | `HOST in [frame ${string}]`;
   /** Web credentials; undefined when none are configured (an open API). */
   web: Credentials | undefined;
   /** The FTP login and port; undefined: the library's default (the firmware's login, the port the device announces). */
@@ -33,8 +36,10 @@ export interface Connection {
   /** The .env's LOCAL_DIR (sync's default folder) and REMOTE_DIR (default "/"). */
   localDir: string | undefined;
   remoteDir: string;
-  /** The .env's [frame] section, by key (FIT, QUALITY, …). */
+  /** The .env's photo profile, by key (FIT, QUALITY, …): [frame], then the frame's [profile NAME], then its own keys. */
   frame: Record<string, string>;
+  /** ORDER and MAX_PER_FOLDER, from the same sections. */
+  layout: Record<string, string>;
 }
 
 /**
@@ -77,14 +82,44 @@ function parsePort(text: string, from: string): number {
   return n;
 }
 
-export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv, cwd: string): Promise<Connection> {
+/** A frame's profile keys: the [frame] section's, then its [profile NAME]'s, then its own. */
+function profileOf(file: EnvValues, frame: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  const take = (section: string, only?: readonly string[]): void => {
+    for (const [k, v] of Object.entries(file)) {
+      const key = k.startsWith(`${section}.`) ? k.slice(section.length + 1) : undefined;
+      if (key !== undefined && v !== undefined && (!only || only.includes(key))) out[key] = v;
+    }
+  };
+  take("frame");
+  if (frame !== undefined) {
+    const profile = file[`frame ${frame}.PROFILE`];
+    if (profile !== undefined) {
+      if (!Object.keys(file).some((k) => k.startsWith(`profile ${profile}.`))) throw new UsageError("FRAMEFI_NO_SUCH_PROFILE", { frame, profile });
+      take(`profile ${profile}`);
+    }
+    take(`frame ${frame}`, FRAME_SECTION_KEYS.slice(FRAME_SECTION_KEYS.indexOf("PROFILE") + 1));
+  }
+  return out;
+}
+
+/** `frame`: the name of a [frame NAME] section of the .env, which must exist. */
+export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv, cwd: string, frame?: string): Promise<Connection> {
   const file: EnvValues = await readEnvFile(join(cwd, ".env"));
+  const sec = (key: string): string | undefined => (frame === undefined ? undefined : pick(file[`frame ${frame}.${key}`]));
   // The firmware's docs: variables passed in the environment override the .env file.
-  const fw = (key: string): string | undefined => pick(env[key], file[key]);
+  const fw = (key: string): string | undefined => pick(sec(key), env[key], file[key]);
 
   // FRAMEFI_HOST is the device service's listen address (framefi-device --host), never the client's.
-  const host = pick(flags.host, env.FRAMEFI_DEVICE, fw("FTP_HOST"));
-  const hostFrom = pick(flags.host) !== undefined ? "--host" : pick(env.FRAMEFI_DEVICE) !== undefined ? "FRAMEFI_DEVICE" : "FTP_HOST";
+  const host = pick(flags.host, sec("HOST"), env.FRAMEFI_DEVICE, fw("FTP_HOST"));
+  const hostFrom: Connection["hostFrom"] =
+    pick(flags.host) !== undefined
+      ? "--host"
+      : sec("HOST") !== undefined
+        ? `HOST in [frame ${frame}]`
+        : pick(env.FRAMEFI_DEVICE) !== undefined
+          ? "FRAMEFI_DEVICE"
+          : "FTP_HOST";
   if (!host) {
     const old = pick(env.FRAMEFI_HOST) !== undefined ? " (FRAMEFI_HOST is the device service's listen address; the client reads FRAMEFI_DEVICE)" : "";
     throw new UsageError("FRAMEFI_NO_DEVICE_ADDRESS", { old });
@@ -99,7 +134,9 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
   }
 
   let web: Credentials | undefined;
-  if (flags.user !== undefined || pick(env.FRAMEFI_USER) !== undefined) {
+  if (flags.user === undefined && pick(sec("WEB_SERVER_USER"), sec("WEB_SERVER_PASSWORD")) !== undefined) {
+    web = { user: sec("WEB_SERVER_USER") ?? "", password: sec("WEB_SERVER_PASSWORD") ?? "" };
+  } else if (flags.user !== undefined || pick(env.FRAMEFI_USER) !== undefined) {
     web = splitUser(flags.user ?? env.FRAMEFI_USER!);
     // A user given without a password takes FRAMEFI_PASSWORD, as --ftp-user takes FRAMEFI_FTP_PASSWORD, unless
     // FRAMEFI_USER names another user: that password is not this one's.
@@ -110,19 +147,22 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
     web = { user: fw("WEB_SERVER_USER") ?? "", password: fw("WEB_SERVER_PASSWORD") ?? "" };
   }
 
+  const profile = profileOf(file, frame);
   const ftpGiven = flags.ftpUser !== undefined ? splitUser(flags.ftpUser) : undefined;
-  const ftpUser = pick(ftpGiven?.user, env.FRAMEFI_FTP_USER, fw("FTP_USER"));
-  const ftpPassword = ftpGiven?.password ?? pick(env.FRAMEFI_FTP_PASSWORD, fw("FTP_PASSWORD"));
-  const portText = pick(flags.ftpPort, env.FRAMEFI_FTP_PORT);
-  const ftpPort = portText === undefined ? undefined : parsePort(portText, flags.ftpPort !== undefined ? "--ftp-port" : "FRAMEFI_FTP_PORT");
+  const ftpUser = pick(ftpGiven?.user, sec("FTP_USER"), env.FRAMEFI_FTP_USER, fw("FTP_USER"));
+  const ftpPassword = ftpGiven?.password ?? pick(sec("FTP_PASSWORD"), env.FRAMEFI_FTP_PASSWORD, fw("FTP_PASSWORD"));
+  const portText = pick(flags.ftpPort, sec("FTP_PORT"), env.FRAMEFI_FTP_PORT);
+  const portFrom = flags.ftpPort !== undefined ? "--ftp-port" : sec("FTP_PORT") !== undefined ? `FTP_PORT in [frame ${frame}]` : "FRAMEFI_FTP_PORT";
+  const ftpPort = portText === undefined ? undefined : parsePort(portText, portFrom);
 
   return {
     host,
     hostFrom,
     web,
     ftp: { user: ftpUser, password: ftpPassword, host: ftpHost, port: ftpPort },
-    localDir: fw("LOCAL_DIR"),
+    localDir: pick(sec("SOURCE"), fw("LOCAL_DIR")),
     remoteDir: fw("REMOTE_DIR") ?? "/",
-    frame: Object.fromEntries(Object.entries(file).flatMap(([k, v]) => (k.startsWith("frame.") && v !== undefined ? [[k.slice(6), v]] : []))),
+    frame: Object.fromEntries(Object.entries(profile).filter(([k]) => !LAYOUT_KEYS.includes(k))),
+    layout: Object.fromEntries(Object.entries(profile).filter(([k]) => LAYOUT_KEYS.includes(k))),
   };
 }

@@ -20,6 +20,8 @@ import { switchMode } from "../sync/modes.js";
 import type { PhotoReport, SyncResult } from "../sync/sync.js";
 import { FRAME_KEYS, photoOptions, type PhotoOptions, type PhotoSettings } from "../photos/profile.js";
 import { UsageError } from "./usage.js";
+import { frameNames, syncAll } from "./frames.js";
+import { parseMaxPerFolder, parseOrder, type LayoutOptions } from "../sync/layout.js";
 import { surviveClosedOutput } from "../../shared/closed-output.js";
 import { blankControls } from "../api/text.js";
 import { checkFtpText } from "../ftp/remote.js";
@@ -45,6 +47,8 @@ Commands:
   upload FILE... [--to DIR]            upload files to the card (the device must be in FTP mode)
   sync [SOURCE]                        mirror SOURCE (default: LOCAL_DIR of ./.env) to the card over FTP:
                                        a folder, or webdav[s]://, sftp://, smb://[user@]host/path
+  sync NAME                            sync the frame of the .env's [frame NAME] section
+  sync --all                           sync every [frame NAME] at once, a summary line each
 
 Options:
   --host HOST            the device: host, host:port or URL (else FRAMEFI_DEVICE, else FTP_HOST of ./.env)
@@ -95,6 +99,12 @@ Photo options (sync; else the [frame] section of ./.env: FIT=1024x600, QUALITY=8
   --pixel-aspect 16:9|N  the panel is shown at 16:9 (or its pixels N times wider than tall):
                          pre-squeeze so circles stay round
 
+Order options (sync; else ORDER= and MAX_PER_FOLDER= in the [frame] section of ./.env):
+  --order name|date|shuffle[:SEED]
+                         name files "00042000-name" so that name order is this order; a file
+                         keeps its prefix across syncs (use with --delete); another SEED reshuffles
+  --max-per-folder N     spread a folder of more than N files into subfolders 001, 002, …
+
 Exit codes: 0 success, 1 the device reported an error or some files failed, 2 usage error,
 3 device unreachable, 4 authentication failed, 130 interrupted.
 `;
@@ -134,6 +144,9 @@ const OPTIONS = {
   caption: { type: "string" },
   "caption-format": { type: "string" },
   "pixel-aspect": { type: "string" },
+  all: { type: "boolean" },
+  order: { type: "string" },
+  "max-per-folder": { type: "string" },
 } as const;
 
 type Flags = {
@@ -164,7 +177,24 @@ const PHOTO_FLAGS = Object.values(PHOTO_FLAG);
 /** Options that belong to one command only. */
 const COMMAND_OPTIONS: Record<string, readonly (keyof Flags)[]> = {
   upload: ["to"],
-  sync: ["to", "delete", "max-delete", "force", "trash", "yes", "dry-run", "stay", "parallel", "ftp-port", "ftp-user", "follow-links", ...PHOTO_FLAGS],
+  sync: [
+    "to",
+    "delete",
+    "max-delete",
+    "force",
+    "trash",
+    "yes",
+    "dry-run",
+    "stay",
+    "parallel",
+    "ftp-port",
+    "ftp-user",
+    "follow-links",
+    "all",
+    "order",
+    "max-per-folder",
+    ...PHOTO_FLAGS,
+  ],
   wifi: ["yes"],
 };
 
@@ -372,6 +402,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
         force: ctx.flags.force === true,
         trashDays,
         confirmDeletes: haveTerminal() && !ctx.flags.yes && !dryRun ? (files) => confirmDeletes(ctx, files) : undefined,
+        layout: syncLayout(ctx),
       });
     } catch (e) {
       // Ctrl-C before the sync began, while another one held the device.
@@ -401,6 +432,20 @@ async function confirmDeletes(ctx: Context, files: string[]): Promise<boolean> {
   for (const rel of shown) ctx.err(`  would delete ${printable(rel)}`);
   if (files.length > shown.length) ctx.err(`  … and ${files.length - shown.length} more`);
   return confirm(`Delete ${files.length} file${files.length === 1 ? "" : "s"} from the card?`);
+}
+
+/** --order and --max-per-folder, else ORDER and MAX_PER_FOLDER of the .env's [frame] section. */
+function syncLayout(ctx: Context): LayoutOptions | undefined {
+  const pick = (flag: "order" | "max-per-folder", key: string): [string, string] | undefined =>
+    ctx.flags[flag] !== undefined
+      ? [ctx.flags[flag], `--${flag}`]
+      : ctx.conn.layout[key] !== undefined
+        ? [ctx.conn.layout[key], `${key} in the .env's [frame] section`]
+        : undefined;
+  const order = pick("order", "ORDER");
+  const max = pick("max-per-folder", "MAX_PER_FOLDER");
+  if (!order && !max) return undefined;
+  return { order: order && parseOrder(...order), maxPerFolder: max && parseMaxPerFolder(...max) };
 }
 
 /** The photo options of the command line over the .env's [frame] section; undefined when none is given. */
@@ -551,7 +596,18 @@ export async function main(argv: string[]): Promise<number> {
       timeoutMs = s * 1000;
     }
 
-    conn = await resolveConnection({ host: flags.host, user: flags.user, ftpUser: flags["ftp-user"], ftpPort: flags["ftp-port"] }, process.env, process.cwd());
+    if (command === "sync" && flags.all) {
+      if (args.length > 0) throw new UsageError("FRAMEFI_ALL_WITH_FOLDER", {});
+      return await syncAll(argv, out, err);
+    }
+    // `sync NAME`: a [frame NAME] of the .env (it wins over a folder of that name; ./NAME reaches the folder).
+    const frame = command === "sync" && args.length === 1 && (await frameNames()).includes(args[0]!) ? args.shift() : undefined;
+    conn = await resolveConnection(
+      { host: flags.host, user: flags.user, ftpUser: flags["ftp-user"], ftpPort: flags["ftp-port"] },
+      process.env,
+      process.cwd(),
+      frame,
+    );
     if (conn.web && conn.web.password === undefined) {
       if (!haveTerminal()) {
         throw new UsageError("FRAMEFI_NO_PASSWORD", { user: conn.web.user });

@@ -14,6 +14,7 @@ import { listCard, TRASH } from "./card-tree.js";
 import { emptyTrash, roomForTrash, trashStamp } from "./trash.js";
 import { scanLocal, type LocalTree } from "./local-tree.js";
 import { decideUpload, makePlan, type DeleteGuard, type Plan, type PlanInput, type Upload } from "./plan.js";
+import { layOut, type LayoutOptions } from "./layout.js";
 import type { PhotoCache } from "../photos/cache.js";
 import type { Candidate } from "../photos/capacity.js";
 import type { ConvertJob, Prepared } from "../photos/prepare.js";
@@ -46,6 +47,8 @@ export interface SyncOptions {
   trashDays?: number | undefined;
   /** Asked with the files `delete` would remove before any is; false keeps them all. */
   confirmDeletes?: ((files: string[]) => Promise<boolean>) | undefined;
+  /** --order and --max-per-folder: the files renamed and spread for the frame (layout.ts). */
+  layout?: LayoutOptions | undefined;
 }
 
 /** What a sync tells its reporter (the progress bar or the per-file lines). */
@@ -325,11 +328,13 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     result.photos = report;
     for (const p of prepared.problems) fail(p.rel, p.reason);
     const { limit } = photos;
-    if (limit.maxFiles === undefined && limit.maxBytes === undefined) return prepared.input;
+    // In a chosen order, uploads go in name order: every photo is converted first.
+    const sizesFirst = limit.maxBytes !== undefined || opts.layout?.order !== undefined;
+    if (limit.maxFiles === undefined && !sizesFirst) return prepared.input;
 
     let maxBytes = Infinity;
     let fixedBytes = 0;
-    if (limit.maxBytes) {
+    if (sizesFirst) {
       // Sizes decide what fits: every photo is converted before the first upload.
       if (prepared.jobs.size > 0) events.step(`Converting ${prepared.jobs.size} photo${prepared.jobs.size === 1 ? "" : "s"} to know their sizes…`);
       await forEachLimited(prepared.jobs.values(), WORKERS, async (job) => {
@@ -337,6 +342,8 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
         if ((await convert(job)) === undefined) prepared!.input.entries.delete(job.rel);
       });
       if (signal.aborted) throw signal.reason;
+    }
+    if (limit.maxBytes) {
       const card = (await client.status()).sd_card;
       maxBytes = "percent" in limit.maxBytes ? Math.floor((card.total_size * limit.maxBytes.percent) / 100) : Math.min(limit.maxBytes.bytes, card.total_size);
       const mirrored = [...remote.values()].reduce((n, r) => n + (r.type === "file" ? r.size : 0), 0);
@@ -379,7 +386,14 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     for (const [link, to] of remote.loops) {
       events.step(`Not following ${remoteJoin(opts.remoteDir, link)} on the card: it lists as ${remoteJoin(opts.remoteDir, to)}, a link back to it.`);
     }
-    const input = opts.photos ? await preparedInput(local, remote.tree, opts.photos) : local;
+    let input = opts.photos ? await preparedInput(local, remote.tree, opts.photos) : local;
+    if (opts.layout) {
+      const laid = layOut(input, remote.tree, opts.layout, prepared?.dates);
+      for (const p of laid.problems) fail(p.rel, p.reason);
+      // A job keeps its path as given (its entry object is the laid-out input's too); found by its path on the card.
+      if (prepared) prepared.jobs = new Map([...prepared.jobs].map(([rel, job]) => [laid.renamed.get(rel) ?? rel, job]));
+      input = laid.input;
+    }
     const plan = makePlan(input, remote.tree, { delete: opts.delete, canSetTimes: pool.canSetTimes, guard: opts.deleteGuard });
     if (!opts.dryRun && opts.confirmDeletes && plan.deleteFiles.length > 0 && !(await opts.confirmDeletes(plan.deleteFiles))) {
       plan.heldDeletes = plan.deleteFiles;

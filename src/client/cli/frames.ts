@@ -1,0 +1,58 @@
+// Several frames in one .env: `[frame NAME]` sections. `framefi sync --all` runs `framefi sync NAME` for each, at
+// once, as child processes (each with its own device lock, mode switches and Ctrl-C), and prints one line per frame
+// as it ends. The exit code says which failed: frame n of the file (1-based) sets bit n-1; the 7th and later all
+// set bit 6 (64), so the code stays below 128, where shells report signals.
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { UsageError } from "./usage.js";
+import { readEnvFile, sectionNames } from "./env-file.js";
+
+/** The NAMEs of the .env's [frame NAME] sections, in the file's order. */
+export async function frameNames(cwd = process.cwd()): Promise<string[]> {
+  return sectionNames(await readEnvFile(join(cwd, ".env")), "frame");
+}
+
+/** What a child said last: the lines kept are its output's last few kilobytes. */
+const TAIL = 8192;
+
+interface FrameRun {
+  name: string;
+  exit: number;
+  line: string;
+}
+
+function runFrame(name: string, argv: string[]): Promise<FrameRun> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [process.argv[1]!, ...argv, name], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout = (stdout + d.toString()).slice(-TAIL)));
+    child.stderr.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-TAIL)));
+    const last = (text: string): string => text.trimEnd().split("\n").at(-1) ?? "";
+    child.once("error", (e) => resolve({ name, exit: 1, line: `cannot start framefi: ${e.message}` }));
+    child.once("close", (code, signal) => {
+      const exit = code ?? 128;
+      const line = exit === 0 ? last(stdout) : `${last(stdout).startsWith("Sync done") ? `${last(stdout)} ` : ""}${last(stderr) || `stopped by ${signal}`}`;
+      resolve({ name, exit, line });
+    });
+  });
+}
+
+/** `framefi sync --all`: every frame at once; `argv` is the command line as given. */
+export async function syncAll(argv: string[], out: (line: string) => void, err: (line: string) => void): Promise<number> {
+  const names = await frameNames();
+  if (names.length === 0) throw new UsageError("FRAMEFI_NO_FRAMES", {});
+  const childArgv = argv.filter((a) => a !== "--all");
+  let code = 0;
+  await Promise.all(
+    names.map(async (name, i) => {
+      const r = await runFrame(name, childArgv);
+      if (r.exit === 0) out(`${name}: ${r.line}`);
+      else {
+        err(`${name}: failed (exit ${r.exit}): ${r.line.replace(/^framefi: /, "")}`);
+        code |= 1 << Math.min(i, 6);
+      }
+    }),
+  );
+  return code;
+}

@@ -1,0 +1,150 @@
+// --order, --max-per-folder and several frames in one .env, through bin/framefi syncing to a running
+// bin/framefi-device over FTP: the card's names sort in the asked order, an unchanged photo is not sent again when a
+// new one sorts before it, a seed reshuffles; `sync NAME` and `sync --all` (a line per frame, the exit code's bits).
+import { describe, test, type TestContext } from "node:test";
+import assert from "node:assert/strict";
+import { mkdir, readdir, utimes, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { freePort, removeDir, startDevice, tempDir } from "../helpers.js";
+import sharp from "sharp";
+import { framefi } from "./fixtures/cli.js";
+
+const DAY = 86_400;
+
+/** A folder of photos, each with the modification time (days since 2020) given. */
+async function photos(t: TestContext, days: Record<string, number>): Promise<string> {
+  const dir = await tempDir("framefi-order-");
+  t.after(() => removeDir(dir));
+  await add(dir, days);
+  return dir;
+}
+async function add(dir: string, days: Record<string, number>): Promise<void> {
+  for (const [rel, d] of Object.entries(days)) {
+    await mkdir(join(dir, rel, ".."), { recursive: true });
+    await writeFile(join(dir, rel), `photo ${rel}`);
+    await utimes(join(dir, rel), 1_577_836_800 + d * DAY, 1_577_836_800 + d * DAY);
+  }
+}
+/** The card's files under `dir`, as the frame would sort them: by name. */
+async function names(card: string, dir = ""): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(join(card, dir), { withFileTypes: true })) {
+    const rel = dir ? `${dir}/${e.name}` : e.name;
+    if (e.isDirectory()) out.push(...(await names(card, rel)));
+    else out.push(rel);
+  }
+  return out.sort();
+}
+const summary = (stdout: string): string => stdout.trim().split("\n").at(-1) ?? "";
+
+describe("framefi sync --order and --max-per-folder", { concurrency: 2 }, () => {
+  test("date order, kept across syncs; a new seed reshuffles", async (t) => {
+    const dev = await startDevice();
+    t.after(() => dev.stop());
+    const dir = await photos(t, { "winter.jpg": 30, "spring.jpg": 100, "summer.jpg": 200 });
+    const sync = (...args: string[]) => framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), dir, "--delete", ...args]);
+
+    let r = await sync("--order", "date");
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(await names(dev.card), ["00001000-winter.jpg", "00002000-spring.jpg", "00003000-summer.jpg"]);
+
+    // An older photo sorts first: it alone is sent, the others keep their names.
+    await add(dir, { "new-year.jpg": 1 });
+    r = await sync("--order", "date");
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(summary(r.stdout), /^Sync done: 1 uploaded .* 0 deleted, .* 3 unchanged\./);
+    assert.deepEqual(await names(dev.card), ["00000500-new-year.jpg", "00001000-winter.jpg", "00002000-spring.jpg", "00003000-summer.jpg"]);
+
+    const shuffled = async (seed: string): Promise<string[]> => {
+      const s = await sync("--order", `shuffle:${seed}`);
+      assert.equal(s.code, 0, s.stderr);
+      return (await names(dev.card)).map((n) => n.slice(9));
+    };
+    const one = await shuffled("1");
+    assert.deepEqual(one, await shuffled("1"));
+    r = await sync("--order", "shuffle:1");
+    assert.match(summary(r.stdout), /^Sync done: 0 uploaded .* 4 unchanged\./);
+    const others = await Promise.all(["2", "3"].map(async (s) => (await shuffled(s)).join()));
+    assert.ok(
+      others.some((o) => o !== one.join()),
+      `every seed gave ${one.join()}`,
+    );
+  });
+
+  test("--max-per-folder spreads a folder into numbered subfolders; a bad value is a usage error", async (t) => {
+    const dev = await startDevice();
+    t.after(() => dev.stop());
+    const dir = await photos(t, { "a.jpg": 1, "b.jpg": 2, "c.jpg": 3, "d.jpg": 4, "e.jpg": 5 });
+    const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), dir, "--max-per-folder", "2"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(await names(dev.card), ["001/a.jpg", "001/b.jpg", "002/c.jpg", "002/d.jpg", "003/e.jpg"]);
+    // Converted photos are named after conversion: the HEIC-or-PNG-to-JPEG name takes the prefix.
+    const pics = await photos(t, {});
+    for (const n of ["y", "x"])
+      await sharp({ create: { width: 40, height: 30, channels: 3, background: "#888" } })
+        .png()
+        .toFile(join(pics, `${n}.png`));
+    const converted = await framefi([
+      "--host",
+      `127.0.0.1:${dev.port}`,
+      "sync",
+      "--ftp-port",
+      String(dev.ftpPort),
+      pics,
+      "--to",
+      "/fit",
+      "--fit",
+      "32x32",
+      "--order",
+      "name",
+      "--cache",
+      await photos(t, {}),
+    ]);
+    assert.equal(converted.code, 0, converted.stderr);
+    assert.deepEqual(await names(dev.card, "fit"), ["fit/00001000-x.jpg", "fit/00002000-y.jpg"]);
+    const bad = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", dir, "--order", "random"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--order is name, date, shuffle or shuffle:SEED, got "random"/);
+  });
+});
+
+describe("several frames in one .env", () => {
+  test("sync NAME syncs that frame with its profile; sync --all a line each, the exit code's bit for the one that failed", async (t) => {
+    const dev = await startDevice();
+    t.after(() => dev.stop());
+    const dir = await photos(t, { "b.jpg": 1, "a.jpg": 2 });
+    const cwd = await tempDir("framefi-frames-");
+    t.after(() => removeDir(cwd));
+    const closed = await freePort();
+    await writeFile(
+      join(cwd, ".env"),
+      [
+        "FTP_HOST=127.0.0.1:1",
+        "[profile sorted]",
+        "order=date",
+        "[frame kitchen]",
+        `host=127.0.0.1:${dev.port}`,
+        `source=${dir}`,
+        `ftp_port=${dev.ftpPort}`,
+        "profile=sorted",
+        "[frame hall]",
+        `HOST=127.0.0.1:${closed}`,
+        `SOURCE=${dir}`,
+        "",
+      ].join("\n"),
+    );
+    const one = await framefi(["sync", "kitchen"], { cwd });
+    assert.equal(one.code, 0, one.stderr);
+    assert.deepEqual(await names(dev.card), ["00001000-b.jpg", "00002000-a.jpg"]);
+
+    const all = await framefi(["sync", "--all"], { cwd });
+    assert.equal(all.code, 2, `${all.stdout}\n${all.stderr}`);
+    assert.match(all.stdout, /^kitchen: Sync done: 0 uploaded .* 2 unchanged\. The device is in USB MSC mode\.$/m);
+    assert.match(all.stderr, /^hall: failed \(exit 3\): .*127\.0\.0\.1:\d+/m);
+    assert.equal(all.stdout.trim().split("\n").length, 1);
+
+    const none = await framefi(["sync", "--all"]);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /no \[frame NAME\] section/);
+  });
+});
