@@ -148,6 +148,10 @@ export const ERRORS = {
   DEVICE_OPTION_BAD_MQTT_URL: { message: "--mqtt-url is not a URL; use mqtt://[user:password@]host[:port]", exit: EXIT.usage },
   DEVICE_OPTION_BAD_MQTT_SCHEME: { message: '--mqtt-url must start with mqtt://, got "{protocol}"', exit: EXIT.usage },
   DEVICE_OPTION_GADGET_NEEDS_IMAGE: { message: "--usb-gadget needs --card-image PATH: the FAT32 image (or partition) that is the card", exit: EXIT.usage },
+  DEVICE_OPTION_SORT_NEEDS_GADGET: {
+    message: "--sort-card sorts the folders of a FAT card image, which only --usb-gadget has; add --usb-gadget --card-image PATH, or drop it",
+    exit: EXIT.usage,
+  },
   DEVICE_CONFIG_FILE_UNREADABLE: { message: "cannot read config file {file}: {reason}", exit: EXIT.usage },
   DEVICE_CONFIG_FILE_NOT_JSON: { message: "config file {file} is not valid JSON{where}; check its quotes, commas and brackets", exit: EXIT.usage },
   DEVICE_CONFIG_FILE_NOT_OBJECT: { message: "config file {file} must hold a JSON object whose keys are option names", exit: EXIT.usage },

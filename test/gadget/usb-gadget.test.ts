@@ -104,6 +104,35 @@ describe("USB mass-storage gadget in a VM (qemu, Debian kernel, dummy_hcd)", {
     assert.equal(await read("frame-after-restart.txt"), expectedListing({ "during-ftp.jpg": PHOTOS["a.jpg"]! }));
   });
 
+  it("--order with --sort-card: the frame finds each folder's entries in name order, folders first", async () => {
+    assert.equal(results.get("sync_ordered_exit"), "0", await read("sync-ordered.log").catch(() => ""));
+    const listing = new Map<string, string[]>();
+    let dir = "";
+    for (const line of (await read("frame-order.txt")).split("\n").filter(Boolean)) {
+      if (line.endsWith(":")) listing.set((dir = line.slice(0, -1)), []);
+      else listing.get(dir)!.push(line);
+    }
+    const bytewise = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+    const sorted = (names: string[]): string[] => [
+      ...names.filter((n) => n.endsWith("/")).sort(bytewise),
+      ...names.filter((n) => !n.endsWith("/")).sort(bytewise),
+    ];
+    const ordered = listing.get("ordered") ?? [];
+    assert.deepEqual(
+      ordered
+        .filter((n) => !n.endsWith("/"))
+        .map((n) => n.replace(/^\d{8}-/, ""))
+        .sort(),
+      ["a.jpg", "empty.jpg"],
+    );
+    assert.match(ordered.join(" "), /^2024\/ Été\/ \d{8}-\S+\.jpg \d{8}-\S+\.jpg$/);
+    assert.deepEqual(ordered, sorted(ordered));
+    // The root's "ordered" folder came last, after during-ftp.jpg: found in name order all the same.
+    const root = listing.get(".") ?? [];
+    assert.deepEqual(root, sorted(root));
+    assert.ok(root.includes("ordered/") && root.includes("during-ftp.jpg"), root.join(" "));
+  });
+
   it("SIGTERM leaves the image unmounted and clean", async () => {
     assert.equal(results.get("device_exit"), "0");
     assert.equal(results.get("mounted_after_stop"), "no");
@@ -137,6 +166,12 @@ describe("--usb-gadget where the kernel offers no gadget", () => {
     } finally {
       await removeDir(dir);
     }
+  });
+
+  it("--sort-card without --usb-gadget is a usage error", async () => {
+    const r = await run(bin("framefi-device"), ["--sort-card"], { timeoutMs: 60_000 });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--sort-card sorts the folders of a FAT card image, which only --usb-gadget has/);
   });
 
   it("--usb-gadget without --card-image is a usage error", async () => {

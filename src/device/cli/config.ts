@@ -54,7 +54,7 @@ export interface DeviceConfig {
   /** Refuse names and sizes a FAT32 card cannot hold (always on with a USB gadget). */
   fatNames: boolean;
   /** The real USB mass-storage gadget: the card is this FAT32 image (or block device); undefined = simulated USB. */
-  usbGadget: { image: string; udc: string | undefined } | undefined;
+  usbGadget: { image: string; udc: string | undefined; sort: boolean } | undefined;
   /** Host names the web API and setup page answer besides IP literals and localhost names ("*" = any). */
   allowedHosts: string[];
   /** Seconds a request head may take to arrive, and a body may go without bringing 4 KiB. */
@@ -128,6 +128,11 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   { name: "usb-gadget", kind: "bool", help: "be a real USB drive (Linux configfs gadget): the card is --card-image, mounted at --card in FTP mode" },
   { name: "card-image", kind: "string", help: "with --usb-gadget: the FAT32 card image (created with --card-size if missing) or a block device" },
+  {
+    name: "sort-card",
+    kind: "bool",
+    help: "with --usb-gadget: sort every folder of the card by name (fatsort) before the frame gets it back, for frames that play in directory order",
+  },
   { name: "gadget-udc", kind: "string", help: "with --usb-gadget: the USB device controller to bind to (default: the first in /sys/class/udc)" },
   {
     name: "allowed-host",
@@ -371,6 +376,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   const usbGadget = bool("usb-gadget", raw("usb-gadget"));
   const cardImage = raw("card-image");
   if (usbGadget && !cardImage) throw new OptionError("DEVICE_OPTION_GADGET_NEEDS_IMAGE", {});
+  const sortCard = bool("sort-card", raw("sort-card"));
+  if (sortCard && !usbGadget) throw new OptionError("DEVICE_OPTION_SORT_NEEDS_GADGET", {});
 
   const config: DeviceConfig = {
     host,
@@ -406,7 +413,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     rescanInterval: inRange("rescan-interval", int("rescan-interval"), 1, 86_400),
     bootDelay: inRange("boot-delay", int("boot-delay"), 0, 60_000),
     fatNames: usbGadget || bool("fat-names", raw("fat-names")),
-    usbGadget: usbGadget ? { image: resolve(cwd, cardImage!), udc: raw("gadget-udc") } : undefined,
+    usbGadget: usbGadget ? { image: resolve(cwd, cardImage!), udc: raw("gadget-udc"), sort: sortCard } : undefined,
     allowedHosts: (raw("allowed-host") ?? "")
       .split(",")
       .map((h) => h.trim())

@@ -15,7 +15,14 @@ import { surviveClosedOutput } from "../../shared/closed-output.js";
 
 /** --usb-gadget: the real USB drive, ready before the service starts (or a one-line reason and its row's exit code). */
 async function prepareGadget(config: DeviceConfig, log: DeviceLog): Promise<GadgetUsb> {
-  const gadget = new GadgetUsb({ image: config.usbGadget!.image, createBytes: config.cardSize, mountPoint: config.card, udc: config.usbGadget!.udc, log });
+  const gadget = new GadgetUsb({
+    image: config.usbGadget!.image,
+    createBytes: config.cardSize,
+    mountPoint: config.card,
+    udc: config.usbGadget!.udc,
+    sort: config.usbGadget!.sort,
+    log,
+  });
   try {
     await gadget.prepare();
   } catch (e) {

@@ -1,4 +1,5 @@
-// The few system programs the gadget backend drives (mount, umount, mkfs.vfat, fsck.vfat), and what is mounted.
+// The few system programs the gadget backend drives (mount, umount, mkfs.vfat, fsck.vfat, fatsort), and what is
+// mounted.
 import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { DeviceError, type ErrorCode } from "../errors.js";
@@ -32,9 +33,9 @@ export interface CommandResult {
 const COMMAND_TIMEOUT_MS = 120_000;
 
 /** Runs a program to its end; a program that cannot be started is a GadgetError, a non-zero exit is returned. */
-export function runCommand(program: string, args: string[]): Promise<CommandResult> {
+export function runCommand(program: string, args: string[], env?: NodeJS.ProcessEnv): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    execFile(program, args, { timeout: COMMAND_TIMEOUT_MS, maxBuffer: 4 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(program, args, { timeout: COMMAND_TIMEOUT_MS, maxBuffer: 4 * 1024 * 1024, env: env ?? process.env }, (error, stdout, stderr) => {
       const output = `${stdout}${stderr}`.trim();
       const code = error?.code;
       if (code === "ENOENT") reject(new GadgetError("DEVICE_GADGET_TOOL_MISSING", { program }, { cause: error }));
@@ -58,8 +59,8 @@ export function failure(result: CommandResult): string {
 }
 
 /** Runs a program that must succeed. */
-export async function mustRun(program: string, args: string[], what: string): Promise<void> {
-  const result = await runCommand(program, args);
+export async function mustRun(program: string, args: string[], what: string, env?: NodeJS.ProcessEnv): Promise<void> {
+  const result = await runCommand(program, args, env);
   if (result.exitCode !== 0) throw new GadgetError("DEVICE_GADGET_COMMAND_FAILED", { what, command: `${program} ${args.join(" ")}`, failure: failure(result) });
 }
 

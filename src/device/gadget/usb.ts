@@ -7,6 +7,7 @@ import { removeLeftovers } from "../card/card.js";
 import type { UsbMassStorage } from "../hardware.js";
 import { checkGadgetSupport, ConfigfsGadget, SYSTEM_PATHS, type GadgetPaths } from "./configfs.js";
 import { CardImage } from "./image.js";
+import { mustRun } from "./system.js";
 
 export interface GadgetUsbOptions {
   /** The FAT32 image file or block device. */
@@ -17,6 +18,8 @@ export interface GadgetUsbOptions {
   mountPoint: string;
   /** The UDC to bind to; default the first one. */
   udc: string | undefined;
+  /** Sort the card's folders by name (fatsort) each time it goes back to the frame. */
+  sort?: boolean;
   paths?: GadgetPaths;
   log: (message: string) => void;
 }
@@ -43,6 +46,7 @@ export class GadgetUsb implements UsbMassStorage {
     const image = new CardImage(await realpathOrSelf(this.opts.image), await realpath(this.opts.mountPoint), log);
     this.image = image;
     this.gadget = new ConfigfsGadget(paths, "framefi", udc);
+    if (this.opts.sort) await mustRun("fatsort", ["-v"], "run fatsort (--sort-card): apt-get install fatsort");
     await image.createIfMissing(this.opts.createBytes);
     await this.gadget.setUp({ manufacturer: "FrameFi", product: "FrameFi SD card", serial: serialOf(hostname()) });
     if (await image.mounted()) {
@@ -62,6 +66,8 @@ export class GadgetUsb implements UsbMassStorage {
     const { image, gadget } = this.ready();
     if (await image.mounted()) await image.unmount();
     this.isMounted = false;
+    // Unmounted, before the frame has it: the one moment fatsort may rewrite the folders.
+    if (this.opts.sort) await image.sortFolders();
     await gadget.insert(image.path);
   }
 
