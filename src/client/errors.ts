@@ -239,6 +239,12 @@ export const ERRORS = {
     message: "sync --all syncs every [frame NAME] of the .env, each from its SOURCE; give no folder or frame name with it.",
     exit: EXIT.usage,
   },
+  FRAMEFI_NO_SUCH_FRAME: { message: "The .env has no [frame {name}] section; use one of: {known}.", exit: EXIT.usage },
+  FRAMEFI_NO_SUCH_COLLECTION: { message: "The .env has no [collection {name}] section; use one of: {known}.", exit: EXIT.usage },
+  FRAMEFI_COLLECTION_NEEDS_SOURCE: { message: "[collection {name}] has no SOURCE; add SOURCE=the folder of its photos.", exit: EXIT.usage },
+  FRAMEFI_BAD_COLLECTION_FOLDER: { message: '[collection {name}]: FOLDER "{folder}" must be a folder inside SOURCE; fix it.', exit: EXIT.usage },
+  FRAMEFI_BAD_COLLECTION_DATE: { message: '[collection {name}]: {key} is a day as 2026-12-24, got "{value}".', exit: EXIT.usage },
+  FRAMEFI_COLLECTION_ACTION: { message: "collection takes: use NAME [FRAME]; e.g. framefi collection use winter kitchen.", exit: EXIT.usage },
   // The .env file.
   FRAMEFI_ENV_UNREADABLE: { message: "Cannot read {file}: {reason}; make it readable, or remove it.", exit: EXIT.usage },
   FRAMEFI_ENV_UNKNOWN_SECTION: {

@@ -108,8 +108,8 @@ describe("framefi sync --order and --max-per-folder", { concurrency: 2 }, () => 
   });
 });
 
-describe("several frames in one .env", () => {
-  test("sync NAME syncs that frame with its profile; sync --all a line each, the exit code's bit for the one that failed", async (t) => {
+describe("several frames and collections in one .env", () => {
+  test("sync NAME syncs that frame with its profile; sync --all a line each, the exit code's bit for the one that failed; collection use", async (t) => {
     const dev = await startDevice();
     t.after(() => dev.stop());
     const dir = await photos(t, { "b.jpg": 1, "a.jpg": 2 });
@@ -130,6 +130,10 @@ describe("several frames in one .env", () => {
         "[frame hall]",
         `HOST=127.0.0.1:${closed}`,
         `SOURCE=${dir}`,
+        "[collection new-year]",
+        `SOURCE=${dir}`,
+        "FROM=2020-01-02",
+        "TO=2020-01-02",
         "",
       ].join("\n"),
     );
@@ -142,6 +146,14 @@ describe("several frames in one .env", () => {
     assert.match(all.stdout, /^kitchen: Sync done: 0 uploaded .* 2 unchanged\. The device is in USB MSC mode\.$/m);
     assert.match(all.stderr, /^hall: failed \(exit 3\): .*127\.0\.0\.1:\d+/m);
     assert.equal(all.stdout.trim().split("\n").length, 1);
+
+    // A collection: only the photo of its days, on the frame named; what the set lacks leaves the card.
+    const set = await framefi(["collection", "use", "new-year", "kitchen"], { cwd });
+    assert.equal(set.code, 0, set.stderr);
+    assert.deepEqual(await names(dev.card), ["00001000-b.jpg"]);
+    const unknown = await framefi(["collection", "use", "summer", "kitchen"], { cwd });
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /no \[collection summer\] section; use one of: new-year\./);
 
     const none = await framefi(["sync", "--all"]);
     assert.equal(none.code, 2);

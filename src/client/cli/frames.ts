@@ -1,15 +1,45 @@
-// Several frames in one .env: `[frame NAME]` sections. `framefi sync --all` runs `framefi sync NAME` for each, at
+// Several frames in one .env: `[frame NAME]` sections, and the named sets of photos they show, `[collection NAME]`. `framefi sync --all` runs `framefi sync NAME` for each, at
 // once, as child processes (each with its own device lock, mode switches and Ctrl-C), and prints one line per frame
 // as it ends. The exit code says which failed: frame n of the file (1-based) sets bit n-1; the 7th and later all
 // set bit 6 (64), so the code stays below 128, where shells report signals.
 import { spawn } from "node:child_process";
-import { join } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
 import { UsageError } from "./usage.js";
 import { readEnvFile, sectionNames } from "./env-file.js";
 
 /** The NAMEs of the .env's [frame NAME] sections, in the file's order. */
 export async function frameNames(cwd = process.cwd()): Promise<string[]> {
   return sectionNames(await readEnvFile(join(cwd, ".env")), "frame");
+}
+
+export interface Collection {
+  /** The folder its photos come from: SOURCE, or FOLDER under it. */
+  dir: string;
+  /** FROM and TO, whole days in UTC (TO included). */
+  range: { fromMs?: number | undefined; toMs?: number | undefined };
+}
+
+function day(text: string | undefined, key: string, name: string): number | undefined {
+  if (text === undefined) return undefined;
+  const ms = /^\d{4}-\d{2}-\d{2}$/.test(text) ? Date.parse(`${text}T00:00:00Z`) : NaN;
+  if (Number.isNaN(ms)) throw new UsageError("FRAMEFI_BAD_COLLECTION_DATE", { name, key, value: text });
+  return ms;
+}
+
+/** The .env's [collection NAME]; a missing one, or one without SOURCE, is a usage error. */
+export async function readCollection(name: string, cwd = process.cwd()): Promise<Collection> {
+  const values = await readEnvFile(join(cwd, ".env"));
+  const get = (key: string): string | undefined => values[`collection ${name}.${key}`];
+  if (!sectionNames(values, "collection").includes(name)) {
+    throw new UsageError("FRAMEFI_NO_SUCH_COLLECTION", { name, known: sectionNames(values, "collection").join(", ") || "none" });
+  }
+  const source = get("SOURCE");
+  if (!source) throw new UsageError("FRAMEFI_COLLECTION_NEEDS_SOURCE", { name });
+  const folder = get("FOLDER") ?? "";
+  // FOLDER narrows SOURCE: it stays inside it.
+  if (isAbsolute(folder) || folder.split(/[\\/]/).includes("..")) throw new UsageError("FRAMEFI_BAD_COLLECTION_FOLDER", { name, folder });
+  const to = day(get("TO"), "TO", name);
+  return { dir: resolve(cwd, source, folder), range: { fromMs: day(get("FROM"), "FROM", name), toMs: to === undefined ? undefined : to + 86_400_000 } };
 }
 
 /** What a child said last: the lines kept are its output's last few kilobytes. */

@@ -20,7 +20,7 @@ import { switchMode } from "../sync/modes.js";
 import type { PhotoReport, SyncResult } from "../sync/sync.js";
 import { FRAME_KEYS, photoOptions, type PhotoOptions, type PhotoSettings } from "../photos/profile.js";
 import { UsageError } from "./usage.js";
-import { frameNames, syncAll } from "./frames.js";
+import { frameNames, readCollection, syncAll } from "./frames.js";
 import { parseMaxPerFolder, parseOrder, type LayoutOptions } from "../sync/layout.js";
 import { surviveClosedOutput } from "../../shared/closed-output.js";
 import { blankControls } from "../api/text.js";
@@ -49,6 +49,8 @@ Commands:
                                        a folder, or webdav[s]://, sftp://, smb://[user@]host/path
   sync NAME                            sync the frame of the .env's [frame NAME] section
   sync --all                           sync every [frame NAME] at once, a summary line each
+  collection use NAME [FRAME]          make the frame (a [frame NAME], else the device) show the
+                                       .env's [collection NAME]: sync it there with --delete
 
 Options:
   --host HOST            the device: host, host:port or URL (else FRAMEFI_DEVICE, else FTP_HOST of ./.env)
@@ -177,6 +179,22 @@ const PHOTO_FLAGS = Object.values(PHOTO_FLAG);
 /** Options that belong to one command only. */
 const COMMAND_OPTIONS: Record<string, readonly (keyof Flags)[]> = {
   upload: ["to"],
+  collection: [
+    "to",
+    "max-delete",
+    "force",
+    "trash",
+    "yes",
+    "dry-run",
+    "stay",
+    "parallel",
+    "ftp-port",
+    "ftp-user",
+    "follow-links",
+    "order",
+    "max-per-folder",
+    ...PHOTO_FLAGS,
+  ],
   sync: [
     "to",
     "delete",
@@ -205,6 +223,8 @@ interface Context {
   conn: Connection;
   out: (line: string) => void;
   err: (line: string) => void;
+  /** `collection use`: only the photos of these dates. */
+  range?: LayoutOptions["range"];
 }
 
 function parse(argv: string[]): { flags: Flags; positionals: string[] } {
@@ -342,6 +362,15 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     return failed > 0 ? EXIT.deviceError : EXIT.ok;
   },
 
+  async collection(ctx) {
+    if (ctx.args[0] !== "use" || ctx.args[1] === undefined) throw new UsageError("FRAMEFI_COLLECTION_ACTION", {});
+    expectArgs(ctx, "collection use", 3);
+    const set = await readCollection(ctx.args[1]);
+    // The frame shows the set and nothing else: what the set lacks leaves the card, beyond --max-delete too (a switch
+    // replaces the set); an empty set still deletes nothing (plan.ts).
+    return commands.sync!({ ...ctx, args: [set.dir], flags: { ...ctx.flags, delete: true, force: true }, range: set.range });
+  },
+
   async sync(ctx) {
     expectArgs(ctx, "sync", 1);
     const dir = ctx.args[0] ?? ctx.conn.localDir;
@@ -444,8 +473,8 @@ function syncLayout(ctx: Context): LayoutOptions | undefined {
         : undefined;
   const order = pick("order", "ORDER");
   const max = pick("max-per-folder", "MAX_PER_FOLDER");
-  if (!order && !max) return undefined;
-  return { order: order && parseOrder(...order), maxPerFolder: max && parseMaxPerFolder(...max) };
+  if (!order && !max && !ctx.range) return undefined;
+  return { order: order && parseOrder(...order), maxPerFolder: max && parseMaxPerFolder(...max), range: ctx.range };
 }
 
 /** The photo options of the command line over the .env's [frame] section; undefined when none is given. */
@@ -601,7 +630,10 @@ export async function main(argv: string[]): Promise<number> {
       return await syncAll(argv, out, err);
     }
     // `sync NAME`: a [frame NAME] of the .env (it wins over a folder of that name; ./NAME reaches the folder).
-    const frame = command === "sync" && args.length === 1 && (await frameNames()).includes(args[0]!) ? args.shift() : undefined;
+    const frames = command === "sync" || command === "collection" ? await frameNames() : [];
+    const frame = command === "sync" && args.length === 1 && frames.includes(args[0]!) ? args.shift() : command === "collection" ? args[2] : undefined;
+    if (frame !== undefined && !frames.includes(frame)) throw new UsageError("FRAMEFI_NO_SUCH_FRAME", { name: frame, known: frames.join(", ") || "none" });
+    if (command === "collection" && frame !== undefined) args.pop();
     conn = await resolveConnection(
       { host: flags.host, user: flags.user, ftpUser: flags["ftp-user"], ftpPort: flags["ftp-port"] },
       process.env,

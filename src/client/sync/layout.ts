@@ -20,6 +20,8 @@ export type Order = { by: "name" } | { by: "date" } | { by: "shuffle"; seed: str
 export interface LayoutOptions {
   order?: Order | undefined;
   maxPerFolder?: number | undefined;
+  /** A collection's dates: only files taken (else modified) from `fromMs` and before `toMs` go to the card. */
+  range?: { fromMs?: number | undefined; toMs?: number | undefined } | undefined;
 }
 
 export interface Layout {
@@ -137,14 +139,17 @@ function numbersOnCard(remote: Map<string, RemoteEntry>, chunked: boolean): Map<
 export function layOut(input: PlanInput, remote: Map<string, RemoteEntry>, opts: LayoutOptions, dates?: Map<string, number>): Layout {
   const chunked = opts.maxPerFolder !== undefined;
   const byFolder = new Map<string, { rel: string; base: string; key: string }[]>();
+  const { fromMs = -Infinity, toMs = Infinity } = opts.range ?? {};
   for (const [rel, e] of input.entries) {
     if (e.type !== "file") continue;
+    const date = dates?.get(rel) ?? e.mtimeMs;
+    if (date < fromMs || date >= toMs) continue;
     const dir = posix.dirname(rel);
     const folder = dir === "." ? "" : dir;
     const base = posix.basename(rel);
     let files = byFolder.get(folder);
     if (!files) byFolder.set(folder, (files = []));
-    files.push({ rel, base, key: sortKey(opts.order, base, dates?.get(rel) ?? e.mtimeMs) });
+    files.push({ rel, base, key: sortKey(opts.order, base, date) });
   }
   const known = numbersOnCard(remote, chunked);
   const entries: PlanInput["entries"] = new Map();
