@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { freePort, removeDir, startDevice, tempDir } from "../helpers.js";
 import sharp from "sharp";
 import { framefi } from "./fixtures/cli.js";
+import { docBlocks } from "../fixtures/docs.js";
 
 const DAY = 86_400;
 
@@ -44,7 +45,13 @@ describe("framefi sync --order and --max-per-folder", { concurrency: 2 }, () => 
     const dir = await photos(t, { "winter.jpg": 30, "spring.jpg": 100, "summer.jpg": 200 });
     const sync = (...args: string[]) => framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), dir, "--delete", ...args]);
 
-    let r = await sync("--order", "date");
+    // The docs' example, as written but for the folder and the device.
+    const [example] = docBlocks("docs/client.md", { heading: "The order a frame plays, and full folders", lang: "sh" }).map((b) => b.body.trim());
+    const args = example!
+      .split(" ")
+      .slice(1)
+      .map((a) => (a === "~/Pictures" ? dir : a));
+    let r = await framefi(["--host", `127.0.0.1:${dev.port}`, ...args, "--ftp-port", String(dev.ftpPort)]);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(await names(dev.card), ["00001000-winter.jpg", "00002000-spring.jpg", "00003000-summer.jpg"]);
 
@@ -108,47 +115,51 @@ describe("framefi sync --order and --max-per-folder", { concurrency: 2 }, () => 
   });
 });
 
-describe("several frames and collections in one .env", () => {
-  test("sync NAME syncs that frame with its profile; sync --all a line each, the exit code's bit for the one that failed; collection use", async (t) => {
+describe("several frames and collections in one .env (docs/client.md's example)", () => {
+  test("sync NAME with its profile; sync --all a line each, the exit code's bit for the one that failed; collection use", async (t) => {
     const dev = await startDevice();
     t.after(() => dev.stop());
-    const dir = await photos(t, { "b.jpg": 1, "a.jpg": 2 });
+    const dir = await photos(t, {});
+    // Photos the landscape profile converts: one of the new-year days, one of March.
+    for (const [name, day] of [
+      ["b.png", "2026-01-03"],
+      ["a.png", "2026-03-01"],
+    ] as const) {
+      await sharp({ create: { width: 40, height: 30, channels: 3, background: "#468" } })
+        .png()
+        .toFile(join(dir, name));
+      const s = Date.parse(`${day}T12:00:00Z`) / 1000;
+      await utimes(join(dir, name), s, s);
+    }
     const cwd = await tempDir("framefi-frames-");
     t.after(() => removeDir(cwd));
     const closed = await freePort();
+    const [envFile, commands] = docBlocks("docs/client.md", { heading: "Several frames and collections", lang: "sh" }).map((b) => b.body);
     await writeFile(
       join(cwd, ".env"),
-      [
-        "FTP_HOST=127.0.0.1:1",
-        "[profile sorted]",
-        "order=date",
-        "[frame kitchen]",
-        `host=127.0.0.1:${dev.port}`,
-        `source=${dir}`,
-        `ftp_port=${dev.ftpPort}`,
-        "profile=sorted",
-        "[frame hall]",
-        `HOST=127.0.0.1:${closed}`,
-        `SOURCE=${dir}`,
-        "[collection new-year]",
-        `SOURCE=${dir}`,
-        "FROM=2020-01-02",
-        "TO=2020-01-02",
-        "",
-      ].join("\n"),
+      envFile!.replaceAll("192.168.1.50:8080", `127.0.0.1:${dev.port}`).replaceAll("192.168.1.51:8080", `127.0.0.1:${closed}`).replaceAll("/srv/photos", dir),
     );
-    const one = await framefi(["sync", "kitchen"], { cwd });
+    const env = { FRAMEFI_FTP_PORT: String(dev.ftpPort), XDG_CACHE_HOME: join(cwd, "cache") };
+    const [syncOne, syncAll, useSet] = commands!
+      .trim()
+      .split("\n")
+      .map((line) => line.split(" ").slice(1));
+
+    const one = await framefi(syncOne!, { cwd, env });
     assert.equal(one.code, 0, one.stderr);
     assert.deepEqual(await names(dev.card), ["00001000-b.jpg", "00002000-a.jpg"]);
 
-    const all = await framefi(["sync", "--all"], { cwd });
+    const all = await framefi(syncAll!, { cwd, env });
     assert.equal(all.code, 2, `${all.stdout}\n${all.stderr}`);
     assert.match(all.stdout, /^kitchen: Sync done: 0 uploaded .* 2 unchanged\. The device is in USB MSC mode\.$/m);
-    assert.match(all.stderr, /^hall: failed \(exit 3\): .*127\.0\.0\.1:\d+/m);
+    assert.match(
+      all.stderr,
+      /^hall: failed \(exit 3\): The device at http:\/\/127\.0\.0\.1:\d+ did not answer \(ECONNREFUSED\)\. .*\(the address came from HOST in \[frame hall\]\)$/m,
+    );
     assert.equal(all.stdout.trim().split("\n").length, 1);
 
-    // A collection: only the photo of its days, on the frame named; what the set lacks leaves the card.
-    const set = await framefi(["collection", "use", "new-year", "kitchen"], { cwd });
+    // Only the photo of the collection's days stays on the frame.
+    const set = await framefi(useSet!, { cwd, env });
     assert.equal(set.code, 0, set.stderr);
     assert.deepEqual(await names(dev.card), ["00001000-b.jpg"]);
     const unknown = await framefi(["collection", "use", "summer", "kitchen"], { cwd });
