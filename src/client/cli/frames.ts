@@ -2,7 +2,7 @@
 // once, as child processes (each with its own device lock, mode switches and Ctrl-C), and prints one line per frame
 // as it ends. The exit code says which failed: frame n of the file (1-based) sets bit n-1; the 7th and later all
 // set bit 6 (64), so the code stays below 128, where shells report signals.
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { isAbsolute, join, resolve } from "node:path";
 import { UsageError } from "./usage.js";
 import { readEnvFile, sectionNames } from "./env-file.js";
@@ -51,9 +51,10 @@ interface FrameRun {
   line: string;
 }
 
-function runFrame(name: string, argv: string[]): Promise<FrameRun> {
+function runFrame(name: string, argv: string[], children: Set<ChildProcess>): Promise<FrameRun> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [process.argv[1]!, ...argv, name], { stdio: ["ignore", "pipe", "pipe"] });
+    children.add(child);
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout = (stdout + d.toString()).slice(-TAIL)));
@@ -74,15 +75,27 @@ export async function syncAll(argv: string[], out: (line: string) => void, err: 
   if (names.length === 0) throw new UsageError("FRAMEFI_NO_FRAMES", {});
   const childArgv = argv.filter((a) => a !== "--all");
   let code = 0;
+  const children = new Set<ChildProcess>();
+  // Ctrl-C reaches every child from the terminal (each puts its device back); SIGTERM is passed on. Either way
+  // this process waits for them, and their exit codes count.
+  const onInterrupt = (): void => undefined;
+  const onTerminate = (): void => {
+    for (const c of children) c.kill("SIGTERM");
+  };
+  process.on("SIGINT", onInterrupt);
+  process.on("SIGTERM", onTerminate);
   await Promise.all(
     names.map(async (name, i) => {
-      const r = await runFrame(name, childArgv);
+      const r = await runFrame(name, childArgv, children);
       if (r.exit === 0) out(`${name}: ${r.line}`);
       else {
         err(`${name}: failed (exit ${r.exit}): ${r.line.replace(/^framefi: /, "")}`);
         code |= 1 << Math.min(i, 6);
       }
     }),
-  );
+  ).finally(() => {
+    process.off("SIGINT", onInterrupt);
+    process.off("SIGTERM", onTerminate);
+  });
   return code;
 }
