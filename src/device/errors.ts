@@ -103,6 +103,11 @@ export const ERRORS = {
     message: "the card image {path} is not a FAT filesystem fsck.vfat can repair (exit {status}): {output}",
     exit: EXIT.failed,
   },
+  DEVICE_NO_SUCH_COLLECTION: { message: "no collection {name}: the collections are {known}; add {name}.img to {dir} first", exit: EXIT.failed },
+  DEVICE_COLLECTION_NEEDS_MSC: {
+    message: "the collection cannot change in FTP mode (the card is mounted for uploads); switch to USB MSC mode first",
+    exit: EXIT.failed,
+  },
   DEVICE_UNMOUNT_FAILED: {
     message: "cannot unmount the card image from {mountPoint}: {output}; close what uses it (fuser -m {mountPoint})",
     exit: EXIT.failed,
@@ -148,8 +153,8 @@ export const ERRORS = {
   DEVICE_OPTION_BAD_MQTT_URL: { message: "--mqtt-url is not a URL; use mqtt://[user:password@]host[:port]", exit: EXIT.usage },
   DEVICE_OPTION_BAD_MQTT_SCHEME: { message: '--mqtt-url must start with mqtt://, got "{protocol}"', exit: EXIT.usage },
   DEVICE_OPTION_GADGET_NEEDS_IMAGE: { message: "--usb-gadget needs --card-image PATH: the FAT32 image (or partition) that is the card", exit: EXIT.usage },
-  DEVICE_OPTION_SORT_NEEDS_GADGET: {
-    message: "--sort-card sorts the folders of a FAT card image, which only --usb-gadget has; add --usb-gadget --card-image PATH, or drop it",
+  DEVICE_OPTION_NEEDS_GADGET: {
+    message: "{option} works on the FAT card images of --usb-gadget; add --usb-gadget --card-image PATH, or drop it",
     exit: EXIT.usage,
   },
   DEVICE_CONFIG_FILE_UNREADABLE: { message: "cannot read config file {file}: {reason}", exit: EXIT.usage },

@@ -133,6 +133,17 @@ describe("USB mass-storage gadget in a VM (qemu, Debian kernel, dummy_hcd)", {
     assert.ok(root.includes("ordered/") && root.includes("during-ftp.jpg"), root.join(" "));
   });
 
+  it("collections: Home Assistant's select swaps the frame's card image, and back", async () => {
+    const config = JSON.parse(await read("collection-config.json")) as { options: string[]; command_topic: string; state_topic: string };
+    assert.deepEqual(config.options, ["card", "christmas"]);
+    assert.equal(config.command_topic, "frame-fi/collection/set");
+    assert.equal(results.get("collection_christmas"), "yes");
+    assert.equal(results.get("frame-christmas"), "0", "the christmas image is empty");
+    assert.equal(results.get("collection_card"), "yes");
+    assert.equal(results.get("frame-card-again"), String(Object.keys(PHOTOS).length * 2 + 1), "the first card, as it was");
+    assert.match(await read("device.log"), /MQTT frame-fi\/collection\/set: ignored "\.\.\/card"; send one of card, christmas\./);
+  });
+
   it("SIGTERM leaves the image unmounted and clean", async () => {
     assert.equal(results.get("device_exit"), "0");
     assert.equal(results.get("mounted_after_stop"), "no");
@@ -171,7 +182,7 @@ describe("--usb-gadget where the kernel offers no gadget", () => {
   it("--sort-card without --usb-gadget is a usage error", async () => {
     const r = await run(bin("framefi-device"), ["--sort-card"], { timeoutMs: 60_000 });
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /--sort-card sorts the folders of a FAT card image, which only --usb-gadget has/);
+    assert.match(r.stderr, /--sort-card works on the FAT card images of --usb-gadget/);
   });
 
   it("--usb-gadget without --card-image is a usage error", async () => {

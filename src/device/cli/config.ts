@@ -54,7 +54,7 @@ export interface DeviceConfig {
   /** Refuse names and sizes a FAT32 card cannot hold (always on with a USB gadget). */
   fatNames: boolean;
   /** The real USB mass-storage gadget: the card is this FAT32 image (or block device); undefined = simulated USB. */
-  usbGadget: { image: string; udc: string | undefined; sort: boolean } | undefined;
+  usbGadget: { image: string; udc: string | undefined; sort: boolean; collections: string | undefined } | undefined;
   /** Host names the web API and setup page answer besides IP literals and localhost names ("*" = any). */
   allowedHosts: string[];
   /** Seconds a request head may take to arrive, and a body may go without bringing 4 KiB. */
@@ -132,6 +132,11 @@ export const FLAGS: readonly FlagSpec[] = [
     name: "sort-card",
     kind: "bool",
     help: "with --usb-gadget: sort every folder of the card by name (fatsort) before the frame gets it back, for frames that play in directory order",
+  },
+  {
+    name: "collections",
+    kind: "string",
+    help: "with --usb-gadget: a folder of card images NAME.img, one per collection; MQTT (a Home Assistant select) switches the frame between them",
   },
   { name: "gadget-udc", kind: "string", help: "with --usb-gadget: the USB device controller to bind to (default: the first in /sys/class/udc)" },
   {
@@ -377,7 +382,9 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   const cardImage = raw("card-image");
   if (usbGadget && !cardImage) throw new OptionError("DEVICE_OPTION_GADGET_NEEDS_IMAGE", {});
   const sortCard = bool("sort-card", raw("sort-card"));
-  if (sortCard && !usbGadget) throw new OptionError("DEVICE_OPTION_SORT_NEEDS_GADGET", {});
+  if (sortCard && !usbGadget) throw new OptionError("DEVICE_OPTION_NEEDS_GADGET", { option: "--sort-card" });
+  const collections = raw("collections");
+  if (collections && !usbGadget) throw new OptionError("DEVICE_OPTION_NEEDS_GADGET", { option: "--collections" });
 
   const config: DeviceConfig = {
     host,
@@ -413,7 +420,9 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     rescanInterval: inRange("rescan-interval", int("rescan-interval"), 1, 86_400),
     bootDelay: inRange("boot-delay", int("boot-delay"), 0, 60_000),
     fatNames: usbGadget || bool("fat-names", raw("fat-names")),
-    usbGadget: usbGadget ? { image: resolve(cwd, cardImage!), udc: raw("gadget-udc"), sort: sortCard } : undefined,
+    usbGadget: usbGadget
+      ? { image: resolve(cwd, cardImage!), udc: raw("gadget-udc"), sort: sortCard, collections: collections ? resolve(cwd, collections) : undefined }
+      : undefined,
     allowedHosts: (raw("allowed-host") ?? "")
       .split(",")
       .map((h) => h.trim())

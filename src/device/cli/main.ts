@@ -21,6 +21,7 @@ async function prepareGadget(config: DeviceConfig, log: DeviceLog): Promise<Gadg
     mountPoint: config.card,
     udc: config.usbGadget!.udc,
     sort: config.usbGadget!.sort,
+    collections: config.usbGadget!.collections,
     log,
   });
   try {
@@ -102,7 +103,7 @@ async function main(): Promise<void> {
     ftp: ftpMode,
     pull: puller,
     plugins: [
-      (ctx) => mqttPlugin(ctx, () => device.restart(), {}, puller),
+      (ctx) => mqttPlugin(ctx, () => device.restart(), {}, { puller, collections: gadget?.collections() }),
       ...(puller ? [(ctx: DeviceContext) => pullPlugin(puller, () => pullTarget(config, ctx.settings()))] : []),
     ],
     fatal: (e) => {

@@ -15,6 +15,8 @@ type GadgetErrorCode = Extract<
   | "DEVICE_FSCK_STOPPED"
   | "DEVICE_CARD_IMAGE_NOT_FAT"
   | "DEVICE_UNMOUNT_FAILED"
+  | "DEVICE_NO_SUCH_COLLECTION"
+  | "DEVICE_COLLECTION_NEEDS_MSC"
 >;
 
 /** The USB gadget backend cannot do its job; the message says what is missing or what failed, and what to do. */

@@ -1,13 +1,15 @@
 // USB mass storage for real: the card image is a configfs gadget's removable medium. MSC mode inserts it (the
 // service never touches it then); leaving MSC mode ejects it, checks it and mounts it for FTP mode. The image is
 // never inserted and mounted at once, so after a crash at any step start-up only has to unmount, check and go on.
-import { mkdir, realpath } from "node:fs/promises";
+// With --collections, the medium can be swapped for another image of that folder (a collection) in MSC mode.
+import { mkdir, readdir, realpath } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
 import { hostname } from "node:os";
 import { removeLeftovers } from "../card/card.js";
 import type { UsbMassStorage } from "../hardware.js";
 import { checkGadgetSupport, ConfigfsGadget, SYSTEM_PATHS, type GadgetPaths } from "./configfs.js";
 import { CardImage } from "./image.js";
-import { mustRun } from "./system.js";
+import { GadgetError, mustRun } from "./system.js";
 
 export interface GadgetUsbOptions {
   /** The FAT32 image file or block device. */
@@ -20,6 +22,8 @@ export interface GadgetUsbOptions {
   udc: string | undefined;
   /** Sort the card's folders by name (fatsort) each time it goes back to the frame. */
   sort?: boolean;
+  /** A folder of card images, NAME.img each: the collections the frame can be switched between. */
+  collections?: string | undefined;
   paths?: GadgetPaths;
   log: (message: string) => void;
 }
@@ -28,6 +32,9 @@ export class GadgetUsb implements UsbMassStorage {
   private image: CardImage | undefined;
   private gadget: ConfigfsGadget | undefined;
   private isMounted = false;
+  private collectionsDir: string | undefined;
+  /** Attach, detach and a collection's swap, one at a time. */
+  private turn: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly opts: GadgetUsbOptions) {}
 
@@ -44,6 +51,7 @@ export class GadgetUsb implements UsbMassStorage {
     const udc = await checkGadgetSupport(paths, this.opts.udc);
     await mkdir(this.opts.mountPoint, { recursive: true });
     const image = new CardImage(await realpathOrSelf(this.opts.image), await realpath(this.opts.mountPoint), log);
+    if (this.opts.collections) this.collectionsDir = await realpath(this.opts.collections);
     this.image = image;
     this.gadget = new ConfigfsGadget(paths, "framefi", udc);
     if (this.opts.sort) await mustRun("fatsort", ["-v"], "run fatsort (--sort-card): apt-get install fatsort");
@@ -62,7 +70,11 @@ export class GadgetUsb implements UsbMassStorage {
   }
 
   /** MSC mode: flush and unmount, then insert the image; the host sees a freshly inserted card. */
-  async attach(): Promise<void> {
+  attach(): Promise<void> {
+    return this.inTurn(() => this.attachNow());
+  }
+
+  private async attachNow(): Promise<void> {
     const { image, gadget } = this.ready();
     if (await image.mounted()) await image.unmount();
     this.isMounted = false;
@@ -72,7 +84,11 @@ export class GadgetUsb implements UsbMassStorage {
   }
 
   /** Leaving MSC mode: eject the medium, check the filesystem (the host may have written it), mount it read-write. */
-  async detach(): Promise<void> {
+  detach(): Promise<void> {
+    return this.inTurn(() => this.detachNow());
+  }
+
+  private async detachNow(): Promise<void> {
     const { image, gadget } = this.ready();
     await gadget.eject();
     if (await image.mounted()) await image.unmount();
@@ -89,10 +105,66 @@ export class GadgetUsb implements UsbMassStorage {
     this.isMounted = false;
   }
 
+  /** The collections (--collections): their names, the one the frame has, and the swap. */
+  collections(): GadgetCollections | undefined {
+    const dir = this.opts.collections;
+    if (!dir) return undefined;
+    const names = async (): Promise<string[]> =>
+      (await readdir(dir))
+        .filter((n) => COLLECTION_FILE.test(n))
+        .map((n) => n.slice(0, -4))
+        .sort();
+    return {
+      names,
+      active: () => {
+        const path = this.image?.path;
+        return path && dirname(path) === this.collectionsDir && COLLECTION_FILE.test(basename(path)) ? basename(path).slice(0, -4) : undefined;
+      },
+      use: (name) =>
+        this.inTurn(async () => {
+          const known = await names();
+          if (!known.includes(name)) throw new GadgetError("DEVICE_NO_SUCH_COLLECTION", { name, known: known.join(", ") || "none", dir });
+          if (this.isMounted) throw new GadgetError("DEVICE_COLLECTION_NEEDS_MSC", {});
+          const { image, gadget } = this.ready();
+          const next = new CardImage(join(this.collectionsDir!, `${name}.img`), image.mountPoint, this.opts.log);
+          if (next.path === image.path) return;
+          // The swap: the frame sees its card removed and another inserted; no photo is copied.
+          await gadget.eject();
+          try {
+            await next.check();
+            if (this.opts.sort) await next.sortFolders();
+          } catch (e) {
+            await gadget.insert(image.path);
+            throw e;
+          }
+          await gadget.insert(next.path);
+          this.image = next;
+          this.opts.log(`the frame now has the collection ${name} (${next.path})`);
+        }),
+    };
+  }
+
+  private inTurn<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(fn, fn);
+    this.turn = run.catch(() => undefined);
+    return run;
+  }
+
   private ready(): { image: CardImage; gadget: ConfigfsGadget } {
     if (!this.image || !this.gadget) throw new Error("GadgetUsb.prepare() must run before the service starts");
     return { image: this.image, gadget: this.gadget };
   }
+}
+
+/** A collection's card image: its name (what an MQTT select offers), then .img. */
+const COLLECTION_FILE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}\.img$/;
+
+/** What MQTT needs of the collections. */
+export interface GadgetCollections {
+  names(): Promise<string[]>;
+  /** The collection the frame has; undefined when the card image is not one of the folder's. */
+  active(): string | undefined;
+  use(name: string): Promise<void>;
 }
 
 async function realpathOrSelf(path: string): Promise<string> {

@@ -21,6 +21,10 @@ export interface MqttTopics {
   pull: string;
   /** With --pull: command `PRESS` pulls now. */
   pullSet: string;
+  /** Retained: the collection the frame has (--collections). */
+  collection: string;
+  /** Commands: a collection's name. */
+  collectionSet: string;
 }
 
 export function topicsFor(prefix: string): MqttTopics {
@@ -33,6 +37,8 @@ export function topicsFor(prefix: string): MqttTopics {
     availability: `${prefix}/status`,
     pull: `${prefix}/pull`,
     pullSet: `${prefix}/pull/set`,
+    collection: `${prefix}/collection`,
+    collectionSet: `${prefix}/collection/set`,
   };
 }
 
@@ -49,6 +55,8 @@ export interface DiscoveryOptions {
   swVersion: string;
   /** The device pulls its photos (--pull): a "Last pull" sensor and a "Sync now" button. */
   pull: boolean;
+  /** The collections' names, when the frame has some: a select switches between them. */
+  collections?: string[] | undefined;
 }
 
 /** Discovery ids allow only [a-zA-Z0-9_-]; the topic prefix names the frame, so it makes the id. */
@@ -141,6 +149,18 @@ export function discoveryMessages(o: DiscoveryOptions): DiscoveryMessage[] {
       retain: false,
       icon: "mdi:swap-horizontal",
     }),
+    ...(o.collections
+      ? [
+          entity("select", "collection", {
+            name: "Collection",
+            state_topic: o.topics.collection,
+            command_topic: o.topics.collectionSet,
+            options: o.collections,
+            retain: false,
+            icon: "mdi:image-multiple",
+          }),
+        ]
+      : []),
     entity("button", "restart", {
       name: "Restart",
       command_topic: o.topics.restart,

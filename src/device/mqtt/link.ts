@@ -28,6 +28,14 @@ export interface DeviceSide {
   restart(): unknown;
   /** With --pull: the last pull (published on the pull topic; onChange tells of a new one) and "sync now". */
   pull?: { last(): object | undefined; now(): unknown };
+  /** The card images a frame can be switched between (--usb-gadget --collections): a Home Assistant select. */
+  collections?: Collections | undefined;
+}
+
+export interface Collections {
+  names(): Promise<string[]>;
+  active(): string | undefined;
+  use(name: string): Promise<void>;
 }
 
 export interface MqttLog {
@@ -257,7 +265,11 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
     const t = this.topics;
     try {
       const pull = this.#device.pull !== undefined;
-      const granted = await client.subscribeAsync([t.displaySet, t.modeSet, t.restart, ...(pull ? [t.pullSet] : [])], { qos: 1 });
+      const collections = await this.#device.collections?.names();
+      const granted = await client.subscribeAsync(
+        [t.displaySet, t.modeSet, t.restart, ...(pull ? [t.pullSet] : []), ...(collections ? [t.collectionSet] : [])],
+        { qos: 1 },
+      );
       for (const g of granted) {
         if (g.qos === 128) this.#o.log.warn(`The broker refused the subscription to ${g.topic}; check its ACL.`);
       }
@@ -268,12 +280,14 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
         deviceName: this.#o.deviceName,
         swVersion,
         pull,
+        collections,
       });
       // Off, the configs an earlier run retained are cleared (an empty retained message deletes them), so
       // Home Assistant does not keep a second set of entities beside a user's own YAML.
       const on = this.#o.discovery;
       await Promise.all(configs.map((m) => client.publishAsync(m.topic, on ? JSON.stringify(m.config) : "", { qos: 1, retain: true })));
       await client.publishAsync(t.availability, "online", { qos: 1, retain: true });
+      if (collections) await client.publishAsync(t.collection, this.#device.collections!.active() ?? "", { qos: 1, retain: true });
     } catch (err) {
       // The connection went away mid-way; the close handler records the state and retries.
       if (client === this.#client) this.#o.log.warn(`MQTT announce failed: ${(err as Error).message}`);
@@ -334,6 +348,19 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
       const mode = text.trim().toLowerCase();
       if (mode === "ftp" || mode === "msc") run(`mode ${mode}`, () => this.#device.setMode(mode));
       else this.#o.log.warn(`MQTT ${topic}: ignored ${shown}; send ftp or msc.`);
+    } else if (topic === t.collectionSet && this.#device.collections) {
+      const collections = this.#device.collections;
+      // Only a name the folder holds, exactly: the payload never becomes a path by itself.
+      void collections.names().then(
+        (names) => {
+          if (!names.includes(text)) return this.#o.log.warn(`MQTT ${topic}: ignored ${shown}; send one of ${names.join(", ") || "(none)"}.`);
+          run(`collection ${text}`, async () => {
+            await collections.use(text);
+            await this.#client?.publishAsync(t.collection, collections.active() ?? "", { qos: 1, retain: true });
+          });
+        },
+        (err: unknown) => this.#o.log.warn(`MQTT ${topic}: cannot list the collections: ${(err as Error).message}`),
+      );
     } else if (topic === t.restart) {
       if (text === "RESTART") run("restart", () => this.#device.restart());
       else this.#o.log.warn(`MQTT ${topic}: ignored ${shown}; send RESTART.`);

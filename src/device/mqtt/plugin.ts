@@ -2,7 +2,7 @@
 // on reboot), enabled and disabled with the state's MQTT flag, its status reported back into the state.
 // The context is typed structurally, so this file depends only on what it uses of the device service.
 import { statusBody, type Mode, type StatusFacts } from "../../shared/firmware.js";
-import { createMqttLink, type DeviceSide, type MqttLink, type MqttLinkOptions } from "./link.js";
+import { createMqttLink, type Collections, type DeviceSide, type MqttLink, type MqttLinkOptions } from "./link.js";
 
 /** What the plug-in uses of the device service's DeviceContext. */
 export interface MqttPluginContext {
@@ -38,11 +38,18 @@ export interface MqttPlugin {
 /** The changes the state topic carries. */
 const PUBLISHED = new Set(["mode", "display", "card"]);
 
+/** What the device has beyond the firmware's: a Puller (--pull), card images to switch between (--collections). */
+export interface MqttExtras {
+  puller?: PullSide | undefined;
+  collections?: Collections | undefined;
+}
+
 /**
  * The MQTT client as a device plug-in. `restart` reboots the device (the service's restart()).
  * `extra` overrides link options (tests use it for short retry periods).
  */
-export function mqttPlugin(ctx: MqttPluginContext, restart: () => unknown, extra: Partial<MqttLinkOptions> = {}, puller?: PullSide): MqttPlugin {
+export function mqttPlugin(ctx: MqttPluginContext, restart: () => unknown, extra: Partial<MqttLinkOptions> = {}, extras: MqttExtras = {}): MqttPlugin {
+  const { puller, collections } = extras;
   let link: MqttLink | undefined;
   let onFlag: ((what: string) => void) | undefined;
 
@@ -63,6 +70,7 @@ export function mqttPlugin(ctx: MqttPluginContext, restart: () => unknown, extra
     setMode: (mode) => ctx.state.setMode(mode),
     restart,
     ...(puller ? { pull: { last: () => puller.last, now: () => puller.now() } } : {}),
+    collections,
   };
 
   return {
