@@ -139,6 +139,8 @@ describe("USB mass-storage gadget in a VM (qemu, Debian kernel, dummy_hcd)", {
     assert.equal(config.command_topic, "frame-fi/collection/set");
     assert.equal(results.get("collection_christmas"), "yes");
     assert.equal(results.get("frame-christmas"), "0", "the christmas image is empty");
+    assert.equal(results.get("collection_kept"), "yes", "a restart keeps the collection");
+    assert.equal(results.get("frame-christmas-restarted"), "0");
     assert.equal(results.get("collection_card"), "yes");
     assert.equal(results.get("frame-card-again"), String(Object.keys(PHOTOS).length * 2 + 1), "the first card, as it was");
     assert.match(await read("device.log"), /MQTT frame-fi\/collection\/set: ignored "\.\.\/card"; send one of card, christmas\./);

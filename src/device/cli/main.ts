@@ -1,5 +1,6 @@
 // bin/framefi-device: parses flags, FRAMEFI_* variables and --config, then runs the device until SIGINT/SIGTERM.
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import { helpText, OptionError, parseCli, type DeviceConfig, type ParsedCli } from "./config.js";
 import { DeviceError, EXIT } from "../errors.js";
@@ -22,6 +23,7 @@ async function prepareGadget(config: DeviceConfig, log: DeviceLog): Promise<Gadg
     udc: config.usbGadget!.udc,
     sort: config.usbGadget!.sort,
     collections: config.usbGadget!.collections,
+    collectionFile: join(config.state, "collection"),
     log,
   });
   try {

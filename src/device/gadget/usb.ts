@@ -2,7 +2,7 @@
 // service never touches it then); leaving MSC mode ejects it, checks it and mounts it for FTP mode. The image is
 // never inserted and mounted at once, so after a crash at any step start-up only has to unmount, check and go on.
 // With --collections, the medium can be swapped for another image of that folder (a collection) in MSC mode.
-import { mkdir, readdir, realpath } from "node:fs/promises";
+import { mkdir, readdir, readFile, realpath, rename, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { hostname } from "node:os";
 import { removeLeftovers } from "../card/card.js";
@@ -24,6 +24,8 @@ export interface GadgetUsbOptions {
   sort?: boolean;
   /** A folder of card images, NAME.img each: the collections the frame can be switched between. */
   collections?: string | undefined;
+  /** Where the collection the frame has is kept across restarts (in the state folder). */
+  collectionFile?: string | undefined;
   paths?: GadgetPaths;
   log: (message: string) => void;
 }
@@ -50,8 +52,8 @@ export class GadgetUsb implements UsbMassStorage {
     const paths = this.opts.paths ?? SYSTEM_PATHS;
     const udc = await checkGadgetSupport(paths, this.opts.udc);
     await mkdir(this.opts.mountPoint, { recursive: true });
-    const image = new CardImage(await realpathOrSelf(this.opts.image), await realpath(this.opts.mountPoint), log);
     if (this.opts.collections) this.collectionsDir = await realpath(this.opts.collections);
+    const image = new CardImage(await realpathOrSelf((await this.savedCollection()) ?? this.opts.image), await realpath(this.opts.mountPoint), log);
     this.image = image;
     this.gadget = new ConfigfsGadget(paths, "framefi", udc);
     if (this.opts.sort) await mustRun("fatsort", ["-v"], "run fatsort (--sort-card): apt-get install fatsort");
@@ -139,9 +141,27 @@ export class GadgetUsb implements UsbMassStorage {
           }
           await gadget.insert(next.path);
           this.image = next;
+          await this.saveCollection(name);
           this.opts.log(`the frame now has the collection ${name} (${next.path})`);
         }),
     };
+  }
+
+  /** The image of the collection the frame had when the service stopped, when it is still in the folder. */
+  private async savedCollection(): Promise<string | undefined> {
+    const file = this.opts.collectionFile;
+    if (!file || !this.collectionsDir) return undefined;
+    const name = (await readFile(file, "utf8").catch(() => "")).trim();
+    const path = join(this.collectionsDir, `${name}.img`);
+    return COLLECTION_FILE.test(`${name}.img`) && (await readdir(this.collectionsDir)).includes(`${name}.img`) ? path : undefined;
+  }
+
+  private async saveCollection(name: string): Promise<void> {
+    const file = this.opts.collectionFile;
+    if (!file) return;
+    await mkdir(dirname(file), { recursive: true });
+    await writeFile(`${file}.tmp`, `${name}\n`);
+    await rename(`${file}.tmp`, file);
   }
 
   private inTurn<T>(fn: () => Promise<T>): Promise<T> {
