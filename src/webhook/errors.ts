@@ -86,6 +86,8 @@ export const ERRORS = {
   WEBHOOK_HOOK_NOT_FINITE: { message: '"{path}": {value} is not a number JSON can hold', exit: EXIT.fatal },
   WEBHOOK_HOOK_BAD_MATCH: { message: "{problem}", exit: EXIT.fatal },
   WEBHOOK_HOOK_BAD_RUN_FIELD: { message: "{problem}", exit: EXIT.fatal },
+  /** notify/target.ts says what is wrong with a notify target. */
+  WEBHOOK_HOOK_BAD_NOTIFY: { message: "{problem}", exit: EXIT.fatal },
   WEBHOOK_HOOK_COMMAND_TIMEOUT: {
     message: '"command-timeout" must be a duration such as "500ms", "30s" or "2m" (0 is none), not {value}',
     exit: EXIT.fatal,

@@ -14,6 +14,7 @@ import { isSignatureType, signatureMatchProblem, signatureSecrets } from "./sign
 import { type ErrorArgs, type ErrorCode, WebhookError } from "../errors.js";
 import { DEDUP_WINDOW_DEFAULT, MAX_DEDUP_WINDOW, runPolicy } from "./run-fields.js";
 import { loadMatchFiles, matchValues } from "./match-files.js";
+import { type NotifyField, notifySecrets, notifyTargets } from "../notify/target.js";
 
 type HooksFileCode = Extract<ErrorCode, `WEBHOOK_HOOKS_${string}` | `WEBHOOK_HOOK_${string}`>;
 
@@ -68,6 +69,20 @@ Object.assign((RULE as { fields: Record<string, GoType> }).fields, {
   not: RULE,
   match: { kind: "struct", fields: MATCH_FIELDS },
 } satisfies FieldsOf<Rule>);
+const NOTIFY_FIELDS: FieldsOf<NotifyField> = {
+  url: STRING,
+  ntfy: STRING,
+  mqtt: STRING,
+  topic: STRING,
+  on: slice(STRING),
+  template: STRING,
+  title: STRING,
+  priority: STRING,
+  tags: slice(STRING),
+  headers: slice({ kind: "struct", fields: { name: STRING, value: STRING } }),
+  timeout: STRING,
+  retries: COUNT,
+};
 const HOOK_FIELDS: FieldsOf<Hook> = {
   id: STRING,
   "execute-command": STRING,
@@ -87,6 +102,7 @@ const HOOK_FIELDS: FieldsOf<Hook> = {
   debounce: STRING,
   "rate-limit": { kind: "struct", fields: { requests: COUNT, period: STRING } },
   deduplicate: { kind: "struct", fields: { id: ARGUMENT, window: STRING } satisfies FieldsOf<Deduplicate> },
+  notify: slice({ kind: "struct", fields: NOTIFY_FIELDS }),
   "pass-environment-to-command": slice(ARGUMENT),
   "pass-arguments-to-command": slice(ARGUMENT),
   "pass-file-to-command": slice(ARGUMENT),
@@ -255,6 +271,11 @@ function checkOwnFields(hook: Record<string, unknown>): void {
     }
     if (ms <= 0 || ms > MAX_DEDUP_WINDOW) throw new HooksFileError("WEBHOOK_HOOK_DEDUP_WINDOW", { value: JSON.stringify(dedup.window) });
   }
+  try {
+    notifyTargets(hook as unknown as Hook);
+  } catch (e) {
+    throw new HooksFileError("WEBHOOK_HOOK_BAD_NOTIFY", { problem: (e as Error).message }, { cause: e });
+  }
 }
 
 /** One hook of a decoded hooks file (its index counts from 0), as the server loads it; throws HooksFileError. */
@@ -378,6 +399,7 @@ export function secretsOf(hooks: Hook[]): string[] {
     else if (r.match.redact ?? (tokenCarrier(r.match.parameter) || r.match["secret-file"] !== undefined)) out.push(...matchValues(r.match).filter(Boolean));
   };
   for (const h of hooks) walk(h["trigger-rule"]);
+  for (const h of hooks) out.push(...notifySecrets(h));
   return out;
 }
 

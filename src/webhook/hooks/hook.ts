@@ -1,5 +1,6 @@
 // The shapes shared by the hook server's modules: what a hooks file holds, and what a request
 // looks like once parsed. Field names are the hooks-file keys of adnanh/webhook, unchanged.
+import type { NotifyField } from "../notify/target.js";
 import type { SignatureType } from "./signatures.js";
 
 /** Where a value is read from (`source` in the hooks file). */
@@ -133,6 +134,8 @@ export interface Hook {
   "rate-limit"?: { requests?: number; period?: string };
   /** Ours, with -queue: a second trigger with the same delivery id within the window runs nothing. */
   deduplicate?: Deduplicate;
+  /** Ours: where a job's outcome is sent (notify/target.ts). */
+  notify?: NotifyField[];
   "pass-environment-to-command"?: Argument[];
   "pass-arguments-to-command"?: Argument[];
   "pass-file-to-command"?: Argument[];

@@ -10,6 +10,7 @@ import type { JobStore } from "../jobs/store.js";
 import { Debouncer } from "./debounce.js";
 import { RateLimiter } from "./rate-limit.js";
 import { backoffMs, shouldRetry } from "./retry.js";
+import type { Notifier } from "../notify/notifier.js";
 
 /** What one run of a command gave. */
 export interface AttemptRun {
@@ -21,6 +22,8 @@ export interface AttemptRun {
   exitCode: number | null;
   signal?: string;
   timedOut?: boolean;
+  /** How long the command ran. */
+  durationMs?: number;
 }
 
 export class Executions {
@@ -33,6 +36,8 @@ export class Executions {
     /** -jobs: where jobs are kept; undefined without -jobs. */
     readonly jobs: JobStore | undefined,
     private readonly log: Log,
+    /** Sends the hooks' notify targets what became of their jobs. */
+    private readonly notifier?: Notifier,
   ) {}
 
   /** The hook's run policy (its fields were checked when the hooks file loaded). */
@@ -99,6 +104,7 @@ export class Executions {
           this.jobs.finish(job);
           this.counters.job(job.hook, job.state);
         }
+        this.notify(hook, job?.state ?? stateOf(result), job?.id ?? fields.rid ?? "", n, result);
         return result;
       }
       await new Promise((r) => setTimeout(r, wait));
@@ -111,11 +117,23 @@ export class Executions {
     const wait = backoffMs(policy.retry, n);
     this.counters.retry(hook.id);
     this.log.print(`[${fields.rid ?? ""}] attempt ${n} of ${policy.retry.attempts} failed (${result.error ?? ""}): retrying in ${wait}ms`, fields);
+    this.notify(hook, "retried", fields.rid ?? "", n, result);
     return wait;
+  }
+
+  /** Attempt `n` of job `jobId` ended so, and the job is in `state` (or another attempt follows: "retried"): the hook's notify targets are told. */
+  notify(hook: Hook, state: JobState | "retried", jobId: string, n: number, result: AttemptRun): void {
+    if (this.notifier === undefined || hook.notify === undefined || state === "dropped" || state === "queued" || state === "running") return;
+    this.notifier.outcome(hook, state, { job: jobId, attempt: n, exitCode: result.exitCode, durationMs: result.durationMs, output: result.output });
   }
 
   /** Shutdown begins: debounced triggers still in their quiet period never run. Returns how many. */
   dropDebounced(): number {
     return this.debouncer.dropAll("the server shut down before the quiet period ended");
   }
+}
+
+/** The state a job ends in after this last attempt (as JobStore.finish decides it, for runs without -jobs). */
+function stateOf(r: AttemptRun): JobState {
+  return r.timedOut ? "timed-out" : r.error === undefined ? "succeeded" : "failed";
 }
