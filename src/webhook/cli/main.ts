@@ -31,6 +31,11 @@ import { Recorder } from "../explain/recorder.js";
 import { listCipherSuites, minVersion, tlsOptions } from "./tls.js";
 import { surviveClosedOutput } from "../../shared/closed-output.js";
 import { type Described, describe, EXIT, messageOf } from "../errors.js";
+import { Notifier } from "../notify/notifier.js";
+import { startTracing, stopTracing } from "../trace/trace.js";
+
+/** Shutdown: how long notifications still waiting or under way have to go out. */
+const NOTIFY_GRACE_MS = 5000;
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL("../../../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -180,7 +185,10 @@ async function main(): Promise<void> {
       ? new MemoryRecords({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m))
       : undefined;
   const localJobs = records ? new JobStore(records, opts.jobsOutput) : undefined;
-  const executions = new Executions(localJobs, log);
+  // notify: outcomes sent by their own queue; traces: on only with OTEL_EXPORTER_OTLP_ENDPOINT (the SDK loaded then).
+  const notifier = new Notifier(log);
+  await startTracing(process.env, (line) => log.always(line));
+  const executions = new Executions(localJobs, log, notifier);
   const limits: LimitDefaults = {
     maxConcurrency: opts.maxConcurrency,
     maxQueue: opts.maxQueue,
@@ -328,7 +336,12 @@ async function main(): Promise<void> {
     log.setSecrets([...secretsOf([...hooks.values()]), ...flagSecrets]);
     app.setHooks(hooks);
   });
-  setupSignals(registry, () => shutdown({ server: app, transport, runner, executions, jobs, queue }, opts.shutdownTimeoutMs, log), log);
+  const stop = async (): Promise<void> => {
+    await shutdown({ server: app, transport, runner, executions, jobs, queue }, opts.shutdownTimeoutMs, log);
+    await notifier.settle(NOTIFY_GRACE_MS);
+    await stopTracing();
+  };
+  setupSignals(registry, stop, log);
   loadHooks(registry, opts, log);
   if (opts.hotreload) registry.watch();
   await app.ready;

@@ -9,10 +9,11 @@ import type { RunPolicy } from "../hooks/run-fields.js";
 import type { Job, JobState } from "../jobs/job.js";
 import type { Log, LogFields } from "../log/log.js";
 import type { AttemptRun, Executions } from "../policy/executions.js";
-import type { ExecuteResult, JobRunner } from "../queue/queue.js";
+import type { ExecuteResult, JobRunner, LastAttempt } from "../queue/queue.js";
 import { assembleCommand, commandLookupPath, lookPath, removeTempFiles, type CommandSpec } from "../run/command.js";
 import { KILL_AFTER_MS, type Runner, type Turn } from "../run/runner.js";
 import type { OutputSink, RunningCommand } from "../run/spawn.js";
+import { begin } from "../trace/trace.js";
 import { type Dispatch, type Dispatched, type LimitDefaults, limitsOf, timeoutOf, type Trigger } from "./dispatch.js";
 
 export interface LocalOptions extends LimitDefaults {
@@ -137,6 +138,9 @@ export class LocalDispatch implements Dispatch, JobRunner {
     }
 
     const { argv, env, files } = assembleCommand(hook, req, cwd, log, fields);
+    // traces: the command's span; the command gets it as TRACEPARENT to continue the trace.
+    const span = begin(req, "command", "internal");
+    if (span) env["TRACEPARENT"] = span.traceparent;
 
     const envNames = Object.keys(env);
     log.print(
@@ -148,7 +152,11 @@ export class LocalDispatch implements Dispatch, JobRunner {
       argv,
       env,
       // The streamed output is not kept unless the log shows it.
-      captureOutput: (hook["include-command-output-in-response"] === true && !hook["stream-command-output"]) || log.enabled || this.opts.keepOutput,
+      captureOutput:
+        (hook["include-command-output-in-response"] === true && !hook["stream-command-output"]) ||
+        log.enabled ||
+        this.opts.keepOutput ||
+        hook.notify !== undefined,
       maxOutput: this.opts.maxOutput,
       ...(cwd ? { cwd } : {}),
       ...(hook["exclude-stderr-from-response"] ? { separateStderr: true } : {}),
@@ -161,7 +169,10 @@ export class LocalDispatch implements Dispatch, JobRunner {
           fields,
         ),
     };
+    const started = performance.now();
     const result = await this.runner.run(spec, { hook: hook.id, rid }, onOutput, onStart);
+    const durationMs = performance.now() - started;
+    span?.end(result.error);
     if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`, fields);
     if (log.enabled && result.stderr) log.print(`[${rid}] command stderr: ${result.stderr.toString("utf8")}`, fields);
     if (result.error !== undefined) log.print(`[${rid}] error occurred: ${result.error}`, fields);
@@ -169,6 +180,7 @@ export class LocalDispatch implements Dispatch, JobRunner {
     log.print(`[${rid}] finished handling ${hook.id}`, fields);
     const more = {
       exitCode: result.exitCode,
+      durationMs,
       ...(result.timedOut ? { timedOut: true } : {}),
       ...(result.signal ? { signal: result.signal } : {}),
       ...(result.stderr ? { stderr: result.stderr } : {}),
@@ -192,8 +204,10 @@ export class LocalDispatch implements Dispatch, JobRunner {
     return hook && this.executions.retryIn(hook, this.executions.policy(hook), attempt, result, { rid: jobId, hook: hookId });
   }
 
-  ended(hookId: string, state: JobState): void {
+  ended(hookId: string, state: JobState, last?: LastAttempt): void {
     this.executions.counters.job(hookId, state);
+    const hook = last && this.hooks.get(hookId);
+    if (hook) this.executions.notify(hook, state, last!.job, last!.attempt, last!.result);
   }
 
   superseded(hookId: string): void {

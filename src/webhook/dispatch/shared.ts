@@ -14,6 +14,7 @@ import type { JobOutcome, QueueHook, SharedQueue } from "../queue/queue.js";
 import { readArgument } from "../run/command.js";
 import { Tail } from "../run/output.js";
 import type { OutputSink } from "../run/spawn.js";
+import { begin } from "../trace/trace.js";
 import { type Dispatch, type Dispatched, type LimitDefaults, limitsOf, type Trigger } from "./dispatch.js";
 
 const END_FROM_RECORD =
@@ -64,6 +65,8 @@ export class SharedDispatch implements Dispatch {
     const onOutput: OutputSink | undefined = streamed ? (c) => sink(c) : captured ? (c) => tail.push(c) : undefined;
     const dedup = hook.deduplicate?.id;
     const deliveryId = dedup ? readArgument(dedup, req, "deduplicate", this.log, fields) : undefined;
+    // traces: the job's message carries this span's traceparent to the instance that pulls it.
+    const span = begin(req, "publish", "producer", { nest: true });
     const submitted = await this.queue.submit({
       hook: this.queueHook(hook),
       id: jobIdOf(rid),
@@ -73,7 +76,9 @@ export class SharedDispatch implements Dispatch {
       ...(onOutput ? { onOutput } : {}),
       // The answer is the last attempt's output.
       ...(captured ? { onAttempt: () => (tail = new Tail(maxOutput)) } : {}),
+      ...(span ? { traceparent: span.traceparent } : {}),
     });
+    span?.end(submitted.kind === "queued" ? undefined : submitted.kind);
     if (submitted.kind === "full") {
       const { max, maxQueue } = limitsOf(hook, this.limits);
       this.log.print(

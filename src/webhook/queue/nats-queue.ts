@@ -60,6 +60,7 @@ import {
   type SharedQueue,
   type Submitted,
 } from "./queue.js";
+import { begin } from "../trace/trace.js";
 
 export class QueueConnectError extends WebhookError {
   constructor(
@@ -330,6 +331,7 @@ export class NatsQueue implements SharedQueue {
     try {
       const h = natsHeaders();
       h.set("Webhook-Job", record.id);
+      if (job.traceparent) h.set("traceparent", job.traceparent);
       const ack = await this.js.publish(jobSubject(job.hook.id), data, {
         headers: this.opts.signer.sign(jobSubject(job.hook.id), data, h),
         timeout: PUBLISH_TIMEOUT_MS,
@@ -512,7 +514,11 @@ export class NatsQueue implements SharedQueue {
       await this.jobs.stored(job).catch(() => undefined);
       const reply = msg.reply;
       const onOutput = reply ? (c: Buffer) => this.notify(`${reply}.o`, c) : undefined;
+      // traces: this attempt's span, under the publisher's (the message's traceparent header).
+      const pulled = begin(req, "pull", "consumer", { parent: m.headers?.get("traceparent") ?? "", nest: true });
+      pulled?.setAttribute("webhook.job", msg.id);
       const result = await runner.run(msg.hook, req, onOutput);
+      pulled?.end(result.error);
       this.jobs.attemptEnded(job, attempt, result);
       if (this.handingBack && result.error !== undefined) {
         await this.jobs.stored(job).catch(() => undefined);
@@ -527,7 +533,7 @@ export class NatsQueue implements SharedQueue {
         return;
       }
       this.jobs.finish(job);
-      runner.ended(msg.hook, job.state);
+      runner.ended(msg.hook, job.state, { job: msg.id, attempt: attempt.number, result });
       await this.storeFinal(job, msg);
       await this.ack(m, msg);
     } finally {

@@ -55,6 +55,8 @@ export interface JobSubmission {
   onOutput?: OutputSink;
   /** captured hooks with retry: another attempt starts (the output so far was an earlier attempt's). */
   onAttempt?: () => void;
+  /** traces: the W3C traceparent the job's message carries (its `traceparent` header). */
+  traceparent?: string;
 }
 
 /** What became of a submission. */
@@ -76,9 +78,16 @@ export interface JobRunner {
   run(hookId: string, req: HookRequest, onOutput?: OutputSink): Promise<AttemptRun>;
   /** After attempt number `attempt` of job `jobId` ended so: the wait before the next one when the hook's retry asks for one (counted and logged), else undefined. */
   retryIn(hookId: string, jobId: string, attempt: number, result: AttemptRun): number | undefined;
-  /** Counters for -metrics: a job reached a final state; a trigger was superseded (debounce). */
-  ended(hookId: string, state: JobState): void;
+  /** Counters for -metrics: a job reached a final state (after `last`, when it ran); a trigger was superseded (debounce). */
+  ended(hookId: string, state: JobState, last?: LastAttempt): void;
   superseded(hookId: string): void;
+}
+
+/** The attempt that ended a job, for its notifications. */
+export interface LastAttempt {
+  job: string;
+  attempt: number;
+  result: AttemptRun;
 }
 
 /** The shared queue as the hook server uses it. */

@@ -31,6 +31,7 @@ import { Headers, respond } from "./response.js";
 import { describe } from "../errors.js";
 import { explainedBody, explains, heldLine, notSatisfiedLine } from "../explain/mismatch.js";
 import type { Recorder } from "../explain/recorder.js";
+import { begin, follow, tracing } from "../trace/trace.js";
 
 /** The server's options; the limits are the defaults of the hook fields (its answers name the command-timeout). */
 export interface ServerOptions extends LimitDefaults {
@@ -204,15 +205,30 @@ export class HookServer implements HttpApp<Matched | Pending> {
   handle(m: Matched | Pending, body: Buffer): HttpResponse | Promise<HttpResponse> {
     if ("answer" in m) return m.answer;
     this.opts.recorder?.save(m.hook.id, m.head, body, m.fields);
+    const span = tracing() ? this.received(m) : undefined;
     const response = this.process(m, body);
     if (response instanceof Promise) {
       return response.then((r) => {
         this.metrics.request(m.hook.id, r.status);
+        span?.(r.status);
         return this.finish(m, r, body);
       });
     }
     this.metrics.request(m.hook.id, response.status);
+    span?.(response.status);
     return this.finish(m, response, body);
+  }
+
+  /** traces: the request's span, under the caller's traceparent when it sent one; the function ends it. */
+  private received(m: Matched): (status: number) => void {
+    const span = begin(m, "receive", "server", { parent: rawHeader(m.head.rawHeaders, "traceparent") })!;
+    span.setAttribute("http.request.method", m.head.method);
+    span.setAttribute("webhook.hook", m.hook.id);
+    if (m.rid !== "") span.setAttribute("webhook.request_id", m.rid);
+    return (status) => {
+      span.setAttribute("http.response.status_code", status);
+      span.end(status >= 500 ? `HTTP ${status}` : undefined);
+    };
   }
 
   private process(m: Matched, body: Buffer): HttpResponse | Promise<HttpResponse> {
@@ -234,6 +250,7 @@ export class HookServer implements HttpApp<Matched | Pending> {
             : "other";
 
     const req = new LazyRequest(m, contentType, kind, body, hook["trigger-signature-soft-failures"] === true, log);
+    follow(req, m);
 
     if (kind === "multipart") {
       const jsonFields = new Set((hook["parse-parameters-as-json"] ?? []).filter((a) => a.source === "payload" && a.name).map((a) => a.name!));
@@ -294,7 +311,9 @@ export class HookServer implements HttpApp<Matched | Pending> {
     let ok = true;
     let why = "";
     if (hook["trigger-rule"]) {
+      const span = begin(req, "rules", "internal");
       const result = evaluate(hook["trigger-rule"], req, (w) => log.print(w, m.fields), m.prepared);
+      span?.end(result.error?.message);
       ok = result.ok;
       const failed = result.error !== undefined && !(result.error instanceof ParameterNodeError);
       if ((!ok || failed) && result.why !== undefined) {
@@ -319,8 +338,15 @@ export class HookServer implements HttpApp<Matched | Pending> {
     }
 
     const policy = this.executions.policy(hook);
+    const span = begin(req, "dispatch", "internal", { nest: true });
     const d = this.dispatch.dispatch({ hook, req, policy, fields: m.fields });
-    return d instanceof Promise ? d.then((x) => this.answers.dispatched(m, out, policy, x)) : this.answers.dispatched(m, out, policy, d);
+    if (d instanceof Promise)
+      return d.then((x) => {
+        span?.end();
+        return this.answers.dispatched(m, out, policy, x);
+      });
+    span?.end();
+    return this.answers.dispatched(m, out, policy, d);
   }
 
   /** The reference's message, or with "trigger-rule-mismatch-response": "explain" (or -test-request) a JSON body naming the failed node. */
