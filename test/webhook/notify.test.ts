@@ -2,11 +2,13 @@
 // an ntfy-style POST (plain text, Title/Priority/Tags), a template's text, an MQTT publish; on
 // failed, retried, succeeded and timed-out; a dead target retried and logged without its URL or
 // credentials; a target that never answers cannot pile up memory (the oldest waiting is dropped);
-// and -validate refuses a bad notify field.
+// and -validate refuses a bad notify field. The example of docs/webhook/notify.md runs as written.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import mqtt from "mqtt";
+import { docBlocks } from "../fixtures/docs.js";
 import { bin, eventually, freePort, removeDir, run, tempDir } from "../helpers.js";
 import { sharedBroker, type Broker } from "../mqtt/fixtures/broker.js";
 import { send, shHook, startServer, writeHooks, type Server } from "./fixtures/harness.js";
@@ -165,5 +167,50 @@ describe("notify: -validate", () => {
     assert.match(out, /"notify\[0\].topic": mqtt needs a topic/);
     const good = await writeHooks(dir, [{ id: "g", "execute-command": "/bin/true", notify: [{ ntfy: "https://ntfy.sh/x", priority: "4" }] }], "good.json");
     assert.equal((await run(bin("webhook"), ["-validate", "-hooks", join(dir, "good.json")])).code, 0, good);
+  });
+});
+
+describe("notify: the example of docs/webhook/notify.md, as written", () => {
+  test("its hooks file, its curl line, and what each target gets", async () => {
+    const page = "docs/webhook/notify.md";
+    const blocks = docBlocks(page, { heading: "An example" });
+    const [hooksJson, sh, ntfyHttp, outcomeJson, chatJson] = blocks;
+    assert.deepEqual(
+      blocks.map((b) => b.lang),
+      ["json", "sh", "http", "json", "json"],
+    );
+    const target = await startReceiver();
+    const docDir = await tempDir("webhook-notify-doc-");
+    const host = new URL(target.base).host;
+    await writeFile(join(docDir, "hooks.json"), hooksJson!.body.replace(/localhost:80[89]0/g, host));
+    const [start, curl] = sh!.body.trim().split("\n");
+    const args = start!
+      .replace(/^webhook /, "")
+      .replace(/ &$/, "")
+      .split(" ");
+    const s = await startServer(args, { cwd: docDir });
+    try {
+      const r = await run("bash", ["-c", curl!.replace("localhost:9000", `127.0.0.1:${s.port}`)]);
+      assert.equal(r.code, 0, r.stderr);
+      const got = await eventually(() => target.received.length >= 3 && target.received, 10_000);
+      const at = (path: string): Received => got.find((x) => x.path === path)!;
+      // The job id and the time vary.
+      const vary = (t: string): string => t.replace(/job \w+/, "job J").replace(/after [\d.]+s/, "after Ts");
+      const [head, text] = ntfyHttp!.body.split("\n\n");
+      const [requestLine, ...headerLines] = head!.split("\n");
+      assert.equal(`${at("/deploys").method} ${at("/deploys").path}`, requestLine);
+      for (const l of headerLines) {
+        const [name, value] = l.split(": ");
+        assert.equal(at("/deploys").headers[name!.toLowerCase()], value, name);
+      }
+      assert.equal(vary(at("/deploys").body), vary(text!));
+      const outcome = JSON.parse(at("/outcomes").body) as Record<string, unknown>;
+      assert.deepEqual({ ...outcome, job: "J", durationMs: 0 }, { ...(JSON.parse(outcomeJson!.body) as object), job: "J", durationMs: 0 });
+      assert.equal(at("/chat").body, chatJson!.body.trim());
+    } finally {
+      await s.stop();
+      await target.close();
+      await removeDir(docDir);
+    }
   });
 });

@@ -3,11 +3,14 @@
 // receive → rules → dispatch → command, under the caller's traceparent; the command gets its span
 // as TRACEPARENT. With -queue, the job's NATS message carries the traceparent, and the instance
 // that pulls it continues the same trace. Without the variables, nothing is sent and no
-// TRACEPARENT is set.
+// TRACEPARENT is set. The example of docs/webhook/traces.md runs as written.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { eventually, removeDir, tempDir } from "../helpers.js";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { docBlocks } from "../fixtures/docs.js";
+import { eventually, removeDir, run, tempDir } from "../helpers.js";
 import { send, shHook, startServer, writeHooks, type Server } from "./fixtures/harness.js";
 import { startNats, type Nats } from "./fixtures/nats.js";
 import { startReceiver, type Receiver } from "./fixtures/receiver.js";
@@ -68,7 +71,7 @@ const traceparent = (): { header: string; traceId: string; spanId: string } => {
 };
 
 /** The hook: prints where it ran and its TRACEPARENT, in the answer; its rule wants X-Ok: yes. */
-const hook = shHook("traced", 'echo "$INSTANCE ${TRACEPARENT-unset}"', {
+const hook = shHook("traced", `echo "$INSTANCE $\{TRACEPARENT-unset}"`, {
   "trigger-rule": { match: { type: "value", value: "yes", parameter: { source: "header", name: "X-Ok" } } },
 });
 
@@ -170,5 +173,35 @@ describe("traces with -queue", () => {
     assert.equal(s["pull"]!.parentSpanId, s["publish"]!.spanId, "the pull continues the message's traceparent");
     assert.equal(s["command"]!.parentSpanId, s["pull"]!.spanId);
     assert.equal(given, `00-${ran.caller.traceId}-${s["command"]!.spanId}-01`);
+  });
+});
+
+describe("traces: the example of docs/webhook/traces.md, as written", () => {
+  test("its hooks file and start line; its curl prints a TRACEPARENT of the caller's trace, and the receiver gets that trace", async () => {
+    const [hooksJson, sh] = docBlocks("docs/webhook/traces.md", { heading: "An example" });
+    assert.equal(sh?.lang, "sh");
+    await writeFile(join(dir, "hooks.json"), hooksJson!.body);
+    const [start, curl, shown] = sh!.body.trim().split("\n");
+    const words = start!.replace(/ &$/, "").split(" ");
+    const env: NodeJS.ProcessEnv = { ...process.env, OTEL_BSP_SCHEDULE_DELAY: "50" };
+    while (/^[A-Z_]+=/.test(words[0]!)) {
+      const [name, value] = words.shift()!.split("=");
+      env[name!] = value!.replace("http://localhost:4318", rx.base);
+    }
+    assert.equal(words.shift(), "webhook");
+    const s = await startServer(words, { cwd: dir, env });
+    try {
+      const r = await run("bash", ["-c", curl!.replace("localhost:9000", `127.0.0.1:${s.port}`)]);
+      assert.equal(r.code, 0, r.stderr);
+      const expected = shown!.replace(/^# /, "").replace("<the command's span id>", "([0-9a-f]{16})");
+      const m = new RegExp(`^${expected}$`).exec(r.stdout.trim());
+      assert.ok(m, `${r.stdout} is ${shown}`);
+      const traceId = /00-([0-9a-f]{32})-/.exec(curl!)![1]!;
+      const spans = await trace(rx, traceId, ["receive", "dispatch", "command"]);
+      assert.equal(spans["command"]!.spanId, m[1]);
+      assert.equal(spans["receive"]!.service, env["OTEL_SERVICE_NAME"]);
+    } finally {
+      await s.stop();
+    }
   });
 });

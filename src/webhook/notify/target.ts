@@ -99,12 +99,12 @@ function target(f: NotifyField, where: string): NotifyTarget {
     if (!/^[\x21-\x7e]+$/.test(t) || t.includes(",")) throw new Error(`"${where}.tags": ${JSON.stringify(t)} must be printable ASCII without spaces or commas`);
   if (kind === "mqtt" && f.headers !== undefined) throw new Error(`"${where}.headers" go with "url" and "ntfy" only (put MQTT credentials in the URL)`);
   const headers: [string, string][] = [];
-  for (const h of f.headers ?? []) {
-    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(h.name) || /[\0\r\n]/.test(h.value) || /[^\x20-\xff\t]/.test(h.value))
-      throw new Error(
-        `"${where}.headers": ${JSON.stringify(h.name)} is not a valid header name, or its value holds a line break or a character outside Latin-1`,
-      );
-    headers.push([h.name, h.value]);
+  for (const [i, h] of (f.headers ?? []).entries()) {
+    // Neither is quoted: a value is a secret, and a broken file may have one in the name.
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(h.name ?? "")) throw new Error(`"${where}.headers[${i}].name" is not a valid header name`);
+    if (/[^\x20-\x7e\x80-\xff\t]/.test(h.value ?? ""))
+      throw new Error(`"${where}.headers[${i}].value" holds a line break, a control character or one outside Latin-1`);
+    headers.push([h.name, h.value ?? ""]);
   }
   let timeoutMs = -1;
   try {
