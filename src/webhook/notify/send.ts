@@ -34,7 +34,7 @@ export function body(t: NotifyTarget, o: Outcome): string {
   if (t.template !== undefined) return renderTemplate(t.template, "notify", { data: dot(o) });
   if (t.kind !== "ntfy") return JSON.stringify(o);
   const exit = o.exitCode === null ? "" : ` with exit code ${o.exitCode}`;
-  const line = `${o.hook} ${o.state}${exit} after ${(o.durationMs / 1000).toFixed(1)}s (job ${o.job}, attempt ${o.attempt})`;
+  const line = `${o.hook} ${o.state}${exit} after ${(o.durationMs / 1000).toFixed(1)}s (${o.job === "" ? "" : `job ${o.job}, `}attempt ${o.attempt})`;
   return o.output === "" ? line : `${line}\n${o.output}`;
 }
 

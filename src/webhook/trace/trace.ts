@@ -57,9 +57,16 @@ export async function startTracing(env: NodeJS.ProcessEnv, warn: (line: string) 
   tracer = otelTracer(env, warn);
 }
 
-/** Shutdown: the spans still buffered are exported (bounded by OTEL_EXPORTER_OTLP_TIMEOUT). */
+/** How long shutdown gives the spans still buffered to go out (a receiver that is down must not hold the exit). */
+const STOP_MS = 3000;
+
+/** Shutdown: the spans still buffered are exported, within STOP_MS. */
 export async function stopTracing(): Promise<void> {
   const t = tracer;
   tracer = undefined;
-  await t?.shutdown();
+  if (!t) return;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, STOP_MS)));
+  await Promise.race([t.shutdown().catch(() => undefined), late]);
+  clearTimeout(timer);
 }
