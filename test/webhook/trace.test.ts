@@ -3,7 +3,7 @@
 // receive → rules → dispatch → command, under the caller's traceparent; the command gets its span
 // as TRACEPARENT. With -queue, the job's NATS message carries the traceparent, and the instance
 // that pulls it continues the same trace. Without the variables, nothing is sent and no
-// TRACEPARENT is set. The example of docs/webhook/traces.md runs as written.
+// TRACEPARENT is set; a pulled job's notify target hears from the instance that ran it. The example of docs/webhook/traces.md runs as written.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -139,7 +139,8 @@ describe("traces with -queue", () => {
 
   before(async () => {
     nats = await startNats();
-    const hooks = await writeHooks(dir, [hook], "queue.json");
+    // notify too: the instance that ran a job sends its outcome, once.
+    const hooks = await writeHooks(dir, [{ ...(hook as object), notify: [{ url: `${rx.base}/notify`, on: ["succeeded"] }] }], "queue.json");
     a = await startServer(["-hooks", hooks, "-queue", nats.url], { env: otel(rx, "webhook-a", "a") });
     b = await startServer(["-hooks", hooks, "-queue", nats.url], { env: otel(rx, "webhook-b", "b") });
   });
@@ -153,7 +154,8 @@ describe("traces with -queue", () => {
   test("the instance that pulls the job continues the trace from the message's traceparent header", async () => {
     // Both instances pull: send to a until one job ran on b.
     let ran: { caller: ReturnType<typeof traceparent>; text: string } | undefined;
-    for (let i = 0; i < 40 && !ran; i++) {
+    let sent = 0;
+    for (let i = 0; i < 40 && !ran; i++, sent++) {
       const caller = traceparent();
       const r = await send(`${a.base}/hooks/traced`, { headers: { traceparent: caller.header, "X-Ok": "yes" } });
       assert.equal(r.status, 200, r.text);
@@ -173,6 +175,15 @@ describe("traces with -queue", () => {
     assert.equal(s["pull"]!.parentSpanId, s["publish"]!.spanId, "the pull continues the message's traceparent");
     assert.equal(s["command"]!.parentSpanId, s["pull"]!.spanId);
     assert.equal(given, `00-${ran.caller.traceId}-${s["command"]!.spanId}-01`);
+    const notified = await eventually(() => {
+      const n = rx.received.filter((r) => r.path === "/notify").map((r) => JSON.parse(r.body) as { job: string; output: string });
+      return n.length >= sent && n;
+    }, 15_000);
+    assert.equal(new Set(notified.map((n) => n.job)).size, sent, "one notification per job");
+    assert.ok(
+      notified.some((n) => n.output === ran!.text),
+      "b's job was notified by b, with its output",
+    );
   });
 });
 
