@@ -98,26 +98,26 @@ export class Executions {
       const attempt = job && this.jobs?.started(job);
       const result = await once();
       if (job && attempt) this.jobs!.attemptEnded(job, attempt, result);
-      const wait = this.retryIn(hook, policy, n, result, fields);
+      const wait = this.retryIn(hook, policy, n, result, fields, job?.id);
       if (wait === undefined) {
         if (job && this.jobs) {
           this.jobs.finish(job);
           this.counters.job(job.hook, job.state);
         }
-        this.notify(hook, job?.state ?? stateOf(result), job?.id ?? fields.rid ?? "", n, result);
+        if (hook.notify) this.notify(hook, job?.state ?? stateOf(result), job?.id ?? fields.rid ?? "", n, result);
         return result;
       }
       await new Promise((r) => setTimeout(r, wait));
     }
   }
 
-  /** After attempt `n` ended with `result`: the wait before the next attempt (counted and logged), or undefined when none follows. */
-  retryIn(hook: Hook, policy: RunPolicy, n: number, result: AttemptRun, fields: LogFields): number | undefined {
+  /** After attempt `n` ended with `result`: the wait before the next attempt (counted, logged and notified), or undefined when none follows. */
+  retryIn(hook: Hook, policy: RunPolicy, n: number, result: AttemptRun, fields: LogFields, jobId = fields.rid ?? ""): number | undefined {
     if (!policy.retry || !shouldRetry(policy.retry, n, result)) return undefined;
     const wait = backoffMs(policy.retry, n);
     this.counters.retry(hook.id);
     this.log.print(`[${fields.rid ?? ""}] attempt ${n} of ${policy.retry.attempts} failed (${result.error ?? ""}): retrying in ${wait}ms`, fields);
-    this.notify(hook, "retried", fields.rid ?? "", n, result);
+    this.notify(hook, "retried", jobId, n, result);
     return wait;
   }
 
