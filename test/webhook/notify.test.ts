@@ -6,6 +6,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
+import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { join } from "node:path";
 import mqtt from "mqtt";
 import { docBlocks } from "../fixtures/docs.js";
@@ -22,6 +23,9 @@ let dir: string;
 let rx: Receiver;
 let hang: Receiver;
 let broker: Broker;
+/** A TCP server that takes connections and never says a word: an MQTT broker that hangs. */
+let mute: NetServer;
+const muteSockets = new Set<Socket>();
 let server: Server;
 const topic = `webhook-notify-test/${process.pid}`;
 
@@ -39,6 +43,9 @@ before(async () => {
   broker = await sharedBroker();
   const rxUrl = new URL(rx.base);
   const dead = await freePort();
+  mute = createServer((s) => muteSockets.add(s));
+  await new Promise<void>((resolve) => mute.listen(0, "127.0.0.1", resolve));
+  const mutePort = (mute.address() as { port: number }).port;
   const hooks = await writeHooks(dir, [
     shHook("fail", "echo boom-output; exit 3", {
       retry: { attempts: 2, delay: "10ms" },
@@ -55,6 +62,7 @@ before(async () => {
     }),
     shHook("slow", "sleep 10", { "command-timeout": "100ms", notify: [{ ntfy: `${rx.base}/slow`, title: "{{.Hook}} ran out of time", tags: ["warning"] }] }),
     shHook("dead", "true", { notify: [{ url: `http://127.0.0.1:${dead}/${SECRET_PATH}?k=${TOKEN}`, on: ["succeeded"], retries: 1, timeout: "2s" }] }),
+    shHook("mute", "true", { notify: [{ mqtt: `mqtt://127.0.0.1:${mutePort}`, topic: "t", on: ["succeeded"], retries: 0, timeout: "300ms" }] }),
     shHook("flood", "true", { notify: [{ url: `${hang.base}/hang`, on: ["succeeded"], retries: 0, timeout: "1m" }] }),
   ]);
   server = await startServer(["-hooks", hooks, "-verbose"]);
@@ -65,6 +73,8 @@ after(async () => {
   await hang.close();
   await server.stop();
   await rx.close();
+  for (const s of muteSockets) s.destroy();
+  mute.close();
   await broker.stop();
   await removeDir(dir);
 });
@@ -135,6 +145,13 @@ describe("notify", () => {
     await server.proc.waitFor(/notify: could not send the succeeded notification of dead to POST http:\/\/127\.0\.0\.1:\d+ \(2 tries\): .+/);
     const logs = server.logs();
     for (const secret of [PASSWORD, TOKEN, SECRET_PATH]) assert.ok(!logs.includes(secret), `the log does not show ${secret}`);
+  });
+
+  test("an MQTT broker that never answers: the try ends at its timeout, and the log says so", async () => {
+    assert.equal((await send(`${server.base}/hooks/mute`)).status, 200);
+    await server.proc.waitFor(
+      /notify: could not send the succeeded notification of mute to mqtt mqtt:\/\/127\.0\.0\.1:\d+ topic t \(1 try\): it did not answer within the timeout/,
+    );
   });
 
   test("a target that never answers: the run goes on, and beyond 256 waiting the oldest is dropped with a log line", async () => {

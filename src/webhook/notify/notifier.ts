@@ -108,7 +108,7 @@ export class Notifier {
         return;
       } catch (e) {
         if (n >= target.retries) {
-          this.log.always(`[${outcome.job}] notify: could not send ${what} (${n + 1} tries): ${reason(e)}`, fields);
+          this.log.always(`[${outcome.job}] notify: could not send ${what} (${n + 1} ${n === 0 ? "try" : "tries"}): ${reason(e)}`, fields);
           return;
         }
         await new Promise((r) => setTimeout(r, Math.min(RETRY_MAX_MS, RETRY_MS * 2 ** n)));

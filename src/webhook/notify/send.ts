@@ -75,7 +75,11 @@ export async function send(t: NotifyTarget, o: Outcome): Promise<void> {
 async function publish(t: NotifyTarget, text: string, signal: AbortSignal): Promise<void> {
   // Loaded only when a hook publishes to MQTT.
   const { connectAsync } = await import("mqtt");
-  const timedOut = new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true }));
+  // (Loading mqtt the first time may take longer than a short timeout.)
+  const timedOut = new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason as Error);
+    else signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true });
+  });
   // The timer fires after a try that went well too: nothing may be left unhandled then.
   timedOut.catch(() => undefined);
   const client = await Promise.race([connectAsync(t.address.href, { connectTimeout: t.timeoutMs, reconnectPeriod: 0 }), timedOut]);

@@ -150,12 +150,13 @@ export function notifySecrets(hook: Hook): string[] {
   for (const f of hook.notify ?? []) {
     for (const u of [f.url, f.ntfy, f.mqtt]) {
       if (u === undefined) continue;
-      out.push(u);
       try {
         const url = new URL(u);
         if (url.password) out.push(decodeURIComponent(url.password));
+        // A URL that is no more than its label (scheme and host) holds nothing to hide, and hiding it would hide the label.
+        if (u.replace(/\/$/, "") !== `${url.protocol}//${url.host}`) out.push(u);
       } catch {
-        // not a URL: refused at load
+        out.push(u);
       }
     }
     for (const h of f.headers ?? []) out.push(h.value);
