@@ -25,6 +25,17 @@ export function parseTraceparent(text: string): SpanContext | undefined {
   return { traceId: m[2]!, spanId: m[3]!, traceFlags: Number.parseInt(m[4]!, 16) & 1, isRemote: true };
 }
 
+/** The SDK's error handler logs an error as JSON with its stack: its message is the line. */
+function errorText(m: string): string {
+  try {
+    const e = JSON.parse(m) as { message?: unknown };
+    if (typeof e.message === "string") return e.message;
+  } catch {
+    // not JSON: the text as it is
+  }
+  return m.replace(/\s+/g, " ");
+}
+
 class OtelSpan implements TraceSpan {
   readonly traceparent: string;
 
@@ -77,7 +88,7 @@ export function otelTracer(env: NodeJS.ProcessEnv, warn: (line: string) => void)
   if (protocol && protocol !== "http/json")
     warn(`traces: OTEL_EXPORTER_OTLP_PROTOCOL=${JSON.stringify(protocol)}: this server exports http/json only (a collector's OTLP/HTTP port takes both)`);
   // The SDK's own complaints (an export that failed) go to the log, errors only.
-  const line = (m: string): void => warn(`traces: ${m}`);
+  const line = (m: string): void => warn(`traces: ${errorText(m)}`);
   const quiet = (): void => undefined;
   diag.setLogger({ error: line, warn: quiet, info: quiet, debug: quiet, verbose: quiet }, DiagLogLevel.ERROR);
   const resource = resourceFromAttributes({ "service.name": "webhook" }).merge(detectResources({ detectors: [envDetector] }));
