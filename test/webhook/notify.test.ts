@@ -83,7 +83,8 @@ describe("notify", () => {
   test("failed after a retry: JSON to a URL on retried and failed; ntfy text with Title, Priority, Tags and credentials", async () => {
     const r = await send(`${server.base}/hooks/fail`);
     assert.equal(r.status, 500);
-    const json = (await at("/json", 2)).map((x) => JSON.parse(x.body) as Record<string, unknown>);
+    // Sent one after the other, but each on its own: they may arrive in either order.
+    const json = (await at("/json", 2)).map((x) => JSON.parse(x.body) as Record<string, unknown>).sort((x, y) => Number(x["attempt"]) - Number(y["attempt"]));
     assert.deepEqual(
       json.map((j) => [j["hook"], j["state"], j["attempt"], j["exitCode"]]),
       [
