@@ -2,8 +2,8 @@
 // say, per hook, whether it would run, why not (the failed node of its rule), and what its command
 // would get. Runs nothing. Exit 0 when the hook under test would run, 1 when not, 2 when the
 // request file cannot be read. Secrets of the hooks files are masked in what is printed.
-import { readFileSync, statSync } from "node:fs";
 import { secretsOf } from "../hooks/config.js";
+import { readSmallFile } from "../hooks/small-file.js";
 import type { HookSet } from "../hooks/hook-set.js";
 import { HookRegistry } from "../hooks/registry.js";
 import { Log } from "../log/log.js";
@@ -21,9 +21,7 @@ const HEAD_ALLOWANCE = 1 << 20;
 export function readSavedRequest(path: string, maxBody: number): SavedRequest {
   let bytes: Buffer;
   try {
-    const size = statSync(path).size;
-    if (size > maxBody + HEAD_ALLOWANCE) throw new Error(`${size} bytes is more than -max-body allows`);
-    bytes = readFileSync(path);
+    bytes = readSmallFile(path, maxBody + HEAD_ALLOWANCE);
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     throw new WebhookError(

@@ -2,22 +2,20 @@
 // credential) and `ip-list-file` (allowed ranges, one a line). They are read when the hooks file
 // loads, so a file that cannot be read, or a bad line, refuses the load as a bad hooks file does;
 // a reload (SIGHUP, SIGUSR1, or -hotreload seeing one of them change) reads them again.
-import { readFileSync } from "node:fs";
 import { FROM_FILES, type FromFiles, type MatchRule } from "./hook.js";
 import { parseIpList } from "./ip-ranges.js";
 import { HooksFileError } from "./config.js";
+import { readSmallFile } from "./small-file.js";
 
 /** Largest file read as a secret or an IP list: either is small, and a wrong path must not load a disk image. */
-const MAX_FILE_BYTES = 1 << 20;
+export const MAX_FILE_BYTES = 1 << 20;
 
 const list = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 
 function read(path: string, code: "WEBHOOK_HOOK_SECRET_FILE" | "WEBHOOK_HOOK_IP_LIST_FILE"): string {
   let text: string;
   try {
-    const buf = readFileSync(path);
-    if (buf.length > MAX_FILE_BYTES) throw new Error(`larger than ${MAX_FILE_BYTES} bytes`);
-    text = buf.toString("utf8");
+    text = readSmallFile(path, MAX_FILE_BYTES).toString("utf8");
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     throw new HooksFileError(code, { path, reason: err.code === "ENOENT" ? "no such file or directory" : err.message }, { cause: e });

@@ -5,13 +5,14 @@
 // The served set is one immutable Map, replaced in a single assignment after a file loaded
 // cleanly; a request looks its hook up once, so it never sees half of a reload. A file that does
 // not load keeps its previous hooks and the log says why.
-import { watch, statSync, readFileSync, realpathSync, type FSWatcher } from "node:fs";
+import { watch, statSync, realpathSync, type FSWatcher } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Hook } from "./hook.js";
 import { HooksFileError, parseHooks, readHooksFile, type LoadOptions } from "./config.js";
 import type { Log } from "../log/log.js";
 import { HookSet, matches } from "./hook-set.js";
-import { matchFiles } from "./match-files.js";
+import { MAX_FILE_BYTES, matchFiles } from "./match-files.js";
+import { readSmallFile } from "./small-file.js";
 import { type ErrorArgs, WebhookError } from "../errors.js";
 
 /** How long after a change a file is read (writers write in pieces). */
@@ -283,7 +284,7 @@ function changedDep(f: FileState): { path: string; text: string | undefined } | 
   for (const [path, was] of f.deps) {
     let text: string | undefined;
     try {
-      text = readFileSync(path, "utf8");
+      text = readSmallFile(path, MAX_FILE_BYTES).toString("utf8");
     } catch {
       text = undefined;
     }
