@@ -1,13 +1,17 @@
 // Attacks on issue 33's surface (rule explanations, -test-request, -record-requests, secret-file,
 // ip-list-file) through the real bin/webhook, each a fixed hole: a file that is not a regular file
 // (/dev/zero, a FIFO) named as a secret-file, an ip-list-file or the -test-request file is refused
-// at once instead of filling memory or blocking for ever.
+// at once instead of filling memory or blocking for ever; a -record-requests file of a body of
+// control characters is base64, not six times the body in JSON escapes; a list of "secret"s on a
+// value match (which reads no secret, so compared with "" and let ?token= in) is refused.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { readdirSync, statSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { bin, removeDir, run, tempDir } from "../helpers.js";
-import { writeHooks } from "./fixtures/harness.js";
+import { send, startServer, writeHooks } from "./fixtures/harness.js";
 
 let dir = "";
 
@@ -43,4 +47,38 @@ test("/dev/zero or a FIFO as a secret-file, ip-list-file or -test-request file i
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /\(-test-request\): not a regular file/);
   }
+});
+
+test("a recorded body of control characters takes at most twice its size, and replays", async () => {
+  const hooks = await writeHooks(dir, [{ id: "rec", "execute-command": "/bin/true" }], "rec.json");
+  const rec = join(dir, "rec");
+  const s = await startServer(["-hooks", hooks, "-record-requests", rec]);
+  try {
+    const body = "\x01".repeat(64 * 1024);
+    assert.equal((await send(`${s.base}/hooks/rec`, { body })).status, 200);
+    const [file] = readdirSync(rec).filter((f) => f.endsWith("-rec.json"));
+    assert.ok(statSync(join(rec, file!)).size < 2 * body.length, `${statSync(join(rec, file!)).size} bytes for a body of ${body.length}`);
+    const r = await run(bin("webhook"), ["-hooks", hooks, "-test-request", join(rec, file!)]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+  } finally {
+    await s.stop();
+  }
+});
+
+test('a list of "secret"s on a value match is refused, not compared with ""', async () => {
+  const hooks = await writeHooks(
+    dir,
+    [
+      {
+        id: "v",
+        "execute-command": "/bin/true",
+        "trigger-rule": { match: { type: "value", secret: ["tok-a", "tok-b"], parameter: { source: "url", name: "token" } } },
+      },
+    ],
+    "value-list.json",
+  );
+  await writeFile(join(dir, "empty-token.json"), '{"url": "/hooks/v?token="}');
+  const r = await run(bin("webhook"), ["-hooks", hooks, "-test-request", join(dir, "empty-token.json")]);
+  assert.equal(r.code, 2, r.stdout);
+  assert.match(r.stderr, /a list of "secret"s serves the signature matches, not value/);
 });

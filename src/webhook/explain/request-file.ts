@@ -161,7 +161,10 @@ export function jsonForm(head: RequestHead, body: Buffer): string {
     headers[name] = before === undefined ? value : [...(Array.isArray(before) ? before : [before]), value];
   }
   const shown: Record<string, unknown> = { method: head.method, url: head.url, remoteAddr: head.remoteAddr, headers };
-  if (isUtf8(body)) shown["body"] = body.toString("utf8");
+  // Text as text, unless JSON's escapes would make it over twice as long (control characters take 6
+  // bytes each): base64 then, so a recording stays near the size of the request.
+  const text = isUtf8(body) ? JSON.stringify(body.toString("utf8")) : undefined;
+  if (text !== undefined && text.length <= 2 * body.length + 2) shown["body"] = body.toString("utf8");
   else shown["bodyBase64"] = body.toString("base64");
   return JSON.stringify(shown, null, 2) + "\n";
 }

@@ -232,6 +232,13 @@ function checkRule(r: Rule | undefined): void {
   if (m["secret-file"] !== undefined && !(SECRET_FILE_TYPES.test(m.type) || isSignatureType(m.type))) {
     throw new HooksFileError("WEBHOOK_HOOK_BAD_MATCH", { problem: `"secret-file" serves the signature matches and value, not ${m.type}` });
   }
+  // A list of secrets (ours) is a rotation, which only the signature matches read: a value match
+  // ignores "secret", so a list there would leave it comparing with "" (any empty parameter holds).
+  if (Array.isArray(m.secret) && (m.type === "value" || !(SECRET_FILE_TYPES.test(m.type) || isSignatureType(m.type)))) {
+    throw new HooksFileError("WEBHOOK_HOOK_BAD_MATCH", {
+      problem: `a list of "secret"s serves the signature matches, not ${m.type}; a value match compares "value" or "secret-file"`,
+    });
+  }
   if (m["ip-list-file"] !== undefined && m.type !== "ip-whitelist") {
     throw new HooksFileError("WEBHOOK_HOOK_BAD_MATCH", { problem: `"ip-list-file" serves the ip-whitelist match, not ${m.type}` });
   }
