@@ -3,14 +3,15 @@
 // (/dev/zero, a FIFO) named as a secret-file, an ip-list-file or the -test-request file is refused
 // at once instead of filling memory or blocking for ever; a -record-requests file of a body of
 // control characters is base64, not six times the body in JSON escapes; a list of "secret"s on a
-// value match (which reads no secret, so compared with "" and let ?token= in) is refused.
+// value match (which reads no secret, so compared with "" and let ?token= in) is refused; an old
+// recording that cannot be removed no longer turns the request into a 500 naming the folder.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { bin, removeDir, run, tempDir } from "../helpers.js";
+import { bin, eventually, removeDir, run, tempDir } from "../helpers.js";
 import { send, startServer, writeHooks } from "./fixtures/harness.js";
 
 let dir = "";
@@ -81,4 +82,24 @@ test('a list of "secret"s on a value match is refused, not compared with ""', as
   const r = await run(bin("webhook"), ["-hooks", hooks, "-test-request", join(dir, "empty-token.json")]);
   assert.equal(r.code, 2, r.stdout);
   assert.match(r.stderr, /a list of "secret"s serves the signature matches, not value/);
+});
+
+test("an old recording that cannot be removed is logged; the request is answered as without -record-requests", async () => {
+  const hooks = await writeHooks(dir, [{ id: "rec", "execute-command": "/bin/true" }], "prune.json");
+  const rec = join(dir, "prune");
+  await mkdir(rec);
+  const old = Array.from({ length: 100 }, (_, i) => join(rec, `${String(i + 1).padStart(13, "0")}-000000-rec.json`));
+  await Promise.all(old.map((f) => writeFile(f, "{}")));
+  const s = await startServer(["-hooks", hooks, "-verbose", "-record-requests", rec]);
+  try {
+    // The oldest recording, counted at start, is now a folder: it cannot be removed as a file.
+    await rm(old[0]!);
+    await mkdir(old[0]!);
+    const r = await send(`${s.base}/hooks/rec`, { body: "x" });
+    assert.equal(r.status, 200, r.text);
+    assert.ok(!r.text.includes(rec), r.text);
+    await eventually(() => /old recording .*0000000000001-000000-rec\.json not removed/.test(s.logs()));
+  } finally {
+    await s.stop();
+  }
 });

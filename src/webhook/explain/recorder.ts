@@ -30,8 +30,9 @@ export class Recorder {
     const dir = this.dir;
     try {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
-      this.kept = readdirSync(dir)
-        .filter((n) => NAME.test(n))
+      this.kept = readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isFile() && NAME.test(e.name))
+        .map((e) => e.name)
         .sort();
       const probe = join(dir, `.probe-${process.pid}`);
       writeFileSync(probe, "", { mode: 0o600 });
@@ -60,7 +61,14 @@ export class Recorder {
       return;
     }
     this.kept.push(name);
-    while (this.kept.length > MAX_RECORDINGS) rmSync(join(this.dir, this.kept.shift()!), { force: true });
+    while (this.kept.length > MAX_RECORDINGS) {
+      const old = join(this.dir, this.kept.shift()!);
+      try {
+        rmSync(old, { force: true });
+      } catch (e) {
+        this.log.print(`old recording ${old} not removed: ${(e as Error).message}`, fields);
+      }
+    }
     this.log.print(`request to ${hookId} recorded as ${path}`, fields);
   }
 }
