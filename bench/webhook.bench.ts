@@ -1,7 +1,8 @@
 // `npm run bench -- webhook`: throughput of the real hook server (bin/webhook) under wrk.
 //   (a) POST to a hook whose url `secret` does not match its trigger rule, 32 connections;
 //   (b) POST to a hook that runs /bin/true with include-command-output-in-response, 8 connections;
-//   (c) as (a), but the rule is a regex (RE2, re2js) that does not match, 32 connections.
+//   (c) as (a), but the rule is a regex (RE2, re2js) that does not match, 32 connections;
+//   (d) an ip-whitelist whose ip-list-file holds 50 000 ranges, none the client's, 32 connections.
 // Then (a) and (b) again with -jobs (every execution a job, kept in memory): the cost of jobs.
 // Also measures, in the same run, a bare node:http server answering "ok" (the machine's ceiling
 // for one Node process), because this shared 2-core machine's speed varies by 2x from minute to minute.
@@ -21,7 +22,8 @@ import { haveWrk, peakRssMiB, runWrk, waitForPort, type WrkResult } from "./wrk.
 
 const body = '{"ref":"refs/heads/main","repository":{"name":"photos"},"pusher":{"name":"ann"}}';
 
-const hooks = [
+/** The hooks; `ipList` is the path of the ip-list-file of case (d). */
+const hooks = (ipList: string): unknown[] => [
   {
     id: "deploy",
     "execute-command": "/bin/true",
@@ -33,7 +35,11 @@ const hooks = [
     "execute-command": "/bin/true",
     "trigger-rule": { match: { type: "regex", regex: "^(?i)refs/heads/(main|release-[0-9]+)$", parameter: { source: "url", name: "ref" } } },
   },
+  { id: "deploy-ips", "execute-command": "/bin/true", "trigger-rule": { match: { type: "ip-whitelist", "ip-list-file": ipList } } },
 ];
+
+/** 50 000 ranges of 10.0.0.0/8, none holding 127.0.0.1. */
+const ipListText = Array.from({ length: 50_000 }, (_, i) => `10.${(i >> 8) & 255}.${i & 255}.0/28`).join("\n") + "\n";
 
 interface Case {
   name: string;
@@ -55,6 +61,13 @@ const cases: Case[] = [
   {
     name: "(c) url regex mismatch",
     path: "/hooks/deploy-re?ref=refs/tags/v1",
+    connections: 32,
+    target: 25_000,
+    expect: { status: 200, body: "Hook rules were not satisfied." },
+  },
+  {
+    name: "(d) ip-list-file mismatch",
+    path: "/hooks/deploy-ips",
     connections: 32,
     target: 25_000,
     expect: { status: 200, body: "Hook rules were not satisfied." },
@@ -150,7 +163,8 @@ export async function run(): Promise<void> {
   const seconds = Number(process.env.WEBHOOK_BENCH_SECONDS ?? "10");
   const dir = await tempDir("webhook-bench-");
   const hooksFile = join(dir, "hooks.json");
-  await writeFile(hooksFile, JSON.stringify(hooks, null, 2));
+  await writeFile(join(dir, "ips.txt"), ipListText);
+  await writeFile(hooksFile, JSON.stringify(hooks(join(dir, "ips.txt")), null, 2));
   const port = await freePort();
   const custom = process.env.WEBHOOK_BENCH_CMD;
   const [program = bin("webhook"), ...args] = custom

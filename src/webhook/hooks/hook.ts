@@ -2,6 +2,7 @@
 // looks like once parsed. Field names are the hooks-file keys of adnanh/webhook, unchanged.
 import type { NotifyField } from "../notify/target.js";
 import type { SignatureType } from "./signatures.js";
+import type { NetSet } from "./ip-ranges.js";
 
 /** Where a value is read from (`source` in the hooks file). */
 export type ArgumentSource =
@@ -47,8 +48,8 @@ export const FROM_FILES = Symbol("from files");
 export interface FromFiles {
   /** The secrets of `secret-file`, in order. */
   secrets: string[];
-  /** The ranges of `ip-list-file`, each with its prefix length. */
-  ranges: string[];
+  /** The ranges of `ip-list-file`, parsed. */
+  ranges?: NetSet;
   /** Each file read, with the text read: a change re-reads the hooks (-hotreload). */
   files: Map<string, string>;
 }

@@ -3,7 +3,7 @@
 // loads, so a file that cannot be read, or a bad line, refuses the load as a bad hooks file does;
 // a reload (SIGHUP, SIGUSR1, or -hotreload seeing one of them change) reads them again.
 import { FROM_FILES, type FromFiles, type MatchRule } from "./hook.js";
-import { parseIpList } from "./ip-ranges.js";
+import { NetSet, parseIpList } from "./ip-ranges.js";
 import { HooksFileError } from "./config.js";
 import { readSmallFile } from "./small-file.js";
 
@@ -28,7 +28,7 @@ export function loadMatchFiles(m: MatchRule): void {
   const secretFiles = list(m["secret-file"]);
   const listFile = m["ip-list-file"];
   if (secretFiles.length === 0 && listFile === undefined) return;
-  const loaded: FromFiles = { secrets: [], ranges: [], files: new Map() };
+  const loaded: FromFiles = { secrets: [], files: new Map() };
   for (const path of secretFiles) {
     const text = read(path, "WEBHOOK_HOOK_SECRET_FILE");
     loaded.files.set(path, text);
@@ -45,7 +45,7 @@ export function loadMatchFiles(m: MatchRule): void {
       const shown = ranges.text.length > 60 ? `${ranges.text.slice(0, 60)}…` : ranges.text;
       throw new HooksFileError("WEBHOOK_HOOK_IP_LIST_LINE", { path: listFile, line: ranges.line, text: JSON.stringify(shown) });
     }
-    loaded.ranges = ranges;
+    loaded.ranges = new NetSet(ranges);
   }
   m[FROM_FILES] = loaded;
 }
@@ -67,8 +67,7 @@ export function matchFiles(m: MatchRule): ReadonlyMap<string, string> {
   return m[FROM_FILES]?.files ?? new Map();
 }
 
-/** The ranges of an ip-whitelist match: its `ip-range` and those of its `ip-list-file`, space-separated. */
-export function matchRanges(m: MatchRule): string {
-  const fromFile = m[FROM_FILES]?.ranges ?? [];
-  return fromFile.length === 0 ? (m["ip-range"] ?? "") : [m["ip-range"] ?? "", ...fromFile].join(" ");
+/** The ranges of an ip-whitelist match's ip-list-file, parsed when it was read. */
+export function matchNets(m: MatchRule): NetSet | undefined {
+  return m[FROM_FILES]?.ranges;
 }

@@ -8,7 +8,7 @@ import { canonicalHeaderKey } from "../go/header.js";
 import type { PreparedRules } from "./hook-set.js";
 import { isSignatureType, sameDigest, SignatureError, type Verdict, verifySignature, withEachSecret } from "./signatures.js";
 import { checkIpWhitelist } from "./ip-ranges.js";
-import { matchRanges, matchSecrets, matchValues } from "./match-files.js";
+import { matchNets, matchSecrets, matchValues } from "./match-files.js";
 import { tokenCarrier } from "./config.js";
 
 export interface Evaluation {
@@ -103,7 +103,7 @@ interface MatchEvaluation {
 
 function evaluateMatch(m: MatchRule, r: HookRequest, warn: Warn, prepared: PreparedRules): MatchEvaluation {
   try {
-    if (m.type === "ip-whitelist") return { ok: checkIpWhitelist(r.remoteAddr, matchRanges(m)), remoteAddr: r.remoteAddr };
+    if (m.type === "ip-whitelist") return { ok: checkIpWhitelist(r.remoteAddr, m["ip-range"] ?? "", matchNets(m)), remoteAddr: r.remoteAddr };
     if (m.type === "scalr-signature") {
       const secrets = matchSecrets(m);
       return secrets.length === 0 ? { ok: checkScalrSignature(r, "") } : withEachSecret(secrets, (secret) => checkScalrSignature(r, secret));
