@@ -6,7 +6,8 @@
 // value match (which reads no secret, so compared with "" and let ?token= in) is refused; an old
 // recording that cannot be removed no longer turns the request into a 500 naming the folder; an
 // ip-list-file is parsed once (a list of 70 000 ranges cost 600 ms of CPU per request), and holds
-// for the same addresses as the same ranges in the reference's ip-range.
+// for the same addresses as the same ranges in the reference's ip-range; with -hotreload, a list
+// file left empty no longer keeps a secret-file's change (a revoked secret) from being read.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -144,4 +145,32 @@ test("an ip-list-file holds for the addresses the same ranges hold for in ip-ran
     }),
   );
   assert.deepEqual(held, [true, false, true, false, true, false, true, true, true, false, true, false]);
+});
+
+test("-hotreload: an ip-list-file left empty does not keep a revoked secret-file secret working", async () => {
+  const sub = join(dir, "reload");
+  await mkdir(sub);
+  await writeFile(join(sub, "ips.txt"), "127.0.0.1\n");
+  await writeFile(join(sub, "token"), "old-token-1234\n");
+  const hooks = await writeHooks(sub, [
+    { id: "ips", "execute-command": "/bin/true", "trigger-rule": { match: { type: "ip-whitelist", "ip-list-file": join(sub, "ips.txt") } } },
+    {
+      id: "tok",
+      "execute-command": "/bin/true",
+      "trigger-rule": { match: { type: "value", "secret-file": join(sub, "token"), parameter: { source: "header", name: "X-Token" } } },
+    },
+  ]);
+  const s = await startServer(["-hooks", hooks, "-hotreload", "-verbose"]);
+  const ran = async (token: string) => (await send(`${s.base}/hooks/tok`, { body: "x", headers: { "X-Token": token } })).text === "";
+  try {
+    assert.ok(await ran("old-token-1234"));
+    await writeFile(join(sub, "ips.txt"), "");
+    await eventually(() => s.logs().includes("ips.txt, read by hooks file"));
+    await writeFile(join(sub, "token"), "new-token-5678\n");
+    await eventually(() => ran("new-token-5678"));
+    assert.equal(await ran("old-token-1234"), false);
+    assert.ok(!s.logs().includes("token-"), s.logs());
+  } finally {
+    await s.stop();
+  }
 });

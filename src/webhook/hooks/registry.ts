@@ -200,14 +200,17 @@ export class HookRegistry {
       return;
     }
     if (!force && text === f.text) {
-      const dep = changedDep(f);
-      if (dep === undefined) return;
-      if (dep.text === "") {
-        // Written in place, it is empty for a moment: an empty list would let nobody in (write "#" for that).
-        this.log.print(`${dep.path}, read by hooks file ${f.path}, is empty; keeping its hooks until it is written`);
+      const changed = changedDeps(f);
+      if (changed.length === 0) return;
+      // Written in place, a file is empty for a moment: an empty list would let nobody in (write "#"
+      // for that). Only when every change is such a moment: one file left empty must not keep
+      // another's change (a secret revoked) from being read.
+      const written = changed.filter((d) => d.text !== "");
+      if (written.length === 0) {
+        for (const dep of changed) this.log.print(`${dep.path}, read by hooks file ${f.path}, is empty; keeping its hooks until it is written`);
         return;
       }
-      this.log.print(`${dep.path}, read by hooks file ${f.path}, changed`);
+      for (const dep of written) this.log.print(`${dep.path}, read by hooks file ${f.path}, changed`);
     } else if (!force) this.log.print(`hooks file ${f.path} modified`);
     this.log.print(`attempting to reload hooks from ${f.path}`);
     f.text = text;
@@ -279,8 +282,9 @@ function filesReadBy(hooks: Hook[]): Map<string, string> {
   return out;
 }
 
-/** The first file read by the hooks of `f` whose text is not what it was (or that is gone: undefined text), with its text now. */
-function changedDep(f: FileState): { path: string; text: string | undefined } | undefined {
+/** The files read by the hooks of `f` whose text is not what it was (or that are gone: undefined text), with their text now. */
+function changedDeps(f: FileState): { path: string; text: string | undefined }[] {
+  const out: { path: string; text: string | undefined }[] = [];
   for (const [path, was] of f.deps) {
     let text: string | undefined;
     try {
@@ -288,7 +292,7 @@ function changedDep(f: FileState): { path: string; text: string | undefined } | 
     } catch {
       text = undefined;
     }
-    if (text !== was) return { path, text };
+    if (text !== was) out.push({ path, text });
   }
-  return undefined;
+  return out;
 }
