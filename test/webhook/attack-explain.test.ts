@@ -7,7 +7,8 @@
 // recording that cannot be removed no longer turns the request into a 500 naming the folder; an
 // ip-list-file is parsed once (a list of 70 000 ranges cost 600 ms of CPU per request), and holds
 // for the same addresses as the same ranges in the reference's ip-range; with -hotreload, a list
-// file left empty no longer keeps a secret-file's change (a revoked secret) from being read.
+// file left empty no longer keeps a secret-file's change (a revoked secret) from being read;
+// -test-request -verbose masks a token in its log lines as the server does.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -173,4 +174,18 @@ test("-hotreload: an ip-list-file left empty does not keep a revoked secret-file
   } finally {
     await s.stop();
   }
+});
+
+test("-test-request -verbose masks a URL token of the hooks in its log lines, as the server does", async () => {
+  const token = "url-token-9a9a";
+  const hooks = await writeHooks(
+    dir,
+    [{ id: "t", "execute-command": "/bin/true", "trigger-rule": { match: { type: "value", value: token, parameter: { source: "url", name: "token" } } } }],
+    "token.json",
+  );
+  await writeFile(join(dir, "token.req.json"), JSON.stringify({ url: `/hooks/t?token=${token}` }));
+  const r = await run(bin("webhook"), ["-hooks", hooks, "-test-request", join(dir, "token.req.json"), "-verbose"]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /POST \/hooks\/t\?token=\*\*\*/);
+  assert.ok(!(r.stdout + r.stderr).includes(token), r.stdout + r.stderr);
 });

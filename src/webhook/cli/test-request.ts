@@ -45,7 +45,7 @@ function hookOfUrl(url: string, urlprefix: string): string | undefined {
 }
 
 function show(v: Verdict, redact: (s: string) => string): string {
-  if (!v.runs) return `${v.hook}: would not run (answer ${v.status}): ${v.failed ?? ""}\n`;
+  if (!v.runs) return redact(`${v.hook}: would not run (answer ${v.status}): ${v.failed ?? ""}\n`);
   let out = `${v.hook}: would run (answer ${v.status})\n  command: ${v.command}\n  argv: ${JSON.stringify(v.argv)}\n`;
   for (const [name, value] of v.env ?? []) out += `  env ${name}=${JSON.stringify(value)}\n`;
   for (const [name, bytes] of v.files ?? []) out += `  file ${name}: a temporary file of ${bytes} bytes\n`;
@@ -64,7 +64,11 @@ export async function testRequest(opts: Options): Promise<number> {
     return EXIT.usage;
   }
   let hooks: HookSet | undefined;
-  const registry = new HookRegistry(opts.hooks, { template: opts.template }, log, (set) => (hooks = set));
+  // Secrets of the hooks files are masked in the log lines as the server masks them (a token in the URL).
+  const registry = new HookRegistry(opts.hooks, { template: opts.template }, log, (set) => {
+    hooks = set;
+    log.setSecrets(secretsOf([...set.values()]));
+  });
   let failed: string[];
   try {
     failed = registry.loadAll();
@@ -81,9 +85,7 @@ export async function testRequest(opts: Options): Promise<number> {
   }
   const ids = opts.testHook !== "" ? [opts.testHook] : all;
   const verdicts = await dryRun(hooks, req, ids, opts, log);
-  const redact = new Log(false);
-  redact.setSecrets(secretsOf([...hooks.values()]));
-  for (const v of verdicts) process.stdout.write(show(v, (s) => redact.redact(s)));
+  for (const v of verdicts) process.stdout.write(show(v, (s) => log.redact(s)));
   const mine = verdicts.find((v) => v.hook === target);
   if (!mine) {
     process.stdout.write(`${messageOf("WEBHOOK_TEST_HOOK_NONE", { url: JSON.stringify(req.url), prefix: opts.urlprefix })}\n`);
