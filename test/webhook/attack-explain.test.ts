@@ -110,42 +110,34 @@ test("an old recording that cannot be removed is logged; the request is answered
 
 test("an ip-list-file holds for the addresses the same ranges hold for in ip-range", async () => {
   const ranges = ["10.0.0.0/8", "192.0.2.7", "2001:db8::/32", "::ffff:198.51.100.0/120", "203.0.113.64/26"];
-  await writeFile(join(dir, "list.txt"), `# ranges\r\n${ranges.join("\r\n")}\r\n`);
   const hook = (id: string, match: Record<string, unknown>) => ({
     id,
     "execute-command": "/bin/true",
     "trigger-rule": { match: { type: "ip-whitelist", ...match } },
   });
+  // Each range alone, and all of them in one file (CRLF lines, a comment), each beside the same in ip-range.
+  const lists = [...ranges.map((r) => [r]), ranges];
+  await Promise.all(lists.map((l, i) => writeFile(join(dir, `list-${i}.txt`), `# ranges\r\n${l.join("\r\n")}\r\n`)));
   const hooks = await writeHooks(
     dir,
-    [hook("file", { "ip-list-file": join(dir, "list.txt") }), hook("range", { "ip-range": ranges.map((r) => (r.includes("/") ? r : `${r}/32`)).join(" ") })],
+    lists.flatMap((l, i) => [
+      hook(`file-${i}`, { "ip-list-file": join(dir, `list-${i}.txt`) }),
+      hook(`range-${i}`, { "ip-range": l.map((r) => (r.includes("/") ? r : `${r}/32`)).join(" ") }),
+    ]),
     "lists.json",
   );
-  const addrs = [
-    "10.200.3.4:1",
-    "11.0.0.1:1",
-    "192.0.2.7:1",
-    "192.0.2.8:1",
-    "[2001:db8:1::5]:1",
-    "[2001:db9::1]:1",
-    "198.51.100.9:1",
-    "[::ffff:198.51.100.9]:1",
-    "[::ffff:10.1.1.1]:1",
-    "198.51.101.1:1",
-    "203.0.113.127:1",
-    "203.0.113.128:1",
-  ];
+  const addrs = ["10.200.3.4:1", "192.0.2.8:1", "[2001:db8:1::5]:1", "[::ffff:198.51.100.9]:1", "203.0.113.127:1", "198.51.101.1:1"];
   const held = await Promise.all(
     addrs.map(async (remoteAddr, i) => {
       const file = join(dir, `from-${i}.json`);
-      await writeFile(file, JSON.stringify({ url: "/hooks/file", remoteAddr }));
+      await writeFile(file, JSON.stringify({ url: `/hooks/file-${ranges.length}`, remoteAddr }));
       const r = await run(bin("webhook"), ["-hooks", hooks, "-test-request", file]);
-      assert.match(r.stdout, /^range: would (not )?run/m, r.stderr);
-      assert.equal(r.code === 0, /^range: would run/m.test(r.stdout), `${remoteAddr}: the list and ip-range differ:\n${r.stdout}`);
-      return r.code === 0;
+      const runs = (id: string): boolean => new RegExp(`^${id}: would run`, "m").test(r.stdout);
+      for (const [j] of lists.entries()) assert.equal(runs(`file-${j}`), runs(`range-${j}`), `${remoteAddr}, list ${j}:\n${r.stdout}${r.stderr}`);
+      return runs(`file-${ranges.length}`);
     }),
   );
-  assert.deepEqual(held, [true, false, true, false, true, false, true, true, true, false, true, false]);
+  assert.deepEqual(held, [true, false, true, true, true, false]);
 });
 
 test("-hotreload: an ip-list-file left empty does not keep a revoked secret-file secret working", async () => {
