@@ -98,7 +98,10 @@ export const ERRORS = {
   },
   WEBHOOK_HOOK_DEDUP_WINDOW: { message: '"deduplicate"."window" must be a duration from "1s" to "24h" such as "10m", not {value}', exit: EXIT.fatal },
   WEBHOOK_HOOK_SECRET_FILE: { message: 'cannot read "secret-file" {path}: {reason}', exit: EXIT.fatal },
-  WEBHOOK_HOOK_SECRET_FILE_EMPTY: { message: '"secret-file" {path} is empty: write the secret into it (a final newline is ignored)', exit: EXIT.fatal },
+  WEBHOOK_HOOK_SECRET_FILE_EMPTY: {
+    message: '"secret-file" {path} is empty or blank: write the secret into it (a final newline is ignored)',
+    exit: EXIT.fatal,
+  },
   WEBHOOK_HOOK_IP_LIST_FILE: { message: 'cannot read "ip-list-file" {path}: {reason}', exit: EXIT.fatal },
   WEBHOOK_HOOK_IP_LIST_LINE: {
     message: "{path}:{line}: {text} is not an IP address or CIDR range; write one a line, such as 192.0.2.0/24 or 2001:db8::/32 (# starts a comment)",

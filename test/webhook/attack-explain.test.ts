@@ -1,14 +1,14 @@
 // Attacks on issue 33's surface (rule explanations, -test-request, -record-requests, secret-file,
-// ip-list-file) through the real bin/webhook, each a fixed hole: a file that is not a regular file
-// (/dev/zero, a FIFO) named as a secret-file, an ip-list-file or the -test-request file is refused
-// at once instead of filling memory or blocking for ever; a -record-requests file of a body of
-// control characters is base64, not six times the body in JSON escapes; a list of "secret"s on a
-// value match (which reads no secret, so compared with "" and let ?token= in) is refused; an old
-// recording that cannot be removed no longer turns the request into a 500 naming the folder; an
-// ip-list-file is parsed once (a list of 70 000 ranges cost 600 ms of CPU per request), and holds
-// for the same addresses as the same ranges in the reference's ip-range; with -hotreload, a list
-// file left empty no longer keeps a secret-file's change (a revoked secret) from being read;
-// -test-request -verbose masks a token in its log lines as the server does.
+// ip-list-file) through the real bin/webhook, each a hole now fixed:
+// - /dev/zero or a FIFO as a secret-file, ip-list-file or -test-request file filled memory or blocked
+//   for ever (now: "not a regular file"); a secret-file of blank lines was a secret anybody could sign with;
+// - a -record-requests body of control characters took six times its size (JSON escapes; now base64);
+// - a list of "secret"s on a value match (which reads no secret) compared with "" and let ?token= in;
+// - an old recording that could not be removed made the request a 500 naming the folder;
+// - an ip-list-file was parsed on every request (70 000 ranges: 600 ms of CPU each); it holds for
+//   the same addresses as the same ranges in the reference's ip-range;
+// - with -hotreload, a list file left empty kept a secret-file's change (a revoked secret) unread;
+// - -test-request -verbose printed a URL token the server's log masks.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -28,7 +28,7 @@ after(async () => {
   await removeDir(dir);
 });
 
-test("/dev/zero or a FIFO as a secret-file, ip-list-file or -test-request file is refused, not read for ever", async () => {
+test("/dev/zero or a FIFO as a secret-file, ip-list-file or -test-request file is refused, not read for ever; a blank secret-file too", async () => {
   const fifo = join(dir, "fifo");
   execFileSync("mkfifo", [fifo]);
   const hook = (id: string, match: unknown) => ({ id, "execute-command": "/bin/true", "trigger-rule": { match } });
@@ -37,7 +37,10 @@ test("/dev/zero or a FIFO as a secret-file, ip-list-file or -test-request file i
     hook("zero", { ...hmac, "secret-file": "/dev/zero" }),
     hook("fifo", { ...hmac, "secret-file": fifo }),
     hook("ips", { type: "ip-whitelist", "ip-list-file": fifo }),
+    hook("blank", { ...hmac, "secret-file": join(dir, "blank") }),
   ]);
+  // Blank lines are not a secret: anybody could sign with " \n".
+  await writeFile(join(dir, "blank"), " \n\n");
   const plain = await writeHooks(dir, [{ id: "h", "execute-command": "/bin/true" }], "plain.json");
   const [validated, ...tested] = await Promise.all([
     run(bin("webhook"), ["-hooks", hooks, "-validate"], { timeoutMs: 10_000 }),
@@ -48,6 +51,7 @@ test("/dev/zero or a FIFO as a secret-file, ip-list-file or -test-request file i
   assert.match(said, /"zero"\): cannot read "secret-file" \/dev\/zero: not a regular file/);
   assert.match(said, /"fifo"\): cannot read "secret-file" .*fifo: not a regular file/);
   assert.match(said, /"ips"\): cannot read "ip-list-file" .*fifo: not a regular file/);
+  assert.match(said, /"blank"\): "secret-file" .*blank is empty or blank/);
   for (const r of tested) {
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /\(-test-request\): not a regular file/);

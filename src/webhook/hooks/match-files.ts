@@ -34,7 +34,8 @@ export function loadMatchFiles(m: MatchRule): void {
     loaded.files.set(path, text);
     // A credential file often ends with a newline its writer added; the secret is the line.
     const secret = text.replace(/\r?\n$/, "");
-    if (secret === "") throw new HooksFileError("WEBHOOK_HOOK_SECRET_FILE_EMPTY", { path });
+    // Blank lines alone are a file emptied by mistake, not a secret: one anybody could sign with.
+    if (secret.trim() === "") throw new HooksFileError("WEBHOOK_HOOK_SECRET_FILE_EMPTY", { path });
     loaded.secrets.push(secret);
   }
   if (listFile !== undefined) {
