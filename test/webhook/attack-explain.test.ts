@@ -7,13 +7,14 @@
 // - an old recording that could not be removed made the request a 500 naming the folder;
 // - an ip-list-file was parsed on every request (70 000 ranges: 600 ms of CPU each); it holds for
 //   the same addresses as the same ranges in the reference's ip-range;
-// - with -hotreload, a list file left empty kept a secret-file's change (a revoked secret) unread;
+// - with -hotreload, a list file left empty kept a secret-file's change (a revoked secret) unread,
+//   and one swapped for /dev/zero hung the server reading it;
 // - -test-request -verbose printed a URL token the server's log masks.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { bin, eventually, removeDir, run, tempDir } from "../helpers.js";
 import { send, startServer, writeHooks } from "./fixtures/harness.js";
@@ -144,7 +145,7 @@ test("an ip-list-file holds for the addresses the same ranges hold for in ip-ran
   assert.deepEqual(held, [true, false, true, true, true, false]);
 });
 
-test("-hotreload: an ip-list-file left empty does not keep a revoked secret-file secret working", async () => {
+test("-hotreload: an ip-list-file left empty does not keep a revoked secret-file secret working, nor one swapped for /dev/zero hang the server", async () => {
   const sub = join(dir, "reload");
   await mkdir(sub);
   await writeFile(join(sub, "ips.txt"), "127.0.0.1\n");
@@ -167,6 +168,11 @@ test("-hotreload: an ip-list-file left empty does not keep a revoked secret-file
     await eventually(() => ran("new-token-5678"));
     assert.equal(await ran("old-token-1234"), false);
     assert.ok(!s.logs().includes("token-"), s.logs());
+    // A list swapped for /dev/zero is refused on reload; the server goes on serving the hooks it has.
+    await rm(join(sub, "ips.txt"));
+    await symlink("/dev/zero", join(sub, "ips.txt"));
+    await eventually(() => /cannot read "ip-list-file" .*ips\.txt: not a regular file/.test(s.logs()));
+    assert.ok(await ran("new-token-5678"));
   } finally {
     await s.stop();
   }
