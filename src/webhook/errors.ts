@@ -52,6 +52,13 @@ export const ERRORS = {
   WEBHOOK_PRIVILEGES: { message: "error dropping privileges: {reason}", exit: EXIT.fatal },
   WEBHOOK_LOG_FILE: { message: "error opening log file {quoted}: open {path}: {reason}", exit: EXIT.fatal },
   // The shared queue.
+  WEBHOOK_CONSOLE_WITHOUT_JOBS: { message: "-console shows the jobs: give -jobs too, or drop -console", exit: EXIT.fatal },
+  WEBHOOK_REPLAY_WITHOUT_JOBS: { message: "-jobs-replay keeps each job's request: give -jobs too, or drop -jobs-replay", exit: EXIT.fatal },
+  WEBHOOK_CONSOLE_OPEN: {
+    message:
+      "{flag} would let anyone who reaches this server read job output and replay jobs: set -jobs-token or -jobs-auth, or add -console-insecure and listen on a loopback -ip (127.0.0.1 or ::1)",
+    exit: EXIT.fatal,
+  },
   WEBHOOK_QUEUE_KEY_WITHOUT_QUEUE: {
     message: "-queue-key-file signs the messages of the shared queue: give -queue too, or drop -queue-key-file",
     exit: EXIT.fatal,
@@ -132,6 +139,13 @@ export const ERRORS = {
   WEBHOOK_TEST_HOOK_UNKNOWN: { message: "no hook {id} in the hooks files (-test-hook); the ids are: {ids}", exit: EXIT.usage },
   WEBHOOK_TEST_HOOK_NONE: { message: "the request's URL {url} names no hook under /{prefix}/: give -test-hook ID", exit: EXIT.fatal },
   WEBHOOK_RECORD_DIR: { message: "cannot record requests in {path} (-record-requests): {reason}", exit: EXIT.fatal },
+  // Replay (-jobs-replay) and the console: the answer's error text.
+  WEBHOOK_REPLAY_OFF: { message: "replay is off: start the server with -jobs-replay to keep requests and replay them", status: 404 },
+  WEBHOOK_REPLAY_NOT_KEPT: { message: "job {id} cannot be replayed: {why}", status: 409 },
+  WEBHOOK_CROSS_SITE: {
+    message: "refused: a page from another site ({origin}) may not act here; use the console at /console/ or a client that sends no Origin",
+    status: 403,
+  },
   // Requests: the log line; the answer is the reference's 500 body (a signature refused under
   // allow-signature-errors is a rule mismatch instead).
   WEBHOOK_SIGNATURE_MISMATCH: { message: "invalid payload signature {signature}", status: 500 },

@@ -75,6 +75,16 @@ export interface Options {
   /** A bearer token, or "user:password", that /jobs asks for; "" none. */
   jobsToken: string;
   jobsAuth: string;
+  /** -jobs-replay: a job keeps its request, and POST /jobs/<id>/replay runs it again. */
+  jobsReplay: boolean;
+  /** Bytes of a request body a job keeps for replay; a larger one is not kept (its job cannot be replayed). */
+  jobsRequestMax: number;
+  /** Comma-separated header names a kept request leaves out. */
+  jobsRedactHeader: string;
+  /** -console: the run console at /console/ (needs -jobs). */
+  console: boolean;
+  /** -console-insecure: serve the console without -jobs-token/-jobs-auth, on a loopback address only. */
+  consoleInsecure: boolean;
   /** -queue: NATS server URL(s) of the queue shared by several instances; "" is the in-process queue. */
   queue: string;
   /** -queue-ack-wait (ms): a job whose instance gives no sign of life for this long runs on another. */
@@ -184,6 +194,20 @@ const FLAGS: readonly FlagDef[] = [
     default: 0,
     usage: "default for the hook field command-timeout: a command still running after this long gets SIGTERM on its process group, SIGKILL 5s later; 0 is none",
   }),
+  flag({
+    name: "console",
+    kind: "bool",
+    option: "console",
+    default: false,
+    usage: "with -jobs: serve the run console (hooks, runs, live output, replay) at /console/, behind -jobs-token or -jobs-auth",
+  }),
+  flag({
+    name: "console-insecure",
+    kind: "bool",
+    option: "consoleInsecure",
+    default: false,
+    usage: "with -console: serve it without -jobs-token or -jobs-auth (only when listening on a loopback address)",
+  }),
   flag({ name: "debug", kind: "bool", option: "debug", default: false, usage: "show debug output" }),
   flag({
     name: "header",
@@ -253,6 +277,28 @@ const FLAGS: readonly FlagDef[] = [
     option: "jobsOutput",
     default: 64 * 1024,
     usage: "with -jobs: bytes of a job's output kept, the last ones",
+    parse: parseCount,
+  }),
+  flag({
+    name: "jobs-redact-header",
+    kind: "string",
+    option: "jobsRedactHeader",
+    default: "Authorization,Cookie,Proxy-Authorization",
+    usage: "with -jobs-replay: comma-separated headers a job's kept request leaves out",
+  }),
+  flag({
+    name: "jobs-replay",
+    kind: "bool",
+    option: "jobsReplay",
+    default: false,
+    usage: "with -jobs: a job keeps the request that triggered it (body included), and POST /jobs/<id>/replay runs the hook again with it",
+  }),
+  flag({
+    name: "jobs-request-max",
+    kind: "int",
+    option: "jobsRequestMax",
+    default: 1024 * 1024,
+    usage: "with -jobs-replay: bytes of a request body a job keeps; a larger body is not kept and its job cannot be replayed",
     parse: parseCount,
   }),
   flag({

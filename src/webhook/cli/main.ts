@@ -23,6 +23,7 @@ import { HookRegistry } from "../hooks/registry.js";
 import { HookSet } from "../hooks/hook-set.js";
 import { HttpTransport } from "../http/transport.js";
 import { shutdown } from "../server/shutdown.js";
+import { checkConsoleFlags, keepOptions } from "./console-flags.js";
 import { JobStore } from "../jobs/store.js";
 import { MemoryRecords } from "../jobs/memory-records.js";
 import { validateHooksFiles } from "./validate.js";
@@ -202,6 +203,11 @@ async function main(): Promise<void> {
   const flagSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
   let queue: NatsQueue | undefined;
   if (opts.queueKeyFile !== "" && opts.queue === "") fatal(messageOf("WEBHOOK_QUEUE_KEY_WITHOUT_QUEUE", {}));
+  try {
+    checkConsoleFlags(opts);
+  } catch (e) {
+    fatalError(e);
+  }
   if (opts.queue !== "") {
     // Loaded only with -queue: a server without it pays nothing for the NATS client.
     const { NatsQueue } = await import("../queue/nats-queue.js");
@@ -246,6 +252,7 @@ async function main(): Promise<void> {
       metrics: opts.metrics,
       ...(recorder ? { recorder } : {}),
       ...(jobs ? { jobs, jobsAccess: { ...(opts.jobsToken ? { token: opts.jobsToken } : {}), ...(opts.jobsAuth ? { basic: opts.jobsAuth } : {}) } } : {}),
+      ...(opts.jobsReplay ? { replay: keepOptions(opts) } : {}),
     },
     log,
     { dispatch, executions, metrics: runner.metrics },

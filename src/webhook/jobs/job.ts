@@ -1,6 +1,7 @@
 // A job: one triggered execution of a hook's command (-jobs), from the moment its request is
 // accepted until the command has run (with its retries) or was dropped. Its id is the request id.
 // The JobStore changes it; JobRecords keep it (jobs/records.ts).
+import type { KeptRequest } from "./kept-request.js";
 
 export type JobState = "queued" | "running" | "succeeded" | "failed" | "timed-out" | "dropped";
 
@@ -23,6 +24,8 @@ export interface Attempt {
 export interface Job {
   id: string;
   hook: string;
+  /** -jobs-replay: the job this one replays (its trigger rule was skipped: the operator asked). */
+  replayOf?: string;
   state: JobState;
   created: string;
   started?: string;
@@ -41,6 +44,8 @@ export interface Job {
   outputCut?: number;
   /** With exclude-stderr-from-response: the tail of the last attempt's stderr (`output` is its stdout). */
   stderr?: string;
+  /** -jobs-replay: the request that triggered it. */
+  request?: KeptRequest;
 }
 
 /**
@@ -72,8 +77,8 @@ export function isJob(v: unknown): v is Job {
   return ok;
 }
 
-/** A job's summary for lists: everything but the output. */
-export function summary(job: Job): Omit<Job, "output"> {
-  const { output: _output, ...rest } = job;
+/** A job's summary for lists: everything but the output and the kept request. */
+export function summary(job: Job): Omit<Job, "output" | "request"> {
+  const { output: _output, request: _request, ...rest } = job;
   return rest;
 }

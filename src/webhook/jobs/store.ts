@@ -14,7 +14,13 @@ export interface AttemptResult {
   stderr?: Buffer;
 }
 
+/** What a job created for a request starts with besides its hook (-jobs-replay: its request, the job it replays). */
+export type JobExtras = Pick<Job, "replayOf" | "request">;
+
 export class JobStore {
+  /** Extras for the jobs of requests on their way to the dispatch, by job id (see `expect`). */
+  private readonly extras = new Map<string, JobExtras>();
+
   constructor(
     readonly records: JobRecords,
     /** Bytes of a job's output kept (the tail). */
@@ -28,6 +34,7 @@ export class JobStore {
     const job: Job = {
       id: jobIdOf(id),
       hook,
+      replayOf: undefined,
       state: "queued",
       created: this.iso(),
       started: undefined,
@@ -42,8 +49,26 @@ export class JobStore {
       outputCut: undefined,
       stderr: undefined,
     };
+    const extras = this.extras.get(job.id);
+    if (extras) {
+      this.extras.delete(job.id);
+      job.replayOf = extras.replayOf;
+      job.request = extras.request;
+    }
     this.records.add(job);
     return job;
+  }
+
+  /**
+   * The job the dispatch may create for request `rid` starts with `extras`; `forget` once the
+   * dispatch has decided (a request refused by its limits gets no job).
+   */
+  expect(rid: string, extras: JobExtras): void {
+    this.extras.set(jobIdOf(rid), extras);
+  }
+
+  forget(rid: string): void {
+    this.extras.delete(jobIdOf(rid));
   }
 
   get(id: string): Job | undefined | Promise<Job | undefined> {

@@ -1,7 +1,7 @@
 // The built-in endpoints, outside the hook URL prefix so they never shadow a hook: /healthz,
 // /metrics (-metrics), /jobs (-jobs), and Go's 404 for any other path.
 import type { Accepted, HttpResponse, RequestHead, Routed } from "../http/contract.js";
-import { answerJobs, isJobsPath, type JobsAccess } from "../jobs/routes.js";
+import { answerJobs, isJobsPath, type JobsAccess, type Replay } from "../jobs/routes.js";
 import type { JobStore } from "../jobs/store.js";
 import { CONTENT_TYPE as METRICS_TYPE, type Metrics } from "../log/metrics.js";
 import type { Executions } from "../policy/executions.js";
@@ -23,6 +23,7 @@ export class Endpoints {
   constructor(
     private readonly opts: EndpointOptions,
     private readonly counters: { metrics: Metrics; executions: Executions },
+    private readonly replay?: Replay,
   ) {}
 
   /** The answer to a path outside the hook URL prefix; `accepting` is false once shutdown has begun. */
@@ -33,8 +34,17 @@ export class Endpoints {
       return { kind: "response", response: { status: 200, headers: [["Content-Type", METRICS_TYPE]], body } };
     }
     if (this.opts.jobs && isJobsPath(path)) {
-      const authorization = rawHeader(head.rawHeaders, "authorization");
-      const answer = answerJobs({ method: head.method, path, query, authorization }, this.opts.jobs, this.opts.jobsAccess ?? {});
+      const raw = head.rawHeaders;
+      const r = {
+        method: head.method,
+        path,
+        query,
+        authorization: rawHeader(raw, "authorization"),
+        origin: rawHeader(raw, "origin"),
+        fetchSite: rawHeader(raw, "sec-fetch-site"),
+        host: rawHeader(raw, "host"),
+      };
+      const answer = answerJobs(r, this.opts.jobs, this.opts.jobsAccess ?? {}, this.replay);
       return answer instanceof Promise ? { kind: "accepted", answer } : { kind: "response", response: answer };
     }
     const h = new Headers();

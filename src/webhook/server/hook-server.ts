@@ -4,7 +4,7 @@
 // (dispatch/) and its answer (answer.ts). The transport reads the body only between the two, so a
 // 404 costs nothing. Status codes, bodies and log lines are the reference's.
 import { randomUUID } from "node:crypto";
-import type { Dispatch, LimitDefaults } from "../dispatch/dispatch.js";
+import type { Dispatch, Dispatched, LimitDefaults } from "../dispatch/dispatch.js";
 import { decodeLatin1 } from "../go/bytes.js";
 import { canonicalHeaderKey } from "../go/header.js";
 import { goQuote, isObject, parseJson } from "../go/json.js";
@@ -15,7 +15,9 @@ import { answeredWithoutPayload, payloadReads } from "../hooks/payload-reads.js"
 import { evaluate } from "../hooks/rules.js";
 import { describeArgument, ParameterNodeError, replaceParameter } from "../hooks/values.js";
 import type { Accepted, HttpApp, HttpResponse, RequestHead, Routed } from "../http/contract.js";
-import type { JobsAccess } from "../jobs/routes.js";
+import type { Job } from "../jobs/job.js";
+import { type KeepOptions, keepRequest, notReplayable, replayedHead } from "../jobs/kept-request.js";
+import { type JobsAccess, type JobsAnswer, jsonAnswer } from "../jobs/routes.js";
 import type { JobStore } from "../jobs/store.js";
 import type { Log, LogFields } from "../log/log.js";
 import type { Metrics } from "../log/metrics.js";
@@ -27,8 +29,9 @@ import { readArgument } from "../run/command.js";
 import { Answers, MSG } from "./answer.js";
 import { Endpoints, type Pending } from "./endpoints.js";
 import { logExchange } from "./exchange-log.js";
+import { replayAnswer } from "./replay.js";
 import { Headers, respond } from "./response.js";
-import { describe } from "../errors.js";
+import { describe, messageOf } from "../errors.js";
 import { explainedBody, explains, heldLine, notSatisfiedLine } from "../explain/mismatch.js";
 import type { Recorder } from "../explain/recorder.js";
 import { begin, follow, tracing } from "../trace/trace.js";
@@ -55,6 +58,8 @@ export interface ServerOptions extends LimitDefaults {
   explain?: boolean;
   /** -record-requests: saves each request to a hook, replayable with -test-request. */
   recorder?: Recorder;
+  /** -jobs-replay: a job keeps its request (bounded, redacted), and POST /jobs/<id>/replay runs it again. */
+  replay?: KeepOptions;
 }
 
 /** What the server hands its requests to, and counts them with. */
@@ -76,6 +81,8 @@ export interface Matched extends Accepted {
   query: string;
   /** The request id and hook id for every log line after the match. */
   fields: LogFields;
+  /** A replay (POST /jobs/<id>/replay) of this job: its trigger rule is skipped. */
+  replayOf?: string;
 }
 
 const NO_FIELDS: LogFields = {};
@@ -107,7 +114,7 @@ export class HookServer implements HttpApp<Matched | Pending> {
     this.executions = parts.executions;
     this.metrics = parts.metrics;
     this.answers = new Answers(log, opts.jobs !== undefined, opts);
-    this.endpoints = new Endpoints(opts, parts);
+    this.endpoints = new Endpoints(opts, parts, opts.replay ? (job) => this.replay(job) : undefined);
   }
 
   /** Replaces the whole hook set at once; a request uses the set that was current when it was routed. */
@@ -310,7 +317,12 @@ export class HookServer implements HttpApp<Matched | Pending> {
     const log = this.log;
     let ok = true;
     let why = "";
-    if (hook["trigger-rule"]) {
+    if (m.replayOf !== undefined) {
+      log.always(
+        `[${rid}] ${hook.id}: replay of job ${m.replayOf} asked by the operator (POST /jobs/${m.replayOf}/replay): the trigger rule is skipped`,
+        m.fields,
+      );
+    } else if (hook["trigger-rule"]) {
       const span = begin(req, "rules", "internal");
       const result = evaluate(hook["trigger-rule"], req, (w) => log.print(w, m.fields), m.prepared);
       span?.end(result.error?.message);
@@ -338,15 +350,22 @@ export class HookServer implements HttpApp<Matched | Pending> {
     }
 
     const policy = this.executions.policy(hook);
+    const jobs = this.opts.jobs;
+    if (jobs && this.opts.replay) jobs.expect(rid, { replayOf: m.replayOf, request: keepRequest(m.head, req.rawBody, hook, this.opts.replay) });
+    const answer = (x: Dispatched): HttpResponse | Promise<HttpResponse> => {
+      if (jobs && this.opts.replay) jobs.forget(rid);
+      const replayed = m.replayOf !== undefined ? replayAnswer(m.replayOf, x, log, m.fields) : undefined;
+      return replayed ?? this.answers.dispatched(m, out, policy, x);
+    };
     const span = begin(req, "dispatch", "internal", { nest: true });
     const d = this.dispatch.dispatch({ hook, req, policy, fields: m.fields });
     if (d instanceof Promise)
       return d.then((x) => {
         span?.end();
-        return this.answers.dispatched(m, out, policy, x);
+        return answer(x);
       });
     span?.end();
-    return this.answers.dispatched(m, out, policy, d);
+    return answer(d);
   }
 
   /** The reference's message, or with "trigger-rule-mismatch-response": "explain" (or -test-request) a JSON body naming the failed node. */
@@ -354,6 +373,32 @@ export class HookServer implements HttpApp<Matched | Pending> {
     if (why === "" || !(this.opts.explain || explains(hook))) return message;
     out.set("Content-Type", "application/json");
     return explainedBody(hook.id, message, why);
+  }
+
+  /** POST /jobs/<id>/replay: the job's kept request through its hook again, as a new job (the trigger rule skipped). */
+  private async replay(job: Job): Promise<JobsAnswer> {
+    const refuse = (why: string): JobsAnswer => jsonAnswer(409, { error: messageOf("WEBHOOK_REPLAY_NOT_KEPT", { id: job.id, why }) });
+    const why = notReplayable(job.request);
+    if (why !== undefined) return refuse(why);
+    const hook = this.hooks.get(job.hook);
+    if (!hook) return refuse(`its hook ${goQuote(job.hook)} is not loaded now`);
+    const { head, body } = replayedHead(job.request!);
+    const rid = this.requestId(head);
+    const q = head.url.indexOf("?");
+    const m: Matched = {
+      kind: "accepted",
+      hook,
+      prepared: this.hooks,
+      head,
+      rid,
+      start: process.hrtime.bigint(),
+      query: q === -1 ? "" : head.url.slice(q + 1),
+      fields: { rid, hook: hook.id },
+      replayOf: job.id,
+    };
+    const r = await this.process(m, body);
+    this.metrics.request(hook.id, r.status);
+    return { status: r.status, headers: r.headers, body: typeof r.body === "string" ? r.body : Buffer.isBuffer(r.body) ? r.body.toString("utf8") : "" };
   }
 
   private parseJsonParameters(hook: Hook, req: HookRequest, fields: LogFields): void {

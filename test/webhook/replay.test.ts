@@ -1,0 +1,154 @@
+// -jobs-replay: a job keeps the request that triggered it (bounded by -jobs-request-max, the
+// headers of -jobs-redact-header left out, signature headers kept and listed), and
+// POST /jobs/<id>/replay runs the hook again with it as a new job ("replayOf"), its trigger rule
+// skipped, said in the log; refused without credentials, from another site, when off, when the
+// body was not kept. Real HTTP to bin/webhook, real commands.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
+import { eventually, removeDir, tempDir } from "../helpers.js";
+import { fixture, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+
+const SECRET = "replay-secret";
+const AUTH = `Basic ${Buffer.from("ops:pw").toString("base64")}`;
+
+interface KeptJson {
+  method: string;
+  url: string;
+  headers: [string, string][];
+  body?: string;
+  bodyCut?: number;
+  redacted?: string[];
+  signatureHeaders?: string[];
+}
+interface JobJson {
+  id: string;
+  hook: string;
+  replayOf?: string;
+  state: string;
+  output: string;
+  request?: KeptJson;
+}
+
+let dir = "";
+let hooks = "";
+before(async () => {
+  dir = await tempDir("webhook-replay-");
+  hooks = await writeHooks(dir, [
+    {
+      id: "deploy",
+      "execute-command": fixture("echo.sh"),
+      "include-command-output-in-response": true,
+      "pass-arguments-to-command": [
+        { source: "payload", name: "ref" },
+        { source: "header", name: "X-Note" },
+      ],
+      "trigger-rule": { match: { type: "payload-hmac-sha256", secret: SECRET, parameter: { source: "header", name: "X-Hub-Signature-256" } } },
+    },
+  ]);
+});
+after(() => removeDir(dir));
+
+const sign = (body: string): string => `sha256=${createHmac("sha256", SECRET).update(body).digest("hex")}`;
+
+async function job(s: Server, id: string): Promise<JobJson> {
+  const r = await send(`${s.base}/jobs/${id}`, { method: "GET", headers: { Authorization: AUTH } });
+  assert.equal(r.status, 200, r.text);
+  return JSON.parse(r.text) as JobJson;
+}
+
+const finished = (s: Server, id: string): Promise<JobJson> =>
+  eventually(async () => {
+    const j = await job(s, id);
+    return j.state === "succeeded" || j.state === "failed" ? j : undefined;
+  }, 15_000);
+
+describe("-jobs-replay", () => {
+  let s: Server;
+  before(async () => {
+    s = await startServer([
+      "-hooks",
+      hooks,
+      "-jobs",
+      "-jobs-auth",
+      "ops:pw",
+      "-jobs-replay",
+      "-jobs-request-max",
+      "64",
+      "-jobs-redact-header",
+      "Cookie,X-Private",
+    ]);
+  });
+  after(() => s.stop());
+
+  test("a job keeps its request and is replayed as a new job with the same values, its rule skipped", async () => {
+    const body = JSON.stringify({ ref: "main" });
+    const headers = { "Content-Type": "application/json", "X-Hub-Signature-256": sign(body), "X-Note": "first", Cookie: "session=abc", "X-Private": "p" };
+    const first = await send(`${s.base}/hooks/deploy?via=test`, { body, headers });
+    assert.equal(first.status, 200, first.text);
+    const id = String(first.headers["x-job-id"]);
+    const original = await finished(s, id);
+    const kept = original.request!;
+    assert.equal(kept.method, "POST");
+    assert.equal(kept.url, "/hooks/deploy?via=test");
+    assert.equal(Buffer.from(kept.body!, "base64").toString(), body);
+    assert.deepEqual(kept.redacted, ["Cookie", "X-Private"]);
+    assert.deepEqual(kept.signatureHeaders, ["X-Hub-Signature-256"]);
+    assert.ok(!kept.headers.some(([n]) => n === "Cookie" || n === "X-Private"), JSON.stringify(kept.headers));
+    assert.ok(kept.headers.some(([n, v]) => n === "X-Note" && v === "first"));
+    // Lists leave the request out.
+    const list = JSON.parse((await send(`${s.base}/jobs?hook=deploy`, { method: "GET", headers: { Authorization: AUTH } })).text) as { jobs: JobJson[] };
+    assert.equal(list.jobs[0]!.request, undefined);
+
+    const r = await send(`${s.base}/jobs/${id}/replay`, { headers: { Authorization: AUTH } });
+    assert.equal(r.status, 202, r.text);
+    const newId = String(r.headers["x-job-id"]);
+    assert.notEqual(newId, id);
+    assert.equal(r.headers.location, `/jobs/${newId}`);
+    assert.deepEqual(JSON.parse(r.text), { id: newId, replayOf: id });
+    const replayed = await finished(s, newId);
+    assert.equal(replayed.replayOf, id);
+    assert.equal(replayed.state, "succeeded");
+    assert.equal(replayed.output, original.output);
+    assert.match(replayed.output, /arg1=main\narg2=first/);
+    assert.match(s.logs(), new RegExp(`deploy: replay of job ${id} asked by the operator \\(POST /jobs/${id}/replay\\): the trigger rule is skipped`));
+  });
+
+  test("refused: no credentials (401), a page of another site (403), an unknown job (404), a body over -jobs-request-max (409)", async () => {
+    const body = JSON.stringify({ ref: "x".repeat(100) });
+    const big = await send(`${s.base}/hooks/deploy`, { body, headers: { "Content-Type": "application/json", "X-Hub-Signature-256": sign(body) } });
+    assert.equal(big.status, 200, big.text);
+    const id = String(big.headers["x-job-id"]);
+    const j = await finished(s, id);
+    assert.equal(j.request!.body, undefined);
+    assert.equal(j.request!.bodyCut, Buffer.byteLength(body));
+
+    assert.equal((await send(`${s.base}/jobs/${id}/replay`, {})).status, 401);
+    const foreign = await send(`${s.base}/jobs/${id}/replay`, { headers: { Authorization: AUTH, Origin: "https://evil.example" } });
+    assert.equal(foreign.status, 403);
+    assert.match(foreign.text, /another site \(https:\/\/evil\.example\)/);
+    const site = await send(`${s.base}/jobs/${id}/replay`, { headers: { Authorization: AUTH, "Sec-Fetch-Site": "cross-site" } });
+    assert.equal(site.status, 403);
+    assert.equal((await send(`${s.base}/jobs/nope/replay`, { headers: { Authorization: AUTH } })).status, 404);
+    const cut = await send(`${s.base}/jobs/${id}/replay`, { headers: { Authorization: AUTH } });
+    assert.equal(cut.status, 409);
+    assert.match(JSON.parse(cut.text).error, new RegExp(`request body of ${Buffer.byteLength(body)} bytes was larger than -jobs-request-max`));
+  });
+});
+
+test("without -jobs-replay no request is kept and replay answers 404; -jobs-replay open to anyone off loopback refuses to start", async () => {
+  const s = await startServer(["-hooks", hooks, "-jobs", "-jobs-token", "t"]);
+  try {
+    const body = JSON.stringify({ ref: "main" });
+    const r = await send(`${s.base}/hooks/deploy`, { body, headers: { "Content-Type": "application/json", "X-Hub-Signature-256": sign(body) } });
+    const id = String(r.headers["x-job-id"]);
+    const j = JSON.parse((await send(`${s.base}/jobs/${id}`, { method: "GET", headers: { Authorization: "Bearer t" } })).text) as JobJson;
+    assert.equal(j.request, undefined);
+    const replay = await send(`${s.base}/jobs/${id}/replay`, { headers: { Authorization: "Bearer t" } });
+    assert.equal(replay.status, 404);
+    assert.match(replay.text, /start the server with -jobs-replay/);
+  } finally {
+    await s.stop();
+  }
+  await assert.rejects(startServer(["-hooks", hooks, "-jobs", "-jobs-replay", "-console-insecure"], { ip: "0.0.0.0" }), /-jobs-replay would let anyone/);
+});
