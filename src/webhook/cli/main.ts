@@ -24,6 +24,7 @@ import { HookSet } from "../hooks/hook-set.js";
 import { HttpTransport } from "../http/transport.js";
 import { shutdown } from "../server/shutdown.js";
 import { checkConsoleFlags, keepOptions } from "./console-flags.js";
+import { LiveOutput } from "../console/live.js";
 import { JobStore } from "../jobs/store.js";
 import { MemoryRecords } from "../jobs/memory-records.js";
 import { validateHooksFiles } from "./validate.js";
@@ -197,7 +198,8 @@ async function main(): Promise<void> {
     commandTimeoutMs: opts.commandTimeoutMs,
   };
   // Runs the commands of this instance: the requests it takes, or with -queue the jobs it pulls.
-  const local = new LocalDispatch(runner, executions, { ...limits, maxOutput: opts.maxOutput, keepOutput: opts.jobs }, log);
+  const live = opts.console ? new LiveOutput(opts.jobsOutput) : undefined;
+  const local = new LocalDispatch(runner, executions, { ...limits, maxOutput: opts.maxOutput, keepOutput: opts.jobs, ...(live ? { live } : {}) }, log);
   let dispatch: Dispatch = local;
   let jobs = localJobs;
   const flagSecrets = [opts.jobsToken, opts.jobsAuth, opts.jobsAuth.slice(opts.jobsAuth.indexOf(":") + 1)].filter((s) => s !== "");
@@ -253,6 +255,7 @@ async function main(): Promise<void> {
       ...(recorder ? { recorder } : {}),
       ...(jobs ? { jobs, jobsAccess: { ...(opts.jobsToken ? { token: opts.jobsToken } : {}), ...(opts.jobsAuth ? { basic: opts.jobsAuth } : {}) } } : {}),
       ...(opts.jobsReplay ? { replay: keepOptions(opts) } : {}),
+      ...(live ? { console: live } : {}),
     },
     log,
     { dispatch, executions, metrics: runner.metrics },

@@ -6,7 +6,8 @@ import { msText } from "../go/duration.js";
 import type { Hook, HookRequest } from "../hooks/hook.js";
 import { HookSet } from "../hooks/hook-set.js";
 import type { RunPolicy } from "../hooks/run-fields.js";
-import type { Job, JobState } from "../jobs/job.js";
+import type { LiveOutput } from "../console/live.js";
+import { type Job, type JobState, jobIdOf } from "../jobs/job.js";
 import type { Log, LogFields } from "../log/log.js";
 import type { AttemptRun, Executions } from "../policy/executions.js";
 import type { ExecuteResult, JobRunner, LastAttempt } from "../queue/queue.js";
@@ -21,6 +22,8 @@ export interface LocalOptions extends LimitDefaults {
   maxOutput: number;
   /** -jobs: every command's output is kept for its job record. */
   keepOutput: boolean;
+  /** -console: every command's output as it comes, under its job id. */
+  live?: LiveOutput;
 }
 
 export class LocalDispatch implements Dispatch, JobRunner {
@@ -112,14 +115,20 @@ export class LocalDispatch implements Dispatch, JobRunner {
         this.executions.drop(job, "the server shut down before the command's turn came");
         return { output: Buffer.alloc(0), error: "the server shut down before the command's turn came", exitCode: null };
       }
-      return await this.executions.run(hook, policy, job, () => this.execute(hook, req, onOutput, onStart), fields);
+      return await this.executions.run(hook, policy, job, () => this.execute(hook, req, onOutput, onStart, job?.id), fields);
     } finally {
       turn.release();
     }
   }
 
   /** Runs the hook's command (the reference's handleHook); resolves with its output and error. */
-  private async execute(hook: Hook, req: HookRequest, onOutput?: OutputSink, onStart?: (command: RunningCommand) => void): Promise<AttemptRun> {
+  private async execute(
+    hook: Hook,
+    req: HookRequest,
+    onOutput?: OutputSink,
+    onStart?: (command: RunningCommand) => void,
+    jobId = jobIdOf(req.id),
+  ): Promise<AttemptRun> {
     const log = this.log;
     const rid = req.id;
     const fields: LogFields = { rid, hook: hook.id };
@@ -170,7 +179,9 @@ export class LocalDispatch implements Dispatch, JobRunner {
         ),
     };
     const started = performance.now();
-    const result = await this.runner.run(spec, { hook: hook.id, rid }, onOutput, onStart);
+    const live = this.opts.live?.open(jobId);
+    const sink: OutputSink | undefined = live && onOutput ? (c) => (live.sink(c), onOutput(c)) : (live?.sink ?? onOutput);
+    const result = await this.runner.run(spec, { hook: hook.id, rid }, sink, onStart).finally(() => live?.close());
     const durationMs = performance.now() - started;
     span?.end(result.error);
     if (log.enabled) log.print(`[${rid}] command output: ${result.output.toString("utf8")}`, fields);

@@ -112,14 +112,23 @@ export function jsonAnswer(status: number, value: unknown, headers: [string, str
   return { status, headers: [["Content-Type", "application/json"], ["Cache-Control", "no-store"], ...headers], body: JSON.stringify(value, null, 2) + "\n" };
 }
 
-export function checkAccess(authorization: string | undefined, access: JobsAccess): JobsAnswer | undefined {
+/**
+ * A 401 unless `authorization` carries the credentials (none set: open). A browser, which cannot
+ * send a bearer token, may give the token as the password of basic auth (any user name);
+ * `basicChallenge` asks for basic auth then (the console).
+ */
+export function checkAccess(authorization: string | undefined, access: JobsAccess, basicChallenge = false): JobsAnswer | undefined {
   if (access.token === undefined && access.basic === undefined) return undefined;
   const given = authorization ?? "";
   const space = given.indexOf(" ");
   const scheme = given.slice(0, space).toLowerCase();
   const credentials = given.slice(space + 1).trim();
   if (access.token !== undefined && scheme === "bearer" && sameSecret(credentials, access.token)) return undefined;
-  if (access.basic !== undefined && scheme === "basic" && sameSecret(Buffer.from(credentials, "base64").toString("utf8"), access.basic)) return undefined;
-  const challenge = access.token !== undefined ? 'Bearer realm="jobs"' : 'Basic realm="jobs", charset="UTF-8"';
+  if (scheme === "basic") {
+    const pair = Buffer.from(credentials, "base64").toString("utf8");
+    if (access.basic !== undefined && sameSecret(pair, access.basic)) return undefined;
+    if (access.token !== undefined && pair.includes(":") && sameSecret(pair.slice(pair.indexOf(":") + 1), access.token)) return undefined;
+  }
+  const challenge = access.token !== undefined && !basicChallenge ? 'Bearer realm="jobs"' : 'Basic realm="jobs", charset="UTF-8"';
   return jsonAnswer(401, { error: "the jobs routes need the credentials given to -jobs-token or -jobs-auth" }, [["WWW-Authenticate", challenge]]);
 }

@@ -1,5 +1,7 @@
 // The built-in endpoints, outside the hook URL prefix so they never shadow a hook: /healthz,
 // /metrics (-metrics), /jobs (-jobs), and Go's 404 for any other path.
+import type { ConsoleRoutes } from "../console/routes.js";
+import { isConsolePath } from "../console/routes.js";
 import type { Accepted, HttpResponse, RequestHead, Routed } from "../http/contract.js";
 import { answerJobs, isJobsPath, type JobsAccess, type Replay } from "../jobs/routes.js";
 import type { JobStore } from "../jobs/store.js";
@@ -24,6 +26,7 @@ export class Endpoints {
     private readonly opts: EndpointOptions,
     private readonly counters: { metrics: Metrics; executions: Executions },
     private readonly replay?: Replay,
+    private readonly console?: ConsoleRoutes,
   ) {}
 
   /** The answer to a path outside the hook URL prefix; `accepting` is false once shutdown has begun. */
@@ -33,7 +36,8 @@ export class Endpoints {
       const body = this.counters.metrics.render() + this.counters.executions.counters.render();
       return { kind: "response", response: { status: 200, headers: [["Content-Type", METRICS_TYPE]], body } };
     }
-    if (this.opts.jobs && isJobsPath(path)) {
+    const isJobs = this.opts.jobs !== undefined && isJobsPath(path);
+    if (isJobs || (this.console && isConsolePath(path))) {
       const raw = head.rawHeaders;
       const r = {
         method: head.method,
@@ -44,7 +48,7 @@ export class Endpoints {
         fetchSite: rawHeader(raw, "sec-fetch-site"),
         host: rawHeader(raw, "host"),
       };
-      const answer = answerJobs(r, this.opts.jobs, this.opts.jobsAccess ?? {}, this.replay);
+      const answer = isJobs ? answerJobs(r, this.opts.jobs!, this.opts.jobsAccess ?? {}, this.replay) : this.console!.answer(r);
       return answer instanceof Promise ? { kind: "accepted", answer } : { kind: "response", response: answer };
     }
     const h = new Headers();

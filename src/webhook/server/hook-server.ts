@@ -15,6 +15,8 @@ import { answeredWithoutPayload, payloadReads } from "../hooks/payload-reads.js"
 import { evaluate } from "../hooks/rules.js";
 import { describeArgument, ParameterNodeError, replaceParameter } from "../hooks/values.js";
 import type { Accepted, HttpApp, HttpResponse, RequestHead, Routed } from "../http/contract.js";
+import { ConsoleRoutes } from "../console/routes.js";
+import type { LiveOutput } from "../console/live.js";
 import type { Job } from "../jobs/job.js";
 import { type KeepOptions, keepRequest, notReplayable, replayedHead } from "../jobs/kept-request.js";
 import { type JobsAccess, type JobsAnswer, jsonAnswer } from "../jobs/routes.js";
@@ -60,6 +62,8 @@ export interface ServerOptions extends LimitDefaults {
   recorder?: Recorder;
   /** -jobs-replay: a job keeps its request (bounded, redacted), and POST /jobs/<id>/replay runs it again. */
   replay?: KeepOptions;
+  /** -console: the run console at /console/, showing the output of the commands running here as it comes. */
+  console?: LiveOutput;
 }
 
 /** What the server hands its requests to, and counts them with. */
@@ -114,7 +118,11 @@ export class HookServer implements HttpApp<Matched | Pending> {
     this.executions = parts.executions;
     this.metrics = parts.metrics;
     this.answers = new Answers(log, opts.jobs !== undefined, opts);
-    this.endpoints = new Endpoints(opts, parts, opts.replay ? (job) => this.replay(job) : undefined);
+    const consoleRoutes =
+      opts.jobs && opts.console
+        ? new ConsoleRoutes({ store: opts.jobs, access: opts.jobsAccess ?? {}, hooks: () => this.hooks, live: opts.console, replay: opts.replay !== undefined })
+        : undefined;
+    this.endpoints = new Endpoints(opts, parts, opts.replay ? (job) => this.replay(job) : undefined, consoleRoutes);
   }
 
   /** Replaces the whole hook set at once; a request uses the set that was current when it was routed. */

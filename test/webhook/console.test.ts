@@ -1,0 +1,208 @@
+// The run console (-console) in a real headless Chromium against the real bin/webhook: the page
+// lists the hooks (rules in words) and the runs, filters them, shows a running command's output as
+// it arrives, and replays a run (-jobs-replay) into a new one. Over plain HTTP: its credentials, its
+// Content-Security-Policy, a page of another site refused, the flags it needs.
+// WEBHOOK_CONSOLE_SCREENSHOT=docs/webhook/console.png saves screenshots of the run list there and
+// of a running run's page beside it (console-run.png).
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { Page } from "playwright-core";
+import { chromiumMissing, launchChromium, untilShown, type Browser } from "../panel/browser.js";
+import { eventually, removeDir, tempDir } from "../helpers.js";
+import { postJSON, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+
+const skip = chromiumMissing();
+if (skip) console.log(`# ${skip}`);
+
+const AUTH = `Basic ${Buffer.from("ops:pw").toString("base64")}`;
+// Prints a line, waits (at most 20 s) for the file named in the payload, prints another.
+const BUILD = 'echo "step one"; n=0; while [ ! -e "$1" ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done; echo "step two"';
+
+let dir = "";
+let hooks = "";
+before(async () => {
+  dir = await tempDir("webhook-console-");
+  hooks = await writeHooks(dir, [
+    {
+      id: "build",
+      "execute-command": "/bin/sh",
+      "pass-arguments-to-command": [
+        { source: "string", name: "-c" },
+        { source: "string", name: BUILD },
+        { source: "string", name: "sh" },
+        { source: "payload", name: "go" },
+      ],
+      "max-concurrency": 2,
+    },
+    {
+      id: "check",
+      "execute-command": "/bin/sh",
+      "pass-arguments-to-command": [
+        { source: "string", name: "-c" },
+        { source: "string", name: "echo checking; exit 3" },
+      ],
+      "trigger-rule": { match: { type: "value", value: "s3cret", parameter: { source: "header", name: "X-Token" } } },
+    },
+  ]);
+});
+after(() => removeDir(dir));
+
+const jobOf = async (s: Server, id: string): Promise<{ state: string; replayOf?: string; output: string }> =>
+  JSON.parse((await send(`${s.base}/jobs/${id}`, { method: "GET", headers: { Authorization: AUTH } })).text);
+const finished = (s: Server, id: string): Promise<unknown> => eventually(async () => !["queued", "running"].includes((await jobOf(s, id)).state), 15_000);
+
+/** The run rows shown: [hook, job id, state]. */
+const rows = (page: Page): Promise<string[][]> =>
+  page.$$eval("#runs tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].slice(1, 4).map((td) => td.textContent ?? "")));
+
+describe("the console in Chromium", { skip }, () => {
+  let s: Server;
+  let browser: Browser;
+  let page: Page;
+  const cspErrors: string[] = [];
+
+  before(async () => {
+    s = await startServer(["-hooks", hooks, "-jobs", "-jobs-auth", "ops:pw", "-jobs-replay", "-console"]);
+    browser = await launchChromium();
+    await browser.context.setExtraHTTPHeaders({ Authorization: AUTH });
+    page = await browser.context.newPage();
+    page.on("console", (m) => {
+      if (/Content.Security.Policy/i.test(m.text())) cspErrors.push(m.text());
+    });
+  });
+  after(async () => {
+    await browser?.close();
+    await s?.stop();
+  });
+
+  test("open, filter, watch a run's output arrive, replay it", async () => {
+    const go = join(dir, "go-1");
+    await writeFile(go, "");
+    const failed = String((await send(`${s.base}/hooks/check`, { headers: { "X-Token": "s3cret" } })).headers["x-job-id"]);
+    const built = String((await postJSON(`${s.base}/hooks/build`, { go })).headers["x-job-id"]);
+    await finished(s, failed);
+    await finished(s, built);
+
+    await page.goto(`${s.base}/console/`);
+    await untilShown(
+      () => rows(page),
+      (r) => r.length === 2,
+      10_000,
+    );
+    const hooksText = await page.textContent("#hooks");
+    assert.match(hooksText ?? "", /header X-Token equals the value set in the hooks file/);
+    assert.match(hooksText ?? "", /max-concurrency 2/);
+    assert.doesNotMatch(hooksText ?? "", /s3cret/);
+
+    await page.selectOption("#filters select[name=state]", "failed");
+    assert.deepEqual(
+      await untilShown(
+        () => rows(page),
+        (r) => r.length === 1,
+        10_000,
+      ),
+      [["check", failed, "failed"]],
+    );
+    await page.selectOption("#filters select[name=state]", "");
+    await page.fill("#filters input[name=exit]", "0");
+    assert.deepEqual(
+      await untilShown(
+        () => rows(page),
+        (r) => r.length === 1,
+        10_000,
+      ),
+      [["build", built, "succeeded"]],
+    );
+    await page.fill("#filters input[name=exit]", "");
+    await page.fill("#filters input[name=q]", "checking");
+    assert.deepEqual(
+      await untilShown(
+        () => rows(page),
+        (r) => r.length === 1,
+        10_000,
+      ),
+      [["check", failed, "failed"]],
+    );
+    await page.fill("#filters input[name=q]", "");
+    const screenshot = process.env.WEBHOOK_CONSOLE_SCREENSHOT;
+    if (screenshot) {
+      await untilShown(
+        () => rows(page),
+        (r) => r.length === 2,
+        10_000,
+      );
+      await page.screenshot({ path: screenshot, fullPage: true });
+    }
+
+    // A run whose command waits: its first line shows while it runs, the second once it goes on.
+    const go2 = join(dir, "go-2");
+    const running = String((await postJSON(`${s.base}/hooks/build`, { go: go2 })).headers["x-job-id"]);
+    await page.goto(`${s.base}/console/#/run/${running}`);
+    const view = (): Promise<{ state: string; output: string }> =>
+      page.evaluate(() => ({
+        state: document.getElementById("run-state")?.textContent ?? "",
+        output: document.getElementById("run-output")?.textContent ?? "",
+      }));
+    await untilShown(view, (v) => v.state === "running" && v.output === "step one\n", 10_000);
+    if (screenshot) await page.screenshot({ path: screenshot.replace(/\.png$/, "-run.png"), fullPage: true });
+    await writeFile(go2, "");
+    await untilShown(view, (v) => v.state === "succeeded" && v.output === "step one\nstep two\n", 10_000);
+
+    await page.click("#replay");
+    await untilShown(
+      () => page.evaluate(() => location.hash),
+      (h) => h.startsWith("#/run/") && h !== `#/run/${running}`,
+      10_000,
+    );
+    const replayId = decodeURIComponent((await page.evaluate(() => location.hash)).slice("#/run/".length));
+    const replayView = async (): Promise<{ state: string; output: string; meta: string }> => ({
+      ...(await view()),
+      meta: (await page.textContent("#run-meta")) ?? "",
+    });
+    const shown = await untilShown(replayView, (v) => v.state === "succeeded" && v.meta.includes("Replay of"), 10_000);
+    assert.equal(shown.output, "step one\nstep two\n");
+    assert.match(shown.meta, new RegExp(`Replay of${running}Trigger ruleskipped`));
+    assert.equal((await jobOf(s, replayId)).replayOf, running);
+    assert.deepEqual(cspErrors, []);
+  });
+});
+
+describe("the console over HTTP", () => {
+  test("credentials asked with basic auth (the token as its password), strict CSP, another site's page refused", async () => {
+    const s = await startServer(["-hooks", hooks, "-jobs", "-jobs-token", "tok", "-console"]);
+    try {
+      const open = await send(`${s.base}/console/`, { method: "GET" });
+      assert.equal(open.status, 401);
+      assert.match(String(open.headers["www-authenticate"]), /^Basic /);
+      const basic = `Basic ${Buffer.from("any:tok").toString("base64")}`;
+      const page = await send(`${s.base}/console/`, { method: "GET", headers: { Authorization: basic } });
+      assert.equal(page.status, 200);
+      assert.match(String(page.headers["content-security-policy"]), /default-src 'none'; script-src 'self'/);
+      assert.doesNotMatch(page.text, /<script>|style=/);
+      const wrong = await send(`${s.base}/console/api/runs`, {
+        method: "GET",
+        headers: { Authorization: `Basic ${Buffer.from("any:nope").toString("base64")}` },
+      });
+      assert.equal(wrong.status, 401);
+      const foreign = await send(`${s.base}/console/api/runs`, { method: "GET", headers: { Authorization: "Bearer tok", "Sec-Fetch-Site": "cross-site" } });
+      assert.equal(foreign.status, 403);
+      assert.equal((await send(`${s.base}/console/api/runs/nope/events`, { method: "GET", headers: { Authorization: "Bearer tok" } })).status, 404);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test("-console needs -jobs, and credentials unless -console-insecure on loopback", async () => {
+    await assert.rejects(startServer(["-hooks", hooks, "-console"]), /-console shows the jobs: give -jobs too/);
+    await assert.rejects(startServer(["-hooks", hooks, "-jobs", "-console"]), /-console would let anyone/);
+    await assert.rejects(startServer(["-hooks", hooks, "-jobs", "-console", "-console-insecure"], { ip: "0.0.0.0" }), /-console would let anyone/);
+    const s = await startServer(["-hooks", hooks, "-jobs", "-console", "-console-insecure"]);
+    try {
+      assert.equal((await send(`${s.base}/console/api/hooks`, { method: "GET" })).status, 200);
+    } finally {
+      await s.stop();
+    }
+  });
+});
