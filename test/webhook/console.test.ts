@@ -11,6 +11,7 @@ import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { chromiumMissing, launchChromium, untilShown, type Browser } from "../panel/browser.js";
 import { eventually, removeDir, tempDir } from "../helpers.js";
+import { fuzzCases, fuzzSeed, seeded } from "../fuzz/random.js";
 import { postJSON, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
 
 const skip = chromiumMissing();
@@ -96,36 +97,25 @@ describe("the console in Chromium", { skip }, () => {
     assert.match(hooksText ?? "", /max-concurrency 2/);
     assert.doesNotMatch(hooksText ?? "", /s3cret/);
 
-    await page.selectOption("#filters select[name=state]", "failed");
-    assert.deepEqual(
-      await untilShown(
-        () => rows(page),
-        (r) => r.length === 1,
-        10_000,
-      ),
-      [["check", failed, "failed"]],
-    );
-    await page.selectOption("#filters select[name=state]", "");
-    await page.fill("#filters input[name=exit]", "0");
-    assert.deepEqual(
-      await untilShown(
-        () => rows(page),
-        (r) => r.length === 1,
-        10_000,
-      ),
-      [["build", built, "succeeded"]],
-    );
-    await page.fill("#filters input[name=exit]", "");
-    await page.fill("#filters input[name=q]", "checking");
-    assert.deepEqual(
-      await untilShown(
-        () => rows(page),
-        (r) => r.length === 1,
-        10_000,
-      ),
-      [["check", failed, "failed"]],
-    );
-    await page.fill("#filters input[name=q]", "");
+    // Each filter alone shows the one run it matches; emptied, it shows all again.
+    const filtered = async (field: string, value: string, expected: string[]): Promise<void> => {
+      const set = (v: string): Promise<unknown> =>
+        field === "state" ? page.selectOption(`#filters [name=${field}]`, v) : page.fill(`#filters [name=${field}]`, v);
+      await set(value);
+      assert.deepEqual(
+        await untilShown(
+          () => rows(page),
+          (r) => r.length === 1,
+          10_000,
+        ),
+        [expected],
+        `${field}=${value}`,
+      );
+      await set("");
+    };
+    await filtered("state", "failed", ["check", failed, "failed"]);
+    await filtered("exit", "0", ["build", built, "succeeded"]);
+    await filtered("q", "checking", ["check", failed, "failed"]);
     const screenshot = process.env.WEBHOOK_CONSOLE_SCREENSHOT;
     if (screenshot) {
       await untilShown(
@@ -201,6 +191,39 @@ describe("the console over HTTP", () => {
     const s = await startServer(["-hooks", hooks, "-jobs", "-console", "-console-insecure"]);
     try {
       assert.equal((await send(`${s.base}/console/api/hooks`, { method: "GET" })).status, 200);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test("seeded random filters, ids and replays: always a JSON answer, the server stays up", async () => {
+    const s = await startServer(["-hooks", hooks, "-jobs", "-jobs-replay", "-console", "-console-insecure"]);
+    try {
+      const done = String((await send(`${s.base}/hooks/check`, { headers: { "X-Token": "s3cret" } })).headers["x-job-id"]);
+      await finished(s, done);
+      const seed = fuzzSeed(0x636f6e73);
+      const rnd = seeded(seed);
+      const keys = ["hook", "state", "exit", "since", "until", "q", "x"];
+      const values = ["", "check", "failed", "3", "-1", "99999", "2026-01-01T00:00:00Z", "not a date", "%", "%ZZ", "\u0000", "ü", "a".repeat(5000), "checking"];
+      const piece = (): string => (rnd.int(3) === 0 ? rnd.bytes(1 + rnd.int(8)).toString("latin1") : rnd.pick(values));
+      for (let i = 0, n = fuzzCases(150); i < n; i++) {
+        const query = Array.from({ length: rnd.int(5) }, () => `${rnd.pick(keys)}=${encodeURIComponent(piece())}`).join("&");
+        const what = `case ${i} (FUZZ_SEED=${seed}): ${JSON.stringify(query)}`;
+        const r = await send(`${s.base}/console/api/runs?${query}`, { method: "GET" });
+        assert.equal(r.status, 200, what);
+        // Only the one job, and its replays.
+        const runs = (JSON.parse(r.text) as { runs: { hook: string }[] }).runs;
+        assert.ok(
+          runs.every((j) => j.hook === "check"),
+          what,
+        );
+        // No "." or "/" (nor empty): a path with "/." or "//" is redirected (301) before any route sees it.
+        const id = encodeURIComponent(rnd.int(4) === 0 ? done : piece().replace(/[./]/g, "") || "none");
+        const path = rnd.pick([`/console/api/runs/${id}/events`, `/jobs/${id}/replay`]);
+        const e = await send(`${s.base}${path}`, { method: path.startsWith("/jobs") ? "POST" : "GET" });
+        assert.ok([200, 202, 404, 409].includes(e.status), `${what} ${path} → ${e.status} ${e.text.slice(0, 200)}`);
+      }
+      assert.equal((await send(`${s.base}/`, { method: "GET" })).status, 200, "the server still answers");
     } finally {
       await s.stop();
     }

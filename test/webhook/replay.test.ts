@@ -6,8 +6,12 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { eventually, removeDir, tempDir } from "../helpers.js";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { docBlocks } from "../fixtures/docs.js";
+import { eventually, removeDir, run, tempDir } from "../helpers.js";
 import { fixture, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+import { startNats } from "./fixtures/nats.js";
 
 const SECRET = "replay-secret";
 const AUTH = `Basic ${Buffer.from("ops:pw").toString("base64")}`;
@@ -132,7 +136,7 @@ describe("-jobs-replay", () => {
     assert.equal((await send(`${s.base}/jobs/nope/replay`, { headers: { Authorization: AUTH } })).status, 404);
     const cut = await send(`${s.base}/jobs/${id}/replay`, { headers: { Authorization: AUTH } });
     assert.equal(cut.status, 409);
-    assert.match(JSON.parse(cut.text).error, new RegExp(`request body of ${Buffer.byteLength(body)} bytes was larger than -jobs-request-max`));
+    assert.match(JSON.parse(cut.text).error, new RegExp(`request body of ${Buffer.byteLength(body)} bytes was not kept \\(larger than -jobs-request-max`));
   });
 });
 
@@ -151,4 +155,69 @@ test("without -jobs-replay no request is kept and replay answers 404; -jobs-repl
     await s.stop();
   }
   await assert.rejects(startServer(["-hooks", hooks, "-jobs", "-jobs-replay", "-console-insecure"], { ip: "0.0.0.0" }), /-jobs-replay would let anyone/);
+});
+
+test("the replay example of docs/webhook/console.md runs as written", async () => {
+  const [hooksFile, start, script] = docBlocks("docs/webhook/console.md", { heading: "Replay (`-jobs-replay`)" });
+  assert.ok(hooksFile?.lang === "json" && start?.lang === "sh" && script?.lang === "sh", "a hooks file, the server's command line, the shell lines");
+  await writeFile(join(dir, "greet.json"), hooksFile.body);
+  const args = start.body
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map((a) => (a === "hooks.json" ? join(dir, "greet.json") : a));
+  const s = await startServer(args);
+  try {
+    const r = await run("bash", ["-e", "-c", script.body.replace(/localhost:9000/g, `127.0.0.1:${s.port}`)]);
+    assert.equal(r.code, 0, r.stderr);
+    const expected = script.body
+      .split("\n")
+      .filter((l) => l.startsWith("#  "))
+      .map((l) => l.slice(2));
+    const id = /replay of job (\S+) asked by the operator/.exec(s.logs())?.[1];
+    assert.ok(id, s.logs());
+    assert.deepEqual(
+      r.stdout.trimEnd().split("\n"),
+      expected.map((l) => l.replace("<id>", id)),
+    );
+  } finally {
+    await s.stop();
+  }
+});
+
+test("-queue: a job taken on one instance is listed by another's console and replayed there, its record read live to the end", async () => {
+  const nats = await startNats();
+  const args = ["-hooks", hooks, "-queue", nats.url, "-jobs", "-jobs-auth", "ops:pw", "-jobs-replay", "-console"];
+  const a = await startServer(args);
+  const b = await startServer(args);
+  try {
+    const body = JSON.stringify({ ref: "queued" });
+    const first = await send(`${a.base}/hooks/deploy`, {
+      body,
+      headers: { "Content-Type": "application/json", "X-Hub-Signature-256": sign(body), "X-Note": "q" },
+    });
+    assert.equal(first.status, 200, first.text);
+    const id = String(first.headers["x-job-id"]);
+    const listed = await send(`${b.base}/console/api/runs?hook=deploy`, { method: "GET", headers: { Authorization: AUTH } });
+    assert.deepEqual(
+      (JSON.parse(listed.text) as { runs: JobJson[] }).runs.map((j) => j.id),
+      [id],
+    );
+    const r = await send(`${b.base}/jobs/${id}/replay`, { headers: { Authorization: AUTH } });
+    assert.equal(r.status, 202, r.text);
+    const newId = String(r.headers["x-job-id"]);
+    // The stream ends once the run has: its last record says how.
+    const events = await send(`${b.base}/console/api/runs/${newId}/events`, { method: "GET", headers: { Authorization: AUTH } });
+    assert.equal(events.headers["content-type"], "text/event-stream");
+    const records = [...events.text.matchAll(/^event: job\ndata: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as JobJson);
+    const last = records[records.length - 1]!;
+    assert.equal(last.state, "succeeded");
+    assert.equal(last.replayOf, id);
+    assert.match(last.output, /arg1=queued\narg2=q/);
+    assert.equal((await finished(a, newId)).replayOf, id);
+  } finally {
+    await a.stop();
+    await b.stop();
+    await nats.close();
+  }
 });

@@ -24,6 +24,9 @@ function loopback(ip: string): boolean {
   return bare === "::1";
 }
 
+/** Bytes (base64) of kept request bodies the in-process job history holds at most: the oldest go first. */
+export const REQUEST_BODY_BUDGET = 64 * 1024 * 1024;
+
 export function keepOptions(opts: Options): KeepOptions {
   const names = opts.jobsRedactHeader.split(",").map((n) => n.trim().toLowerCase());
   return { maxBody: opts.jobsRequestMax, redact: new Set(names.filter((n) => n !== "")) };

@@ -23,7 +23,7 @@ import { HookRegistry } from "../hooks/registry.js";
 import { HookSet } from "../hooks/hook-set.js";
 import { HttpTransport } from "../http/transport.js";
 import { shutdown } from "../server/shutdown.js";
-import { checkConsoleFlags, keepOptions } from "./console-flags.js";
+import { checkConsoleFlags, keepOptions, REQUEST_BODY_BUDGET } from "./console-flags.js";
 import { LiveOutput } from "../console/live.js";
 import { JobStore } from "../jobs/store.js";
 import { MemoryRecords } from "../jobs/memory-records.js";
@@ -186,7 +186,7 @@ async function main(): Promise<void> {
     opts.jobs && opts.queue === ""
       ? new MemoryRecords({ keep: opts.jobsKeep, maxAgeMs: opts.jobsMaxAgeMs, ...(opts.jobsFile ? { file: opts.jobsFile } : {}) }, (m) => log.always(m))
       : undefined;
-  const localJobs = records ? new JobStore(records, opts.jobsOutput) : undefined;
+  const localJobs = records ? new JobStore(records, opts.jobsOutput, Date.now, REQUEST_BODY_BUDGET) : undefined;
   // notify: outcomes sent by their own queue; traces: on only with OTEL_EXPORTER_OTLP_ENDPOINT (the SDK loaded then).
   const notifier = new Notifier(log);
   await startTracing(process.env, (line) => log.always(line));

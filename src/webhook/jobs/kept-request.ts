@@ -72,7 +72,8 @@ export function keepRequest(head: RequestHead, body: Buffer, hook: Hook, opts: K
 /** Why a kept request cannot be replayed, or undefined when it can. */
 export function notReplayable(kept: KeptRequest | undefined): string | undefined {
   if (!kept) return "it kept no request (it ran before -jobs-replay was on)";
-  if (kept.body === undefined) return `its request body of ${kept.bodyCut ?? 0} bytes was larger than -jobs-request-max and was not kept`;
+  if (kept.body === undefined)
+    return `its request body of ${kept.bodyCut ?? 0} bytes was not kept (larger than -jobs-request-max, or among the oldest given up to keep the history's bodies within 64 MiB)`;
   return undefined;
 }
 

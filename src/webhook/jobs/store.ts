@@ -20,12 +20,17 @@ export type JobExtras = Pick<Job, "replayOf" | "request">;
 export class JobStore {
   /** Extras for the jobs of requests on their way to the dispatch, by job id (see `expect`). */
   private readonly extras = new Map<string, JobExtras>();
+  /** Jobs in this process holding a kept request body, oldest first, and the bytes those bodies take. */
+  private readonly bodies: Job[] = [];
+  private bodyBytes = 0;
 
   constructor(
     readonly records: JobRecords,
     /** Bytes of a job's output kept (the tail). */
     private readonly outputBytes: number,
     private readonly now: () => number = Date.now,
+    /** Bytes of kept request bodies (-jobs-replay) held in this process at most: past it the oldest go. Infinity where records live elsewhere (-queue). */
+    private readonly bodyBudget = Infinity,
   ) {}
 
   /** A new job for an accepted request, queued. A long id is cut (jobIdOf); one already taken gets a suffix (see JobRecords.add). */
@@ -56,6 +61,7 @@ export class JobStore {
       job.request = extras.request;
     }
     this.records.add(job);
+    if (job.request?.body !== undefined && this.bodyBudget !== Infinity) this.holdBody(job);
     return job;
   }
 
@@ -69,6 +75,20 @@ export class JobStore {
 
   forget(rid: string): void {
     this.extras.delete(jobIdOf(rid));
+  }
+
+  /** Keeps the job's request body within the budget: the oldest bodies held are given up (those jobs can no longer be replayed). */
+  private holdBody(job: Job): void {
+    this.bodies.push(job);
+    this.bodyBytes += job.request!.body!.length;
+    while (this.bodyBytes > this.bodyBudget && this.bodies.length > 0) {
+      const old = this.bodies.shift()!;
+      const kept = old.request!;
+      this.bodyBytes -= kept.body!.length;
+      kept.bodyCut = Buffer.byteLength(kept.body!, "base64");
+      kept.body = undefined;
+      this.records.changed(old);
+    }
   }
 
   get(id: string): Job | undefined | Promise<Job | undefined> {
