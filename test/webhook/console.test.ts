@@ -7,6 +7,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
+import { request } from "node:http";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { chromiumMissing, launchChromium, untilShown, type Browser } from "../panel/browser.js";
@@ -36,6 +37,20 @@ before(async () => {
         { source: "payload", name: "go" },
       ],
       "max-concurrency": 2,
+    },
+    {
+      id: "flood",
+      "execute-command": "/bin/sh",
+      "pass-arguments-to-command": [
+        { source: "string", name: "-c" },
+        // Waits (at most 20 s) for the file named in the payload, then writes 32 MiB and a last line.
+        {
+          source: "string",
+          name: 'n=0; while [ ! -e "$1" ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done; head -c 33554432 /dev/zero | tr "\\0" x; echo; echo END',
+        },
+        { source: "string", name: "sh" },
+        { source: "payload", name: "go" },
+      ],
     },
     {
       id: "check",
@@ -224,6 +239,45 @@ describe("the console over HTTP", () => {
         assert.ok([200, 202, 404, 409].includes(e.status), `${what} ${path} → ${e.status} ${e.text.slice(0, 200)}`);
       }
       assert.equal((await send(`${s.base}/`, { method: "GET" })).status, 200, "the server still answers");
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test("a reader that falls behind loses the oldest output, told by a skipped event, and still gets the last record", async () => {
+    const s = await startServer(["-hooks", hooks, "-jobs", "-console", "-console-insecure"]);
+    try {
+      const go = join(dir, "go-flood");
+      const id = String((await postJSON(`${s.base}/hooks/flood`, { go })).headers["x-job-id"]);
+      // The stream opens, then is not read while the command writes its 32 MiB and ends.
+      const chunks: Buffer[] = [];
+      const ended = new Promise<void>((resolve, reject) => {
+        const req = request(`${s.base}/console/api/runs/${id}/events`, { agent: false }, (res) => {
+          res.once("data", (c: Buffer) => {
+            chunks.push(c);
+            res.pause();
+            void writeFile(go, "")
+              .then(() => eventually(async () => (await jobOf(s, id)).state === "succeeded", 20_000))
+              .then(() => {
+                res.on("data", (more: Buffer) => chunks.push(more));
+                res.resume();
+              }, reject);
+          });
+          res.on("end", resolve);
+          res.on("error", reject);
+        });
+        req.on("error", reject);
+        req.end();
+      });
+      await ended;
+      const text = Buffer.concat(chunks).toString();
+      const received = text.length;
+      assert.ok(received < 16 * 1024 * 1024, `it got ${received} bytes of the 32 MiB`);
+      assert.match(text, /^event: skipped\ndata: \d+$/m);
+      const records = [...text.matchAll(/^event: job\ndata: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as { state: string; output: string });
+      const last = records[records.length - 1]!;
+      assert.equal(last.state, "succeeded");
+      assert.match(last.output, /x\nEND\n$/);
     } finally {
       await s.stop();
     }

@@ -13,6 +13,7 @@ export class EventStream implements AsyncIterable<Buffer> {
   private record: Buffer | undefined;
   private skipped = 0;
   private ended = false;
+  private closed = false;
   private wake: (() => void) | undefined;
 
   constructor(private readonly onClose: () => void) {}
@@ -57,28 +58,47 @@ export class EventStream implements AsyncIterable<Buffer> {
     w?.();
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<Buffer> {
-    try {
-      for (;;) {
-        const parts: Buffer[] = [];
-        if (this.skipped > 0) {
-          parts.push(frame("skipped", String(this.skipped)));
-          this.skipped = 0;
-        }
-        for (const e of this.queue.splice(0)) parts.push(e.data);
-        this.queued = 0;
-        if (this.record) parts.push(this.record);
-        this.record = undefined;
-        if (parts.length > 0) {
-          yield Buffer.concat(parts);
-          continue;
-        }
-        if (this.ended) return;
-        await new Promise<void>((r) => (this.wake = r));
-      }
-    } finally {
-      this.onClose();
+  /** What waits, in one chunk; undefined when nothing does. */
+  private take(): Buffer | undefined {
+    const parts: Buffer[] = [];
+    if (this.skipped > 0) {
+      parts.push(frame("skipped", String(this.skipped)));
+      this.skipped = 0;
     }
+    for (const e of this.queue.splice(0)) parts.push(e.data);
+    this.queued = 0;
+    if (this.record) parts.push(this.record);
+    this.record = undefined;
+    return parts.length > 0 ? Buffer.concat(parts) : undefined;
+  }
+
+  /** Once: the client went, or all was sent. */
+  private close(): void {
+    if (this.closed) return;
+    this.closed = this.ended = true;
+    this.notify();
+    this.onClose();
+  }
+
+  // A plain iterator, not a generator: a client that goes away is let go at once (return), even while nothing is waiting.
+  [Symbol.asyncIterator](): AsyncIterator<Buffer> {
+    return {
+      next: async (): Promise<IteratorResult<Buffer>> => {
+        for (;;) {
+          const value = this.closed ? undefined : this.take();
+          if (value) return { value, done: false };
+          if (this.ended) {
+            this.close();
+            return { value: undefined, done: true };
+          }
+          await new Promise<void>((r) => (this.wake = r));
+        }
+      },
+      return: async (): Promise<IteratorResult<Buffer>> => {
+        this.close();
+        return { value: undefined, done: true };
+      },
+    };
   }
 }
 
