@@ -72,6 +72,16 @@ export function keepRequest(head: RequestHead, body: Buffer, hook: Hook, opts: K
 /** Why a kept request cannot be replayed, or undefined when it can. */
 export function notReplayable(kept: KeptRequest | undefined): string | undefined {
   if (!kept) return "it kept no request (it ran before -jobs-replay was on)";
+  // Read back from a history file or another instance's record: checked before use.
+  const wellFormed =
+    typeof kept.method === "string" &&
+    typeof kept.url === "string" &&
+    kept.url.startsWith("/") &&
+    typeof kept.remoteAddr === "string" &&
+    Array.isArray(kept.headers) &&
+    kept.headers.every((h) => Array.isArray(h) && h.length === 2 && typeof h[0] === "string" && typeof h[1] === "string") &&
+    (kept.body === undefined || typeof kept.body === "string");
+  if (!wellFormed) return "its kept request is not well-formed (a damaged record)";
   if (kept.body === undefined)
     return `its request body of ${kept.bodyCut ?? 0} bytes was not kept (larger than -jobs-request-max, or among the oldest given up to keep the history's bodies within 64 MiB)`;
   return undefined;
