@@ -151,6 +151,7 @@ test("without -jobs-replay no request is kept and replay answers 404; -jobs-repl
     const replay = await send(`${s.base}/jobs/${id}/replay`, { headers: { Authorization: "Bearer t" } });
     assert.equal(replay.status, 404);
     assert.match(replay.text, /start the server with -jobs-replay/);
+    assert.equal((await send(`${s.base}/console/`, { method: "GET", headers: { Authorization: "Bearer t" } })).status, 404, "no console without -console");
   } finally {
     await s.stop();
   }
@@ -219,5 +220,31 @@ test("-queue: a job taken on one instance is listed by another's console and rep
     await a.stop();
     await b.stop();
     await nats.close();
+  }
+});
+
+test("a job read back from the -jobs-file after a restart is replayed with its kept request", async () => {
+  const args = ["-hooks", hooks, "-jobs", "-jobs-auth", "ops:pw", "-jobs-replay", "-jobs-file", join(dir, "jobs.jsonl")];
+  const earlier = await startServer(args);
+  const body = JSON.stringify({ ref: "kept" });
+  let id = "";
+  try {
+    const r = await send(`${earlier.base}/hooks/deploy`, {
+      body,
+      headers: { "Content-Type": "application/json", "X-Hub-Signature-256": sign(body), "X-Note": "file" },
+    });
+    id = String(r.headers["x-job-id"]);
+    await finished(earlier, id);
+  } finally {
+    await earlier.stop();
+  }
+  const later = await startServer(args);
+  try {
+    const r = await send(`${later.base}/jobs/${id}/replay`, { headers: { Authorization: AUTH } });
+    assert.equal(r.status, 202, r.text);
+    const replayed = await finished(later, String(r.headers["x-job-id"]));
+    assert.match(replayed.output, /arg1=kept\narg2=file/);
+  } finally {
+    await later.stop();
   }
 });
