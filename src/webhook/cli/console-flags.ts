@@ -14,7 +14,8 @@ export function checkConsoleFlags(opts: Options): void {
   if (opts.jobsReplay && !opts.jobs) fail("WEBHOOK_REPLAY_WITHOUT_JOBS", {});
   const open = opts.jobsToken === "" && opts.jobsAuth === "";
   if (!open || (!opts.console && !opts.jobsReplay)) return;
-  if (opts.consoleInsecure && opts.socket === "" && loopback(opts.ip)) return;
+  // A socket handed over by systemd (LISTEN_FDS) wins over -ip: where it listens is not known here.
+  if (opts.consoleInsecure && opts.socket === "" && process.env.LISTEN_FDS === undefined && loopback(opts.ip)) return;
   fail("WEBHOOK_CONSOLE_OPEN", { flag: opts.console ? "-console" : "-jobs-replay" });
 }
 
