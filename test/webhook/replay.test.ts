@@ -10,7 +10,8 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { docBlocks } from "../fixtures/docs.js";
 import { eventually, removeDir, run, tempDir } from "../helpers.js";
-import { fixture, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
+import { request } from "node:http";
+import { fixture, postJSON, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
 import { startNats } from "./fixtures/nats.js";
 
 const SECRET = "replay-secret";
@@ -48,6 +49,17 @@ before(async () => {
         { source: "header", name: "X-Note" },
       ],
       "trigger-rule": { match: { type: "payload-hmac-sha256", secret: SECRET, parameter: { source: "header", name: "X-Hub-Signature-256" } } },
+    },
+    {
+      // Prints a line, waits (at most 20 s) for the file named in the payload, prints another.
+      id: "step",
+      "execute-command": "/bin/sh",
+      "pass-arguments-to-command": [
+        { source: "string", name: "-c" },
+        { source: "string", name: 'echo "step one"; n=0; while [ ! -e "$1" ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done; echo "step two"' },
+        { source: "string", name: "sh" },
+        { source: "payload", name: "go" },
+      ],
     },
   ]);
 });
@@ -216,6 +228,15 @@ test("-queue: a job taken on one instance is listed by another's console and rep
     assert.equal(last.replayOf, id);
     assert.match(last.output, /arg1=queued\narg2=q/);
     assert.equal((await finished(a, newId)).replayOf, id);
+
+    // A run's output arrives live in both instances' consoles, whichever runs it.
+    const go = join(dir, "go-queue");
+    const running = String((await postJSON(`${a.base}/hooks/step`, { go })).headers["x-job-id"]);
+    const streams = [a, b].map((s) => sse(`${s.base}/console/api/runs/${running}/events`));
+    await Promise.all(streams.map((st) => eventually(() => st.text().includes('event: output\ndata: "step one\\n"'), 15_000)));
+    await writeFile(go, "");
+    const ends = await Promise.all(streams.map((st) => st.ended));
+    for (const text of ends) assert.match(text, /"state":"succeeded"/);
   } finally {
     await a.stop();
     await b.stop();
@@ -248,3 +269,19 @@ test("a job read back from the -jobs-file after a restart is replayed with its k
     await later.stop();
   }
 });
+
+/** An event stream read as it comes (the jobs credentials sent). */
+function sse(url: string): { text: () => string; ended: Promise<string> } {
+  let text = "";
+  const ended = new Promise<string>((resolve, reject) => {
+    const req = request(url, { agent: false, headers: { Authorization: AUTH } }, (res) => {
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => (text += c));
+      res.on("end", () => resolve(text));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+  return { text: () => text, ended };
+}

@@ -214,6 +214,7 @@ async function main(): Promise<void> {
     // Loaded only with -queue: a server without it pays nothing for the NATS client.
     const { NatsQueue } = await import("../queue/nats-queue.js");
     const { QueueSigner, readQueueKey } = await import("../queue/signing.js");
+    const { NatsLiveRelay } = await import("../queue/live-relay.js");
     let key: Buffer | undefined;
     try {
       key = opts.queueKeyFile === "" ? undefined : readQueueKey(opts.queueKeyFile);
@@ -234,6 +235,7 @@ async function main(): Promise<void> {
     } catch (e) {
       fatalError(e);
     }
+    live?.relayThrough(new NatsLiveRelay(queue!.nc, new QueueSigner(key)));
     dispatch = new SharedDispatch(queue!, local, executions, { ...limits, maxOutput: opts.maxOutput }, log);
     // The job records every instance shares; -jobs serves them at /jobs.
     if (opts.jobs) jobs = queue!.jobs;

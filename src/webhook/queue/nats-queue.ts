@@ -185,7 +185,7 @@ export class NatsQueue implements SharedQueue {
   private readonly waiting = new Set<() => void>();
 
   private constructor(
-    private readonly nc: NatsConnection,
+    readonly nc: NatsConnection,
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly records: KvRecords,
