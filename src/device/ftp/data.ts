@@ -50,31 +50,17 @@ export class DataSocket extends Socket {
   }
 }
 
-/** What a TCP server's handle gives its `onconnection` for each accepted connection (Node's TCPWrap). */
-interface AcceptedHandle {
-  getpeername(out: { address?: string }): number;
-  setNoDelay(on: boolean): number;
-  close(): void;
-}
-
 /**
- * Takes the connections `server` (listening) accepts as DataSockets, straight from its handle. Node offers `onread`
- * only to sockets it is given at construction, so the `connection` event's socket would have to hand its handle
- * over and be destroyed: a socket made and destroyed per data connection for nothing (callgrind: 2 % of the main
- * thread's instructions in a mirror of small files). `take` gets each connection from `peer`; any other is closed at
- * once. A failed accept (out of file descriptors) drops that connection only.
+ * The connection a server accepted (paused: the server has pauseOnConnect) as a DataSocket. Node offers `onread`
+ * only to sockets it is given at construction, not to a server's, so the accepted socket hands its handle over
+ * and is destroyed without it (which releases the server's count of it).
  */
-function acceptFrom(server: Server, peer: string, buffer: Buffer, take: (s: DataSocket) => void): void {
-  const handle = (server as unknown as { _handle: { onconnection: (status: number, accepted?: AcceptedHandle) => void } })._handle;
-  handle.onconnection = (status, accepted) => {
-    if (status !== 0 || !accepted) return;
-    const address: { address?: string } = {};
-    accepted.getpeername(address);
-    if (plainAddress(address.address) !== peer) return accepted.close();
-    // A socket made on a handle does not apply the noDelay option (see DataSocket): as Node's server would.
-    accepted.setNoDelay(true);
-    take(new DataSocket(buffer, { handle: accepted, readable: true, writable: true }));
-  };
+function adopt(accepted: Socket, buffer: Buffer): DataSocket {
+  const held = accepted as unknown as { _handle: unknown };
+  const handle = held._handle;
+  held._handle = null;
+  accepted.destroy();
+  return new DataSocket(buffer, { handle, readable: true, writable: true });
 }
 
 /** Normalises "::ffff:1.2.3.4" to "1.2.3.4" so peers can be compared. */
@@ -138,11 +124,13 @@ function passiveChannel(port: number, onClose: () => void): PassiveChannel {
 
 /** Listens for one data connection from `peer` (the control connection's client) in `range`; others are dropped. */
 export async function listenPassive(host: string, peer: string, range: [number, number], buffer: Buffer): Promise<DataChannel> {
-  const server = createServer();
+  const server = createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: true });
   const port = await listenInRange(server, host, range);
   const channel = passiveChannel(port, () => server.close());
-  // only the logged-in client may connect to its data port
-  acceptFrom(server, peer, buffer, (data) => {
+  server.on("connection", (s) => {
+    // only the logged-in client may connect to its data port
+    if (plainAddress(s.remoteAddress) !== peer) return s.destroy();
+    const data = adopt(s, buffer);
     if (!channel.offer(data)) data.destroy();
     else server.close();
   });
@@ -160,16 +148,18 @@ export class PassivePort {
   private constructor(
     private readonly server: Server,
     readonly port: number,
-    peer: string,
-    buffer: Buffer,
+    private readonly peer: string,
+    private readonly buffer: Buffer,
   ) {
-    acceptFrom(server, peer, buffer, (data) => {
-      if (!this.current?.offer(data)) data.destroy();
+    server.on("connection", (s) => {
+      if (plainAddress(s.remoteAddress) !== this.peer || !this.current) return s.destroy();
+      const data = adopt(s, this.buffer);
+      if (!this.current.offer(data)) data.destroy();
     });
   }
 
   static async open(host: string, peer: string, buffer: Buffer): Promise<PassivePort> {
-    const server = createServer();
+    const server = createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: true });
     const port = await listenInRange(server, host, undefined);
     return new PassivePort(server, port, peer, buffer);
   }
