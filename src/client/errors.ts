@@ -183,7 +183,7 @@ export const ERRORS = {
     message: "{source}: the server's key cannot be checked, {file} does not exist; add it (ssh-keyscan -p PORT HOST) or set FRAMEFI_SOURCE_KNOWN_HOSTS.",
     exit: EXIT.usage,
   },
-  FRAMEFI_SOURCE_RCLONE_FAILED: { message: "Cannot fetch {source}: {reason}.", exit: EXIT.deviceError },
+  FRAMEFI_SOURCE_RCLONE_FAILED: { message: "Cannot fetch {source}; check that rclone works (rclone version): {reason}", exit: EXIT.deviceError },
   FRAMEFI_SOURCE_UNREACHABLE: {
     message: "Cannot read {source}; the card was left as it is. Check the address, the login and the network: {reason}",
     exit: EXIT.unreachable,
@@ -227,7 +227,10 @@ export const ERRORS = {
     exit: EXIT.usage,
   },
   FRAMEFI_FORMAT_NEEDS_CAPTION: { message: "{option} formats the caption's date: add {caption} date.", exit: EXIT.usage },
-  FRAMEFI_PAIR_NEEDS_LANDSCAPE: { message: "{option} puts two portrait photos side by side on a landscape frame, and {size} is not one.", exit: EXIT.usage },
+  FRAMEFI_PAIR_NEEDS_LANDSCAPE: {
+    message: "{option} puts two portrait photos side by side on a landscape frame, and {size} is not one; use it with a landscape size, or remove it.",
+    exit: EXIT.usage,
+  },
   FRAMEFI_BAD_ORDER: { message: '{option} is name, date, shuffle or shuffle:SEED, got "{value}".', exit: EXIT.usage },
   FRAMEFI_BAD_MAX_PER_FOLDER: { message: '{option} is a whole number of files above 0 (at most 9999999), got "{value}".', exit: EXIT.usage },
   FRAMEFI_NO_SUCH_PROFILE: {

@@ -131,7 +131,10 @@ export const ERRORS = {
   DEVICE_OPTION_BAD_SIZE: { message: 'invalid size "{text}": use a number with an optional unit such as 500MB, 8GiB or 1000000', exit: EXIT.usage },
   DEVICE_OPTION_SIZE_NOT_POSITIVE: { message: 'invalid size "{text}": it must be greater than zero', exit: EXIT.usage },
   DEVICE_OPTION_NOT_BOOLEAN: { message: '--{name} is on or off: use true or false (1 or 0), got "{text}"', exit: EXIT.usage },
-  DEVICE_OPTION_BAD_EVERY: { message: '--every is a time between pulls from 1m to 30d, such as 30m, 1h or 1d, got "{text}"', exit: EXIT.usage },
+  DEVICE_OPTION_BAD_EVERY: {
+    message: '--every is a time between pulls from 1m to 30d, such as 30m, 1h or 1d, got "{text}"; give one such time',
+    exit: EXIT.usage,
+  },
   DEVICE_OPTION_PULL_NEEDS_SOURCE: { message: "--{name} needs --pull SOURCE: the folder or share the device fetches its photos from", exit: EXIT.usage },
   DEVICE_OPTION_NOT_INTEGER: { message: '--{name} must be a whole number, got "{text}"', exit: EXIT.usage },
   DEVICE_OPTION_OUT_OF_RANGE: { message: "--{name} must be between {low} and {high}, got {value}", exit: EXIT.usage },

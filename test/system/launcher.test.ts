@@ -19,6 +19,9 @@ describe("npm start, started twice and interrupted during a sync", () => {
 
   before(async () => {
     demo = await tempDir("framefi-demo-");
+    // An empty card (the launcher then adds no sample pictures): --delete would otherwise have the sync remove all of
+    // the card's photos, which it holds back (--max-delete).
+    await mkdir(join(demo, "sdcard"), { recursive: true });
     // Enough photos that the sync is still running when the test interrupts it.
     await mkdir(join(demo, "photos"), { recursive: true });
     // Real JPEGs of noise (the example hooks decode and resize them), each different, none in any cache.

@@ -222,7 +222,10 @@ describe("max-concurrency and max-queue", () => {
 test("-help lists the three flags in Go's order with their defaults", async () => {
   const r = await run(bin("webhook"), ["-help"]);
   assert.equal(r.code, 0);
-  assert.match(r.stderr, /\n {2}-cipher-suites string\n.*\n {2}-command-timeout duration\n {4}\tdefault for the hook field command-timeout: .*\n {2}-debug\n/);
+  assert.match(
+    r.stderr,
+    /\n {2}-cipher-suites string\n.*\n {2}-command-timeout duration\n {4}\tdefault for the hook field command-timeout: .*\n(?: {2}-console.*\n.*\n)* {2}-debug\n/,
+  );
   assert.match(
     r.stderr,
     /\n {2}-max-body int\n.*\n {2}-max-body-idle duration\n.*\n {2}-max-concurrency int\n.*\n {2}-max-connections int\n {4}\t.* \(default 2048\)\n {2}-max-connections-per-ip int\n {4}\t.* \(default 256\)\n {2}-max-multipart-mem int\n.*\n {2}-max-output int\n.*\n {2}-max-queue int\n {4}\t.* \(default 100\)\n {2}-max-request-memory int\n/,
