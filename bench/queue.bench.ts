@@ -5,11 +5,18 @@
 // jobs run per second (until the last one started), and trigger-to-start latency (p50, p99), the
 // start being the command's own clock reading (so both include starting /bin/sh and date).
 // Cases: in-process queue (1 instance, no -queue), -queue with 1 instance, -queue with 3 instances.
-import { readFile, writeFile } from "node:fs/promises";
+// Then the same three cases with each instance held to a quarter of one core (its commands
+// included) by a cgroup v1 cpu controller (cpu.cfs_quota_us under /sys/fs/cgroup/cpu; needs root):
+// QUEUE_BENCH_CAPPED fire-and-forget triggers (default 400) of a hook running sh -c 'echo x >> file',
+// jobs run per second and CPU per job, best of QUEUE_BENCH_ROUNDS rounds (default 3, the order of
+// the cases alternating), each against one in-process instance measured in the same round.
+import { existsSync } from "node:fs";
+import { mkdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { removeDir, tempDir } from "../test/helpers.js";
 import { send, startServer, type Server } from "../test/webhook/fixtures/harness.js";
-import { startNats } from "../test/webhook/fixtures/nats.js";
+import { startNats, type Nats } from "../test/webhook/fixtures/nats.js";
+import { treeCpuUs } from "./wrk.js";
 
 const TRIGGERS = Number(process.env["QUEUE_BENCH_TRIGGERS"] ?? 2000);
 const CLIENTS = 16;
@@ -64,6 +71,130 @@ async function measure(name: string, servers: Server[], log: string, count: numb
   };
 }
 
+const CPU_CGROUPS = "/sys/fs/cgroup/cpu";
+const CAPPED = Number(process.env["QUEUE_BENCH_CAPPED"] ?? 400);
+const ROUNDS = Number(process.env["QUEUE_BENCH_ROUNDS"] ?? 3);
+/** A quarter of one core: 25 ms of CPU every 100 ms. */
+const QUOTA_US = 25_000;
+const PERIOD_US = 100_000;
+
+/** A cgroup v1 cpu group held to QUOTA_US per PERIOD_US, or undefined when the machine has no cgroup v1 cpu controller (or we may not make one). */
+async function cpuCap(name: string): Promise<{ add(pid: number): Promise<void>; remove(): Promise<void> } | undefined> {
+  if (!existsSync(join(CPU_CGROUPS, "cpu.cfs_quota_us"))) return undefined;
+  const dir = join(CPU_CGROUPS, name);
+  try {
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, "cpu.cfs_period_us"), String(PERIOD_US));
+    await writeFile(join(dir, "cpu.cfs_quota_us"), String(QUOTA_US));
+  } catch {
+    return undefined;
+  }
+  return {
+    // Children inherit the group: the spawn helpers and the commands start after the server is in it.
+    add: (pid) => writeFile(join(dir, "cgroup.procs"), String(pid)),
+    remove: () => rmdir(dir).catch(() => undefined),
+  };
+}
+
+interface CappedResult {
+  jobsPerS: number;
+  cpuMsPerJob: number;
+}
+
+/** One capped case: `instances` servers, each in a cgroup of its own, CAPPED triggers from 16 clients; jobs/s until the last line is written. */
+async function cappedCase(hooksFile: string, out: string, nats: Nats | undefined, instances: number, round: number): Promise<CappedResult | undefined> {
+  const servers: Server[] = [];
+  const caps: NonNullable<Awaited<ReturnType<typeof cpuCap>>>[] = [];
+  try {
+    for (let i = 0; i < instances; i++) {
+      const cap = await cpuCap(`webhook-queue-bench-${process.pid}-${i}`);
+      if (!cap) return undefined;
+      caps.push(cap);
+      const s = await startServer(["-hooks", hooksFile, ...(nats ? ["-queue", nats.url] : [])]);
+      servers.push(s);
+      await cap.add(s.proc.child.pid!);
+    }
+    await writeFile(out, "");
+    const cpu = (): number =>
+      servers.reduce((t, s) => {
+        const c = treeCpuUs(s.proc.child.pid!);
+        return t + c.own + c.children;
+      }, 0);
+    const cpuBefore = cpu();
+    const began = process.hrtime.bigint();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async () => {
+        while (next < CAPPED) {
+          const i = next++;
+          const r = await send(`${servers[i % servers.length]!.base}/hooks/capped`, { method: "POST" });
+          if (r.status !== 200) throw new Error(`capped trigger ${i} (round ${round}): ${r.status} ${r.text}`);
+        }
+      }),
+    );
+    for (;;) {
+      const lines = (await readFile(out, "utf8")).length / 2;
+      if (lines >= CAPPED) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const seconds = Number(process.hrtime.bigint() - began) / 1e9;
+    return { jobsPerS: CAPPED / seconds, cpuMsPerJob: (cpu() - cpuBefore) / 1000 / CAPPED };
+  } finally {
+    await Promise.all(servers.map((s) => s.stop()));
+    for (const c of caps) await c.remove();
+  }
+}
+
+/** The capped cases, best of ROUNDS; the order alternates from round to round. */
+async function capped(dir: string, nats: Nats): Promise<void> {
+  const out = join(dir, "capped.out");
+  const hooksFile = join(dir, "capped.json");
+  await writeFile(
+    hooksFile,
+    JSON.stringify([
+      {
+        id: "capped",
+        "execute-command": "/bin/sh",
+        "pass-arguments-to-command": [
+          { source: "string", name: "-c" },
+          { source: "string", name: `echo x >> ${out}` },
+        ],
+        "max-concurrency": 8,
+        "max-queue": CAPPED,
+      },
+    ]),
+  );
+  const cases = [
+    { name: "in-process", instances: 1, queue: false },
+    { name: "queue-1", instances: 1, queue: true },
+    { name: "queue-3", instances: 3, queue: true },
+  ];
+  const best = new Map<string, CappedResult>();
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const c of round % 2 === 0 ? cases : [...cases].reverse()) {
+      const r = await cappedCase(hooksFile, out, c.queue ? nats : undefined, c.instances, round);
+      if (!r) {
+        console.log(`no capped cases: this machine has no cgroup v1 cpu controller at ${CPU_CGROUPS} (or this user may not make a group there)`);
+        return;
+      }
+      const b = best.get(c.name);
+      if (!b || r.jobsPerS > b.jobsPerS) best.set(c.name, r);
+      console.log(`  round ${round + 1} ${c.name.padEnd(11)} ${r.jobsPerS.toFixed(1).padStart(7)} jobs/s ${r.cpuMsPerJob.toFixed(2).padStart(6)} ms CPU/job`);
+    }
+  }
+  const base = best.get("in-process")!.jobsPerS;
+  console.log(
+    `${CAPPED} fire-and-forget triggers, 16 clients, each instance capped at ${QUOTA_US / PERIOD_US} of a core (commands included), command: sh -c 'echo x >> file'; best of ${ROUNDS}`,
+  );
+  console.log("case          jobs/s   CPU/job   x in-process");
+  for (const c of cases) {
+    const r = best.get(c.name)!;
+    console.log(
+      `${c.name.padEnd(11)} ${r.jobsPerS.toFixed(1).padStart(8)} ${r.cpuMsPerJob.toFixed(2).padStart(6)} ms ${(r.jobsPerS / base).toFixed(2).padStart(8)}x`,
+    );
+  }
+}
+
 export async function run(): Promise<void> {
   const dir = await tempDir("webhook-queue-bench-");
   const log = join(dir, "starts.log");
@@ -90,6 +221,7 @@ export async function run(): Promise<void> {
   const results: Result[] = [];
   const paced: Result[] = [];
   try {
+    if (process.env["QUEUE_BENCH_ONLY_CAPPED"] === "1") return await capped(dir, nats);
     for (const [name, count, queue] of [
       ["in-process", 1, false],
       ["queue-1", 1, true],
@@ -104,6 +236,7 @@ export async function run(): Promise<void> {
         await Promise.all(servers.map((s) => s.stop()));
       }
     }
+    await capped(dir, nats);
   } finally {
     await nats.close();
     await removeDir(dir);

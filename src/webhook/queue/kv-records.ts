@@ -4,13 +4,26 @@
 // after its last change and keeps at most -jobs-keep records (the least recently changed go first).
 // With -queue-key-file every record is stored signed (signing.ts) and one that is not signed
 // with the key is never read as a record: not by /jobs, not by a request waiting for its job's end.
-import { DiscardPolicy, nanos, StorageType, type JetStreamClient, type JetStreamManager, type KV, type KvEntry, type NatsError } from "nats";
+import {
+  DiscardPolicy,
+  nanos,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+  type KV,
+  type KvEntry,
+  type NatsConnection,
+  type NatsError,
+} from "nats";
 import { isJob, type Job } from "../jobs/job.js";
 import type { RetentionOptions } from "../jobs/memory-records.js";
 import type { JobRecords } from "../jobs/records.js";
 import { JOBS_BUCKET, jobKey, jobKeySubject } from "./names.js";
+import { received } from "./received.js";
 import type { QueueSigner } from "./signing.js";
 
+/** How long a record's write may take (a key-value put's own default). */
+const WRITE_TIMEOUT_MS = 5000;
 /** How long reading the records for /jobs may take. */
 const READ_TIMEOUT_MS = 5000;
 /** Bytes of a record's message left for NATS headers. */
@@ -72,10 +85,13 @@ export function refusedRecord(subject: string, refusal: string): string {
 
 export class KvRecords implements JobRecords {
   private readonly writes = new WeakMap<Job, Promise<void>>();
+  /** Jobs with a put queued behind an earlier write, not begun yet. */
+  private readonly waitingPut = new WeakSet<Job>();
   /** Every write under way, for close. */
   private readonly pending = new Set<Promise<void>>();
 
   private constructor(
+    private readonly nc: NatsConnection,
     private readonly kv: KV,
     /** The NATS server's max_payload less room for the message's headers. */
     private readonly maxBytes: number,
@@ -85,6 +101,7 @@ export class KvRecords implements JobRecords {
 
   /** Opens (creating or re-configuring) the bucket with the retention given; `maxBytes` is the NATS server's max_payload. */
   static async open(
+    nc: NatsConnection,
     js: JetStreamClient,
     jsm: JetStreamManager,
     retention: RetentionOptions & { maxBytes: number },
@@ -99,7 +116,7 @@ export class KvRecords implements JobRecords {
     const maxAge = nanos(retention.maxAgeMs);
     const duplicates = maxAge > 0 && (config.duplicate_window ?? 0) > maxAge ? { duplicate_window: maxAge } : {};
     await jsm.streams.update(name, { ...config, max_age: maxAge, max_msgs: retention.keep, discard: DiscardPolicy.Old, ...duplicates });
-    return new KvRecords(kv, retention.maxBytes - HEADER_ROOM, signer, warn);
+    return new KvRecords(nc, kv, retention.maxBytes - HEADER_ROOM, signer, warn);
   }
 
   add(job: Job): void {
@@ -107,7 +124,22 @@ export class KvRecords implements JobRecords {
   }
 
   changed(job: Job): void {
-    this.write(job, async () => void (await this.kv.put(jobKey(job.id), encodeRecord(job, this.maxBytes, this.signer))));
+    // A put still waiting for its turn stores the job as it is when it runs: this change is in it.
+    if (this.waitingPut.has(job)) return;
+    this.waitingPut.add(job);
+    this.write(job, async () => {
+      this.waitingPut.delete(job);
+      const key = jobKey(job.id);
+      const data = encodeRecord(job, this.maxBytes, this.signer);
+      if (!attemptStarting(job)) {
+        await this.kv.put(key, data);
+        return;
+      }
+      // An attempt starts: nothing waits on this record but the command, which needs only the NATS
+      // server to have it (a later put, on the same connection, is stored after it).
+      this.nc.publish(jobKeySubject(key), data);
+      await received(this.nc, WRITE_TIMEOUT_MS);
+    });
   }
 
   stored(job: Job): Promise<void> {
@@ -198,6 +230,12 @@ export class KvRecords implements JobRecords {
     }
     return jobs;
   }
+}
+
+/** Whether the job's last change was the start of an attempt (its record is read back by nobody before the attempt ends). */
+function attemptStarting(job: Job): boolean {
+  const last = job.attempts[job.attempts.length - 1];
+  return job.state === "running" && last !== undefined && last.ended === undefined;
 }
 
 /** Whether a create failed because the key exists. */

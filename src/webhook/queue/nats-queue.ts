@@ -42,13 +42,14 @@ import {
   type Subscription,
 } from "nats";
 import type { HookRequest } from "../hooks/hook.js";
-import { FINAL_STATES, type Job } from "../jobs/job.js";
+import { FINAL_STATES, isJob, type Job } from "../jobs/job.js";
 import { decodeRecord, KvRecords, refusedRecord } from "./kv-records.js";
 import type { RetentionOptions } from "../jobs/memory-records.js";
 import { JobStore } from "../jobs/store.js";
 import type { Log } from "../log/log.js";
 import { compareSigning, DeliveryClaims, RateWindows } from "./kv-state.js";
 import { jobRecordSubject, jobSubject, streamName } from "./names.js";
+import { received } from "./received.js";
 import { QueueSigner } from "./signing.js";
 import {
   decodeRequest,
@@ -96,6 +97,8 @@ interface JobMessage {
   reply?: string;
   /** debounce: the hook's quiet period in ms. */
   debounce?: number;
+  /** The job's record as stored before the message was published: its first delivery starts from it instead of reading it back. */
+  record?: Job;
 }
 
 /** A request waiting for its job's end. */
@@ -122,6 +125,7 @@ function parseJobMessage(data: Uint8Array): JobMessage {
   if (typeof v.req !== "object" || v.req === null || Array.isArray(v.req)) throw new Error('no "req" object');
   if (v.reply !== undefined && (typeof v.reply !== "string" || !REPLY.test(v.reply))) throw new Error('"reply" is not a webhook.out subject');
   if (v.debounce !== undefined && !(typeof v.debounce === "number" && v.debounce > 0)) throw new Error('"debounce" is not a positive number');
+  if (v.record !== undefined && !(isJob(v.record) && v.record.id === v.id && v.record.hook === v.hook)) throw new Error('"record" is not the job\'s record');
   return v as JobMessage;
 }
 
@@ -138,6 +142,8 @@ const RECHECK_MS = 5000;
 const MAX_LATER_READ = 256;
 
 const CONSUMER = "run";
+/** JetStream's acknowledgement of a message (what JsMsg.ack sends to its reply subject). */
+const ACK = Buffer.from("+ACK");
 /** JetStream's error code for a message that is not in the stream (acked, refused, or never there). */
 const NO_MESSAGE = 10037;
 
@@ -203,7 +209,15 @@ export class NatsQueue implements SharedQueue {
     const address = describeServers(opts.url);
     let nc: NatsConnection;
     try {
-      nc = await connect({ ...connectOptions(opts.url), name: "webhook", maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: 5000 });
+      // noAsyncTraces: no stack captured for every request in case it times out (about a tenth of a job's NATS CPU).
+      nc = await connect({
+        ...connectOptions(opts.url),
+        name: "webhook",
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 500,
+        timeout: 5000,
+        noAsyncTraces: true,
+      });
     } catch (e) {
       if (e instanceof QueueConnectError) throw e;
       throw new QueueConnectError("WEBHOOK_QUEUE_UNREACHABLE", { address, reason: (e as Error).message }, { cause: e });
@@ -217,7 +231,7 @@ export class NatsQueue implements SharedQueue {
     }
     const js = nc.jetstream();
     try {
-      const records = await KvRecords.open(js, jsm, { ...opts.jobs, maxBytes: nc.info!.max_payload }, opts.signer, (m) => opts.log.always(m));
+      const records = await KvRecords.open(nc, js, jsm, { ...opts.jobs, maxBytes: nc.info!.max_payload }, opts.signer, (m) => opts.log.always(m));
       // Advisory: a mismatch is also told at the first job refused.
       await compareSigning(js, opts.signer, (m) => opts.log.always(m)).catch(() => undefined);
       return new NatsQueue(nc, js, jsm, records, opts);
@@ -308,6 +322,7 @@ export class NatsQueue implements SharedQueue {
       hook: job.hook.id,
       req: encodeRequest(job.req) as Record<string, unknown>,
       ...(job.debounceMs > 0 ? { debounce: job.debounceMs } : {}),
+      record,
     };
     let waiter: Waiter | undefined;
     if (job.onOutput) {
@@ -471,7 +486,9 @@ export class NatsQueue implements SharedQueue {
     try {
       let job: Job;
       try {
-        job = (await this.records.get(msg.id)) ?? this.jobs.create(msg.id, msg.hook);
+        // First delivered, the record is still the one stored with the message: no need to read it back.
+        const fresh = m.info.deliveryCount === 1 && msg.record?.state === "queued" && msg.record.attempts.length === 0;
+        job = (fresh ? msg.record : await this.records.get(msg.id)) ?? this.jobs.create(msg.id, msg.hook);
       } catch (e) {
         log.print(`[${msg.id}] ${msg.hook}: cannot read the job's record (${(e as Error).message}): it goes back to the queue`, fields);
         m.nak(RETRY_MS);
@@ -608,8 +625,13 @@ export class NatsQueue implements SharedQueue {
    * ack would hold one of the hook's max-concurrency slots until the job is redelivered.
    */
   private ack(m: JsMsg, job: JobMessage): Promise<void> {
+    // A plain ack, confirmed by the server's PONG (received.ts), sent again when that does not come.
+    const reply = (m as JsMsg & { reply: string }).reply;
     return this.untilAckWait(
-      () => m.ackAck({ timeout: Math.min(PUBLISH_TIMEOUT_MS, this.opts.ackWaitMs) }),
+      () => {
+        this.nc.publish(reply, ACK);
+        return received(this.nc, Math.min(PUBLISH_TIMEOUT_MS, this.opts.ackWaitMs));
+      },
       (e) =>
         this.opts.log.print(`[${job.id}] ${job.hook}: the NATS server did not confirm the job's end (${e.message}): it may run again`, {
           rid: job.id,
