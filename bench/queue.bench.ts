@@ -10,12 +10,13 @@
 // QUEUE_BENCH_CAPPED fire-and-forget triggers (default 400) of a hook running sh -c 'echo x >> file',
 // jobs run per second and CPU per job, best of QUEUE_BENCH_ROUNDS rounds (default 3, the order of
 // the cases alternating), each against one in-process instance measured in the same round.
-import { existsSync } from "node:fs";
-import { mkdir, readFile, rmdir, writeFile } from "node:fs/promises";
+// QUEUE_BENCH_ONLY_CAPPED=1 runs the capped cases alone.
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { removeDir, tempDir } from "../test/helpers.js";
 import { send, startServer, type Server } from "../test/webhook/fixtures/harness.js";
 import { startNats, type Nats } from "../test/webhook/fixtures/nats.js";
+import { type CpuCap, cpuCap, NO_CGROUP } from "./cgroup.js";
 import { treeCpuUs } from "./wrk.js";
 
 const TRIGGERS = Number(process.env["QUEUE_BENCH_TRIGGERS"] ?? 2000);
@@ -71,30 +72,10 @@ async function measure(name: string, servers: Server[], log: string, count: numb
   };
 }
 
-const CPU_CGROUPS = "/sys/fs/cgroup/cpu";
 const CAPPED = Number(process.env["QUEUE_BENCH_CAPPED"] ?? 400);
 const ROUNDS = Number(process.env["QUEUE_BENCH_ROUNDS"] ?? 3);
-/** A quarter of one core: 25 ms of CPU every 100 ms. */
-const QUOTA_US = 25_000;
-const PERIOD_US = 100_000;
-
-/** A cgroup v1 cpu group held to QUOTA_US per PERIOD_US, or undefined when the machine has no cgroup v1 cpu controller (or we may not make one). */
-async function cpuCap(name: string): Promise<{ add(pid: number): Promise<void>; remove(): Promise<void> } | undefined> {
-  if (!existsSync(join(CPU_CGROUPS, "cpu.cfs_quota_us"))) return undefined;
-  const dir = join(CPU_CGROUPS, name);
-  try {
-    await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, "cpu.cfs_period_us"), String(PERIOD_US));
-    await writeFile(join(dir, "cpu.cfs_quota_us"), String(QUOTA_US));
-  } catch {
-    return undefined;
-  }
-  return {
-    // Children inherit the group: the spawn helpers and the commands start after the server is in it.
-    add: (pid) => writeFile(join(dir, "cgroup.procs"), String(pid)),
-    remove: () => rmdir(dir).catch(() => undefined),
-  };
-}
+/** Each instance's share of one core. */
+const SHARE = 0.25;
 
 interface CappedResult {
   jobsPerS: number;
@@ -104,10 +85,10 @@ interface CappedResult {
 /** One capped case: `instances` servers, each in a cgroup of its own, CAPPED triggers from 16 clients; jobs/s until the last line is written. */
 async function cappedCase(hooksFile: string, out: string, nats: Nats | undefined, instances: number, round: number): Promise<CappedResult | undefined> {
   const servers: Server[] = [];
-  const caps: NonNullable<Awaited<ReturnType<typeof cpuCap>>>[] = [];
+  const caps: CpuCap[] = [];
   try {
     for (let i = 0; i < instances; i++) {
-      const cap = await cpuCap(`webhook-queue-bench-${process.pid}-${i}`);
+      const cap = await cpuCap(`webhook-queue-bench-${process.pid}-${i}`, SHARE);
       if (!cap) return undefined;
       caps.push(cap);
       const s = await startServer(["-hooks", hooksFile, ...(nats ? ["-queue", nats.url] : [])]);
@@ -174,7 +155,7 @@ async function capped(dir: string, nats: Nats): Promise<void> {
     for (const c of round % 2 === 0 ? cases : [...cases].reverse()) {
       const r = await cappedCase(hooksFile, out, c.queue ? nats : undefined, c.instances, round);
       if (!r) {
-        console.log(`no capped cases: this machine has no cgroup v1 cpu controller at ${CPU_CGROUPS} (or this user may not make a group there)`);
+        console.log(`no capped cases: ${NO_CGROUP}`);
         return;
       }
       const b = best.get(c.name);
@@ -184,7 +165,7 @@ async function capped(dir: string, nats: Nats): Promise<void> {
   }
   const base = best.get("in-process")!.jobsPerS;
   console.log(
-    `${CAPPED} fire-and-forget triggers, 16 clients, each instance capped at ${QUOTA_US / PERIOD_US} of a core (commands included), command: sh -c 'echo x >> file'; best of ${ROUNDS}`,
+    `${CAPPED} fire-and-forget triggers, 16 clients, each instance capped at ${SHARE} of a core (commands included), command: sh -c 'echo x >> file'; best of ${ROUNDS}`,
   );
   console.log("case          jobs/s   CPU/job   x in-process");
   for (const c of cases) {
@@ -221,6 +202,7 @@ export async function run(): Promise<void> {
   const results: Result[] = [];
   const paced: Result[] = [];
   try {
+    // QUEUE_BENCH_ONLY_CAPPED=1: the capped cases alone.
     if (process.env["QUEUE_BENCH_ONLY_CAPPED"] === "1") return await capped(dir, nats);
     for (const [name, count, queue] of [
       ["in-process", 1, false],
@@ -236,18 +218,19 @@ export async function run(): Promise<void> {
         await Promise.all(servers.map((s) => s.stop()));
       }
     }
+    console.log(`${TRIGGERS} triggers, ${CLIENTS} clients, hook max-concurrency 8, command: sh -c 'echo id $(date +%s%N) >> file'`);
+    console.log("                                     trigger-to-start      trigger-to-start, paced (1 client, 20 ms apart)");
+    console.log("case         accepted/s   run/s       p50      p99              p50      p99");
+    for (const r of results) {
+      const p = paced.find((x) => x.name === `${r.name}-paced`)!;
+      console.log(
+        `${r.name.padEnd(12)} ${r.acceptPerS.toFixed(0).padStart(10)} ${r.runPerS.toFixed(0).padStart(7)} ${r.p50Ms.toFixed(1).padStart(9)} ms ${r.p99Ms.toFixed(1).padStart(6)} ms ${p.p50Ms.toFixed(1).padStart(12)} ms ${p.p99Ms.toFixed(1).padStart(6)} ms`,
+      );
+    }
+    console.log("\ncapped:");
     await capped(dir, nats);
   } finally {
     await nats.close();
     await removeDir(dir);
-  }
-  console.log(`${TRIGGERS} triggers, ${CLIENTS} clients, hook max-concurrency 8, command: sh -c 'echo id $(date +%s%N) >> file'`);
-  console.log("                                     trigger-to-start      trigger-to-start, paced (1 client, 20 ms apart)");
-  console.log("case         accepted/s   run/s       p50      p99              p50      p99");
-  for (const r of results) {
-    const p = paced.find((x) => x.name === `${r.name}-paced`)!;
-    console.log(
-      `${r.name.padEnd(12)} ${r.acceptPerS.toFixed(0).padStart(10)} ${r.runPerS.toFixed(0).padStart(7)} ${r.p50Ms.toFixed(1).padStart(9)} ms ${r.p99Ms.toFixed(1).padStart(6)} ms ${p.p50Ms.toFixed(1).padStart(12)} ms ${p.p99Ms.toFixed(1).padStart(6)} ms`,
-    );
   }
 }

@@ -6,19 +6,27 @@
 // Then (a) and (b) again with -jobs (every execution a job, kept in memory): the cost of jobs.
 // Also measures, in the same run, a bare node:http server answering "ok" (the machine's ceiling
 // for one Node process), because this shared 2-core machine's speed varies by 2x from minute to minute.
+// Every row also gives the server's CPU per request (with its spawn helpers) and its commands'
+// (fork, exec and run of /bin/true), from /proc. Before the cases: what fork+exec+wait of /bin/true
+// costs on this machine (from /bin/sh, a small process). After them, with WEBHOOK_REFERENCE: (b)
+// again with ours and the reference each held to half of one core by a cgroup v1 cpu group (commands
+// included; WEBHOOK_BENCH_CAPPED=0 skips it), alternating, best of 3: where CPU, mostly the
+// commands' exec, sets the rate, as on a machine where starting a process is slow.
 // Environment:
 //   WEBHOOK_BENCH_SECONDS  measured seconds per case (default 10; a 3 s warm-up precedes each)
 //   WEBHOOK_BENCH_CMD      server command instead of bin/webhook; {port} and {hooks} are replaced
 //                          (e.g. another build: "/work/main/bin/webhook -hooks {hooks} -ip 127.0.0.1 -port {port}")
 //   WEBHOOK_BENCH_CEILING  "0" skips the ceiling case
 //   WEBHOOK_BENCH_JOBS     "0" skips the -jobs cases
+//   WEBHOOK_BENCH_CAPPED   "0" skips the capped case (it needs WEBHOOK_REFERENCE)
 //   WEBHOOK_REFERENCE      path of a Go adnanh/webhook binary: measured in the same run with the
 //                          same hooks, and each case printed with ours / reference
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { bin, freePort, removeDir, repoRoot, tempDir } from "../test/helpers.js";
-import { haveWrk, peakRssMiB, runWrk, waitForPort, type WrkResult } from "./wrk.js";
+import { cpuCap, NO_CGROUP } from "./cgroup.js";
+import { haveWrk, peakRssMiB, runWrk, treeCpuUs, waitForPort, type WrkResult } from "./wrk.js";
 
 const body = '{"ref":"refs/heads/main","repository":{"name":"photos"},"pusher":{"name":"ann"}}';
 
@@ -90,7 +98,22 @@ async function stopServer(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-function row(name: string, r: WrkResult, rss: number, target: number | null): string {
+/** CPU per request of a server and of the commands it ran, in ms. */
+interface CpuPerRequest {
+  server: number;
+  commands: number;
+}
+
+/** fork+exec+wait of /bin/true from /bin/sh, `count` times: wall time and CPU (the shell's and the commands') per start, in ms. */
+function execCost(count = 1000): { wallMs: number; cpuMs: number } {
+  const began = process.hrtime.bigint();
+  // The shell is a reaped child of this process: its CPU and its commands' count in our children's (cutime, cstime).
+  const before = treeCpuUs(process.pid).children;
+  spawnSync("/bin/sh", ["-c", `i=0; while [ $i -lt ${count} ]; do /bin/true; i=$((i+1)); done`]);
+  return { wallMs: Number(process.hrtime.bigint() - began) / 1e6 / count, cpuMs: (treeCpuUs(process.pid).children - before) / 1000 / count };
+}
+
+function row(name: string, r: WrkResult, rss: number, target: number | null, cpu?: CpuPerRequest): string {
   const verdict = target === null ? "" : r.rps >= target && r.non2xx === 0 ? "meets target" : "BELOW target";
   return [
     name.padEnd(26),
@@ -100,14 +123,21 @@ function row(name: string, r: WrkResult, rss: number, target: number | null): st
     `non-2xx ${r.non2xx}`.padStart(12),
     `sock-err ${r.socketErrors}`.padStart(12),
     `peak RSS ${rss} MiB`.padStart(19),
+    cpu ? `CPU/req ${cpu.server.toFixed(2)} ms + commands ${cpu.commands.toFixed(2)} ms`.padStart(38) : "",
     target === null ? "" : `  target ${target}: ${verdict}`,
   ].join(" ");
 }
 
-async function measure(url: string, connections: number, seconds: number): Promise<WrkResult> {
+/** wrk's result after a warm-up, and, given the server's pid, its CPU per request and its commands'. */
+async function measure(url: string, connections: number, seconds: number, pid?: number): Promise<{ result: WrkResult; cpu?: CpuPerRequest }> {
   const opts = { connections, threads: 2, body, contentType: "application/json" };
   await runWrk(url, { ...opts, seconds: 3 });
-  return runWrk(url, { ...opts, seconds });
+  const before = pid === undefined ? undefined : treeCpuUs(pid);
+  const result = await runWrk(url, { ...opts, seconds });
+  if (pid === undefined || before === undefined || result.requests === 0) return { result };
+  const after = treeCpuUs(pid);
+  // The spawn helpers are live children (own); the commands are reaped by the helpers or the server (children).
+  return { result, cpu: { server: (after.own - before.own) / 1000 / result.requests, commands: (after.children - before.children) / 1000 / result.requests } };
 }
 
 async function ceiling(seconds: number): Promise<void> {
@@ -116,7 +146,7 @@ async function ceiling(seconds: number): Promise<void> {
   const { child } = startServer([process.execPath, "-e", code]);
   try {
     await waitForPort(port);
-    const r = await measure(`http://127.0.0.1:${port}/`, 32, seconds);
+    const { result: r } = await measure(`http://127.0.0.1:${port}/`, 32, seconds);
     console.log(row("ceiling: node:http 'ok'", r, peakRssMiB(child.pid!), null));
   } finally {
     await stopServer(child);
@@ -145,14 +175,51 @@ async function measureServer(label: string, command: [string, ...string[]], port
         rates.set(c.name, NaN);
         continue;
       }
-      const r = await measure(url, c.connections, seconds);
+      const { result: r, cpu } = await measure(url, c.connections, seconds, server.child.pid!);
       rates.set(c.name, r.non2xx > 0 ? NaN : r.rps);
-      console.log(row(`${label} ${c.name}, ${c.connections} conns`, r, peakRssMiB(server.child.pid!), label === "ours" ? c.target : null));
+      console.log(row(`${label} ${c.name}, ${c.connections} conns`, r, peakRssMiB(server.child.pid!), label === "ours" ? c.target : null, cpu));
     }
   } finally {
     await stopServer(server.child);
   }
   return rates;
+}
+
+/** Share of one core each server gets in the capped case. */
+const CAP_SHARE = 0.5;
+
+/**
+ * (b) with ours and the reference each in a cgroup of its own held to CAP_SHARE of one core,
+ * commands included: alternating, best of 3. Prints ours / reference.
+ */
+async function capped(ours: (port: number) => [string, ...string[]], reference: (port: number) => [string, ...string[]], seconds: number): Promise<void> {
+  const c = cases[1]!;
+  const best = { ours: 0, reference: 0 };
+  for (let round = 0; round < 3; round++) {
+    const order = round % 2 === 0 ? (["ours", "reference"] as const) : (["reference", "ours"] as const);
+    for (const label of order) {
+      const cap = await cpuCap(`webhook-bench-${process.pid}-${label}`, CAP_SHARE);
+      if (!cap) {
+        console.log(`no capped case: ${NO_CGROUP}`);
+        return;
+      }
+      const port = await freePort();
+      const server = startServer((label === "ours" ? ours : reference)(port));
+      try {
+        await cap.add(server.child.pid!);
+        await waitForPort(port);
+        const { result: r, cpu } = await measure(`http://127.0.0.1:${port}${c.path}`, c.connections, seconds, server.child.pid!);
+        if (r.non2xx === 0) best[label] = Math.max(best[label], r.rps);
+        console.log(row(`${label} (b) capped, round ${round + 1}`, r, peakRssMiB(server.child.pid!), null, cpu));
+      } finally {
+        await stopServer(server.child);
+        await cap.remove();
+      }
+    }
+  }
+  console.log(
+    `(b) each server held to ${CAP_SHARE} of a core, best of 3: ours ${Math.round(best.ours)} req/s, reference ${Math.round(best.reference)} req/s: ${(best.ours / best.reference).toFixed(2)}x`,
+  );
 }
 
 export async function run(): Promise<void> {
@@ -176,6 +243,8 @@ export async function run(): Promise<void> {
   const command: [string, ...string[]] = [program, ...args];
   const reference = process.env.WEBHOOK_REFERENCE;
   console.log(`load: wrk -t2 (unpinned, same machine), POST ${body.length}-byte JSON body, ${seconds} s after a 3 s warm-up`);
+  const exec = execCost();
+  console.log(`fork+exec+wait of /bin/true from /bin/sh here: ${exec.wallMs.toFixed(2)} ms wall, ${exec.cpuMs.toFixed(2)} ms CPU per command`);
   let failed = false;
   try {
     if (process.env.WEBHOOK_BENCH_CEILING !== "0") await ceiling(seconds);
@@ -195,6 +264,10 @@ export async function run(): Promise<void> {
       for (const c of cases) {
         const ratio = (ours.get(c.name) ?? NaN) / (ref.get(c.name) ?? NaN);
         console.log(`  ${c.name.padEnd(26)} ${Number.isFinite(ratio) ? ratio.toFixed(2) + "x" : "n/a"}${ratio < 1 ? "  (slower than the reference)" : ""}`);
+      }
+      if (process.env.WEBHOOK_BENCH_CAPPED !== "0" && !custom) {
+        const oursAt = (p: number): [string, ...string[]] => [bin("webhook"), "-hooks", hooksFile, "-ip", "127.0.0.1", "-port", String(p)];
+        await capped(oursAt, (p) => [reference, "-hooks", hooksFile, "-ip", "127.0.0.1", "-port", String(p)], seconds);
       }
     }
   } finally {

@@ -44,6 +44,8 @@ typedef struct {
 #define PARENT_DIED SIGUSR1
 
 static job_t *jobs;
+/* /dev/null, opened once for every command's stdin (a dup2 in the child is cheaper than an open). */
+static int devnull = -1;
 static size_t njobs, capjobs;
 static unsigned char *inbuf;
 static size_t inlen, incap;
@@ -61,12 +63,26 @@ static void write_all(const void *p, size_t n) {
   }
 }
 
+/* Frames for the server wait here and go out in one write per round of the main loop (flush_frames),
+   so a round that starts commands and sees others end costs one write, and the server one read. */
+static unsigned char *outbuf;
+static size_t outlen, outcap;
+
+static void flush_frames(void) {
+  if (outlen) write_all(outbuf, outlen);
+  outlen = 0;
+}
+
 static void send_frame(char type, uint32_t id, const void *payload, uint32_t n) {
-  unsigned char head[9];
   uint32_t len = 5 + n;
+  if (outcap - outlen < 9 + (size_t)n) {
+    flush_frames();
+    if (outcap < 9 + (size_t)n) { outcap = 9 + (size_t)n > 131072 ? 9 + (size_t)n : 131072; outbuf = realloc(outbuf, outcap); }
+  }
+  unsigned char *head = outbuf + outlen;
   memcpy(head, &len, 4); head[4] = (unsigned char)type; memcpy(head + 5, &id, 4);
-  write_all(head, 9);
-  if (n) write_all(payload, n);
+  if (n) memcpy(head + 9, payload, n);
+  outlen += 9 + (size_t)n;
 }
 
 static void maybe_finish(size_t i) {
@@ -99,7 +115,8 @@ static void start_job(uint32_t id, const unsigned char *p, uint32_t n) {
     posix_spawnattr_t at;
     sigset_t none, dfl;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (devnull >= 0) posix_spawn_file_actions_adddup2(&fa, devnull, 0);
+    else posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
     posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
     if (cwd[0]) posix_spawn_file_actions_addchdir_np(&fa, cwd);
@@ -140,6 +157,7 @@ static void pause_job(uint32_t id, int paused) {
 /* The server is gone: nobody will wait for, kill or report these commands any more. */
 static int end_all(void) {
   for (size_t i = 0; i < njobs; i++) kill(-jobs[i].pid, SIGKILL);
+  flush_frames();
   return 0;
 }
 
@@ -187,10 +205,12 @@ int main(int argc, char **argv) {
   if (argc > 1 && getppid() != (pid_t)atol(argv[1])) return 0;
   fcntl(0, F_SETFD, FD_CLOEXEC);
   fcntl(1, F_SETFD, FD_CLOEXEC);
+  devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   struct pollfd *pf = NULL;
   size_t cappf = 0;
   static unsigned char buf[65536];
   for (;;) {
+    flush_frames();
     if (cappf < njobs + 2) { cappf = (njobs + 2) * 2; pf = realloc(pf, cappf * sizeof *pf); }
     pf[0] = (struct pollfd){0, POLLIN, 0};
     pf[1] = (struct pollfd){sfd, POLLIN, 0};
