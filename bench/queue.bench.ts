@@ -14,7 +14,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { removeDir, tempDir } from "../test/helpers.js";
-import { send, startServer, type Server } from "../test/webhook/fixtures/harness.js";
+import { send, startServer, type Server, writeHooks } from "../test/webhook/fixtures/harness.js";
 import { startNats, type Nats } from "../test/webhook/fixtures/nats.js";
 import { type CpuCap, cpuCap, NO_CGROUP } from "./cgroup.js";
 import { treeCpuUs } from "./wrk.js";
@@ -129,10 +129,9 @@ async function cappedCase(hooksFile: string, out: string, nats: Nats | undefined
 /** The capped cases, best of ROUNDS; the order alternates from round to round. */
 async function capped(dir: string, nats: Nats): Promise<void> {
   const out = join(dir, "capped.out");
-  const hooksFile = join(dir, "capped.json");
-  await writeFile(
-    hooksFile,
-    JSON.stringify([
+  const hooksFile = await writeHooks(
+    dir,
+    [
       {
         id: "capped",
         "execute-command": "/bin/sh",
@@ -143,7 +142,8 @@ async function capped(dir: string, nats: Nats): Promise<void> {
         "max-concurrency": 8,
         "max-queue": CAPPED,
       },
-    ]),
+    ],
+    "capped.json",
   );
   const cases = [
     { name: "in-process", instances: 1, queue: false },
