@@ -246,6 +246,10 @@ export const ERRORS = {
   FRAMEFI_NO_SUCH_COLLECTION: { message: "The .env has no [collection {name}] section; use one of: {known}.", exit: EXIT.usage },
   FRAMEFI_COLLECTION_NEEDS_SOURCE: { message: "[collection {name}] has no SOURCE; add SOURCE=the folder of its photos.", exit: EXIT.usage },
   FRAMEFI_BAD_COLLECTION_FOLDER: { message: '[collection {name}]: FOLDER "{folder}" must be a folder inside SOURCE; fix it.', exit: EXIT.usage },
+  FRAMEFI_BAD_COLLECTION_KEYWORDS: {
+    message: '[collection {name}]: KEYWORDS is a comma-separated list of keywords of 1 to 64 characters, got "{value}"; fix it.',
+    exit: EXIT.usage,
+  },
   FRAMEFI_BAD_COLLECTION_DATE: { message: '[collection {name}]: {key} is a day as 2026-12-24, got "{value}".', exit: EXIT.usage },
   FRAMEFI_COLLECTION_ACTION: { message: "collection takes: use NAME [FRAME]; e.g. framefi collection use winter kitchen.", exit: EXIT.usage },
   // The .env file.

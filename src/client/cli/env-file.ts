@@ -34,7 +34,7 @@ export const FRAME_SECTION_KEYS = [
   "PROFILE",
   ...PROFILE_KEYS,
 ];
-export const COLLECTION_KEYS = ["SOURCE", "FOLDER", "FROM", "TO"];
+export const COLLECTION_KEYS = ["SOURCE", "FOLDER", "FROM", "TO", "KEYWORDS"];
 /** A frame's, profile's or collection's name: what a command line and an MQTT option can carry safely. */
 export const SECTION_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/;
 

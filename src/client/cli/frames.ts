@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { isAbsolute, join, resolve } from "node:path";
 import { UsageError } from "./usage.js";
 import { readEnvFile, sectionNames } from "./env-file.js";
+import { keyword } from "../photos/keywords.js";
 
 /** The NAMEs of the .env's [frame NAME] sections, in the file's order. */
 export async function frameNames(cwd = process.cwd()): Promise<string[]> {
@@ -17,6 +18,17 @@ export interface Collection {
   dir: string;
   /** FROM and TO, whole days in UTC (TO included). */
   range: { fromMs?: number | undefined; toMs?: number | undefined };
+  /** KEYWORDS: only photos tagged with one of them (as photos/keywords.ts compares them); undefined: all. */
+  keywords?: string[] | undefined;
+}
+
+/** KEYWORDS=winter, snow: a comma-separated list. */
+function keywordList(text: string | undefined, name: string): string[] | undefined {
+  if (text === undefined) return undefined;
+  const list = text.split(",").map((k) => ({ given: k, k: keyword(k) }));
+  const bad = list.find((x) => x.k === undefined);
+  if (bad) throw new UsageError("FRAMEFI_BAD_COLLECTION_KEYWORDS", { name, value: bad.given.trim() });
+  return [...new Set(list.map((x) => x.k!))];
 }
 
 function day(text: string | undefined, key: string, name: string): number | undefined {
@@ -39,7 +51,11 @@ export async function readCollection(name: string, cwd = process.cwd()): Promise
   // FOLDER narrows SOURCE: it stays inside it.
   if (isAbsolute(folder) || folder.split(/[\\/]/).includes("..")) throw new UsageError("FRAMEFI_BAD_COLLECTION_FOLDER", { name, folder });
   const to = day(get("TO"), "TO", name);
-  return { dir: resolve(cwd, source, folder), range: { fromMs: day(get("FROM"), "FROM", name), toMs: to === undefined ? undefined : to + 86_400_000 } };
+  return {
+    dir: resolve(cwd, source, folder),
+    range: { fromMs: day(get("FROM"), "FROM", name), toMs: to === undefined ? undefined : to + 86_400_000 },
+    keywords: keywordList(get("KEYWORDS"), name),
+  };
 }
 
 /** What a child said last: the lines kept are its output's last few kilobytes. */

@@ -176,43 +176,27 @@ const PHOTO_FLAG: Record<keyof PhotoSettings, keyof Flags> = {
 };
 const PHOTO_FLAGS = Object.values(PHOTO_FLAG);
 
+/** The options of a sync, also those of `collection use` (which is a sync with --delete, beyond --max-delete). */
+const SYNC_OPTIONS: readonly (keyof Flags)[] = [
+  "to",
+  "trash",
+  "yes",
+  "dry-run",
+  "stay",
+  "parallel",
+  "ftp-port",
+  "ftp-user",
+  "follow-links",
+  "order",
+  "max-per-folder",
+  ...PHOTO_FLAGS,
+];
+
 /** Options that belong to one command only. */
 const COMMAND_OPTIONS: Record<string, readonly (keyof Flags)[]> = {
   upload: ["to"],
-  collection: [
-    "to",
-    "max-delete",
-    "force",
-    "trash",
-    "yes",
-    "dry-run",
-    "stay",
-    "parallel",
-    "ftp-port",
-    "ftp-user",
-    "follow-links",
-    "order",
-    "max-per-folder",
-    ...PHOTO_FLAGS,
-  ],
-  sync: [
-    "to",
-    "delete",
-    "max-delete",
-    "force",
-    "trash",
-    "yes",
-    "dry-run",
-    "stay",
-    "parallel",
-    "ftp-port",
-    "ftp-user",
-    "follow-links",
-    "all",
-    "order",
-    "max-per-folder",
-    ...PHOTO_FLAGS,
-  ],
+  collection: SYNC_OPTIONS,
+  sync: [...SYNC_OPTIONS, "delete", "max-delete", "force", "all"],
   wifi: ["yes"],
 };
 
@@ -223,8 +207,9 @@ interface Context {
   conn: Connection;
   out: (line: string) => void;
   err: (line: string) => void;
-  /** `collection use`: only the photos of these dates. */
+  /** `collection use`: only the photos of these dates, and tagged with one of these keywords. */
   range?: LayoutOptions["range"];
+  keywords?: LayoutOptions["keywords"];
 }
 
 function parse(argv: string[]): { flags: Flags; positionals: string[] } {
@@ -368,7 +353,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     const set = await readCollection(ctx.args[1]);
     // The frame shows the set and nothing else: what the set lacks leaves the card, beyond --max-delete too (a switch
     // replaces the set); an empty set still deletes nothing (plan.ts).
-    return commands.sync!({ ...ctx, args: [set.dir], flags: { ...ctx.flags, delete: true, force: true }, range: set.range });
+    return commands.sync!({ ...ctx, args: [set.dir], flags: { ...ctx.flags, delete: true, force: true }, range: set.range, keywords: set.keywords });
   },
 
   async sync(ctx) {
@@ -473,8 +458,8 @@ function syncLayout(ctx: Context): LayoutOptions | undefined {
         : undefined;
   const order = pick("order", "ORDER");
   const max = pick("max-per-folder", "MAX_PER_FOLDER");
-  if (!order && !max && !ctx.range) return undefined;
-  return { order: order && parseOrder(...order), maxPerFolder: max && parseMaxPerFolder(...max), range: ctx.range };
+  if (!order && !max && !ctx.range && !ctx.keywords) return undefined;
+  return { order: order && parseOrder(...order), maxPerFolder: max && parseMaxPerFolder(...max), range: ctx.range, keywords: ctx.keywords };
 }
 
 /** The photo options of the command line over the .env's [frame] section; undefined when none is given. */

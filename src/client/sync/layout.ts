@@ -22,6 +22,8 @@ export interface LayoutOptions {
   maxPerFolder?: number | undefined;
   /** A collection's dates: only files taken (else modified) from `fromMs` and before `toMs` go to the card. */
   range?: { fromMs?: number | undefined; toMs?: number | undefined } | undefined;
+  /** A collection's keywords (photos/keywords.ts): only photos tagged with one of them go to the card. */
+  keywords?: string[] | undefined;
 }
 
 export interface Layout {

@@ -386,7 +386,9 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     for (const [link, to] of remote.loops) {
       events.step(`Not following ${remoteJoin(opts.remoteDir, link)} on the card: it lists as ${remoteJoin(opts.remoteDir, to)}, a link back to it.`);
     }
-    let input = opts.photos ? await preparedInput(local, remote.tree, opts.photos) : local;
+    const keywords = opts.layout?.keywords;
+    const chosen = keywords?.length ? await (await import("../photos/keywords.js")).keepTagged(local, keywords) : local;
+    let input = opts.photos ? await preparedInput(chosen, remote.tree, opts.photos) : chosen;
     if (opts.layout) {
       const laid = layOut(input, remote.tree, opts.layout, prepared?.dates);
       for (const p of laid.problems) fail(p.rel, p.reason);
