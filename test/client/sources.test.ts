@@ -4,7 +4,7 @@
 // nothing. The secrets travel in the environment and appear in no output; an unreachable share leaves the card.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { copyFile, mkdir, readdir, rm, stat } from "node:fs/promises";
+import { copyFile, mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import sharp from "sharp";
 import { freePort, removeDir, repoRoot, startDevice, tempDir, type RunningDevice } from "../helpers.js";
@@ -123,6 +123,18 @@ describe("framefi sync from a share", { concurrency: 4 }, () => {
     try {
       const good = await sync(dev, share, "/bad", "--delete");
       assert.equal(good.code, 0, good.stdout + good.stderr);
+      // The password from the .env file, not the environment.
+      const cwd = await tempDir("framefi-share-env-");
+      await writeFile(join(cwd, ".env"), `FRAMEFI_SOURCE_PASSWORD="${share.env.FRAMEFI_SOURCE_PASSWORD}"\n`);
+      const fromFile = await framefi(
+        ["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), share.source, "--to", "/bad", "--fit", "800x600", "--cache", dev.cache],
+        {
+          cwd,
+        },
+      );
+      await removeDir(cwd);
+      assert.equal(fromFile.code, 0, fromFile.stdout + fromFile.stderr);
+      assert.match(fromFile.stdout, /Sync done: 0 uploaded/);
       const wrong = await sync(dev, { ...share, env: { FRAMEFI_SOURCE_PASSWORD: "not-it-\u00e9" } }, "/bad", "--delete");
       assert.equal(wrong.code, 3, wrong.stderr);
       assert.match(wrong.stderr, /^framefi: Cannot read webdav:\/\/anna@127\.0\.0\.1:\d+; the card was left as it is\. .*401/m);

@@ -7,6 +7,7 @@ import { baseUrl, FrameFiError } from "../api/index.js";
 import { hidePassword } from "../api/text.js";
 import { FRAME_SECTION_KEYS, readEnvFile, type EnvValues } from "./env-file.js";
 import { LAYOUT_KEYS } from "../sync/layout.js";
+import type { SourceSecrets } from "../sources/source.js";
 import { messageOf } from "../errors.js";
 import { UsageError } from "./usage.js";
 
@@ -40,6 +41,8 @@ export interface Connection {
   frame: Record<string, string>;
   /** ORDER and MAX_PER_FOLDER, from the same sections. */
   layout: Record<string, string>;
+  /** A share's secrets (sync SOURCE): the frame's SOURCE_* keys, else FRAMEFI_SOURCE_* of the environment, else of the .env. */
+  source: SourceSecrets;
 }
 
 /**
@@ -164,5 +167,10 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
     remoteDir: fw("REMOTE_DIR") ?? "/",
     frame: Object.fromEntries(Object.entries(profile).filter(([k]) => !LAYOUT_KEYS.includes(k))),
     layout: Object.fromEntries(Object.entries(profile).filter(([k]) => LAYOUT_KEYS.includes(k))),
+    source: {
+      password: pick(sec("SOURCE_PASSWORD"), env.FRAMEFI_SOURCE_PASSWORD, file.FRAMEFI_SOURCE_PASSWORD),
+      keyFile: pick(sec("SOURCE_KEY_FILE"), env.FRAMEFI_SOURCE_KEY_FILE, file.FRAMEFI_SOURCE_KEY_FILE),
+      knownHosts: pick(sec("SOURCE_KNOWN_HOSTS"), env.FRAMEFI_SOURCE_KNOWN_HOSTS, file.FRAMEFI_SOURCE_KNOWN_HOSTS),
+    },
   };
 }

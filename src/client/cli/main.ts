@@ -403,6 +403,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
       result = await sync(ctx.client, {
         ftp: ctx.conn.ftp,
         localDir,
+        sourceSecrets: ctx.conn.source,
         remoteDir,
         delete: ctx.flags.delete === true,
         dryRun,
