@@ -60,10 +60,14 @@ function exifTags(exif: Buffer | undefined): Tags | undefined {
   }
 }
 
-/** The EXIF date taken as its clock time read as UTC (EXIF has no zone), as exif-reader gives it. */
+/** "0000:00:00 00:00:00", what a camera whose clock was never set writes, as exif-reader reads it (30 Nov 1899). */
+const UNSET_CLOCK = Date.UTC(0, -1, 0);
+
+/** The EXIF date taken as its clock time read as UTC (EXIF has no zone), as exif-reader gives it; none for an unset clock. */
 function exifDate(tags: Tags | undefined): number | undefined {
   const date = tags?.Photo?.DateTimeOriginal ?? tags?.Image?.DateTime;
-  return date instanceof Date && !Number.isNaN(date.getTime()) ? date.getTime() : undefined;
+  const ms = date instanceof Date ? date.getTime() : Number.NaN;
+  return Number.isNaN(ms) || ms === UNSET_CLOCK ? undefined : ms;
 }
 
 /** EXIF's "YYYY:MM:DD HH:MM:SS" for a time in ms read as UTC clock time. */

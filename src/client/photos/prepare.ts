@@ -146,10 +146,13 @@ function pairsOf(
   dedupe: boolean,
 ): Promise<Map<string, string>> {
   const seen = new Set<string>();
+  // A photo whose card name another photo also takes (a.png, a.jpg) may not reach the card: never paired.
+  const cardNames = new Map<string, number>();
+  for (const [rel] of files) if (isPhotoName(rel)) cardNames.set(jpegName(rel), (cardNames.get(jpegName(rel)) ?? 0) + 1);
   const candidates = [];
   for (const [rel, e] of files) {
     const id = ids.get(rel);
-    if (!id || !isPhotoName(rel) || (dedupe && seen.has(id.hash))) continue;
+    if (!id || !isPhotoName(rel) || (dedupe && seen.has(id.hash)) || cardNames.get(jpegName(rel))! > 1) continue;
     seen.add(id.hash);
     if (id.takenMs !== undefined) candidates.push({ rel, abs: e.abs, takenMs: id.takenMs });
   }

@@ -1,0 +1,62 @@
+// Attacks on the picture options (issue 35), through the real bin/framefi syncing to a real bin/framefi-device:
+// a camera whose clock was never set ("0000:00:00 00:00:00") gets no date (no caption, no stamp, never paired),
+// and a portrait whose card name another photo takes (a.png beside a.jpg) does not take its partner off the card.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import sharp, { type Sharp } from "sharp";
+import { removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { framefi } from "./fixtures/cli.js";
+
+const portrait = (colour: string): Sharp => sharp({ create: { width: 600, height: 900, channels: 3, background: colour } });
+const taken = (date: string): Parameters<Sharp["withExif"]>[0] => ({ IFD0: {}, IFD2: { DateTimeOriginal: date } });
+
+describe("attack: hostile dates and names with the picture options", () => {
+  let dev: RunningDevice;
+  let photos: string;
+  let cache: string;
+
+  before(async () => {
+    dev = await startDevice();
+    photos = await tempDir("framefi-attack-pictures-");
+    cache = await tempDir("framefi-attack-cache-");
+    await portrait("#20c020").png().withExif(taken("2025:05:01 10:00:00")).toFile(join(photos, "a.png"));
+    await portrait("#c02020").jpeg().toFile(join(photos, "a.jpg"));
+    await portrait("#2040e0").jpeg().withExif(taken("2025:05:01 10:10:00")).toFile(join(photos, "b.jpg"));
+    await portrait("#e0e020").jpeg().withExif(taken("0000:00:00 00:00:00")).toFile(join(photos, "z1.jpg"));
+    await portrait("#e020e0").jpeg().withExif(taken("0000:00:00 00:00:00")).toFile(join(photos, "z2.jpg"));
+  });
+  after(async () => {
+    await dev?.stop();
+    await removeDir(photos);
+    await removeDir(cache);
+  });
+
+  test("an unset clock is no date, and a portrait is never shown beside a photo that does not reach the card", async () => {
+    const r = await framefi(
+      ["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), "--cache", cache, photos, "--to", "/p", "--stay"].concat([
+        "--fit",
+        "1024x600",
+        "--pair-portraits",
+        "--caption",
+        "date",
+      ]),
+      { timeoutMs: 60_000 },
+    );
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stdout + r.stderr, /failed a\.png: a\.jpg already becomes a\.jpg/);
+    assert.doesNotMatch(r.stdout, /shown beside/, "nothing is paired");
+    for (const name of ["a.jpg", "b.jpg", "z1.jpg", "z2.jpg"]) {
+      const out = join(dev.card, "p", name);
+      const { data, info } = await sharp(out).raw().toBuffer({ resolveWithObject: true });
+      assert.deepEqual([info.width, info.height], [400, 600], `${name} is one portrait`);
+      if (!name.startsWith("z")) continue;
+      // No caption: every pixel is the photo's one colour; no date stamp either.
+      const [r0, g0, b0] = [data[0]!, data[1]!, data[2]!];
+      let off = 0;
+      for (let i = 0; i < data.length; i += 3) if (Math.abs(data[i]! - r0) + Math.abs(data[i + 1]! - g0) + Math.abs(data[i + 2]! - b0) > 30) off++;
+      assert.equal(off, 0, `${name} has no caption`);
+      assert.equal((await sharp(out).metadata()).exif, undefined, `${name} has no date taken`);
+    }
+  });
+});
