@@ -1,9 +1,12 @@
 // Attacks on the picture options (issue 35), through the real bin/framefi syncing to a real bin/framefi-device:
 // a camera whose clock was never set ("0000:00:00 00:00:00") gets no date (no caption, no stamp, never paired),
-// and a portrait whose card name another photo takes (a.png beside a.jpg) does not take its partner off the card.
+// a portrait whose card name another photo takes (a.png beside a.jpg) does not take its partner off the card, and
+// with --date-from-mtime a copy of a photo without a date (same content, another file time) gets its own date.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { mkdir, utimes } from "node:fs/promises";
 import { join } from "node:path";
+import exifReader from "exif-reader";
 import sharp, { type Sharp } from "sharp";
 import { removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { framefi } from "./fixtures/cli.js";
@@ -32,6 +35,11 @@ describe("attack: hostile dates and names with the picture options", () => {
     await removeDir(cache);
   });
 
+  const sync = (dir: string, to: string, ...args: string[]): ReturnType<typeof framefi> =>
+    framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), "--cache", cache, dir, "--to", to, "--stay", ...args], {
+      timeoutMs: 60_000,
+    });
+
   test("an unset clock is no date, and a portrait is never shown beside a photo that does not reach the card", async () => {
     const r = await framefi(
       ["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), "--cache", cache, photos, "--to", "/p", "--stay"].concat([
@@ -58,5 +66,25 @@ describe("attack: hostile dates and names with the picture options", () => {
       assert.equal(off, 0, `${name} has no caption`);
       assert.equal((await sharp(out).metadata()).exif, undefined, `${name} has no date taken`);
     }
+  });
+
+  test("--date-from-mtime: two files of one content and two file times are two pictures in the cache, each with its date", async () => {
+    const dated: Record<string, string> = {};
+    for (const [dir, time] of [
+      ["old", "2010-06-07T08:09:10Z"],
+      ["new", "2021-01-02T03:04:05Z"],
+    ] as const) {
+      await mkdir(join(photos, dir));
+      const file = join(photos, dir, "nodate.jpg");
+      await sharp({ create: { width: 800, height: 600, channels: 3, background: "#406080" } })
+        .jpeg()
+        .toFile(file);
+      await utimes(file, new Date(time), new Date(time));
+      const r = await sync(join(photos, dir), `/${dir}`, "--fit", "1024x600", "--date-from-mtime", "--caption", "date");
+      assert.equal(r.code, 0, r.stderr);
+      const { exif } = await sharp(join(dev.card, dir, "nodate.jpg")).metadata();
+      dated[dir] = (exifReader(exif!).Photo!.DateTimeOriginal as Date).toISOString();
+    }
+    assert.deepEqual(dated, { old: "2010-06-07T08:09:10.000Z", new: "2021-01-02T03:04:05.000Z" });
   });
 });

@@ -22,8 +22,9 @@ export interface ConvertJob {
   size: number;
   mtimeMs: number;
   hash: string;
-  /** Where the converted photo goes in the cache. */
+  /** Where the converted photo goes in the cache, and its name there (cacheKey). */
   output: string;
+  key: string;
   /** With --pair-portraits: the photo shown beside this one, in the same file. */
   partner?: { source: string; abs: string; size: number; mtimeMs: number; hash: string };
 }
@@ -119,11 +120,20 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
       second !== undefined && secondEntry?.type === "file"
         ? { source: second, abs: secondEntry.abs, size: secondEntry.size, mtimeMs: secondEntry.mtimeMs, hash: ids.get(second)!.hash }
         : undefined;
-    const key = partner ? pairKey(id.hash, partner.hash) : id.hash;
+    const key = partner ? pairKey(id.hash, partner.hash) : cacheKey(id, e.mtimeMs, profile);
     const size = await cache.lookup(pid, key);
     out.input.entries.set(cardRel, { type: "file", abs: cache.outputPath(pid, key), size, mtimeMs: e.mtimeMs });
     if (size === undefined) {
-      const job: ConvertJob = { rel: cardRel, source: rel, abs: e.abs, size: e.size, mtimeMs: e.mtimeMs, hash: id.hash, output: cache.outputPath(pid, key) };
+      const job: ConvertJob = {
+        rel: cardRel,
+        source: rel,
+        abs: e.abs,
+        size: e.size,
+        mtimeMs: e.mtimeMs,
+        hash: id.hash,
+        output: cache.outputPath(pid, key),
+        key,
+      };
       if (partner) {
         job.partner = partner;
         job.size += partner.size;
@@ -132,6 +142,14 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
     } else out.fromCache++;
   }
   return out;
+}
+
+/**
+ * A photo is filed in the cache under its content's hash; one without a date taken, dated by its file's time
+ * (--date-from-mtime), under its hash and that time too, so that a copy or a touched file shows its own date.
+ */
+function cacheKey(id: { hash: string; takenMs: number | undefined }, mtimeMs: number, profile: FrameProfile): string {
+  return profile.dateFromMtime && id.takenMs === undefined ? hashOf(Buffer.from(`${id.hash}@${Math.floor(mtimeMs / 1000)}`)) : id.hash;
 }
 
 /** A pair is filed in the cache under the hash of both contents, in order. */
@@ -174,6 +192,6 @@ export async function runJob(job: ConvertJob, profile: FrameProfile, cache: Phot
     if (hashOf(other) !== job.partner.hash) throw new SourceChangedError("FRAMEFI_SOURCE_CHANGED", {});
     jpeg = await convertPair({ data, mtimeMs: job.mtimeMs }, { data: other, mtimeMs: job.partner.mtimeMs }, profile, heic);
   } else jpeg = await convertPhoto(data, profile, job.mtimeMs, heic);
-  await cache.store(profileId(profile), job.partner ? pairKey(job.hash, job.partner.hash) : job.hash, jpeg);
+  await cache.store(profileId(profile), job.key, jpeg);
   return jpeg.length;
 }
