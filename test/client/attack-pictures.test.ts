@@ -1,7 +1,8 @@
 // Attacks on the picture options (issue 35), through the real bin/framefi syncing to a real bin/framefi-device:
 // a camera whose clock was never set ("0000:00:00 00:00:00") gets no date (no caption, no stamp, never paired),
 // a portrait whose card name another photo takes (a.png beside a.jpg) does not take its partner off the card, and
-// with --date-from-mtime a copy of a photo without a date (same content, another file time) gets its own date.
+// with --date-from-mtime a copy of a photo without a date (same content, another file time) gets its own date,
+// and a pair whose second photo changed is uploaded again even when the new pair's file has the same size.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, utimes } from "node:fs/promises";
@@ -86,5 +87,32 @@ describe("attack: hostile dates and names with the picture options", () => {
       dated[dir] = (exifReader(exif!).Photo!.DateTimeOriginal as Date).toISOString();
     }
     assert.deepEqual(dated, { old: "2010-06-07T08:09:10.000Z", new: "2021-01-02T03:04:05.000Z" });
+  });
+
+  test("--pair-portraits: a changed second photo is on the card at the next sync, even at the same size", async () => {
+    const dir = join(photos, "pair");
+    await mkdir(dir);
+    await portrait("#20c020").jpeg().withExif(taken("2025:05:01 10:00:00")).toFile(join(dir, "a.jpg"));
+    const second = async (colour: string, time: string): Promise<void> => {
+      await portrait(colour).jpeg().withExif(taken("2025:05:01 10:10:00")).toFile(join(dir, "b.jpg"));
+      await utimes(join(dir, "b.jpg"), new Date(time), new Date(time));
+    };
+    const rightHalf = async (): Promise<number[]> => [
+      ...(await sharp(join(dev.card, "pair", "a.jpg"))
+        .extract({ left: 800, top: 300, width: 1, height: 1 })
+        .raw()
+        .toBuffer()),
+    ];
+    await second("#f04024", "2030-06-01T00:00:00Z");
+    let r = await sync(dir, "/pair", "--fit", "1024x600", "--pair-portraits");
+    assert.equal(r.code, 0, r.stderr);
+    const before = await rightHalf();
+    // Edited after a.jpg. These two colours give pairs of the same size with this libvips; the new one is shown all the same.
+    await second("#f04026", "2030-06-02T00:00:00Z");
+    r = await sync(dir, "/pair", "--fit", "1024x600", "--pair-portraits");
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /uploaded a\.jpg/);
+    const after = await rightHalf();
+    assert.ok(after[2]! > before[2]!, `the new second photo is shown: ${before} then ${after}`);
   });
 });

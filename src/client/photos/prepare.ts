@@ -18,7 +18,7 @@ export interface ConvertJob {
   /** The source's path in the folder. */
   source: string;
   abs: string;
-  /** The source's size and modification time. */
+  /** The source's size and modification time (a pair's: both sizes, the newer time). */
   size: number;
   mtimeMs: number;
   hash: string;
@@ -122,14 +122,16 @@ export async function preparePhotos(local: LocalTree, opts: PhotoOptions, cache:
         : undefined;
     const key = partner ? pairKey(id.hash, partner.hash) : cacheKey(id, e.mtimeMs, profile);
     const size = await cache.lookup(pid, key);
-    out.input.entries.set(cardRel, { type: "file", abs: cache.outputPath(pid, key), size, mtimeMs: e.mtimeMs });
+    // A pair's time on the card is its newer photo's: a changed second photo is uploaded again, even at the same size.
+    const mtimeMs = partner ? Math.max(e.mtimeMs, partner.mtimeMs) : e.mtimeMs;
+    out.input.entries.set(cardRel, { type: "file", abs: cache.outputPath(pid, key), size, mtimeMs });
     if (size === undefined) {
       const job: ConvertJob = {
         rel: cardRel,
         source: rel,
         abs: e.abs,
         size: e.size,
-        mtimeMs: e.mtimeMs,
+        mtimeMs,
         hash: id.hash,
         output: cache.outputPath(pid, key),
         key,
