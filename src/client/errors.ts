@@ -227,6 +227,10 @@ export const ERRORS = {
     exit: EXIT.usage,
   },
   FRAMEFI_FORMAT_NEEDS_CAPTION: { message: "{option} formats the caption's date: add {caption} date.", exit: EXIT.usage },
+  FRAMEFI_LOOK_TOO_LARGE: {
+    message: "With the picture options the frame is drawn whole, {shown} pixels for {size}, more than the 16383×16383 libvips reads: give a smaller {option}.",
+    exit: EXIT.usage,
+  },
   FRAMEFI_PAIR_NEEDS_LANDSCAPE: {
     message: "{option} puts two portrait photos side by side on a landscape frame, and {size} is not one; use it with a landscape size, or remove it.",
     exit: EXIT.usage,

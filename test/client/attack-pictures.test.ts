@@ -2,7 +2,8 @@
 // a camera whose clock was never set ("0000:00:00 00:00:00") gets no date (no caption, no stamp, never paired),
 // a portrait whose card name another photo takes (a.png beside a.jpg) does not take its partner off the card, and
 // with --date-from-mtime a copy of a photo without a date (same content, another file time) gets its own date,
-// and a pair whose second photo changed is uploaded again even when the new pair's file has the same size.
+// a pair whose second photo changed is uploaded again even when the new pair's file has the same size, and a frame
+// too large for libvips with the options (16384² with a blur, or twice as wide with --pixel-aspect 2) is a usage error.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, utimes } from "node:fs/promises";
@@ -114,5 +115,16 @@ describe("attack: hostile dates and names with the picture options", () => {
     assert.match(r.stdout, /uploaded a\.jpg/);
     const after = await rightHalf();
     assert.ok(after[2]! > before[2]!, `the new second photo is shown: ${before} then ${after}`);
+  });
+
+  test("a frame drawn larger than libvips reads is a usage error that names the size, not a failure of every photo", async () => {
+    for (const args of [
+      ["--fit", "16384x16384", "--background", "blur"],
+      ["--fill", "16384x10000", "--pixel-aspect", "2"],
+    ]) {
+      const r = await sync(photos, "/big", ...args);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, new RegExp(`pixels for ${args[1]}, more than the 16383×16383 libvips reads: give a smaller ${args[0]}\\.`));
+    }
   });
 });

@@ -41,6 +41,9 @@ export const LOOK_KEYS: Record<string, keyof LookSettings> = {
   PIXEL_ASPECT: "pixelAspect",
 };
 
+/** libvips' default limit on the pixels of an image it reads (sharp's limitInputPixels). */
+const MAX_SHOWN_PIXELS = 268_402_689;
+
 export const DEFAULT_CAPTION_FORMAT = "%e %B %Y";
 const NAMED: Record<string, Rgb> = {
   black: { r: 0, g: 0, b: 0 },
@@ -119,6 +122,11 @@ export function parseLook(
   if (s.pixelAspect !== undefined) {
     const pa = parsePixelAspect(s.pixelAspect, nameOf("pixelAspect"), width, height);
     if (Math.abs(pa - 1) > 0.001) look.pixelAspect = pa;
+  }
+  // A look passes the whole frame through libvips as raw pixels, which it reads up to its default pixel limit.
+  const shownWidth = Math.round(width * (look.pixelAspect ?? 1));
+  if (hasLook(look) && shownWidth * height > MAX_SHOWN_PIXELS) {
+    throw new UsageError("FRAMEFI_LOOK_TOO_LARGE", { shown: `${shownWidth}×${height}`, size: `${width}x${height}`, option: nameOf(resize) });
   }
   return look;
 }
