@@ -3,7 +3,8 @@
 // a portrait whose card name another photo takes (a.png beside a.jpg) does not take its partner off the card, and
 // with --date-from-mtime a copy of a photo without a date (same content, another file time) gets its own date,
 // a pair whose second photo changed is uploaded again even when the new pair's file has the same size, and a frame
-// too large for libvips with the options (16384² with a blur, or twice as wide with --pixel-aspect 2) is a usage error.
+// too large for libvips with the options (16384² with a blur, or twice as wide with --pixel-aspect 2) is a usage error,
+// and an XMP place written with numeric character references ("Z&#xFC;rich") is drawn as the place, not as the code.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, utimes } from "node:fs/promises";
@@ -126,5 +127,26 @@ describe("attack: hostile dates and names with the picture options", () => {
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, new RegExp(`pixels for ${args[1]}, more than the 16383×16383 libvips reads: give a smaller ${args[0]}\\.`));
     }
+  });
+
+  test("--caption place: an XMP city in character references is drawn as the same city written plainly", async () => {
+    const dir = join(photos, "xmp");
+    await mkdir(dir);
+    const xmp = (city: string): string =>
+      `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description xmlns:photoshop="http://ns.adobe.com/photoshop/1.0/" photoshop:City="${city}"/></rdf:RDF></x:xmpmeta>`;
+    const landscape = (): Sharp => sharp({ create: { width: 900, height: 600, channels: 3, background: "#406080" } });
+    await landscape().jpeg().withXmp(xmp("Zürich")).toFile(join(dir, "plain.jpg"));
+    await landscape().jpeg().withXmp(xmp("Z&#xFC;rich")).toFile(join(dir, "coded.jpg"));
+    const r = await sync(dir, "/xmp", "--fill", "900x600", "--caption", "place");
+    assert.equal(r.code, 0, r.stderr);
+    const [plain, coded] = await Promise.all(
+      ["plain", "coded"].map((n) =>
+        sharp(join(dev.card, "xmp", `${n}.jpg`))
+          .raw()
+          .toBuffer(),
+      ),
+    );
+    assert.ok(plain!.equals(coded!), "the same caption");
+    assert.ok(!plain!.equals(await landscape().raw().toBuffer()), "a caption is drawn");
   });
 });

@@ -46,13 +46,20 @@ export function iptcPlace(iptc: Buffer | undefined): string | undefined {
   return joinPlace(clean(found[90]), clean(found[101]));
 }
 
+const NAMED_ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
+
+/** An XML entity as its character (XMP writers may write "Z&#xFC;rich"); one that is no character stays as it is. */
+function entity(whole: string, name: string | undefined, dec: string | undefined, hex: string | undefined): string {
+  if (name) return NAMED_ENTITIES[name.toLowerCase()] ?? whole;
+  const code = dec !== undefined ? Number(dec) : Number.parseInt(hex!, 16);
+  return code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : whole;
+}
+
 function xmpValue(xmp: string, name: string): string | undefined {
   const attr = new RegExp(`${name}="([^"<]{1,${MAX_NAME}})"`).exec(xmp);
   const element = new RegExp(`<${name}>([^<]{1,${MAX_NAME}})</${name}>`).exec(xmp);
   const raw = attr?.[1] ?? element?.[1];
-  return raw === undefined
-    ? undefined
-    : clean(raw.replace(/&(amp|lt|gt|quot|apos);/g, (_, e: string) => ({ amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" })[e]!));
+  return raw === undefined ? undefined : clean(raw.replace(/&(?:(amp|lt|gt|quot|apos)|#(\d{1,7})|#x([0-9a-f]{1,6}));/gi, entity));
 }
 
 /** XMP's photoshop:City and photoshop:Country. */
