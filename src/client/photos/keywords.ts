@@ -3,6 +3,7 @@
 // compared without case. Every reader takes untrusted bytes and gives nothing for anything odd.
 import sharp from "sharp";
 import { iptcValues } from "./iptc.js";
+import { xmlText } from "./place.js";
 import { forEachLimited, WORKERS } from "./queue.js";
 import type { LocalTree } from "../sync/local-tree.js";
 
@@ -21,8 +22,6 @@ export function keyword(text: string): string | undefined {
   return k && k.length <= MAX_KEYWORD ? k : undefined;
 }
 
-const ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
-
 /** The keywords of a photo's IPTC and XMP. */
 export function metadataKeywords(iptc: Buffer | undefined, xmp: Buffer | undefined): Set<string> {
   const out = new Set<string>();
@@ -34,7 +33,7 @@ export function metadataKeywords(iptc: Buffer | undefined, xmp: Buffer | undefin
   if (xmp) {
     const text = xmp.subarray(0, XMP_READ).toString("utf8");
     const subject = /<dc:subject\b[^>]*>([\s\S]*?)<\/dc:subject>/.exec(text)?.[1] ?? "";
-    for (const m of subject.matchAll(/<rdf:li\b[^>]*>([^<]*)<\/rdf:li>/g)) add(m[1]!.replace(/&(amp|lt|gt|quot|apos);/g, (_, e: string) => ENTITIES[e]!));
+    for (const m of subject.matchAll(/<rdf:li\b[^>]*>([^<]*)<\/rdf:li>/g)) add(xmlText(m[1]!));
   }
   return out;
 }

@@ -59,7 +59,12 @@ function xmpValue(xmp: string, name: string): string | undefined {
   const attr = new RegExp(`${name}="([^"<]{1,${MAX_NAME}})"`).exec(xmp);
   const element = new RegExp(`<${name}>([^<]{1,${MAX_NAME}})</${name}>`).exec(xmp);
   const raw = attr?.[1] ?? element?.[1];
-  return raw === undefined ? undefined : clean(raw.replace(/&(?:(amp|lt|gt|quot|apos)|#(\d{1,7})|#x([0-9a-f]{1,6}));/gi, entity));
+  return raw === undefined ? undefined : clean(xmlText(raw));
+}
+
+/** XML text with its entities as characters (once: "&amp;#65;" stays "&#65;"). */
+export function xmlText(raw: string): string {
+  return raw.replace(/&(?:(amp|lt|gt|quot|apos)|#(\d{1,7})|#x([0-9a-f]{1,6}));/gi, entity);
 }
 
 /** XMP's photoshop:City and photoshop:Country. */
