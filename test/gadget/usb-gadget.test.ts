@@ -133,6 +133,13 @@ describe("USB mass-storage gadget in a VM (qemu, Debian kernel, dummy_hcd)", {
     assert.ok(root.includes("ordered/") && root.includes("during-ftp.jpg"), root.join(" "));
   });
 
+  it("--trash: the removed photo waits in .trash, which the frame sees with the FAT hidden attribute", async () => {
+    assert.equal(results.get("sync_trash_exit"), "0", await read("sync-trash.log").catch(() => ""));
+    const line = (await read("frame-trash.txt")).trim();
+    assert.match(line, /\/ordered\/\.trash$/, line);
+    assert.match(line.slice(0, line.indexOf("/")), /h/, `hidden: ${line}`);
+  });
+
   it("collections: Home Assistant's select swaps the frame's card image, and back", async () => {
     const config = JSON.parse(await read("collection-config.json")) as { options: string[]; command_topic: string; state_topic: string };
     assert.deepEqual(config.options, ["card", "christmas"]);

@@ -7,8 +7,9 @@ import { createHash } from "node:crypto";
 import { FrameFiError } from "../errors.js";
 import { type CardPool, isReply, MAX_ENTRIES, replyCode, type RemoteConnection, type RemoteEntry, remoteJoin } from "../ftp/remote.js";
 
-/** The card's trash (--trash), at the top of the sync's folder: never listed, so never mirrored or deleted. */
-export const TRASH = ".trash";
+import { TRASH } from "../../shared/trash-folder.js";
+
+export { TRASH };
 
 /** Folder levels below the sync's folder: a FAT path of 255 characters holds at most ~128. */
 export const MAX_DEPTH = 32;

@@ -1,6 +1,8 @@
 // The card image: a FAT32 file (or a block device such as a partition), checked with fsck.vfat and loop-mounted
 // read-write while the device is in FTP mode. Never mounted while the USB host has it.
-import { open, rm, stat } from "node:fs/promises";
+import { open, readdir, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { TRASH } from "../../shared/trash-folder.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { failure, GadgetError, isMountPoint, mustRun, runCommand } from "./system.js";
 
@@ -57,6 +59,28 @@ export class CardImage {
   async sortFolders(): Promise<void> {
     // In the C locale fatsort cannot read non-ASCII names and sorts them by their short names ("Été" as ETE).
     await mustRun("fatsort", ["-q", "-a", this.path], `sort the folders of ${this.path}`, { ...process.env, LC_ALL: "C.UTF-8" });
+  }
+
+  /**
+   * Gives every `.trash` folder (where `framefi sync --trash` keeps what it removed) at the card's root or one
+   * folder down the FAT hidden attribute, which frames skip (the dot alone hides it only from Linux-based ones).
+   * On the mounted filesystem (fatattr: FAT_IOCTL_SET_ATTRIBUTES). Without fatattr, says so and goes on.
+   */
+  async hideTrash(): Promise<void> {
+    const found: string[] = [];
+    const visit = async (dir: string, depth: number): Promise<void> => {
+      const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+      for (const e of entries) {
+        if (!e.isDirectory()) continue;
+        if (e.name === TRASH) found.push(join(dir, e.name));
+        else if (depth > 0) await visit(join(dir, e.name), depth - 1);
+      }
+    };
+    await visit(this.mountPoint, 1);
+    for (const path of found) {
+      const result = await runCommand("fatattr", ["+h", path]);
+      if (result.exitCode !== 0) this.log(`warning: cannot hide ${path} from the frame (fatattr +h): ${failure(result)}; apt-get install fatattr`);
+    }
   }
 
   async mount(readOnly: boolean): Promise<void> {

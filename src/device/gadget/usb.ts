@@ -78,7 +78,10 @@ export class GadgetUsb implements UsbMassStorage {
 
   private async attachNow(): Promise<void> {
     const { image, gadget } = this.ready();
-    if (await image.mounted()) await image.unmount();
+    if (await image.mounted()) {
+      await image.hideTrash();
+      await image.unmount();
+    }
     this.isMounted = false;
     // Unmounted, before the frame has it: the one moment fatsort may rewrite the folders.
     if (this.opts.sort) await image.sortFolders();
