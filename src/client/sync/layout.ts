@@ -117,15 +117,18 @@ export function assignNumbers(onCard: (number | undefined)[]): number[] {
   return out;
 }
 
-/** The card's numbered files of each folder, read back to "folder → base name → number". */
-function numbersOnCard(remote: Map<string, RemoteEntry>, chunked: boolean): Map<string, Map<string, number>> {
+/**
+ * The card's numbered files of each folder, read back to "folder → base name → number". A folder of the source
+ * named like a subfolder (a year, "2023") is that folder, not a subfolder of its parent.
+ */
+function numbersOnCard(remote: Map<string, RemoteEntry>, chunked: boolean, folders: Set<string>): Map<string, Map<string, number>> {
   const out = new Map<string, Map<string, number>>();
   for (const [rel, r] of remote) {
     if (r.type !== "file") continue;
     const m = PREFIXED.exec(posix.basename(rel));
     if (!m) continue;
     let dir = posix.dirname(rel);
-    if (chunked && CHUNK.test(posix.basename(dir))) dir = posix.dirname(dir);
+    if (chunked && !folders.has(dir) && CHUNK.test(posix.basename(dir))) dir = posix.dirname(dir);
     const folder = dir === "." ? "" : dir;
     let names = out.get(folder);
     if (!names) out.set(folder, (names = new Map()));
@@ -153,7 +156,7 @@ export function layOut(input: PlanInput, remote: Map<string, RemoteEntry>, opts:
     if (!files) byFolder.set(folder, (files = []));
     files.push({ rel, base, key: sortKey(opts.order, base, date) });
   }
-  const known = numbersOnCard(remote, chunked);
+  const known = numbersOnCard(remote, chunked, new Set(byFolder.keys()));
   const entries: PlanInput["entries"] = new Map();
   const renamed = new Map<string, string>();
   const problems: Layout["problems"] = [];

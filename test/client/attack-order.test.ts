@@ -1,0 +1,52 @@
+// Attacks on --order and --max-per-folder through bin/framefi syncing to a running bin/framefi-device: card names
+// read back must be attributed to the folder they belong to, so that a sync sends only what changed.
+import { describe, test, type TestContext } from "node:test";
+import assert from "node:assert/strict";
+import { mkdir, readdir, utimes, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { removeDir, startDevice, tempDir } from "../helpers.js";
+import { framefi } from "./fixtures/cli.js";
+
+const DAY = 86_400;
+
+async function add(dir: string, days: Record<string, number>): Promise<void> {
+  for (const [rel, d] of Object.entries(days)) {
+    await mkdir(join(dir, rel, ".."), { recursive: true });
+    await writeFile(join(dir, rel), `photo ${rel}`);
+    await utimes(join(dir, rel), 1_577_836_800 + d * DAY, 1_577_836_800 + d * DAY);
+  }
+}
+async function names(card: string, dir = ""): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(join(card, dir), { withFileTypes: true })) {
+    const rel = dir ? `${dir}/${e.name}` : e.name;
+    if (e.isDirectory()) out.push(...(await names(card, rel)));
+    else out.push(rel);
+  }
+  return out.sort();
+}
+const summary = (stdout: string): string => stdout.trim().split("\n").at(-1) ?? "";
+
+async function setup(t: TestContext) {
+  const dev = await startDevice();
+  t.after(() => dev.stop());
+  const dir = await tempDir("framefi-attack-order-");
+  t.after(() => removeDir(dir));
+  const sync = (...args: string[]) => framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), dir, "--delete", ...args]);
+  return { dev, dir, sync };
+}
+
+describe("attacks on --order and --max-per-folder", { concurrency: 2 }, () => {
+  test("a source folder named like a subfolder (2023) keeps its numbers with --max-per-folder", async (t) => {
+    const { dev, dir, sync } = await setup(t);
+    await add(dir, { "2023/a.jpg": 10, "2023/b.jpg": 20, "2023/c.jpg": 30 });
+    let r = await sync("--order", "date", "--max-per-folder", "50");
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(await names(dev.card), ["2023/00001000-a.jpg", "2023/00002000-b.jpg", "2023/00003000-c.jpg"]);
+    await add(dir, { "2023/first.jpg": 1 });
+    r = await sync("--order", "date", "--max-per-folder", "50");
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(summary(r.stdout), /^Sync done: 1 uploaded .* 0 deleted, .* 3 unchanged\./);
+    assert.deepEqual(await names(dev.card), ["2023/00000500-first.jpg", "2023/00001000-a.jpg", "2023/00002000-b.jpg", "2023/00003000-c.jpg"]);
+  });
+});
