@@ -2,10 +2,11 @@
 // read back must be attributed to the folder they belong to, so that a sync sends only what changed.
 import { describe, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, readdir, utimes, writeFile } from "node:fs/promises";
+import { mkdir, readdir, symlink, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { removeDir, startDevice, tempDir } from "../helpers.js";
 import { framefi } from "./fixtures/cli.js";
+import { collectionNames } from "../../src/device/gadget/usb.js";
 
 const DAY = 86_400;
 
@@ -48,5 +49,24 @@ describe("attacks on --order and --max-per-folder", { concurrency: 2 }, () => {
     assert.equal(r.code, 0, r.stderr);
     assert.match(summary(r.stdout), /^Sync done: 1 uploaded .* 0 deleted, .* 3 unchanged\./);
     assert.deepEqual(await names(dev.card), ["2023/00000500-first.jpg", "2023/00001000-a.jpg", "2023/00002000-b.jpg", "2023/00003000-c.jpg"]);
+  });
+});
+
+// The collections' folder (framefi-device --usb-gadget --collections): what the MQTT select offers and takes. The
+// swap itself needs the gadget (test/gadget); the listing is what keeps a select inside the folder.
+describe("attacks on --collections", () => {
+  test("a symbolic link or a folder named NAME.img is not a collection", async (t) => {
+    const dir = await tempDir("framefi-attack-collections-");
+    t.after(() => removeDir(dir));
+    const outside = await tempDir("framefi-attack-outside-");
+    t.after(() => removeDir(outside));
+    await writeFile(join(outside, "disk.img"), "not ours");
+    await writeFile(join(dir, "summer.img"), "");
+    await writeFile(join(dir, "summer.img.img"), "");
+    await writeFile(join(dir, "-x.img"), "");
+    await symlink(join(outside, "disk.img"), join(dir, "escape.img"));
+    await symlink("/dev/null", join(dir, "null.img"));
+    await mkdir(join(dir, "folder.img"));
+    assert.deepEqual(await collectionNames(dir), ["summer"]);
   });
 });

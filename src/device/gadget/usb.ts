@@ -114,11 +114,7 @@ export class GadgetUsb implements UsbMassStorage {
   collections(): GadgetCollections | undefined {
     const dir = this.opts.collections;
     if (!dir) return undefined;
-    const names = async (): Promise<string[]> =>
-      (await readdir(dir))
-        .filter((n) => COLLECTION_FILE.test(n))
-        .map((n) => n.slice(0, -4))
-        .sort();
+    const names = (): Promise<string[]> => collectionNames(dir);
     return {
       names,
       active: () => {
@@ -156,7 +152,7 @@ export class GadgetUsb implements UsbMassStorage {
     if (!file || !this.collectionsDir) return undefined;
     const name = (await readFile(file, "utf8").catch(() => "")).trim();
     const path = join(this.collectionsDir, `${name}.img`);
-    return COLLECTION_FILE.test(`${name}.img`) && (await readdir(this.collectionsDir)).includes(`${name}.img`) ? path : undefined;
+    return COLLECTION_FILE.test(`${name}.img`) && (await collectionNames(this.collectionsDir)).includes(name) ? path : undefined;
   }
 
   private async saveCollection(name: string): Promise<void> {
@@ -181,6 +177,17 @@ export class GadgetUsb implements UsbMassStorage {
 
 /** A collection's card image: its name (what an MQTT select offers), then .img. */
 const COLLECTION_FILE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}\.img$/;
+
+/**
+ * The collections of a folder: its regular files NAME.img. A symbolic link or a folder is not one: a select must
+ * never put what lies outside the folder (another disk, /dev/…) in the frame's hands.
+ */
+export async function collectionNames(dir: string): Promise<string[]> {
+  return (await readdir(dir, { withFileTypes: true }))
+    .filter((e) => e.isFile() && COLLECTION_FILE.test(e.name))
+    .map((e) => e.name.slice(0, -4))
+    .sort();
+}
 
 /** What MQTT needs of the collections. */
 export interface GadgetCollections {
