@@ -50,6 +50,14 @@ describe("attacks on --order and --max-per-folder", { concurrency: 2 }, () => {
     assert.match(summary(r.stdout), /^Sync done: 1 uploaded .* 0 deleted, .* 3 unchanged\./);
     assert.deepEqual(await names(dev.card), ["2023/00000500-first.jpg", "2023/00001000-a.jpg", "2023/00002000-b.jpg", "2023/00003000-c.jpg"]);
   });
+
+  test("a photo named like a subfolder (002) is spread with the others; no subfolder is refused for it", async (t) => {
+    const { dev, dir, sync } = await setup(t);
+    await add(dir, { "002": 1, "a.jpg": 2, "b.jpg": 3, "c.jpg": 4 });
+    const r = await sync("--order", "name", "--max-per-folder", "2");
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(await names(dev.card), ["001/00001000-002", "001/00002000-a.jpg", "002/00003000-b.jpg", "002/00004000-c.jpg"]);
+  });
 });
 
 // The collections' folder (framefi-device --usb-gadget --collections): what the MQTT select offers and takes. The

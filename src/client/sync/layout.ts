@@ -171,12 +171,9 @@ export function layOut(input: PlanInput, remote: Map<string, RemoteEntry>, opts:
     files.forEach((f, i) => {
       const name = opts.order ? prefixed(numbers[i]!, f.base) : f.base;
       const sub = spread ? String(Math.floor(i / opts.maxPerFolder!) + 1).padStart(width, "0") : "";
-      if (sub) {
-        const dir = folder ? `${folder}/${sub}` : sub;
-        if (input.entries.get(dir)?.type === "file")
-          problems.push({ rel: dir, reason: "a file has the name of a subfolder --max-per-folder needs; rename it" });
-        else if (!entries.has(dir)) entries.set(dir, { ...(input.entries.get(folder) ?? { abs: "", size: 0, mtimeMs: 0 }), type: "dir" });
-      }
+      // A file of the folder named like a subfolder ("002") is itself moved into one: its name is free.
+      const dir = folder ? `${folder}/${sub}` : sub;
+      if (sub && !entries.has(dir)) entries.set(dir, { ...(input.entries.get(folder) ?? { abs: "", size: 0, mtimeMs: 0 }), type: "dir" });
       placed.push([f.rel, [folder, sub, name].filter(Boolean).join("/")]);
     });
   }
