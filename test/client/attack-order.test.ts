@@ -60,6 +60,17 @@ describe("attacks on --order and --max-per-folder", { concurrency: 2 }, () => {
   });
 });
 
+describe("attacks on the .env's collections", () => {
+  test("a day that does not exist (FROM=2023-02-31) is a usage error, not March 3rd", async (t) => {
+    const cwd = await tempDir("framefi-attack-env-");
+    t.after(() => removeDir(cwd));
+    await writeFile(join(cwd, ".env"), `[collection winter]\nSOURCE=${cwd}\nFROM=2023-02-31\n`);
+    const r = await framefi(["--host", "127.0.0.1:1", "collection", "use", "winter"], { cwd });
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /\[collection winter\]: FROM is a day as 2026-12-24, got "2023-02-31"/);
+  });
+});
+
 // The collections' folder (framefi-device --usb-gadget --collections): what the MQTT select offers and takes. The
 // swap itself needs the gadget (test/gadget); the listing is what keeps a select inside the folder.
 describe("attacks on --collections", () => {

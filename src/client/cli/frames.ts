@@ -34,7 +34,8 @@ function keywordList(text: string | undefined, name: string): string[] | undefin
 function day(text: string | undefined, key: string, name: string): number | undefined {
   if (text === undefined) return undefined;
   const ms = /^\d{4}-\d{2}-\d{2}$/.test(text) ? Date.parse(`${text}T00:00:00Z`) : NaN;
-  if (Number.isNaN(ms)) throw new UsageError("FRAMEFI_BAD_COLLECTION_DATE", { name, key, value: text });
+  // Date.parse takes 2023-02-31 as March 3rd: only a day that exists is one.
+  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== text) throw new UsageError("FRAMEFI_BAD_COLLECTION_DATE", { name, key, value: text });
   return ms;
 }
 
