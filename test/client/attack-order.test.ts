@@ -2,31 +2,12 @@
 // read back must be attributed to the folder they belong to, so that a sync sends only what changed.
 import { describe, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, readdir, symlink, utimes, writeFile } from "node:fs/promises";
+import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { removeDir, startDevice, tempDir } from "../helpers.js";
 import { framefi } from "./fixtures/cli.js";
+import { add, names, summary } from "./fixtures/order.js";
 import { collectionNames } from "../../src/device/gadget/usb.js";
-
-const DAY = 86_400;
-
-async function add(dir: string, days: Record<string, number>): Promise<void> {
-  for (const [rel, d] of Object.entries(days)) {
-    await mkdir(join(dir, rel, ".."), { recursive: true });
-    await writeFile(join(dir, rel), `photo ${rel}`);
-    await utimes(join(dir, rel), 1_577_836_800 + d * DAY, 1_577_836_800 + d * DAY);
-  }
-}
-async function names(card: string, dir = ""): Promise<string[]> {
-  const out: string[] = [];
-  for (const e of await readdir(join(card, dir), { withFileTypes: true })) {
-    const rel = dir ? `${dir}/${e.name}` : e.name;
-    if (e.isDirectory()) out.push(...(await names(card, rel)));
-    else out.push(rel);
-  }
-  return out.sort();
-}
-const summary = (stdout: string): string => stdout.trim().split("\n").at(-1) ?? "";
 
 async function setup(t: TestContext) {
   const dev = await startDevice();

@@ -1,42 +1,15 @@
 // --order, --max-per-folder and several frames in one .env, through bin/framefi syncing to a running
 // bin/framefi-device over FTP: the card's names sort in the asked order, an unchanged photo is not sent again when a
 // new one sorts before it, a seed reshuffles; `sync NAME` and `sync --all` (a line per frame, the exit code's bits).
-import { describe, test, type TestContext } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, readdir, utimes, writeFile } from "node:fs/promises";
+import { utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { freePort, removeDir, startDevice, tempDir } from "../helpers.js";
 import sharp from "sharp";
 import { framefi } from "./fixtures/cli.js";
+import { add, names, photos, summary } from "./fixtures/order.js";
 import { docBlocks } from "../fixtures/docs.js";
-
-const DAY = 86_400;
-
-/** A folder of photos, each with the modification time (days since 2020) given. */
-async function photos(t: TestContext, days: Record<string, number>): Promise<string> {
-  const dir = await tempDir("framefi-order-");
-  t.after(() => removeDir(dir));
-  await add(dir, days);
-  return dir;
-}
-async function add(dir: string, days: Record<string, number>): Promise<void> {
-  for (const [rel, d] of Object.entries(days)) {
-    await mkdir(join(dir, rel, ".."), { recursive: true });
-    await writeFile(join(dir, rel), `photo ${rel}`);
-    await utimes(join(dir, rel), 1_577_836_800 + d * DAY, 1_577_836_800 + d * DAY);
-  }
-}
-/** The card's files under `dir`, as the frame would sort them: by name. */
-async function names(card: string, dir = ""): Promise<string[]> {
-  const out: string[] = [];
-  for (const e of await readdir(join(card, dir), { withFileTypes: true })) {
-    const rel = dir ? `${dir}/${e.name}` : e.name;
-    if (e.isDirectory()) out.push(...(await names(card, rel)));
-    else out.push(rel);
-  }
-  return out.sort();
-}
-const summary = (stdout: string): string => stdout.trim().split("\n").at(-1) ?? "";
 
 describe("framefi sync --order and --max-per-folder", { concurrency: 2 }, () => {
   test("date order, kept across syncs; a new seed reshuffles", async (t) => {
