@@ -32,12 +32,15 @@ describe("attacks on --order and --max-per-folder", { concurrency: 2 }, () => {
     assert.deepEqual(await names(dev.card), ["2023/00000500-first.jpg", "2023/00001000-a.jpg", "2023/00002000-b.jpg", "2023/00003000-c.jpg"]);
   });
 
-  test("a photo named like a subfolder (002) is spread with the others; no subfolder is refused for it", async (t) => {
+  test("a photo named like a subfolder (002) is spread with the others; no photo leaves the card for it", async (t) => {
     const { dev, dir, sync } = await setup(t);
-    await add(dir, { "002": 1, "a.jpg": 2, "b.jpg": 3, "c.jpg": 4 });
-    const r = await sync("--order", "name", "--max-per-folder", "2");
+    await add(dir, { "a.jpg": 1, "b.jpg": 2, "c.jpg": 3, "d.jpg": 4 });
+    let r = await sync("--order", "name", "--max-per-folder", "2");
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(await names(dev.card), ["001/00001000-002", "001/00002000-a.jpg", "002/00003000-b.jpg", "002/00004000-c.jpg"]);
+    await add(dir, { "002": 0 });
+    r = await sync("--order", "name", "--max-per-folder", "2");
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(await names(dev.card), ["001/00000500-002", "001/00001000-a.jpg", "002/00002000-b.jpg", "002/00003000-c.jpg", "003/00004000-d.jpg"]);
   });
 });
 
