@@ -142,15 +142,17 @@ describe("USB mass-storage gadget in a VM (qemu, Debian kernel, dummy_hcd)", {
 
   it("collections: Home Assistant's select swaps the frame's card image, and back", async () => {
     const config = JSON.parse(await read("collection-config.json")) as { options: string[]; command_topic: string; state_topic: string };
-    assert.deepEqual(config.options, ["card", "christmas"]);
+    assert.deepEqual(config.options, ["card", "christmas", "winter"]);
     assert.equal(config.command_topic, "frame-fi/collection/set");
     assert.equal(results.get("collection_christmas"), "yes");
     assert.equal(results.get("frame-christmas"), "0", "the christmas image is empty");
     assert.equal(results.get("collection_kept"), "yes", "a restart keeps the collection");
     assert.equal(results.get("frame-christmas-restarted"), "0");
+    const flood = Number(results.get("collection_flood"));
+    assert.ok(flood >= 1 && flood <= 4, `21 selects in a burst: ${results.get("collection_flood")} swaps`);
     assert.equal(results.get("collection_card"), "yes");
     assert.equal(results.get("frame-card-again"), String(Object.keys(PHOTOS).length * 2 + 1), "the first card, as it was");
-    assert.match(await read("device.log"), /MQTT frame-fi\/collection\/set: ignored "\.\.\/card"; send one of card, christmas\./);
+    assert.match(await read("device.log"), /MQTT frame-fi\/collection\/set: ignored "\.\.\/card"; send one of card, christmas, winter\./);
   });
 
   it("SIGTERM leaves the image unmounted and clean", async () => {

@@ -37,6 +37,8 @@ export class GadgetUsb implements UsbMassStorage {
   private collectionsDir: string | undefined;
   /** Attach, detach and a collection's swap, one at a time. */
   private turn: Promise<unknown> = Promise.resolve();
+  /** A collection's swap waiting for its turn (collections().use): the latest name asked for. */
+  private waitingSwap: { name: string; done: Promise<void> } | undefined;
 
   constructor(private readonly opts: GadgetUsbOptions) {}
 
@@ -115,35 +117,51 @@ export class GadgetUsb implements UsbMassStorage {
     const dir = this.opts.collections;
     if (!dir) return undefined;
     const names = (): Promise<string[]> => collectionNames(dir);
+    const swap = (name: string): Promise<void> => this.swapTo(name, names, dir);
     return {
       names,
       active: () => {
         const path = this.image?.path;
         return path && dirname(path) === this.collectionsDir && COLLECTION_FILE.test(basename(path)) ? basename(path).slice(0, -4) : undefined;
       },
-      use: (name) =>
-        this.inTurn(async () => {
-          const known = await names();
-          if (!known.includes(name)) throw new GadgetError("DEVICE_NO_SUCH_COLLECTION", { name, known: known.join(", ") || "none", dir });
-          if (this.isMounted) throw new GadgetError("DEVICE_COLLECTION_NEEDS_MSC", {});
-          const { image, gadget } = this.ready();
-          const next = new CardImage(join(this.collectionsDir!, `${name}.img`), image.mountPoint, this.opts.log);
-          if (next.path === image.path) return;
-          // The swap: the frame sees its card removed and another inserted; no photo is copied.
-          await gadget.eject();
-          try {
-            await next.check();
-            if (this.opts.sort) await next.sortFolders();
-          } catch (e) {
-            await gadget.insert(image.path);
-            throw e;
-          }
-          await gadget.insert(next.path);
-          this.image = next;
-          await this.saveCollection(name);
-          this.opts.log(`the frame now has the collection ${name} (${next.path})`);
-        }),
+      use: (name) => {
+        // A swap asked for while another waits its turn takes its place: a flood of selects costs one more swap.
+        if (this.waitingSwap) {
+          this.waitingSwap.name = name;
+          return this.waitingSwap.done;
+        }
+        const waiting: { name: string; done: Promise<void> } = { name, done: Promise.resolve() };
+        waiting.done = this.inTurn(() => {
+          this.waitingSwap = undefined;
+          return swap(waiting.name);
+        });
+        this.waitingSwap = waiting;
+        return waiting.done;
+      },
     };
+  }
+
+  /** The swap to the collection `name` of the folder, in MSC mode. */
+  private async swapTo(name: string, names: () => Promise<string[]>, dir: string): Promise<void> {
+    const known = await names();
+    if (!known.includes(name)) throw new GadgetError("DEVICE_NO_SUCH_COLLECTION", { name, known: known.join(", ") || "none", dir });
+    if (this.isMounted) throw new GadgetError("DEVICE_COLLECTION_NEEDS_MSC", {});
+    const { image, gadget } = this.ready();
+    const next = new CardImage(join(this.collectionsDir!, `${name}.img`), image.mountPoint, this.opts.log);
+    if (next.path === image.path) return;
+    // The swap: the frame sees its card removed and another inserted; no photo is copied.
+    await gadget.eject();
+    try {
+      await next.check();
+      if (this.opts.sort) await next.sortFolders();
+    } catch (e) {
+      await gadget.insert(image.path);
+      throw e;
+    }
+    await gadget.insert(next.path);
+    this.image = next;
+    await this.saveCollection(name);
+    this.opts.log(`the frame now has the collection ${name} (${next.path})`);
   }
 
   /** The image of the collection the frame had when the service stopped, when it is still in the folder. */
