@@ -12,9 +12,11 @@ import type { RemoteSource } from "./source.js";
 
 /** The remote's name in RCLONE_CONFIG_<NAME>_*. */
 const REMOTE = "FRAMEFISOURCE";
-/** Lines of rclone's stderr kept for an error, each cut to this many characters. */
+/** Lines of rclone's stderr kept for an error, each cut to this many characters once secrets are out of it. */
 const KEPT_LINES = 5;
 const LINE_CHARS = 300;
+/** Each line is kept this long before secrets are cut out: a secret cut in half would not be found, and leak. */
+const RAW_LINE_CHARS = 8192;
 
 interface Run {
   code: number | null;
@@ -38,9 +40,9 @@ function run(args: string[], env: Record<string, string>, input: string | undefi
     });
     child.stderr.setEncoding("utf8").on("data", (d: string) => {
       const lines = (partial + d).split("\n");
-      partial = lines.pop()!.slice(0, LINE_CHARS);
+      partial = lines.pop()!.slice(0, RAW_LINE_CHARS);
       for (const line of lines) {
-        stderr.push(line.slice(0, LINE_CHARS));
+        stderr.push(line.slice(0, RAW_LINE_CHARS));
         if (stderr.length > KEPT_LINES) stderr.shift();
       }
     });
@@ -63,9 +65,12 @@ async function obscure(secret: string): Promise<string> {
 /** What rclone said, with every secret and its obscured form cut out, control characters blanked. */
 export function redact(lines: string[], secrets: string[]): string {
   const meaningful = lines.map((l) => l.replace(/^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d /, "")).filter((l) => !/^NOTICE: Config file/.test(l));
-  let text = meaningful.join(" / ");
-  for (const s of secrets) if (s.length > 0) text = text.split(s).join("***");
-  return blankControls(text).trim() || "no message";
+  const cut = meaningful.map((line) => {
+    let l = line;
+    for (const s of secrets) if (s.length > 0) l = l.split(s).join("***");
+    return l.slice(0, LINE_CHARS);
+  });
+  return blankControls(cut.join(" / ")).trim() || "no message";
 }
 
 /**
