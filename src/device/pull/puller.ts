@@ -7,6 +7,9 @@
 import { EventEmitter } from "node:events";
 import { blankControls } from "../../client/api/text.js";
 
+/** The longest delay a Node timer takes. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export interface PullConfig {
   source: string;
   everyMs: number;
@@ -59,12 +62,25 @@ export class Puller extends EventEmitter<{ change: [] }> {
     this.#target = target;
     this.#abort = new AbortController();
     this.now();
-    this.#timer = setInterval(() => this.now(), this.config.everyMs);
+    this.#wait(this.config.everyMs);
+  }
+
+  /** Pulls after `ms`. A timer takes at most 2^31-1 ms (--every goes to 30 days; a longer one fires at once, every
+   * millisecond), so a longer wait is a chain of shorter ones. */
+  #wait(ms: number): void {
+    this.#timer = setTimeout(
+      () => {
+        if (ms > MAX_TIMER_MS) return this.#wait(ms - MAX_TIMER_MS);
+        this.now();
+        this.#wait(this.config.everyMs);
+      },
+      Math.min(ms, MAX_TIMER_MS),
+    );
     this.#timer.unref();
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.#timer);
+    clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#again = false;
     this.#abort?.abort(new Error("the device is stopping"));
