@@ -142,6 +142,11 @@ export const ERRORS = {
   // Replay (-jobs-replay) and the console: the answer's error text.
   WEBHOOK_REPLAY_OFF: { message: "replay is off: start the server with -jobs-replay to keep requests and replay them", status: 404 },
   WEBHOOK_REPLAY_NOT_KEPT: { message: "job {id} cannot be replayed: {why}", status: 409 },
+  WEBHOOK_NOT_LOOPBACK_HOST: {
+    message:
+      "refused: without -jobs-token or -jobs-auth the console and replay answer only to a loopback Host (localhost, 127.0.0.1, [::1]), not {host}; open it by one of those names",
+    status: 403,
+  },
   WEBHOOK_CROSS_SITE: {
     message: "refused: a page from another site ({origin}) may not act here; use the console at /console/ or a client that sends no Origin",
     status: 403,

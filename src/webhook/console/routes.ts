@@ -6,7 +6,7 @@
 import type { HookSet } from "../hooks/hook-set.js";
 import type { HttpResponse } from "../http/contract.js";
 import { FINAL_STATES, type Job } from "../jobs/job.js";
-import { checkAccess, crossSite, type JobsAccess, jsonAnswer } from "../jobs/routes.js";
+import { checkAccess, crossSite, type JobsAccess, jsonAnswer, reboundHost } from "../jobs/routes.js";
 import type { JobStore } from "../jobs/store.js";
 import { EventStream } from "./events.js";
 import { hookViews } from "./hooks-view.js";
@@ -66,7 +66,7 @@ export class ConsoleRoutes {
   answer(r: ConsoleRequest): HttpResponse | Promise<HttpResponse> {
     if (r.path === "/console") return { status: 301, headers: [["Location", "/console/"], ...SECURITY], body: "" };
     if (r.method !== "GET" && r.method !== "HEAD") return secured(jsonAnswer(405, { error: "the console answers GET only" }, [["Allow", "GET, HEAD"]]));
-    const denied = checkAccess(r.authorization, this.parts.access, true);
+    const denied = checkAccess(r.authorization, this.parts.access, true) ?? reboundHost(r, this.parts.access);
     if (denied) return secured(denied);
     const asset = ASSETS.get(r.path);
     if (asset) return { status: 200, headers: [["Content-Type", asset.type], ...SECURITY], body: asset.body };

@@ -59,7 +59,7 @@ export function answerJobs(r: JobsRequest, store: JobStore, access: JobsAccess, 
 
 /** POST /jobs/<id>/replay. */
 function answerReplay(r: JobsRequest, store: JobStore, access: JobsAccess, replay: Replay | undefined): JobsAnswer | Promise<JobsAnswer> {
-  const denied = checkAccess(r.authorization, access) ?? crossSite(r);
+  const denied = checkAccess(r.authorization, access) ?? crossSite(r) ?? reboundHost(r, access);
   if (denied) return denied;
   if (!replay) return jsonAnswer(404, { error: messageOf("WEBHOOK_REPLAY_OFF", {}) });
   const id = r.path.slice("/jobs/".length, -REPLAY_SUFFIX.length);
@@ -92,6 +92,24 @@ export function crossSite(r: Pick<JobsRequest, "origin" | "fetchSite" | "host">)
   }
   if (!foreign) return undefined;
   return jsonAnswer(403, { error: messageOf("WEBHOOK_CROSS_SITE", { origin: r.origin ?? site ?? "" }) });
+}
+
+/**
+ * A 403 when the routes are open (no -jobs-token/-jobs-auth: -console-insecure on loopback) and the
+ * Host is not a loopback name: DNS rebinding, a page of evil.example whose name now points at
+ * 127.0.0.1, is "same-origin" to itself and would read the runs and replay them. Clients that send
+ * no Host (HTTP/1.0) are not browsers.
+ */
+export function reboundHost(r: Pick<JobsRequest, "host">, access: JobsAccess): JobsAnswer | undefined {
+  if (access.token !== undefined || access.basic !== undefined || r.host === undefined) return undefined;
+  let name = "";
+  try {
+    name = new URL(`http://${r.host}`).hostname;
+  } catch {
+    // Not a host name: refused below.
+  }
+  if (name === "localhost" || name === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(name)) return undefined;
+  return jsonAnswer(403, { error: messageOf("WEBHOOK_NOT_LOOPBACK_HOST", { host: r.host }) });
 }
 
 /** `answer(value)`, at once when the value is there; an unreadable store is a 503 saying why. */
