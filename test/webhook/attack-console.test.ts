@@ -9,7 +9,20 @@ let dir = "";
 let hooks = "";
 before(async () => {
   dir = await tempDir("webhook-attack-console-");
-  hooks = await writeHooks(dir, [{ id: "hi", "execute-command": "/bin/echo", "pass-arguments-to-command": [{ source: "string", name: "secret-out" }] }]);
+  hooks = await writeHooks(dir, [
+    { id: "hi", "execute-command": "/bin/echo", "pass-arguments-to-command": [{ source: "string", name: "secret-out" }] },
+    // A pattern that is the token itself, compared with a url parameter.
+    {
+      id: "guarded",
+      "execute-command": "/bin/true",
+      "trigger-rule": {
+        and: [
+          { match: { type: "regex", regex: "^tok-8d1f3a$", parameter: { source: "url", name: "token" } } },
+          { match: { type: "regex", regex: "^refs/heads/main$", parameter: { source: "payload", name: "ref" } } },
+        ],
+      },
+    },
+  ]);
 });
 after(() => removeDir(dir));
 
@@ -31,6 +44,19 @@ describe("webhook console attacks", () => {
         const ok = await send(`${s.base}/console/api/runs`, { method: "GET", headers: { Host: host, "Sec-Fetch-Site": "same-origin" } });
         assert.equal(ok.status, 200, host);
       }
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test("the hooks view shows no pattern compared with a token (the pattern may be the token)", async () => {
+    const s = await startServer(["-hooks", hooks, "-jobs", "-console", "-console-insecure"]);
+    try {
+      const view = await send(`${s.base}/console/api/hooks`, { method: "GET" });
+      assert.equal(view.status, 200);
+      assert.doesNotMatch(view.text, /tok-8d1f3a/);
+      assert.match(view.text, /url token matches a pattern set in the hooks file/);
+      assert.match(view.text, /refs\/heads\/main/, "a pattern on the payload is shown");
     } finally {
       await s.stop();
     }

@@ -2,6 +2,7 @@
 // kept, the last run and the success rate.
 import type { Argument, Hook, Rule } from "../hooks/hook.js";
 import type { HookSet } from "../hooks/hook-set.js";
+import { tokenCarrier } from "../hooks/config.js";
 import type { Job } from "../jobs/job.js";
 
 export interface HookView {
@@ -46,9 +47,10 @@ export function ruleWords(rule: Rule): string {
       // The value may be a token: never shown.
       return `${p} equals the value set in the hooks file`;
     case "regex":
-      return `${p} matches /${m.regex ?? ""}/`;
+      // A pattern matched against a token may be the token itself: shown as the rule explanations show it.
+      return (m.redact ?? tokenCarrier(m.parameter)) ? `${p} matches a pattern set in the hooks file` : `${p} matches /${m.regex ?? ""}/`;
     case "ip-whitelist":
-      return `the client address is in ${m["ip-range"] ?? ""}`;
+      return `the client address is in ${m["ip-list-file"] !== undefined ? `the ranges of ${m["ip-list-file"]}` : (m["ip-range"] ?? "")}`;
     default:
       return `${p ? `${p} holds ` : ""}a valid ${m.type} signature`;
   }
