@@ -5,7 +5,7 @@
 // rclone wants them; the user's own rclone.conf is not read. What rclone says on stderr is kept short and every
 // secret is cut out of it before it reaches an error.
 import { spawn } from "node:child_process";
-import { mkdir } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import { FrameFiError } from "../errors.js";
 import { blankControls } from "../api/text.js";
 import type { RemoteSource } from "./source.js";
@@ -17,6 +17,9 @@ const KEPT_LINES = 5;
 const LINE_CHARS = 300;
 /** Each line is kept this long before secrets are cut out: a secret cut in half would not be found, and leak. */
 const RAW_LINE_CHARS = 8192;
+
+/** rclone's last error when a mirrored name changed between file and folder on the share (ENOTDIR, EISDIR). */
+const TYPE_CHANGED = /: (not a directory|is a directory)$/;
 
 interface Run {
   code: number | null;
@@ -112,14 +115,24 @@ export async function fetchSource(source: RemoteSource, dest: string, signal?: A
     "--exclude",
     ".*/**",
   ];
-  let r: Run;
-  try {
-    r = await run(args, env, undefined, signal);
-  } catch (e) {
-    if (signal?.aborted) throw signal.reason;
-    const reason = (e as NodeJS.ErrnoException).code === "ENOENT" ? "rclone is not installed (apt install rclone)" : (e as Error).message;
-    throw new FrameFiError("FRAMEFI_SOURCE_RCLONE_FAILED", { source: source.display, reason }, { cause: e });
+  const attempt = async (): Promise<Run> => {
+    try {
+      const r = await run(args, env, undefined, signal);
+      if (signal?.aborted) throw signal.reason;
+      return r;
+    } catch (e) {
+      if (signal?.aborted) throw signal.reason;
+      const reason = (e as NodeJS.ErrnoException).code === "ENOENT" ? "rclone is not installed (apt install rclone)" : (e as Error).message;
+      throw new FrameFiError("FRAMEFI_SOURCE_RCLONE_FAILED", { source: source.display, reason }, { cause: e });
+    }
+  };
+  let r = await attempt();
+  if (r.code !== 0 && r.stderr.some((l) => TYPE_CHANGED.test(l))) {
+    // A name that is a file in the mirror and a folder on the share (or the reverse) stops rclone for good: it
+    // neither replaces one by the other nor deletes after an error. The mirror is only a copy: fetch it afresh.
+    await rm(dest, { recursive: true, force: true });
+    await mkdir(dest, { recursive: true });
+    r = await attempt();
   }
-  if (signal?.aborted) throw signal.reason;
   if (r.code !== 0) throw new FrameFiError("FRAMEFI_SOURCE_UNREACHABLE", { source: source.display, reason: redact(r.stderr, secrets) });
 }
