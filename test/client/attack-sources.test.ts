@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { redact } from "../../src/client/sources/rclone.js";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { removeDir, startDevice, tempDir } from "../helpers.js";
 import { framefi, tree } from "./fixtures/cli.js";
@@ -26,8 +26,8 @@ test("a name that turns from file to folder (and back) on the share reaches the 
     await mkdir(join(dir, "sub"));
     await Promise.all([writeFile(join(dir, "sub", "a.txt"), "a"), writeFile(join(dir, "swap"), "was a file"), writeFile(join(dir, "keep.txt"), "k")]);
     const sync = () =>
-      framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), share.source, "--to", "/p", "--delete"], {
-        env: { ...share.env, XDG_CACHE_HOME: cache }, // the mirror's home: without --fit, --cache is not read
+      framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), share.source, "--to", "/p", "--delete", "--cache", cache], {
+        env: share.env,
       });
     assert.equal((await sync()).code, 0);
     await Promise.all([rm(join(dir, "swap")), rm(join(dir, "sub"), { recursive: true })]);
@@ -37,6 +37,8 @@ test("a name that turns from file to folder (and back) on the share reaches the 
     assert.equal(r.code, 0, r.stderr);
     // The card holds what the share holds now, names and contents.
     assert.deepEqual(await tree(join(dev.card, "p")), await tree(dir));
+    // Attack: without photo options --cache was not read, and the share's copy went to ~/.cache/framefi instead.
+    assert.equal((await readdir(join(cache, "sources"))).length, 1);
   } finally {
     await Promise.all([share.stop(), dev.stop(), removeDir(dir), removeDir(cache)]);
   }

@@ -18,6 +18,8 @@ export interface SyncFolderOptions {
   localDir: string;
   /** A share's secrets (default: FRAMEFI_SOURCE_PASSWORD, FRAMEFI_SOURCE_KEY_FILE, FRAMEFI_SOURCE_KNOWN_HOSTS). */
   sourceSecrets?: SourceSecrets;
+  /** Where a share's local copy goes (`<folder>/sources/<id>`) when no photo options say: --cache; default ~/.cache/framefi. */
+  sourceCache?: string | undefined;
   /** The folder on the card; default "/". */
   remoteDir?: string;
   /** Delete what is on the card but not in the folder. */
@@ -71,7 +73,7 @@ async function sourceFolder(options: SyncFolderOptions, signal: AbortSignal, ste
   ]);
   if (!isRemoteSource(options.localDir)) return options.localDir;
   const source = parseRemoteSource(options.localDir, options.sourceSecrets ?? sourceSecretsFromEnv(process.env), homedir());
-  const cache = options.photos?.cacheDir ?? cacheDir(undefined, process.env, homedir());
+  const cache = options.photos?.cacheDir ?? cacheDir(options.sourceCache, process.env, homedir());
   const dest = join(cache, "sources", createHash("sha256").update(source.key).digest("hex").slice(0, 16));
   step(`Fetching ${source.display}…`);
   await fetchSource(source, dest, signal);

@@ -404,6 +404,8 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
         ftp: ctx.conn.ftp,
         localDir,
         sourceSecrets: ctx.conn.source,
+        // --cache alone (no photo options) still says where a share's copy goes.
+        sourceCache: ctx.flags.cache ?? ctx.conn.frame.CACHE,
         remoteDir,
         delete: ctx.flags.delete === true,
         dryRun,
