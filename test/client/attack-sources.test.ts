@@ -5,11 +5,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { redact } from "../../src/client/sources/rclone.js";
-import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { removeDir, startDevice, tempDir } from "../helpers.js";
 import { framefi, tree } from "./fixtures/cli.js";
-import { startWebdav } from "./fixtures/shares.js";
+import { startSftp, startWebdav } from "./fixtures/shares.js";
 
 test("a secret that straddles the 300-character cut of an rclone stderr line leaks no part of it", () => {
   const secret = "S3cretPassw0rdThatIsLong";
@@ -41,5 +41,30 @@ test("a name that turns from file to folder (and back) on the share reaches the 
     assert.equal((await readdir(join(cache, "sources"))).length, 1);
   } finally {
     await Promise.all([share.stop(), dev.stop(), removeDir(dir), removeDir(cache)]);
+  }
+});
+
+// Attack: the SFTP server follows links, so a link in the share to a file or folder outside it (`etc -> /etc`)
+// brought what it points to into the mirror and onto the card; a folder source skips such links.
+test("links in an SFTP share, to a file or a folder outside it, reach neither the mirror nor the card", async () => {
+  const [dev, dir, outside, cache] = await Promise.all([
+    startDevice(),
+    tempDir("framefi-attack-share-"),
+    tempDir("framefi-attack-outside-"),
+    tempDir("framefi-attack-cache-"),
+  ]);
+  const share = await startSftp(dir);
+  try {
+    await Promise.all([writeFile(join(dir, "a.txt"), "a"), writeFile(join(outside, "key.txt"), "secret")]);
+    await Promise.all([symlink(join(outside, "key.txt"), join(dir, "key.txt")), symlink(outside, join(dir, "linked"))]);
+    const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), share.source, "--to", "/p", "--cache", cache], {
+      env: share.env,
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(Object.keys(await tree(join(dev.card, "p"))), ["a.txt"]);
+    const [mirror] = await readdir(join(cache, "sources"));
+    assert.deepEqual(Object.keys(await tree(join(cache, "sources", mirror!))), ["a.txt"]);
+  } finally {
+    await Promise.all([share.stop(), dev.stop(), removeDir(dir), removeDir(outside), removeDir(cache)]);
   }
 });

@@ -20,6 +20,9 @@ export function sftpBackend(url: URL, user: string, secrets: SourceSecrets, home
     shell_type: "none",
     disable_hashcheck: "true",
     ask_password: "false",
+    // The server follows links, so `etc -> /etc` in the share would copy /etc to the mirror and the card: a folder
+    // source skips links that lead outside it, and SFTP cannot tell where a link leads, so links are skipped.
+    skip_links: "true",
   };
   if (user !== "") options.user = user;
   if (secrets.keyFile !== undefined) options.key_file = secrets.keyFile;
