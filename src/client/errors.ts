@@ -193,6 +193,10 @@ export const ERRORS = {
     message: "not deleted: --delete would remove {count} of the card's {total} files, more than --max-delete {max}; check the source, then rerun with --force",
     exit: EXIT.deviceError,
   },
+  FRAMEFI_DELETE_TOO_MANY_PHOTOS: {
+    message: "not deleted: --delete would remove {count} of the card's {total} photos, more than --max-delete {max}; check the source, then rerun with --force",
+    exit: EXIT.deviceError,
+  },
   FRAMEFI_DELETE_EMPTY_SOURCE: {
     message: "not deleted: the source lists no files, which looks like a failure rather than an empty album",
     exit: EXIT.deviceError,

@@ -131,6 +131,13 @@ describe("the delete guard", () => {
     assert.equal(makePlan(local(photos(4)), remote, { ...mirror, guard: { limit: { share: 0.5 }, force: true } }).deleteFiles.length, 6);
     assert.equal(makePlan(local(photos(8)), remote, { ...mirror, guard: { limit: { files: 1 }, force: false } }).heldDeletes.length, 2);
   });
+  test("photos are counted among photos: other files on the card make no room for deleting them", () => {
+    const notes = Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`n${i}.txt`, 1]));
+    const plan = makePlan(local({ ...photos(1), ...notes }), card({ ...photos(4), ...notes }), mirror);
+    assert.equal(plan.heldDeletes.length, 3);
+    assert.match(plan.problems[0]!.reason, /would remove 3 of the card's 4 photos, more than --max-delete 50%; check the source, then rerun with --force/);
+    assert.equal(makePlan(local({ ...photos(2), ...notes }), card({ ...photos(4), ...notes }), mirror).deleteFiles.length, 2, "half of the photos");
+  });
   test("a source with no file deletes nothing, even with --force; a name changing type is still replaced", () => {
     const remote = card({ ...photos(3), sub: 1 });
     const plan = makePlan(local({ sub: "dir" }), remote, { ...mirror, guard: { limit: { share: 1 }, force: true } });

@@ -3,7 +3,6 @@
 // transparent, and encoded as baseline JPEG with no metadata but the date taken (so the orientation tag is gone).
 // sharp's prebuilt libvips reads HEIF only with AV1 inside (AVIF); iPhone HEIC holds HEVC, decoded here by
 // heic-decode (libheif compiled to WebAssembly, in a worker thread: heic.ts) and handed to sharp as pixels.
-import { extname } from "node:path";
 import type { Metadata, Sharp } from "sharp";
 import exifReader from "exif-reader";
 
@@ -17,11 +16,6 @@ import { finish, halfOf, pairUp, placeIn, shownBox, type Pixels } from "./pictur
 import { gpsPosition, iptcPlace, nearestTown, xmpPlace } from "./place.js";
 
 /** The file names a profile converts: everything else is not a photo. */
-export const PHOTO_EXTENSIONS = [".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".webp", ".gif", ".tif", ".tiff", ".avif", ".heic", ".heif", ".hif"];
-
-export function isPhotoName(name: string): boolean {
-  return PHOTO_EXTENSIONS.includes(extname(name).toLowerCase());
-}
 
 /** A photo that cannot be decoded: reported and skipped. */
 export class PhotoDecodeError extends FrameFiError {

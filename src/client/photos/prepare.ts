@@ -8,7 +8,8 @@ import type { PlanInput } from "../sync/plan.js";
 import { hashOf, type PhotoCache } from "./cache.js";
 import { forEachLimited, WORKERS } from "./queue.js";
 import type { HeicDecoder } from "./heic.js";
-import { convertPair, convertPhoto, dateTaken, isPhotoName, isPortrait } from "./convert.js";
+import { convertPair, convertPhoto, dateTaken, isPortrait } from "./convert.js";
+import { isPhotoName } from "./names.js";
 import { findPairs } from "./pair.js";
 import { profileId, type FrameProfile, type PhotoOptions } from "./profile.js";
 

@@ -3,6 +3,7 @@
 import type { RemoteEntry } from "../ftp/remote.js";
 import type { LocalEntry, LocalTree } from "./local-tree.js";
 import { messageOf } from "../errors.js";
+import { isPhotoName } from "../photos/names.js";
 
 /**
  * What the card should hold, by path on the card. Without a frame profile that is the local tree itself; with
@@ -142,14 +143,19 @@ export function makePlan(local: PlanInput, remote: Map<string, RemoteEntry>, opt
 function guardDeletes(plan: Plan, local: PlanInput, remote: Map<string, RemoteEntry>, guard: DeleteGuard): void {
   const removals = plan.deleteFiles.filter((rel) => !local.entries.has(rel));
   if (removals.length === 0) return;
-  const total = [...remote.values()].filter((r) => r.type === "file").length;
-  const max = "share" in guard.limit ? Math.floor(total * guard.limit.share) : guard.limit.files;
+  const files = [...remote].filter(([, r]) => r.type === "file").map(([rel]) => rel);
+  const limit = guard.limit;
+  const over = (count: number, total: number): boolean => count > ("share" in limit ? Math.floor(total * limit.share) : limit.files);
+  // Photos are also counted among photos: other files on the card (notes, videos) must not make room for deleting them.
+  const photos = files.filter(isPhotoName).length;
+  const removedPhotos = removals.filter(isPhotoName).length;
   const sourceEmpty = ![...local.entries.values()].some((e) => e.type === "file");
   let reason: string | undefined;
   if (sourceEmpty) reason = messageOf("FRAMEFI_DELETE_EMPTY_SOURCE", {});
-  else if (!guard.force && removals.length > max) {
-    const shown = "share" in guard.limit ? `${Math.round(guard.limit.share * 100)}%` : String(guard.limit.files);
-    reason = messageOf("FRAMEFI_DELETE_TOO_MANY", { count: removals.length, total, max: shown });
+  else if (!guard.force) {
+    const shown = "share" in limit ? `${Math.round(limit.share * 100)}%` : String(limit.files);
+    if (over(removals.length, files.length)) reason = messageOf("FRAMEFI_DELETE_TOO_MANY", { count: removals.length, total: files.length, max: shown });
+    else if (over(removedPhotos, photos)) reason = messageOf("FRAMEFI_DELETE_TOO_MANY_PHOTOS", { count: removedPhotos, total: photos, max: shown });
   }
   if (reason === undefined) return;
   plan.heldDeletes = removals;
