@@ -6,7 +6,7 @@
 // A message that starts in lower case and has no full stop is a reason printed after a file's name, in a list whose
 // last line says what to do; a message that ends with a part ({deviceMessage}, {reply}, …) ends with text from the
 // device, the FTP server or a cause, which says what to do.
-import { fill, type PartNames } from "../shared/message-template.js";
+import { fill, messagesOf, type TableArgs, type TableParts } from "../shared/message-template.js";
 
 /** The exit codes of `framefi` (its --help and docs/library.md list them). */
 export const EXIT = {
@@ -279,14 +279,11 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-export type Parts<C extends ErrorCode> = Readonly<Record<PartNames<(typeof ERRORS)[C]["message"]>, string | number>>;
-/** A code with the parts its message names (a union of tuples, so that each code checks its own parts). */
-export type ErrorArgs = { [C in ErrorCode]: [code: C, parts: Parts<C>, options?: ErrorOptions] }[ErrorCode];
+export type Parts<C extends ErrorCode> = TableParts<typeof ERRORS, C>;
+export type ErrorArgs<C extends ErrorCode = ErrorCode> = TableArgs<typeof ERRORS, C>;
 
 /** The message of `code`'s row with its parts filled in. */
-export function messageOf<C extends ErrorCode>(code: C, parts: Parts<C>): string {
-  return fill(ERRORS[code].message, parts);
-}
+export const messageOf = messagesOf(ERRORS);
 
 /** Every error of the client (its library and its command line): `code` names its row in ERRORS. */
 export class FrameFiError extends Error {

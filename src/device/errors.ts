@@ -6,7 +6,7 @@
 // Texts that clients see are pinned byte for byte (the firmware's in shared/firmware.ts, FTP replies lftp and curl
 // show): a row whose message says only what happened is one of those, or ends with the thrower's part.
 import { errors as firmware } from "../shared/firmware.js";
-import { fill, type PartNames } from "../shared/message-template.js";
+import { messagesOf, type TableArgs, type TableParts } from "../shared/message-template.js";
 
 /** The exit codes of framefi-device. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -171,14 +171,11 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-export type Parts<C extends ErrorCode> = Readonly<Record<PartNames<(typeof ERRORS)[C]["message"]>, string | number>>;
-/** A code with the parts its message names (a union of tuples, so that each code checks its own parts). */
-export type ErrorArgs<C extends ErrorCode = ErrorCode> = { [K in C]: [code: K, parts: Parts<K>, options?: ErrorOptions] }[C];
+export type Parts<C extends ErrorCode> = TableParts<typeof ERRORS, C>;
+export type ErrorArgs<C extends ErrorCode = ErrorCode> = TableArgs<typeof ERRORS, C>;
 
 /** The message of `code`'s row with each `{name}` replaced by its part. */
-export function messageOf<C extends ErrorCode>(code: C, parts: Parts<C>): string {
-  return fill(ERRORS[code].message, parts);
-}
+export const messageOf = messagesOf(ERRORS);
 
 /** Every error of the device: `code` names its row in ERRORS, which gives its message and its answers. */
 export class DeviceError<C extends ErrorCode = ErrorCode> extends Error {

@@ -9,3 +9,17 @@ export type PartNames<T> = T extends `${string}{${infer P}}${infer R}` ? (P exte
 export function fill(template: string, parts: Readonly<Record<string, string | number>>): string {
   return template.replace(/\{(\w+)\}/g, (_, name: string) => String(parts[name]));
 }
+
+/** An errors table: rows by code, each with its message template. */
+type Table = Readonly<Record<string, { readonly message: string }>>;
+
+/** The parts the message of `table`'s row `code` names, each a string or a number. */
+export type TableParts<T extends Table, C extends keyof T> = Readonly<Record<PartNames<T[C]["message"]>, string | number>>;
+
+/** A code of `table` with the parts its message names (a union of tuples, so that each code checks its own parts). */
+export type TableArgs<T extends Table, C extends keyof T = keyof T> = { [K in C]: [code: K, parts: TableParts<T, K>, options?: ErrorOptions] }[C];
+
+/** The `messageOf` of a table: the message of `code`'s row with its parts filled in. */
+export function messagesOf<T extends Table>(table: T): <C extends keyof T>(code: C, parts: TableParts<T, C>) => string {
+  return (code, parts) => fill(table[code]!.message, parts);
+}

@@ -5,7 +5,7 @@
 // keeps them apart from the system's codes (ENOENT, ECONNREFUSED, …) that reach the same `code` through a cause.
 // Where the reference has the message, the row holds its text exactly; a "{problem}" row holds a text made elsewhere
 // (Go's multipart and text/template texts, the run fields' and match types' checks) or wraps another row's.
-import { fill, type PartNames } from "../shared/message-template.js";
+import { fill, messagesOf, type TableArgs, type TableParts } from "../shared/message-template.js";
 
 export const EXIT = {
   /** -h: the usage, then success, as Go's flag package. */
@@ -169,14 +169,11 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-export type Parts<C extends ErrorCode> = Readonly<Record<PartNames<(typeof ERRORS)[C]["message"]>, string | number>>;
-/** A code with the parts its message names (a union of tuples, so that each code checks its own parts). */
-export type ErrorArgs<C extends ErrorCode = ErrorCode> = { [K in C]: [code: K, parts: Parts<K>, options?: ErrorOptions] }[C];
+export type Parts<C extends ErrorCode> = TableParts<typeof ERRORS, C>;
+export type ErrorArgs<C extends ErrorCode = ErrorCode> = TableArgs<typeof ERRORS, C>;
 
 /** The message of `code`'s row with its parts filled in, for a line said where nothing is thrown. */
-export function messageOf<C extends ErrorCode>(code: C, parts: Parts<C>): string {
-  return fill(ERRORS[code].message, parts);
-}
+export const messageOf = messagesOf(ERRORS);
 
 /** Every error of the hook server a user sees: `code` names its row in ERRORS. */
 export class WebhookError extends Error {
