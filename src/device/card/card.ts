@@ -131,7 +131,11 @@ export class Card implements CardFileSystem {
   /** Gives the card to the network or takes it back; taking it back aborts every write in progress. */
   async setWritable(writable: boolean): Promise<void> {
     await this.writes.setWritable(writable);
-    if (!writable) return;
+    if (!writable) {
+      // A filesystem about to leave (a gadget's image goes to the frame): its last figures are read while it is here.
+      if (this.opts.mounted) await this.inventory.refreshStatfs();
+      return;
+    }
     if (this.opts.mounted) await this.inventory.remounted();
     await this.writes.removeStale(this.opts.warn);
   }

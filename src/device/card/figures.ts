@@ -111,6 +111,8 @@ export class Inventory {
     this.fsCheckedAt = Date.now();
     try {
       const s = await statfs(this.root());
+      // Unmounted while the call ran: what it read is the folder beneath the mount point, not the card.
+      if (this.absent) return;
       this.fsTotal = s.blocks * s.bsize;
       this.fsFree = s.bavail * s.bsize;
       this.statfsFailing = false;

@@ -82,6 +82,8 @@ export class GadgetUsb implements UsbMassStorage {
     const { image, gadget } = this.ready();
     if (await image.mounted()) {
       await image.hideTrash();
+      // The card's figures stop reading the mount point before it goes (they keep the last ones read).
+      this.isMounted = false;
       await image.unmount();
     }
     this.isMounted = false;
