@@ -155,7 +155,9 @@ export async function handleMultipartUpload(req: IncomingMessage, res: ServerRes
     }
     // Files are stored one after the other, in the order they arrive.
     const done = chain.then(async () => {
-      if (failure !== undefined) {
+      // The request may have ended in an error (a body cut short) while this file waited its turn: its answer is
+      // sent once the temp files being opened are gone, so none may be begun after it.
+      if (failure !== undefined || finished) {
         stream.resume();
         return;
       }
