@@ -102,7 +102,8 @@ export type Claim = { first: string; key?: never; revision?: never } | { first?:
 
 /** deduplicate over all instances: the first job id of each delivery id, kept for the hook's window. */
 export class DeliveryClaims {
-  private kv: KV | undefined;
+  /** The bucket, opened once: the first burst of deliveries shares one open (a failed one is tried again). */
+  private kv: Promise<KV> | undefined;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -112,8 +113,11 @@ export class DeliveryClaims {
 
   /** The first job id of this delivery within the window, or the key and revision this job claimed it with. */
   async claim(hook: QueueHook, deliveryId: string, jobId: string): Promise<Claim> {
-    this.kv ??= await this.js.views.kv(DELIVERIES_BUCKET, { history: 1, ttl: MAX_DEDUP_WINDOW, storage: StorageType.File });
-    const kv = this.kv;
+    this.kv ??= this.js.views.kv(DELIVERIES_BUCKET, { history: 1, ttl: MAX_DEDUP_WINDOW, storage: StorageType.File }).catch((e: unknown) => {
+      this.kv = undefined;
+      throw e;
+    });
+    const kv = await this.kv;
     const id = deliveryId.length <= 100 ? token(deliveryId) : createHash("sha256").update(deliveryId).digest("hex");
     const key = `${token(hook.id)}.${id}`;
     // When it was claimed travels signed with the job id: a copy of an old claim put back does not start a new window.
@@ -138,7 +142,7 @@ export class DeliveryClaims {
 
   /** Forgets this job's claim (its job was refused: the delivery's next copy must run). */
   async release(claim: { key: string; revision: number }): Promise<void> {
-    await this.kv?.delete(claim.key, { previousSeq: claim.revision }).catch(() => undefined);
+    await (await this.kv)?.delete(claim.key, { previousSeq: claim.revision }).catch(() => undefined);
   }
 }
 
