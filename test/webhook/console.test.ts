@@ -127,6 +127,12 @@ describe("the console in Chromium", { skip }, () => {
         `${field}=${value}`,
       );
       await set("");
+      // Both runs again before the next filter: else its wait could be met by this filter's list.
+      await untilShown(
+        () => rows(page),
+        (r) => r.length === 2,
+        10_000,
+      );
     };
     await filtered("state", "failed", ["check", failed, "failed"]);
     await filtered("exit", "0", ["build", built, "succeeded"]);
