@@ -773,8 +773,7 @@ class Puller {
         if (this.hook.maxConcurrency > 0) {
           // The consumer's max_ack_pending holds max-concurrency over all instances: a standing pull,
           // refilled as jobs come, costs less than a pull request a job. It ends on stop, interrupt and reload.
-          // Its consumer or stream deleted, it ends with an error (the catch below makes them again).
-          const standing = await consumer.consume({ max_messages: this.limit, expires: STANDING_EXPIRES_MS, abort_on_missing_resource: true });
+          const standing = await consumer.consume({ max_messages: this.limit, expires: STANDING_EXPIRES_MS });
           this.batch = standing;
           if (this.stopping) standing.stop();
           await this.take(standing);
