@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { bin, eventually, freePort, removeDir, run, tempDir } from "../helpers.js";
+import { connect } from "nats";
 import { send, startServer, type Server } from "./fixtures/harness.js";
 import { startNats, type Nats } from "./fixtures/nats.js";
 
@@ -263,6 +264,40 @@ describe("-queue: faults", () => {
       assert.ok(!ran.some((l) => l[1] === "never"), "a trigger answered 503 never runs");
     } finally {
       await Promise.all(servers.map((s) => s.stop()));
+      await nats.close();
+      await removeDir(dir);
+    }
+  });
+});
+
+describe("-queue: a hook's stream deleted under a running instance", () => {
+  test("the instance makes it again: the next trigger runs, for a hook with max-concurrency (standing pull) and one without", async () => {
+    const dir = await tempDir("webhook-queue-deleted-");
+    const nats = await startNats();
+    const nc = await connect({ servers: nats.url });
+    let server: Server | undefined;
+    try {
+      const file = join(dir, "hooks.json");
+      const out = join(dir, "jobs.log");
+      const unlimited = { ...(shHook("unlimited", startEnd("0"), out) as object), "include-command-output-in-response": true };
+      await writeFile(file, JSON.stringify([shHook("limited", startEnd("0"), out, { "max-concurrency": 2 }), unlimited]));
+      server = await startServer(["-hooks", file, "-queue", nats.url, "-queue-ack-wait", "2s"], { env: { ...process.env, INSTANCE: "a" } });
+      const s = server;
+      const ended = async (id: string): Promise<boolean> => (await lines(out)).some((l) => l[0] === "end" && l[1] === id);
+      for (const hook of ["limited", "unlimited"]) {
+        assert.equal((await send(`${s.base}/hooks/${hook}`, { method: "POST", headers: { "X-Id": `${hook}-1` } })).status, 200);
+        await eventually(() => ended(`${hook}-1`), 10_000);
+      }
+      const jsm = await nc.jetstreamManager();
+      for (const hook of ["limited", "unlimited"]) await jsm.streams.delete(`WEBHOOK_${hook}`);
+      // Until the instance has made the stream again a trigger is refused (503) or waits in the new stream.
+      for (const hook of ["limited", "unlimited"]) {
+        await eventually(async () => (await send(`${s.base}/hooks/${hook}`, { method: "POST", headers: { "X-Id": `${hook}-2` } })).status === 200, 20_000, 200);
+        await eventually(() => ended(`${hook}-2`), 20_000);
+      }
+    } finally {
+      await server?.stop();
+      await nc.close();
       await nats.close();
       await removeDir(dir);
     }

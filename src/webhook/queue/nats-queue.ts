@@ -131,8 +131,6 @@ function parseJobMessage(data: Uint8Array): JobMessage {
 
 /** How long one pull request waits for work before the next is sent. */
 const PULL_EXPIRES_MS = 2000;
-/** The same for the pull requests of a standing pull (hooks with max-concurrency); its idle heartbeats come at half this. */
-const STANDING_EXPIRES_MS = 10_000;
 /** Jobs of a hook without max-concurrency one instance runs at once. */
 const UNLIMITED_LOCAL = 256;
 /** Pause between attempts after NATS failed (reconnecting is the client's own job). */
@@ -276,11 +274,8 @@ export class NatsQueue implements SharedQueue {
           await p.ensure().catch((e: Error) => this.opts.log.print(`NATS queue of hook ${h.id}: ${e.message} (retrying)`));
           p.start();
         } else {
-          const was = p.hook.maxConcurrency;
           p.hook = h;
           await p.ensure().catch((e: Error) => this.opts.log.print(`NATS queue of hook ${h.id}: ${e.message} (retrying)`));
-          // A standing pull asks for max-concurrency jobs: a new limit needs a new pull.
-          if (was !== h.maxConcurrency) p.interrupt();
         }
       }),
     );
@@ -749,7 +744,6 @@ class Puller {
   stop(): void {
     this.stopping = true;
     this.slotFreed?.();
-    if (this.hook.maxConcurrency > 0) this.batch?.stop();
   }
 
   /** Ends the pull request under way (the loop sends a new one). */
@@ -770,15 +764,6 @@ class Puller {
           continue;
         }
         consumer ??= await this.js.consumers.get(streamName(this.hook.id), CONSUMER);
-        if (this.hook.maxConcurrency > 0) {
-          // The consumer's max_ack_pending holds max-concurrency over all instances: a standing pull,
-          // refilled as jobs come, costs less than a pull request a job. It ends on stop, interrupt and reload.
-          const standing = await consumer.consume({ max_messages: this.limit, expires: STANDING_EXPIRES_MS });
-          this.batch = standing;
-          if (this.stopping) standing.stop();
-          await this.take(standing);
-          continue;
-        }
         const batch = await consumer.fetch({ max_messages: this.limit - this.inflight, expires: PULL_EXPIRES_MS });
         this.batch = batch;
         // A pull request lost with the connection would otherwise wait forever.
