@@ -271,7 +271,7 @@ describe("-queue: faults", () => {
 });
 
 describe("-queue: a hook's stream deleted under a running instance", () => {
-  test("the instance makes it again: the next trigger runs, for a hook with max-concurrency (standing pull) and one without", async () => {
+  test("the instance makes it again: the next trigger runs, for a hook with max-concurrency and one without", async () => {
     const dir = await tempDir("webhook-queue-deleted-");
     const nats = await startNats();
     const nc = await connect({ servers: nats.url });
