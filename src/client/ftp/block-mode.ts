@@ -359,16 +359,10 @@ export class BlockConnection implements RemoteConnection {
     if (reply.code >= 300) throw refusal(reply);
     if (!(port > 0 && port < 65536)) throw new Error(`The FTP server's passive reply gave no port: ${reply.message.slice(0, 80)}`);
     const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = connect({ host: this.control.socket.remoteAddress!, port, noDelay: true, timeout: TIMEOUT_MS });
+      const s = connect({ host: this.control.socket.remoteAddress!, port, noDelay: true });
       s.once("connect", () => resolve(s));
       s.once("error", reject);
-      // Quiet between transfers is no stall (the next file waits for replies on the control connection); a write
-      // or a listing that waits is. Armed for good: setting and clearing it around each write cost more than the
-      // write, and a write re-arms it.
-      s.on("timeout", () => {
-        const waiting = s.connecting || s.writableLength > 0 || s.readableFlowing === true;
-        if (waiting) s.destroy(new Error(`The FTP server's data connection stalled for ${TIMEOUT_MS / 1000} s.`));
-      });
+      watchStall(s);
     });
     // Errors show in the transfer that meets them; none may go unheard between transfers.
     socket.on("error", () => undefined);
@@ -462,7 +456,7 @@ function readBlocks(socket: Socket, listing: MlsdListing): { done: Promise<Map<s
         reject(e as Error);
       }
     };
-    socket.on("data", onData).on("close", onClose).setTimeout(TIMEOUT_MS);
+    socket.on("data", onData).on("close", onClose);
     socket.resume();
   });
   done.catch(() => undefined);
@@ -470,8 +464,31 @@ function readBlocks(socket: Socket, listing: MlsdListing): { done: Promise<Map<s
 }
 
 /**
+ * Destroys a data connection once a transfer on it has waited TIMEOUT_MS with no byte moving; quiet between
+ * transfers is no stall (the next file waits for replies on the control connection). A check every tenth of that,
+ * not Node's socket timeout: while a write is pending, Node puts off the timeout's first expiry (net.js
+ * `_onTimeout`), so a server that stopped reading an upload was noticed after twice the time. A write that waits
+ * adds nothing to `bytesWritten` (it counts what was handed over) until the next one is handed over.
+ */
+function watchStall(s: Socket): void {
+  let moved = -1;
+  let since = Date.now();
+  const timer = setInterval(() => {
+    const now = s.bytesRead + s.bytesWritten;
+    const waiting = s.connecting || s.writableLength > 0 || s.readableFlowing === true;
+    if (!waiting || now !== moved) {
+      moved = now;
+      since = Date.now();
+    } else if (Date.now() - since >= TIMEOUT_MS) {
+      s.destroy(new Error(`The FTP server's data connection stalled for ${TIMEOUT_MS / 1000} s.`));
+    }
+  }, TIMEOUT_MS / 10).unref();
+  s.once("close", () => clearInterval(timer));
+}
+
+/**
  * Hands `buffers` to the data connection and resolves once the kernel has them; rejects once it is closed. A stall
- * (see dataConnection) destroys the socket with the reason, which is the rejection then.
+ * (watchStall) destroys the socket with the reason, which is the rejection then.
  */
 function send(socket: Socket, buffers: Buffer[]): Promise<void> {
   return writeAll(socket, buffers, () => new Error("The data connection was closed."));
