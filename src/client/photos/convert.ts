@@ -15,8 +15,6 @@ import { hasLook, type Look } from "./look.js";
 import { finish, halfOf, pairUp, placeIn, shownBox, type Pixels } from "./picture.js";
 import { gpsPosition, iptcPlace, nearestTown, xmpPlace } from "./place.js";
 
-/** The file names a profile converts: everything else is not a photo. */
-
 /** A photo that cannot be decoded: reported and skipped. */
 export class PhotoDecodeError extends FrameFiError {
   override name = "PhotoDecodeError";
