@@ -44,20 +44,9 @@ test("collection use with KEYWORDS: only the photos tagged with one of them reac
     .jpeg()
     .toBuffer();
   await writeFile(join(photos, "iptc.jpg"), withIptc(plain, Buffer.concat([dataset(25, Buffer.from("Family")), dataset(25, Buffer.from("Snow"))])));
-  await writeFile(
-    join(photos, "xmp.jpg"),
-    await sharp(plain)
-      .withXmp(xmpSubject(["Winter &amp; ice"]))
-      .jpeg()
-      .toBuffer(),
-  );
-  await writeFile(
-    join(photos, "summer.jpg"),
-    await sharp(plain)
-      .withXmp(xmpSubject(["beach"]))
-      .jpeg()
-      .toBuffer(),
-  );
+  const tagged = (words: string[]): Promise<Buffer> => sharp(plain).withXmp(xmpSubject(words)).jpeg().toBuffer();
+  await writeFile(join(photos, "xmp.jpg"), await tagged(["Winter &amp; ice"]));
+  await writeFile(join(photos, "summer.jpg"), await tagged(["beach"]));
   await writeFile(join(photos, "untagged.jpg"), plain);
   await writeFile(join(photos, "notes.txt"), "snow");
 
