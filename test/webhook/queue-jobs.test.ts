@@ -213,8 +213,18 @@ describe("-queue -jobs: three instances share the job records", () => {
     );
     const ok = replies.filter((r) => r.status === 200);
     const refused = replies.filter((r) => r.status === 429);
-    assert.equal(ok.length, 3, replies.map((r) => r.status).join(","));
-    assert.equal(refused.length, 6);
+    const said = () =>
+      `${replies.map((r) => r.status).join(",")}\n${servers
+        .map((s) =>
+          s
+            .logs()
+            .split("\n")
+            .filter((l) => l.includes("rated"))
+            .join("\n"),
+        )
+        .join("\n")}`;
+    assert.equal(ok.length, 3, said());
+    assert.equal(refused.length, 6, said());
     for (const r of refused) {
       assert.ok(Number(r.headers["retry-after"]) > 3000, `Retry-After ${String(r.headers["retry-after"])}`);
       assert.equal(r.headers["x-job-id"], undefined, "a refused trigger has no job");

@@ -243,7 +243,14 @@ describe("-queue: faults", () => {
     try {
       const file = join(dir, "hooks.json");
       const out = join(dir, "jobs.log");
-      await writeFile(file, JSON.stringify([shHook("job", startEnd("0.05"), out, { "max-concurrency": 1 })]));
+      const rated = join(dir, "rated.log");
+      await writeFile(
+        file,
+        JSON.stringify([
+          shHook("job", startEnd("0.05"), out, { "max-concurrency": 1 }),
+          shHook("rated", startEnd("0"), rated, { "rate-limit": { requests: 100, period: "1h" } }),
+        ]),
+      );
       for (const name of ["a", "b"])
         servers.push(await startServer(["-hooks", file, "-queue", nats.url, "-queue-ack-wait", "2s"], { env: { ...process.env, INSTANCE: name } }));
       const replies = await burst(30, 6, (i) => ({ url: `${servers[i % 2]!.base}/hooks/job`, headers: { "X-Id": `j${i}` } }));
@@ -254,6 +261,10 @@ describe("-queue: faults", () => {
         return r.status === 503 ? r : undefined;
       }, 10_000))!;
       assert.equal(refused.headers["retry-after"], "1");
+      // A rate-limited trigger that cannot be counted is refused too, not let through uncounted.
+      const uncounted = await send(`${servers[0]!.base}/hooks/rated`, { method: "POST", headers: { "X-Id": "never" } });
+      assert.equal(uncounted.status, 503);
+      assert.match(servers[0]!.logs(), /rated got matched, but the NATS server at \S+ is unreachable - answering 503/);
       await nats.restart();
       await eventually(async () => (await send(`${servers[1]!.base}/hooks/job`, { method: "POST", headers: { "X-Id": "later" } })).status === 200, 20_000, 200);
       const ran = (await eventually(async () => {
@@ -262,6 +273,7 @@ describe("-queue: faults", () => {
         return [...Array(30).keys(), "later"].every((i) => ended.has(typeof i === "number" ? `j${i}` : i)) ? l : undefined;
       }, 30_000))!;
       assert.ok(!ran.some((l) => l[1] === "never"), "a trigger answered 503 never runs");
+      assert.ok(!(await lines(rated)).some((l) => l[1] === "never"), "a rate-limited trigger answered 503 never runs");
     } finally {
       await Promise.all(servers.map((s) => s.stop()));
       await nats.close();

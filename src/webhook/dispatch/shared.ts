@@ -45,14 +45,18 @@ export class SharedDispatch implements Dispatch {
     const { hook, req, policy, fields } = t;
     const rid = req.id;
     if (policy.rate) {
-      const wait = await this.queue.limited(hook.id, policy.rate.requests, policy.rate.periodMs);
-      if (wait !== undefined) {
+      const verdict = await this.queue.limited(hook.id, policy.rate.requests, policy.rate.periodMs);
+      if (verdict.kind === "unavailable") {
+        this.log.print(`[${rid}] ${hook.id} got matched, but ${verdict.reason} - answering 503`, fields);
+        return { kind: "unavailable", tooLarge: false };
+      }
+      if (verdict.kind === "limited") {
         this.executions.counters.rateLimit(hook.id);
         this.log.print(
           `[${rid}] ${hook.id} got matched, but its rate-limit of ${policy.rate.requests} per ${msText(policy.rate.periodMs)} is reached over all instances - answering 429`,
           fields,
         );
-        return { kind: "limited", retryAfterS: wait };
+        return { kind: "limited", retryAfterS: verdict.retryAfterS };
       }
     }
     const streamed = hook["stream-command-output"] === true;

@@ -5,10 +5,10 @@
 // believed: a forged window does not make an instance answer 429, a forged claim does not make a
 // real delivery a duplicate. Either is logged and replaced by a signed one.
 import { createHash } from "node:crypto";
-import { StorageType, type JetStreamClient, type KV, type KvEntry } from "nats";
+import { StorageType, type JetStreamClient, type KV, type KvEntry, type NatsError } from "nats";
 import { MAX_DEDUP_WINDOW } from "../hooks/run-fields.js";
 import { DELIVERIES_BUCKET, kvSubject, QUEUE_BUCKET, RATES_BUCKET, token } from "./names.js";
-import type { QueueHook } from "./queue.js";
+import type { QueueHook, RateVerdict } from "./queue.js";
 import type { QueueSigner } from "./signing.js";
 
 const SIGNING_KEY = "signing";
@@ -43,7 +43,8 @@ function unsealed(bucket: string, e: KvEntry, signer: QueueSigner, what: string,
 
 /** rate-limit over all instances: one window per hook, counted with compare-and-set. */
 export class RateWindows {
-  private kv: KV | undefined;
+  /** The bucket, opened once: the first burst of triggers shares one open (a failed one is tried again). */
+  private kv: Promise<KV> | undefined;
 
   constructor(
     private readonly js: JetStreamClient,
@@ -51,11 +52,17 @@ export class RateWindows {
     private readonly warn: (message: string) => void,
   ) {}
 
-  /** The seconds to wait when this trigger is refused, else undefined (also when NATS is away: submit then answers 503). */
-  async limited(hookId: string, requests: number, periodMs: number): Promise<number | undefined> {
+  /**
+   * Counts a trigger in its hook's window. A trigger that cannot be counted is not let through
+   * uncounted (that would break the limit over all instances): it is answered 503 like a job NATS refused.
+   */
+  async limited(hookId: string, requests: number, periodMs: number): Promise<RateVerdict> {
     try {
-      this.kv ??= await this.js.views.kv(RATES_BUCKET, { history: 1, storage: StorageType.File });
-      const kv = this.kv;
+      this.kv ??= this.js.views.kv(RATES_BUCKET, { history: 1, storage: StorageType.File }).catch((e: unknown) => {
+        this.kv = undefined;
+        throw e;
+      });
+      const kv = await this.kv;
       const key = token(hookId);
       const subject = kvSubject(RATES_BUCKET, key);
       for (let round = 0; round < MAX_RATE_ROUNDS; round++) {
@@ -64,21 +71,27 @@ export class RateWindows {
         const stored = entry?.operation === "PUT" ? unsealed(RATES_BUCKET, entry, this.signer, "a rate-limit window", this.warn) : undefined;
         const held = stored && parseWindow(stored);
         const w = held && now - held.opened < periodMs ? held : { opened: now, count: 0 };
-        if (w.count >= requests) return Math.max(1, Math.ceil((w.opened + periodMs - now) / 1000));
+        if (w.count >= requests) return { kind: "limited", retryAfterS: Math.max(1, Math.ceil((w.opened + periodMs - now) / 1000)) };
         const value = this.signer.seal(subject, Buffer.from(JSON.stringify({ opened: w.opened, count: w.count + 1 })));
         try {
           if (entry?.operation === "PUT") await kv.update(key, value, entry.revision);
           else await kv.create(key, value);
-          return undefined;
-        } catch {
-          // Another instance counted a trigger meanwhile: count again.
+          return { kind: "allowed" };
+        } catch (e) {
+          // Another instance counted a trigger meanwhile (a wrong last sequence): count again.
+          if (!isRaceLost(e)) throw e;
         }
       }
-      return 1;
-    } catch {
-      return undefined;
+      return { kind: "limited", retryAfterS: 1 };
+    } catch (e) {
+      return { kind: "unavailable", reason: `the rate-limit window could not be counted in NATS: ${(e as Error).message}` };
     }
   }
+}
+
+/** Whether a compare-and-set failed because another writer came first (JetStream's "wrong last sequence", 10071). */
+function isRaceLost(e: unknown): boolean {
+  return (e as NatsError).api_error?.err_code === 10071 || /wrong last sequence/i.test((e as Error).message ?? "");
 }
 
 /** A rate-limit window as stored; undefined when unreadable (it is then opened afresh). */

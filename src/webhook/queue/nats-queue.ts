@@ -58,6 +58,7 @@ import {
   type JobRunner,
   type JobSubmission,
   type QueueHook,
+  type RateVerdict,
   type SharedQueue,
   type Submitted,
 } from "./queue.js";
@@ -298,7 +299,8 @@ export class NatsQueue implements SharedQueue {
     }
   }
 
-  limited(hookId: string, requests: number, periodMs: number): Promise<number | undefined> {
+  limited(hookId: string, requests: number, periodMs: number): Promise<RateVerdict> {
+    if (!this.connected) return Promise.resolve({ kind: "unavailable", reason: `the NATS server at ${this.address} is unreachable` });
     return this.rates.limited(hookId, requests, periodMs);
   }
 

@@ -90,12 +90,15 @@ export interface LastAttempt {
   result: AttemptRun;
 }
 
+/** What the shared rate window says of a trigger: run it, refuse it for `retryAfterS`, or not known (NATS did not answer). */
+export type RateVerdict = { kind: "allowed" } | { kind: "limited"; retryAfterS: number } | { kind: "unavailable"; reason: string };
+
 /** The shared queue as the hook server uses it. */
 export interface SharedQueue {
   /** Hands a triggered execution to the queue. Never rejects. */
   submit(job: JobSubmission): Promise<Submitted>;
-  /** rate-limit over all instances: the seconds to wait when this trigger is refused, else undefined. */
-  limited(hookId: string, requests: number, periodMs: number): Promise<number | undefined>;
+  /** rate-limit over all instances: counts this trigger, or says why it may not run. Never rejects. */
+  limited(hookId: string, requests: number, periodMs: number): Promise<RateVerdict>;
   /** The hooks this instance serves (again after a reload): it pulls work for exactly these. */
   serve(hooks: QueueHook[]): Promise<void>;
   /** Graceful shutdown step one: take no new work; jobs running here run on. */
