@@ -252,7 +252,7 @@ describe("-queue: faults", () => {
         ]),
       );
       for (const name of ["a", "b"])
-        servers.push(await startServer(["-hooks", file, "-queue", nats.url, "-queue-ack-wait", "2s"], { env: { ...process.env, INSTANCE: name } }));
+        servers.push(await startServer(["-hooks", file, "-queue", nats.url, "-queue-ack-wait", "2s", "-verbose"], { env: { ...process.env, INSTANCE: name } }));
       const replies = await burst(30, 6, (i) => ({ url: `${servers[i % 2]!.base}/hooks/job`, headers: { "X-Id": `j${i}` } }));
       assert.ok(replies.every((r) => r.status === 200));
       await nats.stop();
