@@ -125,7 +125,7 @@ describe("a card already fuller than --card-size", () => {
     assert.equal(c.free_size, 0);
     assert.ok(c.used_size >= 2 * 1024 * 1024);
     await api(dev).setMode("ftp");
-    await eventually(async () => (await api(dev).status()).mode === MODE_FTP || undefined, 2_000);
+    await eventually(async () => (await api(dev).status()).mode === MODE_FTP || undefined, 10_000);
     await assert.rejects(api(dev).upload({ name: "one-more.jpg", data: Buffer.from("x") }), (e: unknown) => e instanceof DeviceHttpError && e.status === 507);
   });
 });

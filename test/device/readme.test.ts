@@ -51,7 +51,7 @@ test("the upload lines work as written", async (t) => {
     assert.equal(r.status, 200, `${line} → ${r.status} ${r.body}`);
     if (line.includes("/mode/ftp")) {
       assert.equal(r.body, BODY.switchedToFtp);
-      await eventually(async () => (await api(dev).status()).mode === MODE_FTP || undefined, 2_000);
+      await eventually(async () => (await api(dev).status()).mode === MODE_FTP || undefined, 10_000);
     } else assert.equal(r.body, BODY.uploaded, line);
   }
   assert.deepEqual(await readFile(join(dev.card, "photo.jpg")), photo);

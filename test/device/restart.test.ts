@@ -44,7 +44,7 @@ describe("POST /device/restart", () => {
   test("answers, restarts in-process, back within 2 s in MSC mode with settings re-read", async () => {
     await setBrightness(dev, 99);
     await post(dev.url, "/mode/ftp");
-    await eventually(async () => (await api(dev).status()).mode === MODE_FTP, 2_000);
+    await eventually(async () => (await api(dev).status()).mode === MODE_FTP, 10_000);
     await post(dev.url, "/display/off");
     await post(dev.url, "/led/off");
     const pid = dev.program.child.pid;
@@ -269,7 +269,7 @@ describe("the process dies during an upload", () => {
       const a = await startDevice({ card, state, args });
       try {
         await api(a).setMode("ftp");
-        await eventually(async () => (await api(a).status()).mode === MODE_FTP || undefined, 2_000);
+        await eventually(async () => (await api(a).status()).mode === MODE_FTP || undefined, 10_000);
         const up = openUpload(a.port, "killed/mid.bin", 8 * MiB);
         await up.send(Buffer.alloc(2 * MiB, 7));
         await receiving(card);
@@ -285,7 +285,7 @@ describe("the process dies during an upload", () => {
         const left = await eventually(async () => {
           const t = await tree(card);
           return t.length === 0 ? t : undefined;
-        }, 3_000).catch(() => tree(card));
+        }, 10_000).catch(() => tree(card));
         assert.deepEqual(left, [], "no partial or temp file, no folder made for it");
         assert.equal((await api(b).status()).sd_card.file_count, 0);
         assert.equal((await api(b).status()).sd_card.used_size, 0);

@@ -42,11 +42,11 @@ describe("persisted settings survive a restart of the process", () => {
       await post(a.url, "/display/off");
       await post(a.url, "/led/off");
       await post(a.url, "/mode/ftp");
-      await eventually(async () => (await api(a).status()).mode === MODE_FTP, 2_000);
+      await eventually(async () => (await api(a).status()).mode === MODE_FTP, 10_000);
       const left = await eventually(async () => {
         const names = (await readdir(state)).sort();
         return JSON.stringify(names) === JSON.stringify(filesAfterOne) ? names : undefined;
-      }, 2_000).catch(async () => (await readdir(state)).sort());
+      }, 10_000).catch(async () => (await readdir(state)).sort());
       assert.deepEqual(left, filesAfterOne, "no temp files left behind in the state folder");
     } finally {
       await a.stop();

@@ -28,7 +28,7 @@ const status = (): Promise<Status> => api(dev).status();
 
 async function backToFtp(): Promise<void> {
   assert.equal((await post(dev.url, "/mode/ftp")).text, BODY.switchedToFtp);
-  await eventually(async () => (await status()).mode === MODE_FTP || undefined, 2_000);
+  await eventually(async () => (await status()).mode === MODE_FTP || undefined, 10_000);
 }
 
 before(async () => {
@@ -74,7 +74,7 @@ describe("MSC mode: the card belongs to the USB host", () => {
   test("switch to FTP mode for the rest", async () => {
     const r = await post(dev.url, "/mode/ftp");
     assert.equal(r.text, BODY.switchedToFtp);
-    await eventually(async () => (await status()).mode === MODE_FTP, 2_000);
+    await eventually(async () => (await status()).mode === MODE_FTP, 10_000);
   });
 });
 
@@ -126,7 +126,7 @@ describe("uploads in FTP mode", () => {
     const s = await eventually(async () => {
       const st = await status();
       return st.sd_card.file_count === files.length ? st : undefined;
-    }, 3_000);
+    }, 10_000);
     assert.ok(s.sd_card.used_size >= bytes, `used_size ${s.sd_card.used_size} ≥ ${bytes}`);
     assert.ok(s.sd_card.used_size <= bytes + entries.length * 64 * 1024, `used_size ${s.sd_card.used_size} near ${bytes}`);
   });
@@ -400,12 +400,12 @@ describe("a switch to MSC mode during an upload", () => {
     await up.send(Buffer.alloc(MiB, 4));
     await receiving(dev.card);
     assert.equal((await post(dev.url, "/mode/msc")).text, BODY.switchedToMsc);
-    await eventually(async () => (await status()).mode !== MODE_FTP || undefined, 2_000);
+    await eventually(async () => (await status()).mode !== MODE_FTP || undefined, 10_000);
     await up.send(Buffer.alloc(MiB, 4));
     const r = await up.finish();
     assert.notEqual(r.status, 200, `an upload that straddled the switch to MSC answered ${r.status} ${r.body}`);
     if (r.status) assert.equal(r.body, BODY.uploadInMsc);
-    await eventually(async () => JSON.stringify(await tree(dev.card)) === JSON.stringify(before) || undefined, 3_000);
+    await eventually(async () => JSON.stringify(await tree(dev.card)) === JSON.stringify(before) || undefined, 10_000);
     await backToFtp();
   });
 
@@ -425,7 +425,7 @@ describe("a switch to MSC mode during an upload", () => {
         return undefined;
       }
     }, 5_000);
-    await eventually(async () => JSON.stringify(await tree(dev.card)) === JSON.stringify(before) || undefined, 3_000);
+    await eventually(async () => JSON.stringify(await tree(dev.card)) === JSON.stringify(before) || undefined, 10_000);
     await backToFtp();
   });
 });
@@ -435,7 +435,7 @@ describe("memory stays flat while a big upload streams to disk", () => {
   before(async () => {
     big = await startDevice();
     await post(big.url, "/mode/ftp");
-    await eventually(async () => (await api(big).status()).mode === MODE_FTP, 2_000);
+    await eventually(async () => (await api(big).status()).mode === MODE_FTP, 10_000);
   });
   after(async () => {
     await big?.stop();

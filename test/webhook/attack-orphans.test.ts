@@ -92,7 +92,7 @@ describe("a command dies with its instance", () => {
         s.proc.child.kill("SIGKILL");
         await s.proc.exited;
         await answer;
-        await eventually(() => groupMembers(pid).length === 0, 3_000);
+        await eventually(() => groupMembers(pid).length === 0, 15_000);
       } finally {
         await s.stop();
         await removeDir(dir);
@@ -124,7 +124,7 @@ describe("a command dies with its instance", () => {
         for (const signal of ["SIGINT", "SIGHUP", "SIGQUIT", "SIGTERM"] as const) process.kill(helper, signal);
         s.proc.child.kill("SIGINT");
         assert.equal(await s.proc.exited, 0);
-        await eventually(() => groupMembers(pid).length === 0, 3_000);
+        await eventually(() => groupMembers(pid).length === 0, 15_000);
       } finally {
         await s.stop();
         await removeDir(dir);
@@ -137,7 +137,7 @@ describe("a command dies with its instance", () => {
     const { s, pid, helper } = await withCommand(dir);
     try {
       process.kill(helper, "SIGKILL");
-      await eventually(() => groupMembers(pid).length === 0, 3_000);
+      await eventually(() => groupMembers(pid).length === 0, 15_000);
       assert.equal((await send(`${s.base}/`, { method: "GET" })).status, 200);
     } finally {
       await s.stop();
