@@ -3,7 +3,8 @@
 // signals pass it by, is told each command's process group as it starts ("+ pgid") and ends
 // ("- pgid"); when its stdin closes (the server exited, however it did), it SIGKILLs the groups
 // it still holds. What it cannot cover: a server killed between a command's start and the "+"
-// line reaching the pipe, and processes the command moved to a group of their own.
+// line reaching the pipe (one write, in the same turn as the spawn), and processes the command
+// moved to a group of their own.
 import { spawn, type ChildProcess } from "node:child_process";
 
 const WATCH = `g=' '
@@ -16,7 +17,7 @@ done
 for p in $g; do kill -s KILL -- "-$p"; done 2>/dev/null`;
 
 export class GroupWatch {
-  /** undefined until the first group; null when /bin/sh could not start (then nothing watches). */
+  /** undefined until the first command; null when /bin/sh could not start (then nothing watches). */
   private watcher: ChildProcess | null | undefined;
 
   add(pgid: number): void {
@@ -27,7 +28,12 @@ export class GroupWatch {
     this.send(`- ${pgid}\n`);
   }
 
-  private send(line: string): void {
+  /**
+   * Starts the watcher if it is not running yet. Called before a command is spawned: started lazily
+   * after it, the watcher's own fork left the new command unwatched for milliseconds (a server killed
+   * then orphaned it, seen in the kill -9 test); now only the write of its "+" line is in between.
+   */
+  start(): void {
     if (this.watcher === undefined) {
       const w = spawn("/bin/sh", ["-c", WATCH], { stdio: ["pipe", "ignore", "ignore"], detached: true });
       w.once("error", () => (this.watcher = null));
@@ -38,6 +44,10 @@ export class GroupWatch {
       (w.stdin as unknown as { unref?: () => void }).unref?.();
       this.watcher = w;
     }
+  }
+
+  private send(line: string): void {
+    this.start();
     this.watcher?.stdin?.write(line);
   }
 }

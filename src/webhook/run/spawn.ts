@@ -334,6 +334,7 @@ function startWithChildProcess(spec: SpawnSpec, onOutput: OutputSink | undefined
   try {
     if (onOutput) fd = outputFile();
     if (onStderr) errFd = outputFile();
+    groups.start();
     child = spawn(spec.path, spec.argv.slice(1), {
       argv0: spec.argv[0] ?? spec.path,
       cwd: spec.cwd || undefined,
