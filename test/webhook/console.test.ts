@@ -11,6 +11,7 @@ import { request } from "node:http";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { chromiumMissing, launchChromium, untilShown, type Browser } from "../panel/browser.js";
+import type { ClientRequest, IncomingMessage } from "node:http";
 import { eventually, removeDir, tempDir } from "../helpers.js";
 import { fuzzCases, fuzzSeed, seeded } from "../fuzz/random.js";
 import { postJSON, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
@@ -289,3 +290,164 @@ describe("the console over HTTP", () => {
     }
   });
 });
+
+describe("the console's JSON routes", () => {
+  let s: Server;
+  before(async () => {
+    const file = await writeHooks(
+      dir,
+      [
+        { id: "alpha", "execute-command": "/bin/echo", "pass-arguments-to-command": [{ source: "string", name: "alpha ran" }] },
+        { id: "beta", "execute-command": "/bin/echo", "pass-arguments-to-command": [{ source: "string", name: "beta ran" }] },
+        {
+          id: "coin",
+          "execute-command": "/bin/sh",
+          "pass-arguments-to-command": [
+            { source: "string", name: "-c" },
+            { source: "string", name: 'exit "$1"' },
+            { source: "string", name: "sh" },
+            { source: "payload", name: "code" },
+          ],
+        },
+        { id: "idle", "execute-command": "/bin/true" },
+        {
+          // Waits (at most 20 s) for the file named in the payload.
+          id: "waits",
+          "execute-command": "/bin/sh",
+          "pass-arguments-to-command": [
+            { source: "string", name: "-c" },
+            { source: "string", name: 'n=0; while [ ! -e "$1" ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done; echo done' },
+            { source: "string", name: "sh" },
+            { source: "payload", name: "go" },
+          ],
+        },
+      ],
+      "routes.json",
+    );
+    s = await startServer(["-hooks", file, "-jobs", "-console", "-console-insecure"]);
+  });
+  after(() => s.stop());
+
+  interface RunJson {
+    id: string;
+    hook: string;
+    state: string;
+    created: string;
+  }
+  const runs = async (query: string): Promise<string[]> => {
+    const r = await send(`${s.base}/console/api/runs?${query}`, { method: "GET" });
+    assert.equal(r.status, 200, r.text);
+    return (JSON.parse(r.text) as { runs: RunJson[] }).runs.map((j) => j.id);
+  };
+  let lastCreated = 0;
+  /** Triggers the hook once the clock has passed the last run's creation (each run its own millisecond), and waits for its end. */
+  const runOf = async (hook: string, payload: unknown = {}): Promise<RunJson> => {
+    await eventually(() => Date.now() > lastCreated, 1_000, 1);
+    const id = String((await postJSON(`${s.base}/hooks/${hook}`, payload)).headers["x-job-id"]);
+    await finished(s, id);
+    const job = JSON.parse((await send(`${s.base}/jobs/${id}`, { method: "GET" })).text) as RunJson;
+    lastCreated = Date.parse(job.created);
+    return job;
+  };
+
+  test("the hook filter and the time range (since inclusive, until exclusive) select exactly the runs they name", async () => {
+    const a1 = await runOf("alpha");
+    const b1 = await runOf("beta");
+    const a2 = await runOf("alpha");
+    const b2 = await runOf("beta");
+    const a3 = await runOf("alpha");
+    const q = (v: string): string => encodeURIComponent(v);
+    assert.deepEqual(await runs("hook=alpha"), [a3.id, a2.id, a1.id]);
+    assert.deepEqual(await runs("hook=beta"), [b2.id, b1.id]);
+    assert.deepEqual(await runs("hook=alph"), [], "a hook id matches whole");
+    assert.deepEqual(await runs(`since=${q(b1.created)}&until=${q(b2.created)}`), [a2.id, b1.id]);
+    assert.deepEqual(await runs(`since=${q(a2.created)}`), [a3.id, b2.id, a2.id]);
+    assert.deepEqual(await runs(`until=${q(a2.created)}`), [b1.id, a1.id]);
+    assert.deepEqual(await runs(`until=${q(a1.created)}`), []);
+    assert.deepEqual(await runs(`since=${q(new Date(Date.parse(a3.created) + 1).toISOString())}`), []);
+    assert.deepEqual(await runs(`hook=alpha&since=${q(b1.created)}`), [a3.id, a2.id]);
+    assert.deepEqual(await runs(`hook=beta&since=${q(b1.created)}&until=${q(a3.created)}`), [b2.id, b1.id]);
+    assert.deepEqual(await runs(`hook=alpha&until=${q(b1.created)}`), [a1.id]);
+  });
+
+  test("the hooks view: after 3 runs of which 1 failed, the last run and 2 of 3 succeeded", async () => {
+    await runOf("coin", { code: "0" });
+    await runOf("coin", { code: "0" });
+    const last = await runOf("coin", { code: "1" });
+    assert.equal(last.state, "failed");
+    const r = await send(`${s.base}/console/api/hooks`, { method: "GET" });
+    assert.equal(r.status, 200, r.text);
+    const views = (JSON.parse(r.text) as { hooks: { id: string; lastRun?: unknown; finished: number; succeeded: number }[] }).hooks;
+    const coin = views.find((h) => h.id === "coin");
+    assert.deepEqual(
+      { lastRun: coin?.lastRun, finished: coin?.finished, succeeded: coin?.succeeded },
+      { lastRun: { id: last.id, state: "failed", created: last.created }, finished: 3, succeeded: 2 },
+    );
+    const idle = views.find((h) => h.id === "idle");
+    assert.deepEqual({ lastRun: idle?.lastRun, finished: idle?.finished, succeeded: idle?.succeeded }, { lastRun: undefined, finished: 0, succeeded: 0 });
+  });
+
+  test("at most 32 live streams: the 33rd is answered 503; a closed client's slot is free again", async () => {
+    const go = join(dir, "go-streams");
+    const id = String((await postJSON(`${s.base}/hooks/waits`, { go })).headers["x-job-id"]);
+    const url = `${s.base}/console/api/runs/${id}/events`;
+    const open: Stream[] = [];
+    try {
+      for (let i = 0; i < 32; i++) {
+        const st = await openStream(url);
+        open.push(st);
+        assert.equal(st.res.statusCode, 200, `stream ${i + 1}`);
+      }
+      // Each has its run's record: the stream is live.
+      await Promise.all(open.map((st) => eventually(() => st.text().includes('"state":"running"'), 10_000)));
+      const over = await openStream(url);
+      open.push(over);
+      assert.equal(over.res.statusCode, 503);
+      assert.equal(over.res.headers["retry-after"], "5");
+      assert.match(await over.ended, /too many console streams are open; close a console tab/);
+
+      open[0]!.req.destroy();
+      // The server lets the slot go once it sees the client gone: then a new stream gets in.
+      const again = await eventually(async () => {
+        const st = await openStream(url);
+        open.push(st);
+        if (st.res.statusCode === 200) return st;
+        await st.ended;
+        return undefined;
+      }, 10_000);
+      await eventually(() => again.text().includes('"state":"running"'), 10_000);
+      await writeFile(go, "");
+      assert.match(await again.ended, /"state":"succeeded"/);
+    } finally {
+      for (const st of open) st.req.destroy();
+      await writeFile(go, "");
+    }
+  });
+});
+
+interface Stream {
+  req: ClientRequest;
+  res: IncomingMessage;
+  text: () => string;
+  /** All it got, once it ended. */
+  ended: Promise<string>;
+}
+
+/** Opens an event stream; resolves once its answer's head arrives. */
+function openStream(url: string): Promise<Stream> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: false }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => (text += c));
+      const ended = new Promise<string>((done) => {
+        res.on("end", () => done(text));
+        res.on("close", () => done(text));
+        res.on("error", () => done(text));
+      });
+      resolve({ req, res, text: () => text, ended });
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
