@@ -31,6 +31,7 @@ interface JobJson {
   hook: string;
   replayOf?: string;
   state: string;
+  attempts: { number: number; exitCode?: number | null }[];
   output: string;
   request?: KeptJson;
 }
@@ -60,6 +61,16 @@ before(async () => {
         { source: "string", name: "sh" },
         { source: "payload", name: "go" },
       ],
+    },
+    { id: "limited", "execute-command": "/bin/true", "rate-limit": { requests: 2, period: "1h" } },
+    {
+      id: "flaky",
+      "execute-command": "/bin/sh",
+      "pass-arguments-to-command": [
+        { source: "string", name: "-c" },
+        { source: "string", name: "echo trying; exit 1" },
+      ],
+      retry: { attempts: 3, delay: "10ms" },
     },
   ]);
 });
@@ -149,6 +160,46 @@ describe("-jobs-replay", () => {
     const cut = await send(`${s.base}/jobs/${id}/replay`, { headers: { Authorization: AUTH } });
     assert.equal(cut.status, 409);
     assert.match(JSON.parse(cut.text).error, new RegExp(`request body of ${Buffer.byteLength(body)} bytes was not kept \\(larger than -jobs-request-max`));
+  });
+
+  test("a replay goes through the hook's rate-limit: once its window is full, 429 and no new job", async () => {
+    const first = await send(`${s.base}/hooks/limited`);
+    assert.equal(first.status, 200, first.text);
+    const id = String(first.headers["x-job-id"]);
+    await finished(s, id);
+    const second = await send(`${s.base}/jobs/${id}/replay`, { headers: { Authorization: AUTH } });
+    assert.equal(second.status, 202, second.text);
+    await finished(s, String(second.headers["x-job-id"]));
+    const third = await send(`${s.base}/jobs/${id}/replay`, { headers: { Authorization: AUTH } });
+    assert.equal(third.status, 429, third.text);
+    assert.match(third.text, /Too many requests for this hook: its rate-limit is reached/);
+    assert.ok(Number(third.headers["retry-after"]) >= 1, String(third.headers["retry-after"]));
+    assert.equal(third.headers["x-job-id"], undefined);
+    const list = JSON.parse((await send(`${s.base}/jobs?hook=limited`, { method: "GET", headers: { Authorization: AUTH } })).text) as { jobs: JobJson[] };
+    assert.deepEqual(
+      list.jobs.map((j) => j.replayOf ?? "first"),
+      [id, "first"],
+    );
+  });
+
+  test("a replay of a hook with retry makes its retries: each attempt in the new record", async () => {
+    const first = await send(`${s.base}/hooks/flaky`);
+    const id = String(first.headers["x-job-id"]);
+    assert.equal((await finished(s, id)).attempts.length, 3);
+    const r = await send(`${s.base}/jobs/${id}/replay`, { headers: { Authorization: AUTH } });
+    assert.equal(r.status, 202, r.text);
+    const replayed = await finished(s, String(r.headers["x-job-id"]));
+    assert.equal(replayed.replayOf, id);
+    assert.equal(replayed.state, "failed");
+    assert.deepEqual(
+      replayed.attempts.map((a) => [a.number, a.exitCode]),
+      [
+        [1, 1],
+        [2, 1],
+        [3, 1],
+      ],
+    );
+    assert.equal(replayed.output, "trying\n");
   });
 });
 
