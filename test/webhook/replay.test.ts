@@ -6,13 +6,14 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { docBlocks } from "../fixtures/docs.js";
 import { eventually, removeDir, run, tempDir } from "../helpers.js";
 import { request } from "node:http";
 import { fixture, postJSON, send, startServer, writeHooks, type Server } from "./fixtures/harness.js";
 import { startNats } from "./fixtures/nats.js";
+import { connect } from "nats";
 
 const SECRET = "replay-secret";
 const AUTH = `Basic ${Buffer.from("ops:pw").toString("base64")}`;
@@ -30,6 +31,7 @@ interface JobJson {
   id: string;
   hook: string;
   replayOf?: string;
+  triggerRule?: string;
   state: string;
   attempts: { number: number; exitCode?: number | null }[];
   output: string;
@@ -135,6 +137,8 @@ describe("-jobs-replay", () => {
     assert.deepEqual(JSON.parse(r.text), { id: newId, replayOf: id });
     const replayed = await finished(s, newId);
     assert.equal(replayed.replayOf, id);
+    assert.equal(replayed.triggerRule, "skipped", "the record says the rule was skipped");
+    assert.equal(original.triggerRule, undefined, "a request's record has no triggerRule: its rule was evaluated");
     assert.equal(replayed.state, "succeeded");
     assert.equal(replayed.output, original.output);
     assert.match(replayed.output, /arg1=main\narg2=first/);
@@ -277,8 +281,26 @@ test("-queue: a job taken on one instance is listed by another's console and rep
     const last = records[records.length - 1]!;
     assert.equal(last.state, "succeeded");
     assert.equal(last.replayOf, id);
+    assert.equal(last.triggerRule, "skipped");
     assert.match(last.output, /arg1=queued\narg2=q/);
-    assert.equal((await finished(a, newId)).replayOf, id);
+    const onA = await finished(a, newId);
+    assert.equal(onA.replayOf, id);
+    assert.equal(onA.triggerRule, "skipped", "the record in the shared bucket keeps it");
+
+    // The record as stored carries the field; one whose triggerRule is anything else is not read as a record.
+    const nc = await connect({ servers: nats.url });
+    try {
+      const kv = await nc.jetstream().views.kv("webhook_jobs", { bindOnly: true });
+      const stored = JSON.parse(Buffer.from((await kv.get(newId))!.value).toString()) as JobJson;
+      assert.equal(stored.triggerRule, "skipped");
+      await kv.put(newId, JSON.stringify({ ...stored, triggerRule: { evaluated: false } }));
+      for (const s of [a, b]) {
+        const r = await send(`${s.base}/jobs/${newId}`, { method: "GET", headers: { Authorization: AUTH } });
+        assert.equal(r.status, 404, r.text);
+      }
+    } finally {
+      await nc.close();
+    }
 
     // A run's output arrives live in both instances' consoles, whichever runs it.
     const go = join(dir, "go-queue");
@@ -295,11 +317,13 @@ test("-queue: a job taken on one instance is listed by another's console and rep
   }
 });
 
-test("a job read back from the -jobs-file after a restart is replayed with its kept request", async () => {
-  const args = ["-hooks", hooks, "-jobs", "-jobs-auth", "ops:pw", "-jobs-replay", "-jobs-file", join(dir, "jobs.jsonl")];
+test("a job read back from the -jobs-file after a restart is replayed with its kept request; a replay's record keeps replayOf and triggerRule", async () => {
+  const file = join(dir, "jobs.jsonl");
+  const args = ["-hooks", hooks, "-jobs", "-jobs-auth", "ops:pw", "-jobs-replay", "-jobs-file", file];
   const earlier = await startServer(args);
   const body = JSON.stringify({ ref: "kept" });
   let id = "";
+  let firstReplay = "";
   try {
     const r = await send(`${earlier.base}/hooks/deploy`, {
       body,
@@ -307,17 +331,37 @@ test("a job read back from the -jobs-file after a restart is replayed with its k
     });
     id = String(r.headers["x-job-id"]);
     await finished(earlier, id);
+    const again = await send(`${earlier.base}/jobs/${id}/replay`, { headers: { Authorization: AUTH } });
+    assert.equal(again.status, 202, again.text);
+    firstReplay = String(again.headers["x-job-id"]);
+    await finished(earlier, firstReplay);
   } finally {
     await earlier.stop();
   }
   const later = await startServer(args);
   try {
+    const kept = await job(later, firstReplay);
+    assert.deepEqual([kept.replayOf, kept.triggerRule, kept.state], [id, "skipped", "succeeded"]);
     const r = await send(`${later.base}/jobs/${id}/replay`, { headers: { Authorization: AUTH } });
     assert.equal(r.status, 202, r.text);
     const replayed = await finished(later, String(r.headers["x-job-id"]));
     assert.match(replayed.output, /arg1=kept\narg2=file/);
   } finally {
     await later.stop();
+  }
+
+  // A history whose record says anything else for triggerRule is not a job history: set aside, the server starts empty.
+  const lines = (await readFile(file, "utf8")).split("\n").filter(Boolean);
+  const forged = lines.map((l, i) =>
+    i > 0 && (JSON.parse(l) as JobJson).id === firstReplay ? JSON.stringify({ ...JSON.parse(l), triggerRule: "evaluated" }) : l,
+  );
+  await writeFile(file, `${forged.join("\n")}\n`);
+  const third = await startServer(args);
+  try {
+    await third.proc.waitFor(/the jobs file .* is not a job history \(line \d+ is not a job\); it was moved to .*\.corrupt/);
+    assert.equal((await send(`${third.base}/jobs/${firstReplay}`, { method: "GET", headers: { Authorization: AUTH } })).status, 404);
+  } finally {
+    await third.stop();
   }
 });
 

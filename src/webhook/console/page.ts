@@ -177,8 +177,8 @@ function meta(job) {
     a.href = "#/run/" + encodeURIComponent(job.replayOf);
     a.textContent = job.replayOf;
     add("Replay of", a);
-    add("Trigger rule", "skipped: replayed by the operator");
   }
+  if (job.triggerRule === "skipped") add("Trigger rule", "skipped: replayed by the operator");
   add("Created", when(job.created));
   add("Started", when(job.started));
   add("Ended", when(job.ended));

@@ -26,6 +26,8 @@ export interface Job {
   hook: string;
   /** -jobs-replay: the job this one replays (its trigger rule was skipped: the operator asked). */
   replayOf?: string;
+  /** "skipped" on a replay: its trigger rule was not evaluated (the operator asked for the run). Absent when the rule was evaluated, or the hook has none. */
+  triggerRule?: "skipped";
   state: JobState;
   created: string;
   started?: string;
@@ -62,7 +64,10 @@ export const jobIdOf = (requestId: string): string => requestId.slice(0, JOB_ID_
 export const FINAL_STATES: ReadonlySet<JobState> = new Set(["succeeded", "failed", "timed-out", "dropped"]);
 const JOB_STATES: ReadonlySet<string> = new Set(["queued", "running", ...FINAL_STATES]);
 
-/** Whether `v` has a job's required fields, as a history file or another instance stored it (a missing output becomes ""). */
+/**
+ * Whether `v` has a job's required fields, and the replay fields are well-formed when present, as a history file or
+ * another instance stored it (a missing output becomes "").
+ */
 export function isJob(v: unknown): v is Job {
   const job = v as Partial<Job> | null;
   const ok =
@@ -72,7 +77,9 @@ export function isJob(v: unknown): v is Job {
     typeof job.hook === "string" &&
     JOB_STATES.has(String(job.state)) &&
     Array.isArray(job.attempts) &&
-    typeof job.created === "string";
+    typeof job.created === "string" &&
+    (job.replayOf === undefined || typeof job.replayOf === "string") &&
+    (job.triggerRule === undefined || job.triggerRule === "skipped");
   if (ok) job.output = typeof job.output === "string" ? job.output : "";
   return ok;
 }

@@ -14,8 +14,8 @@ export interface AttemptResult {
   stderr?: Buffer;
 }
 
-/** What a job created for a request starts with besides its hook (-jobs-replay: its request, the job it replays). */
-export type JobExtras = Pick<Job, "replayOf" | "request">;
+/** What a job created for a request starts with besides its hook (-jobs-replay: its request; a replay: the job it replays, its rule skipped). */
+export type JobExtras = Pick<Job, "replayOf" | "triggerRule" | "request">;
 
 export class JobStore {
   /** Extras for the jobs of requests on their way to the dispatch, by job id (see `expect`). */
@@ -40,6 +40,7 @@ export class JobStore {
       id: jobIdOf(id),
       hook,
       replayOf: undefined,
+      triggerRule: undefined,
       state: "queued",
       created: this.iso(),
       started: undefined,
@@ -58,6 +59,7 @@ export class JobStore {
     if (extras) {
       this.extras.delete(job.id);
       job.replayOf = extras.replayOf;
+      job.triggerRule = extras.triggerRule;
       job.request = extras.request;
     }
     this.records.add(job);

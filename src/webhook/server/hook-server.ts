@@ -359,7 +359,12 @@ export class HookServer implements HttpApp<Matched | Pending> {
 
     const policy = this.executions.policy(hook);
     const jobs = this.opts.jobs;
-    if (jobs && this.opts.replay) jobs.expect(rid, { replayOf: m.replayOf, request: keepRequest(m.head, req.rawBody, hook, this.opts.replay) });
+    if (jobs && this.opts.replay)
+      jobs.expect(rid, {
+        replayOf: m.replayOf,
+        triggerRule: m.replayOf !== undefined ? "skipped" : undefined,
+        request: keepRequest(m.head, req.rawBody, hook, this.opts.replay),
+      });
     const answer = (x: Dispatched): HttpResponse | Promise<HttpResponse> => {
       if (jobs && this.opts.replay) jobs.forget(rid);
       const replayed = m.replayOf !== undefined ? replayAnswer(m.replayOf, x, log, m.fields) : undefined;
