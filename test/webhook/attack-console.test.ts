@@ -2,7 +2,9 @@
 // the server now refuses.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { removeDir, tempDir } from "../helpers.js";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { eventually, removeDir, tempDir } from "../helpers.js";
 import { send, startServer, writeHooks } from "./fixtures/harness.js";
 
 let dir = "";
@@ -11,6 +13,8 @@ before(async () => {
   dir = await tempDir("webhook-attack-console-");
   hooks = await writeHooks(dir, [
     { id: "hi", "execute-command": "/bin/echo", "pass-arguments-to-command": [{ source: "string", name: "secret-out" }] },
+    // Echoes a header: a kept request's header values reach the command.
+    { id: "note", "execute-command": "/bin/echo", "pass-arguments-to-command": [{ source: "header", name: "X-Note" }] },
     // A pattern that is the token itself, compared with a url parameter.
     {
       id: "guarded",
@@ -57,6 +61,62 @@ describe("webhook console attacks", () => {
       assert.doesNotMatch(view.text, /tok-8d1f3a/);
       assert.match(view.text, /url token matches a pattern set in the hooks file/);
       assert.match(view.text, /refs\/heads\/main/, "a pattern on the payload is shown");
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test("-jobs-file: a damaged kept request read back after a restart is refused by replay with a 409 saying so; the server stays up", async () => {
+    const file = join(dir, "damaged.jsonl");
+    const good = { method: "POST", url: "/hooks/note", remoteAddr: "127.0.0.1:5000", headers: [["X-Note", "fine"]], body: "" };
+    const damaged: Record<string, unknown> = {
+      "no-slash": { ...good, url: "hooks/note" },
+      "url-number": { ...good, url: 7 },
+      "method-number": { ...good, method: 7 },
+      "no-remote": { ...good, remoteAddr: undefined },
+      "headers-string": { ...good, headers: "X-Note: x" },
+      "header-number": { ...good, headers: [["X-Note", 5]] },
+      "header-single": { ...good, headers: [["X-Note"]] },
+      "header-triple": { ...good, headers: [["X-Note", "a", "b"]] },
+      "header-object": { ...good, headers: [{ name: "X-Note", value: "x" }] },
+      "body-number": { ...good, body: 42 },
+      "body-cut-object": { ...good, body: undefined, bodyCut: { bytes: 1 } },
+      "request-string": "POST /hooks/note",
+      "request-array": [],
+      "request-number": 5,
+    };
+    const created = new Date().toISOString();
+    const job = (id: string, request: unknown): string =>
+      JSON.stringify({ id, hook: "note", state: "succeeded", created, attempts: [{ number: 1, started: created, exitCode: 0 }], output: "", request });
+    const lines = ['{"version":2}', job("good", good), job("none", null), ...Object.entries(damaged).map(([id, r]) => job(id, r))];
+    await writeFile(file, `${lines.join("\n")}\n`, { mode: 0o600 });
+    const s = await startServer(["-hooks", hooks, "-jobs", "-jobs-replay", "-console", "-console-insecure", "-jobs-file", file]);
+    try {
+      const replay = (id: string): Promise<{ status: number; text: string }> => send(`${s.base}/jobs/${id}/replay`);
+      for (const id of Object.keys(damaged)) {
+        const r = await replay(id);
+        assert.equal(r.status, 409, `${id}: ${r.text}`);
+        assert.equal(JSON.parse(r.text).error, `job ${id} cannot be replayed: its kept request is not well-formed (a damaged record)`, id);
+        // Its record still reads, and so does its page's stream.
+        assert.equal((await send(`${s.base}/jobs/${id}`, { method: "GET" })).status, 200, id);
+        const events = await send(`${s.base}/console/api/runs/${id}/events`, { method: "GET" });
+        assert.equal(events.status, 200, id);
+        assert.match(events.text, /^event: job\n/, id);
+      }
+      const none = await replay("none");
+      assert.equal(none.status, 409);
+      assert.match(none.text, /it kept no request/);
+      // The good one next to them replays, and the server stays up.
+      const ok = await replay("good");
+      assert.equal(ok.status, 202, ok.text);
+      const id = String(JSON.parse(ok.text).id);
+      const done = await eventually(async () => {
+        const j = JSON.parse((await send(`${s.base}/jobs/${id}`, { method: "GET" })).text) as { state: string; output: string };
+        return j.state === "succeeded" && j;
+      }, 10_000);
+      assert.equal(done.output, "fine\n");
+      assert.equal((await send(`${s.base}/`, { method: "GET" })).status, 200);
+      assert.doesNotMatch(s.logs(), /TypeError|RangeError|at .*\.js:\d+/);
     } finally {
       await s.stop();
     }

@@ -147,11 +147,11 @@ export class ConsoleRoutes {
   }
 }
 
-/** The record as the page shows it: the kept request without its body (its size instead). */
+/** The record as the page shows it: the kept request without its body (its size instead). A damaged one (read back from a history file) is shown as it is. */
 function forStream(job: Job): unknown {
-  if (!job.request) return job;
+  if (typeof job.request !== "object" || job.request === null) return job;
   const { body, ...request } = job.request;
-  return { ...job, request: { ...request, ...(body !== undefined ? { bodyBytes: Buffer.byteLength(body, "base64") } : {}) } };
+  return { ...job, request: { ...request, ...(typeof body === "string" ? { bodyBytes: Buffer.byteLength(body, "base64") } : {}) } };
 }
 
 function secured(a: { status: number; headers: [string, string][]; body: string }): HttpResponse {

@@ -80,7 +80,8 @@ export function notReplayable(kept: KeptRequest | undefined): string | undefined
     typeof kept.remoteAddr === "string" &&
     Array.isArray(kept.headers) &&
     kept.headers.every((h) => Array.isArray(h) && h.length === 2 && typeof h[0] === "string" && typeof h[1] === "string") &&
-    (kept.body === undefined || typeof kept.body === "string");
+    (kept.body === undefined || typeof kept.body === "string") &&
+    (kept.bodyCut === undefined || (Number.isSafeInteger(kept.bodyCut) && kept.bodyCut >= 0));
   if (!wellFormed) return "its kept request is not well-formed (a damaged record)";
   if (kept.body === undefined)
     return `its request body of ${kept.bodyCut ?? 0} bytes was not kept (larger than -jobs-request-max, or among the oldest given up to keep the history's bodies within 64 MiB)`;
