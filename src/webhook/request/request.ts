@@ -74,6 +74,17 @@ export function rawHeader(rawHeaders: string[], name: string): string | undefine
   return undefined;
 }
 
+/** The value of a header sent once; undefined when it was not sent, or sent more than once (which one counts is ambiguous). */
+export function singleHeader(rawHeaders: string[], name: string): string | undefined {
+  let value: string | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.length !== name.length || rawHeaders[i]!.toLowerCase() !== name) continue;
+    if (value !== undefined) return undefined;
+    value = rawHeaders[i + 1];
+  }
+  return value;
+}
+
 export type Payload = Record<string, unknown> | undefined;
 
 /** The JSON body as the reference decodes it: an object, or a top-level array under "root". */

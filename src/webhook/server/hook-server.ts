@@ -25,7 +25,7 @@ import type { Log, LogFields } from "../log/log.js";
 import type { Metrics } from "../log/metrics.js";
 import type { Executions } from "../policy/executions.js";
 import { type BodyKind, LazyRequest } from "../request/lazy-request.js";
-import { type MultipartResult, parseMultipart, parseQuery, rawHeader } from "../request/request.js";
+import { type MultipartResult, parseMultipart, parseQuery, rawHeader, singleHeader } from "../request/request.js";
 import { XML_INLINE_MAX, XmlDecoder } from "../request/xml-decoder.js";
 import { readArgument } from "../run/command.js";
 import { Answers, MSG } from "./answer.js";
@@ -234,9 +234,12 @@ export class HookServer implements HttpApp<Matched | Pending> {
     return this.finish(m, response, body);
   }
 
-  /** traces: the request's span, under the caller's traceparent when it sent one; the function ends it. */
+  /**
+   * traces: the request's span, under the caller's traceparent when it sent one; the function ends it. Two
+   * traceparent fields are ambiguous: a trace of its own, as the W3C conformance suite wants (test_traceparent_duplicated).
+   */
   private received(m: Matched): (status: number) => void {
-    const span = begin(m, "receive", "server", { parent: rawHeader(m.head.rawHeaders, "traceparent") })!;
+    const span = begin(m, "receive", "server", { parent: singleHeader(m.head.rawHeaders, "traceparent") })!;
     span.setAttribute("http.request.method", m.head.method);
     span.setAttribute("webhook.hook", m.hook.id);
     if (m.rid !== "") span.setAttribute("webhook.request_id", m.rid);
