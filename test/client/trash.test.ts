@@ -3,7 +3,7 @@
 // is emptied by the next sync with --trash. On a terminal, --delete asks first.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { framefi, framefiOnTerminal } from "./fixtures/cli.js";
@@ -42,6 +42,25 @@ describe("framefi sync --trash", () => {
     assert.match(emptied.stdout + emptied.stderr, /Emptied 1 trash folder older than 30 days\./);
     assert.deepEqual(await readdir(join(dev.card, "t", ".trash")), []);
     assert.equal((await sync("--trash", "0")).code, 2);
+  });
+
+  test("a source's own .trash is not mirrored: it never reaches the card, and the next sync still succeeds", async () => {
+    const src = await tempDir("framefi-trash-source-");
+    try {
+      await writeFile(join(src, "kept.jpg"), "photo kept");
+      await mkdir(join(src, ".trash", "20240101T000000"), { recursive: true });
+      await writeFile(join(src, ".trash", "20240101T000000", "old.jpg"), "photo old");
+      const run = () => framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), src, "--to", "/s", "--delete", "--trash", "30"]);
+      const first = await run();
+      assert.equal(first.code, 0, first.stderr);
+      assert.deepEqual(await readdir(join(dev.card, "s")), ["kept.jpg"]);
+      await writeFile(join(src, "new.jpg"), "photo new");
+      const second = await run();
+      assert.equal(second.code, 0, second.stderr);
+      assert.deepEqual((await readdir(join(dev.card, "s"))).sort(), ["kept.jpg", "new.jpg"]);
+    } finally {
+      await removeDir(src);
+    }
   });
 
   test("on a terminal --delete lists what it would remove and asks; no keeps it all", async () => {

@@ -1,6 +1,7 @@
 // The local side of a sync: every file and folder under the folder to mirror, by relative posix path.
 import { type Dirent, readdirSync, realpathSync, type Stats, statSync } from "node:fs";
 import { join, sep } from "node:path";
+import { TRASH } from "../../shared/trash-folder.js";
 
 export interface LocalEntry {
   type: "file" | "dir";
@@ -49,6 +50,9 @@ export async function scanLocal(root: string, opts: ScanOptions = {}): Promise<L
     }
     for (const entry of entries) {
       const name = entry.name;
+      // The card's listing hides the trash at the top (card-tree.ts); a source's own .trash is not mirrored
+      // either, or it would be uploaded into the card's trash once and refused ("already exists") ever after.
+      if (rel === "" && name === TRASH) continue;
       const childAbs = join(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
       let st2: Stats;
