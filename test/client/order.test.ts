@@ -51,6 +51,35 @@ describe("framefi sync --order and --max-per-folder", { concurrency: 2 }, () => 
     );
   });
 
+  test("without a frame profile, --order date and a collection's dates go by the EXIF date taken, not the file's time", async (t) => {
+    const dev = await startDevice();
+    t.after(() => dev.stop());
+    const dir = await photos(t, {});
+    // Copied photos: each file's time says the opposite of when it was taken.
+    for (const [name, taken, mtime] of [
+      ["old.jpg", "2010:06:01 12:00:00", "2033-01-01"],
+      ["new.jpg", "2024:06:01 12:00:00", "2001-01-01"],
+    ] as const) {
+      await sharp({ create: { width: 40, height: 30, channels: 3, background: "#468" } })
+        .jpeg()
+        .withExif({ IFD0: {}, IFD2: { DateTimeOriginal: taken } })
+        .toFile(join(dir, name));
+      const s = Date.parse(`${mtime}T12:00:00Z`) / 1000;
+      await utimes(join(dir, name), s, s);
+    }
+    const host = ["--host", `127.0.0.1:${dev.port}`];
+    const r = await framefi([...host, "sync", "--ftp-port", String(dev.ftpPort), dir, "--delete", "--force", "--order", "date"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(await names(dev.card), ["00001000-old.jpg", "00002000-new.jpg"]);
+
+    const cwd = await tempDir("framefi-dates-");
+    t.after(() => removeDir(cwd));
+    await writeFile(join(cwd, ".env"), `[frame den]\nHOST=127.0.0.1:${dev.port}\n\n[collection twenty-ten]\nSOURCE=${dir}\nFROM=2010-01-01\nTO=2011-01-01\n`);
+    const set = await framefi(["collection", "use", "twenty-ten", "den"], { cwd, env: { FRAMEFI_FTP_PORT: String(dev.ftpPort) } });
+    assert.equal(set.code, 0, set.stderr);
+    assert.deepEqual(await names(dev.card), ["old.jpg"]);
+  });
+
   test("--max-per-folder spreads a folder into numbered subfolders; a bad value is a usage error", async (t) => {
     const dev = await startDevice();
     t.after(() => dev.stop());

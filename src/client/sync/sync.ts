@@ -390,7 +390,9 @@ export async function sync(opts: SyncOptions): Promise<SyncResult> {
     const chosen = keywords?.length ? await (await import("../photos/keywords.js")).keepTagged(local, keywords) : local;
     let input = opts.photos ? await preparedInput(chosen, remote.tree, opts.photos) : chosen;
     if (opts.layout) {
-      const laid = layOut(input, remote.tree, opts.layout, prepared?.dates);
+      const needsDates = opts.layout.order?.by === "date" || opts.layout.range !== undefined;
+      const dates = prepared?.dates ?? (needsDates ? await datesTaken(input) : undefined);
+      const laid = layOut(input, remote.tree, opts.layout, dates);
       for (const p of laid.problems) fail(p.rel, p.reason);
       // A job keeps its path as given (its entry object is the laid-out input's too); found by its path on the card.
       if (prepared) prepared.jobs = new Map([...prepared.jobs].map(([rel, job]) => [laid.renamed.get(rel) ?? rel, job]));
@@ -444,4 +446,19 @@ async function restore(client: FrameFiClient, mode: Mode, waitMs: number): Promi
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The photos' dates taken (EXIF), for an order by date or a collection's dates when no frame profile
+ * has read them: without, those would go by the files' times, as a copy or a download sets them.
+ */
+async function datesTaken(tree: PlanInput): Promise<Map<string, number>> {
+  const [{ dateTaken }, { isPhotoName }] = await Promise.all([import("../photos/convert.js"), import("../photos/names.js")]);
+  const dates = new Map<string, number>();
+  const photos = [...tree.entries].filter(([rel, e]) => e.type === "file" && e.abs !== undefined && isPhotoName(rel));
+  await forEachLimited(photos, WORKERS, async ([rel, e]) => {
+    const taken = await dateTaken(e.abs!);
+    if (taken !== undefined) dates.set(rel, taken);
+  });
+  return dates;
 }
