@@ -1,6 +1,7 @@
 // `framefi sync --delete --trash DAYS` against a running bin/framefi-device: what --delete removes lands in
 // .trash/<when>/ on the card instead, which later syncs neither mirror nor delete; a trash folder older than DAYS
-// is emptied by the next sync with --trash. On a terminal, --delete asks first.
+// is emptied by the next sync with --trash; on a card less than a tenth free they are deleted instead. A source's own
+// .trash at its top is left out. On a terminal, --delete asks first.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
@@ -71,5 +72,31 @@ describe("framefi sync --trash", () => {
     assert.match(r.transcript, /would delete b\.jpg/);
     assert.match(r.transcript, /--delete: not deleted: declined at the prompt/);
     assert.equal(await readFile(join(dev.card, "t", "b.jpg"), "utf8"), "photo b.jpg");
+  });
+});
+
+describe("framefi sync --trash on a card less than a tenth free", () => {
+  let dev: RunningDevice;
+  let dir: string;
+  before(async () => {
+    [dev, dir] = await Promise.all([startDevice({ args: ["--card-size", "1000000"] }), tempDir("framefi-trash-full-")]);
+  });
+  after(async () => {
+    await dev?.stop();
+    await removeDir(dir);
+  });
+
+  test("removed files are deleted, not kept, and the run says so", async () => {
+    // 920 000 of the card's 1 000 000 bytes: 80 000 free, under a tenth.
+    for (const name of ["a.jpg", "b.jpg", "c.jpg", "d.jpg"]) await writeFile(join(dir, name), Buffer.alloc(230_000, name));
+    const sync = (...args: string[]) => framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), dir, "--to", "/f", ...args]);
+    const first = await sync();
+    assert.equal(first.code, 0, first.stderr);
+    await rm(join(dir, "d.jpg"));
+    const r = await sync("--delete", "--trash", "30");
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /^The card has less than a tenth free: deleting, not keeping in \.trash\.$/m);
+    assert.match(r.stdout, /^deleted d\.jpg$/m);
+    assert.deepEqual((await readdir(join(dev.card, "f"))).sort(), ["a.jpg", "b.jpg", "c.jpg"], "no .trash, d.jpg gone");
   });
 });
