@@ -183,6 +183,16 @@ export const ERRORS = {
     message: "{source}: the server's key cannot be checked, {file} does not exist; add it (ssh-keyscan -p PORT HOST) or set FRAMEFI_SOURCE_KNOWN_HOSTS.",
     exit: EXIT.usage,
   },
+  FRAMEFI_SOURCE_HOST_KEY_MISMATCH: {
+    message:
+      "{source}: the server's key is not the one {file} holds for {host}, so another machine may stand in its place; nothing was read and the card was left as it is. Check with the server's owner; if its key changed, replace the line (ssh-keygen -R '{host}' -f {file}, then ssh-keyscan -p {port} {hostname} >> {file}).",
+    exit: EXIT.unreachable,
+  },
+  FRAMEFI_SOURCE_HOST_KEY_UNKNOWN: {
+    message:
+      "{source}: {file} holds no key for {host}, so the server cannot be checked; nothing was read and the card was left as it is. Add its key once its owner confirms it (ssh-keyscan -p {port} {hostname} >> {file}).",
+    exit: EXIT.unreachable,
+  },
   FRAMEFI_SOURCE_RCLONE_FAILED: { message: "Cannot fetch {source}; check that rclone works (rclone version): {reason}", exit: EXIT.deviceError },
   FRAMEFI_SOURCE_UNREACHABLE: {
     message: "Cannot read {source}; the card was left as it is. Check the address, the login and the network: {reason}",

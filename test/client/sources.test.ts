@@ -1,13 +1,14 @@
 // `framefi sync SOURCE` from shares on real servers started here (fixtures/shares.ts: WebDAV, SFTP, SMB): a share
 // with sub-folders, an EXIF-rotated photo and a HEIC reaches a running bin/framefi-device as upright JPEGs; one
 // file changed and one deleted on the share are mirrored by the next sync; a third sync downloads and uploads
-// nothing. The secrets travel in the environment and appear in no output; an unreachable share leaves the card.
+// nothing. The secrets travel in the environment and appear in no output; an unreachable share leaves the card. SFTP
+// also with a password login, and a server whose key known_hosts does not hold is refused with what to do.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { copyFile, mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import sharp from "sharp";
-import { freePort, removeDir, repoRoot, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { freePort, removeDir, repoRoot, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { framefi } from "./fixtures/cli.js";
 import { startSftp, startSmb, startWebdav, type Share } from "./fixtures/shares.js";
 
@@ -115,6 +116,68 @@ describe("framefi sync from a share", { concurrency: 4 }, () => {
       }
     });
   }
+
+  test("SFTP with a password login (FRAMEFI_SOURCE_PASSWORD): photos through to the card; a wrong one is refused, unshown", async () => {
+    const dir = await tempDir("framefi-share-sftp-pass-");
+    await mkdir(join(dir, "album"));
+    await plainPhoto(join(dir, "album", "a.jpg"), 300, 40);
+    const [share, dev] = await Promise.all([startSftp(dir, { password: true }), withCache()]);
+    try {
+      const first = await sync(dev, share, "/pass", "--delete");
+      assert.equal(first.code, 0, first.stdout + first.stderr);
+      assert.match(first.stdout, /^uploaded album\/a\.jpg /m);
+      assert.equal((await sharp(join(dev.card, "pass", "album", "a.jpg")).metadata()).width, 300);
+      const wrong = await sync(dev, { ...share, env: { ...share.env, FRAMEFI_SOURCE_PASSWORD: "not-it-\u00e9" } }, "/pass", "--delete");
+      assert.equal(wrong.code, 3, wrong.stderr);
+      assert.match(wrong.stderr, /^framefi: Cannot read sftp:\/\/anna@127\.0\.0\.1:\d+\/\S+; the card was left as it is\. .*unable to authenticate/m);
+      for (const r of [first, wrong]) {
+        for (const secret of [share.password, "not-it"]) assert.ok(!(r.stdout + r.stderr).includes(secret), r.stdout + r.stderr);
+      }
+      assert.ok((await stat(join(dev.card, "pass", "album", "a.jpg"))).isFile());
+    } finally {
+      await Promise.all([share.stop(), dev.stop()]);
+      await removeDir(dir);
+    }
+  });
+
+  test("SFTP: a server whose key is not the one known_hosts holds is refused, names no secret, leaves the card", async () => {
+    const dir = await tempDir("framefi-share-sftp-key-");
+    await plainPhoto(join(dir, "a.jpg"), 300, 50);
+    const [share, dev, other] = await Promise.all([startSftp(dir, { password: true }), withCache(), tempDir("framefi-other-key-")]);
+    try {
+      const good = await sync(dev, share, "/hostkey", "--delete");
+      assert.equal(good.code, 0, good.stdout + good.stderr);
+      // The same host and port in known_hosts, with another key: a server that took the address over.
+      await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", join(other, "key")]);
+      const known = await readFile(share.env.FRAMEFI_SOURCE_KNOWN_HOSTS!, "utf8");
+      const otherKey = (await readFile(join(other, "key.pub"), "utf8")).split(" ").slice(0, 2).join(" ");
+      await writeFile(join(other, "known_hosts"), `${known.split(" ")[0]} ${otherKey}\n`);
+      await rm(join(dir, "a.jpg"));
+      const refused = await sync(dev, { ...share, env: { ...share.env, FRAMEFI_SOURCE_KNOWN_HOSTS: join(other, "known_hosts") } }, "/hostkey", "--delete");
+      assert.equal(refused.code, 3, refused.stdout + refused.stderr);
+      const file = join(other, "known_hosts").replace(/[.]/g, "\\.");
+      assert.match(
+        refused.stderr,
+        new RegExp(
+          `^framefi: sftp://anna@127\\.0\\.0\\.1:(\\d+)/\\S+: the server's key is not the one ${file} holds for \\[127\\.0\\.0\\.1\\]:\\1, so another machine may stand in its place; nothing was read and the card was left as it is\\. Check with the server's owner; if its key changed, replace the line \\(ssh-keygen -R '\\[127\\.0\\.0\\.1\\]:\\1' -f ${file}, then ssh-keyscan -p \\1 127\\.0\\.0\\.1 >> ${file}\\)\\.$`,
+          "m",
+        ),
+      );
+      // known_hosts without the server: its key is not trusted either.
+      await writeFile(join(other, "known_hosts"), `[127.0.0.1]:1 ${otherKey}\n`);
+      const unknown = await sync(dev, { ...share, env: { ...share.env, FRAMEFI_SOURCE_KNOWN_HOSTS: join(other, "known_hosts") } }, "/hostkey", "--delete");
+      assert.equal(unknown.code, 3, unknown.stdout + unknown.stderr);
+      assert.match(
+        unknown.stderr,
+        /^framefi: sftp:\/\/\S+: \S+known_hosts holds no key for \[127\.0\.0\.1\]:\d+, so the server cannot be checked; .* Add its key /m,
+      );
+      for (const r of [refused, unknown]) assert.ok(!(r.stdout + r.stderr).includes(share.password), r.stderr);
+      assert.ok((await stat(join(dev.card, "hostkey", "a.jpg"))).isFile(), "the card is left as it is");
+    } finally {
+      await Promise.all([share.stop(), dev.stop(), removeDir(other)]);
+      await removeDir(dir);
+    }
+  });
 
   test("an unreachable share or a wrong password leaves the card as it is and shows no secret", async () => {
     const dir = await tempDir("framefi-share-bad-");

@@ -9,6 +9,7 @@ import { mkdir, rm } from "node:fs/promises";
 import { FrameFiError } from "../errors.js";
 import { blankControls } from "../api/text.js";
 import type { RemoteSource } from "./source.js";
+import { hostKeyError } from "./sftp.js";
 
 /** The remote's name in RCLONE_CONFIG_<NAME>_*. */
 const REMOTE = "FRAMEFISOURCE";
@@ -134,5 +135,6 @@ export async function fetchSource(source: RemoteSource, dest: string, signal?: A
     await mkdir(dest, { recursive: true });
     r = await attempt();
   }
-  if (r.code !== 0) throw new FrameFiError("FRAMEFI_SOURCE_UNREACHABLE", { source: source.display, reason: redact(r.stderr, secrets) });
+  if (r.code !== 0)
+    throw hostKeyError(source, r.stderr) ?? new FrameFiError("FRAMEFI_SOURCE_UNREACHABLE", { source: source.display, reason: redact(r.stderr, secrets) });
 }

@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { FrameFiError } from "../errors.js";
-import type { Backend, SourceSecrets } from "./source.js";
+import type { Backend, RemoteSource, SourceSecrets } from "./source.js";
 import { pathSegments } from "./source.js";
 
 export function sftpBackend(url: URL, user: string, secrets: SourceSecrets, home: string, shown: string): Backend {
@@ -30,4 +30,23 @@ export function sftpBackend(url: URL, user: string, secrets: SourceSecrets, home
   // sftp://host/~/photos is relative to the home folder (as curl reads it); any other path is absolute.
   const path = segments[0] === "~" ? segments.slice(1).join("/") : `/${segments.join("/")}`;
   return { options, path, secrets: ["pass"] };
+}
+
+/**
+ * The refusal rclone reports when the server's key is not in known_hosts, or another one is there for its address
+ * (golang.org/x/crypto/ssh/knownhosts' words), as our error; undefined for any other failure.
+ */
+export function hostKeyError(source: RemoteSource, stderr: readonly string[]): FrameFiError | undefined {
+  if (source.kind !== "sftp") return undefined;
+  const said = stderr.join("\n");
+  const code = /knownhosts: key mismatch/.test(said)
+    ? "FRAMEFI_SOURCE_HOST_KEY_MISMATCH"
+    : /knownhosts: key is unknown/.test(said)
+      ? "FRAMEFI_SOURCE_HOST_KEY_UNKNOWN"
+      : undefined;
+  if (code === undefined) return undefined;
+  const { host: hostname = "", port = "22", known_hosts_file: file = "" } = source.backend.options;
+  // As known_hosts writes an address: [host]:port unless the port is 22.
+  const host = port === "22" ? hostname : `[${hostname}]:${port}`;
+  return new FrameFiError(code, { source: source.display, file, host, hostname, port });
 }
