@@ -6,7 +6,13 @@ import { TRASH } from "../../shared/trash-folder.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { failure, GadgetError, isMountPoint, mustRun, runCommand } from "./system.js";
 
+/** How far hideTrash() looks: folders below the root (a FAT path holds at most 260 characters), folders in all. */
+export const TRASH_WALK = { depth: 64, folders: 20_000 };
+
 export class CardImage {
+  /** Mounted read-write now. */
+  #writable = false;
+
   constructor(
     readonly path: string,
     /** Where the image is mounted in FTP mode (the card folder the service serves). */
@@ -62,21 +68,34 @@ export class CardImage {
   }
 
   /**
-   * Gives every `.trash` folder (where `framefi sync --trash` keeps what it removed) at the card's root or one
-   * folder down the FAT hidden attribute, which frames skip (the dot alone hides it only from Linux-based ones).
-   * On the mounted filesystem (fatattr: FAT_IOCTL_SET_ATTRIBUTES). Without fatattr, says so and goes on.
+   * Gives every `.trash` folder (where `framefi sync --trash` keeps what it removed, in the folder it synced: `--to
+   * /a/b` makes /a/b/.trash) the FAT hidden attribute, which frames skip (the dot alone hides it only from
+   * Linux-based ones). On the filesystem mounted read-write (fatattr: FAT_IOCTL_SET_ATTRIBUTES); mounted read-only,
+   * nothing was written. Without fatattr, says so and goes on. The walk is bounded (TRASH_WALK); past it, says so.
    */
   async hideTrash(): Promise<void> {
+    if (!this.#writable) return;
     const found: string[] = [];
+    let folders = 0;
+    let cut = false;
     const visit = async (dir: string, depth: number): Promise<void> => {
       const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
       for (const e of entries) {
         if (!e.isDirectory()) continue;
         if (e.name === TRASH) found.push(join(dir, e.name));
-        else if (depth > 0) await visit(join(dir, e.name), depth - 1);
+        else if (depth >= TRASH_WALK.depth || folders >= TRASH_WALK.folders) cut = true;
+        else {
+          folders++;
+          await visit(join(dir, e.name), depth + 1);
+        }
       }
     };
-    await visit(this.mountPoint, 1);
+    await visit(this.mountPoint, 0);
+    if (cut) {
+      this.log(
+        `warning: looked for .trash folders in ${TRASH_WALK.folders} folders down to ${TRASH_WALK.depth} levels only; a .trash beyond stays visible to the frame`,
+      );
+    }
     for (const path of found) {
       const result = await runCommand("fatattr", ["+h", path]);
       if (result.exitCode !== 0) this.log(`warning: cannot hide ${path} from the frame (fatattr +h): ${failure(result)}; apt-get install fatattr`);
@@ -87,13 +106,17 @@ export class CardImage {
     const isFile = (await stat(this.path)).isFile();
     const options = [...(isFile ? ["loop"] : []), readOnly ? "ro" : "rw", "utf8", "shortname=mixed", "errors=remount-ro"];
     await mustRun("mount", ["-t", "vfat", "-o", options.join(","), this.path, this.mountPoint], `mount the card image at ${this.mountPoint}`);
+    this.#writable = !readOnly;
   }
 
   /** Flushes and unmounts; a file still open (an FTP transfer closing) gets a few seconds to go. */
   async unmount(): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       const result = await runCommand("umount", [this.mountPoint]);
-      if (result.exitCode === 0 || !(await this.mounted())) return;
+      if (result.exitCode === 0 || !(await this.mounted())) {
+        this.#writable = false;
+        return;
+      }
       if (attempt >= 25) throw new GadgetError("DEVICE_UNMOUNT_FAILED", { mountPoint: this.mountPoint, output: result.output });
       await sleep(200);
     }
