@@ -173,3 +173,26 @@ describe("several frames and collections in one .env (docs/client.md's example)"
     assert.match(none.stderr, /no \[frame NAME\] section/);
   });
 });
+
+describe("a collection's folder", () => {
+  test("a collection's FOLDER sends only that folder; a FOLDER leading out of SOURCE is a usage error", async (t) => {
+    const dev = await startDevice();
+    t.after(() => dev.stop());
+    const dir = await photos(t, { "top.jpg": 1, "2024/trip/a.jpg": 2, "2024/trip/day2/b.jpg": 3, "2024/home.jpg": 4, "2025/c.jpg": 5 });
+    const cwd = await tempDir("framefi-folder-");
+    t.after(() => removeDir(cwd));
+    const env = { FRAMEFI_DEVICE: `127.0.0.1:${dev.port}`, FRAMEFI_FTP_PORT: String(dev.ftpPort), XDG_CACHE_HOME: join(cwd, "cache") };
+    await writeFile(join(cwd, ".env"), `[collection trip]\nSOURCE=${dir}\nFOLDER=2024/trip\n`);
+    const r = await framefi(["collection", "use", "trip"], { cwd, env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(await names(dev.card), ["a.jpg", "day2/b.jpg"]);
+
+    for (const folder of ["..", "2024/../..", "2024/../../etc", "/etc", "..\\outside"]) {
+      await writeFile(join(cwd, ".env"), `[collection trip]\nSOURCE=${dir}\nFOLDER=${folder}\n`);
+      const bad = await framefi(["collection", "use", "trip"], { cwd, env });
+      assert.equal(bad.code, 2, `FOLDER=${folder}: ${bad.stderr}`);
+      assert.equal(bad.stderr, `framefi: [collection trip]: FOLDER "${folder}" must be a folder inside SOURCE; fix it.\n`);
+    }
+    assert.deepEqual(await names(dev.card), ["a.jpg", "day2/b.jpg"], "a refused FOLDER changes nothing on the card");
+  });
+});
