@@ -276,10 +276,17 @@ describe("framefi sync with the picture options", () => {
       [["--fit", "800x480", "--pixel-aspect", "9:0"], /--pixel-aspect is the aspect the panel is shown at/],
       [["--background", "blur"], /--background needs a frame profile: add --fit WxH or --fill WxH\./],
     ];
+    // A caption format is drawn on the photo as it is: control characters (an escape sequence, a line break, a tab,
+    // C1's CSI, DEL) are refused, and the error that quotes the value does not pass them to the terminal.
+    for (const format of ["%Y\x1b]0;owned\x07", "%d\n%m", "%d\t%m", "%Y\u009b2J", "%Y\x7f"]) {
+      cases.push([["--fit", "800x480", "--caption", "date", "--caption-format", format], /--caption-format is up to 40 characters of text with %Y/]);
+    }
     for (const [args, want] of cases) {
       const r = await sync("one", "bad", ...args);
       assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
       assert.match(r.stderr, want);
+      assert.doesNotMatch(r.stderr.slice(0, -1), /[\0-\x1f\x7f-\x9f]/, `${JSON.stringify(args)}: one line, no control characters`);
+      assert.equal(r.stdout, "");
     }
     // The .env's [frame] section takes them too, and its key is named.
     const cwd = await tempDir("framefi-env-");
@@ -289,6 +296,11 @@ describe("framefi sync with the picture options", () => {
       const r = await framefi(args, { cwd });
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, /CROP in the \.env's \[frame\] section chooses what a crop keeps: add --fill WxH/);
+      await writeFile(join(cwd, ".env"), "[frame]\nFIT=800x480\nCAPTION=date\nCAPTION_FORMAT=%Y\x1b[2J\n");
+      const format = await framefi(args, { cwd });
+      assert.equal(format.code, 2, format.stderr);
+      assert.match(format.stderr, /CAPTION_FORMAT in the \.env's \[frame\] section is up to 40 characters of text/);
+      assert.doesNotMatch(format.stderr, /\x1b/);
     } finally {
       await removeDir(cwd);
     }

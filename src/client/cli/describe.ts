@@ -1,6 +1,7 @@
 // What `framefi` says of an error, and the code it exits with: the error's row in ../errors.ts, in the command line's
 // own words where the row has them. Errors that are not the client's are a bug to report.
 import { DeviceHttpError } from "../api/index.js";
+import { blankControls } from "../api/text.js";
 import { fill } from "../../shared/message-template.js";
 import { ERRORS, EXIT, FrameFiError, type Row } from "../errors.js";
 import { SyncStopped, sentence } from "../sync/errors.js";
@@ -16,15 +17,23 @@ export interface Description {
   answer?: string;
 }
 
-/** `e` as `framefi` tells it; `conn`: where the device's address came from, told when the answer may not be the device's. */
+/**
+ * `e` as `framefi` tells it; `conn`: where the device's address came from, told when the answer may not be the device's.
+ * One line, whatever the values it quotes hold (a line break in an option's value, an escape sequence).
+ */
 export function describe(e: unknown, conn?: Connection): Description {
+  const told = describeAsIs(e, conn);
+  return { ...told, line: blankControls(told.line), reason: blankControls(told.reason) };
+}
+
+function describeAsIs(e: unknown, conn?: Connection): Description {
   if (!(e instanceof FrameFiError)) {
     const reason = (e as Error)?.message ?? String(e);
     return { line: `unexpected error: ${reason}. Please report it.`, reason, exit: broken(e) ? EXIT.unreachable : EXIT.deviceError };
   }
   const row: Row = ERRORS[e.code];
   if (e instanceof SyncStopped) {
-    const cause = describe(e.cause);
+    const cause = describeAsIs(e.cause);
     const line = fill(row.cli ?? row.message, { ...e.parts, reason: sentence(cause.reason) });
     return { line, reason: line, exit: e.interrupted ? row.exit : cause.exit };
   }
