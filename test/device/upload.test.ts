@@ -378,7 +378,12 @@ describe("edge cases of names, sizes and races", () => {
   test("concurrent uploads cannot together overfill the card", async () => {
     const s0 = await status();
     const each = Math.floor(s0.sd_card.free_size * 0.6);
-    const rs = await Promise.all([0, 1, 2].map((i) => upload([{ name: "file", filename: `fill/${i}.bin`, value: Buffer.alloc(each, i) }])));
+    // All three settle before anything is asserted: one left in flight would change the card under the next tests.
+    const settled = await Promise.allSettled([0, 1, 2].map((i) => upload([{ name: "file", filename: `fill/${i}.bin`, value: Buffer.alloc(each, i) }])));
+    const rs = settled.map((x) => {
+      if (x.status === "rejected") assert.fail(`an upload got no answer: ${String(x.reason)} (${String((x.reason as Error).cause)})`);
+      return x.value;
+    });
     const ok = rs.filter((r) => r.status === 200).length;
     assert.equal(ok, 1, `exactly one of three 60 % uploads fits; got ${rs.map((r) => r.status).join(", ")}`);
     for (const r of rs.filter((x) => x.status !== 200)) {
