@@ -103,9 +103,33 @@ export const ERRORS = {
     message: "the card image {path} is not a FAT filesystem fsck.vfat can repair (exit {status}): {output}",
     exit: EXIT.failed,
   },
-  DEVICE_NO_SUCH_COLLECTION: { message: "no collection {name}: the collections are {known}; add {name}.img to {dir} first", exit: EXIT.failed },
+  // Collections (--collections): switched by the web API and MQTT.
+  DEVICE_NO_SUCH_COLLECTION: {
+    message:
+      "No collection {name}: the collections are {known}; add {name}.img (with --usb-gadget) or a folder {name} to the device's --collections folder first.",
+    http: 404,
+    exit: EXIT.failed,
+  },
   DEVICE_COLLECTION_NEEDS_MSC: {
-    message: "the collection cannot change in FTP mode (the card is mounted for uploads); switch to USB MSC mode first",
+    message: "The collection cannot change in FTP mode (the card is in use for uploads); switch the device back to USB MSC first (POST /mode/msc).",
+    http: 409,
+    exit: EXIT.failed,
+  },
+  DEVICE_BAD_COLLECTION_NAME: {
+    message: "Not a collection name: send the name alone as the body (curl -d winter), letters, digits, - and _, up to 32, starting with a letter or digit.",
+    http: 400,
+  },
+  DEVICE_COLLECTION_BODY_TOO_LARGE: { message: "The body is too large for a collection name (at most {limit} bytes); send the name alone.", http: 413 },
+  DEVICE_NO_COLLECTIONS: {
+    message: "This device has no collections: start it with --collections DIR (a folder of card images NAME.img with --usb-gadget, else of folders NAME).",
+    http: 404,
+  },
+  DEVICE_COLLECTION_OVERRIDDEN: {
+    message: "A later request switched the frame to the collection {current} before {name} went in; ask again if {name} should win.",
+    http: 409,
+  },
+  DEVICE_COLLECTIONS_NOT_A_FOLDER: {
+    message: "the collections folder {dir} (--collections) does not exist or cannot be read: create it, with a folder per collection",
     exit: EXIT.failed,
   },
   DEVICE_UNMOUNT_FAILED: {

@@ -18,6 +18,8 @@ import { DeviceState, noFtpShare, type FtpShare } from "./state.js";
 import { createLoginThrottle, type LoginThrottle } from "./auth/throttle.js";
 import { deviceLog } from "./log.js";
 import { DeviceError, toHttp } from "./errors.js";
+import { Collections, FolderCollections, type CollectionBackend } from "./collections.js";
+import { join } from "node:path";
 
 /** What plug-ins (the FTP server, the MQTT client) get to work with. */
 export interface DeviceContext {
@@ -30,6 +32,8 @@ export interface DeviceContext {
   restart: () => Promise<void>;
   /** Failed logins per client address, for every login surface (FTP and the web API's basic auth). */
   loginThrottle: LoginThrottle;
+  /** With --collections: what the frame can be switched between. */
+  collections: Collections | undefined;
   log: (message: string) => void;
 }
 
@@ -46,6 +50,8 @@ export interface DeviceServiceOptions {
   plugins?: Array<(ctx: DeviceContext) => DevicePlugin>;
   /** With --pull: the Puller, whose last pull the web panel shows. */
   pull?: Puller;
+  /** The USB gadget's collections (card images); without it, --collections makes the card's folders collections. */
+  collections?: CollectionBackend | undefined;
   log?: (message: string) => void;
   /** Called when the device cannot come back up after a failed restart or Wi-Fi reset (the CLI exits 1). */
   fatal?: (error: Error) => void;
@@ -119,6 +125,9 @@ export class DeviceService {
   private readonly hosts: HostPolicy;
   /** The web panel of the current boot. */
   private panel: Panel | undefined;
+  readonly collections: Collections | undefined;
+  /** --collections on the folder card: restored before the card opens. */
+  private readonly folderCollections: FolderCollections | undefined;
 
   constructor(
     private readonly config: DeviceConfig,
@@ -144,6 +153,11 @@ export class DeviceService {
       ...(this.hardware.usb.mounted ? { mounted: this.hardware.usb.mounted } : {}),
     });
     this.state = new DeviceState(this.hardware, this.card, this.settings, noFtpShare, this.log);
+    if (!opts.collections && config.collections && !config.usbGadget) {
+      this.folderCollections = new FolderCollections(config.collections, this.card, this.hardware.usb, join(config.state, "collection"), this.log);
+    }
+    const backend = opts.collections ?? this.folderCollections;
+    this.collections = backend ? new Collections(backend, this.state) : undefined;
     const ctx: DeviceContext = {
       config,
       state: this.state,
@@ -151,6 +165,7 @@ export class DeviceService {
       settings: () => this.settings.current(),
       restart: () => this.restart(),
       loginThrottle: this.loginThrottle,
+      collections: this.collections,
       log: this.log,
     };
     if (opts.ftp) this.state.setFtpShare(opts.ftp(ctx));
@@ -159,6 +174,7 @@ export class DeviceService {
 
   /** Powers on. Resolves once the API (or the setup page) answers. */
   async start(): Promise<void> {
+    await this.folderCollections?.restore();
     await this.card.open();
     await this.settings.removeStaleTempFiles();
     const figures = await this.card.figures();
@@ -357,6 +373,7 @@ export class DeviceService {
       log: this.log,
       throttle: this.loginThrottle,
       hosts: this.hosts,
+      collections: this.collections,
       extraRoutes: this.openPanel(),
     });
     // Beyond the firmware: every answer names the FTP port, so clients never guess which FTP server is this device's.

@@ -5,6 +5,7 @@
 import { EventEmitter } from "node:events";
 import { MODE_NAMES, MqttState, type Mode } from "../shared/firmware.js";
 import type { Card } from "./card/card.js";
+import { DeviceError } from "./errors.js";
 import type { Hardware, LedColor, Screen } from "./hardware.js";
 import type { Settings, SettingsStore } from "./settings.js";
 
@@ -277,6 +278,26 @@ export class DeviceState extends EventEmitter<DeviceStateEvents> {
       }
     }
     this.emitChange("transfer");
+  }
+
+  /**
+   * Runs `swap` (a collection's switch) in USB MSC mode: after the transitions under way, and with a mode switch
+   * asked for meanwhile waiting until it is done. In FTP mode (or switching to it) DEVICE_COLLECTION_NEEDS_MSC.
+   */
+  async inMsc<T>(swap: () => Promise<T>): Promise<T> {
+    while (this.reconciling) await this.reconciling;
+    if (this.phase !== "running" || this.mode !== "msc" || this.applied !== "msc") throw new DeviceError("DEVICE_COLLECTION_NEEDS_MSC", {});
+    const run = swap();
+    this.reconciling = run
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => {
+        this.reconciling = undefined;
+        this.kick();
+      });
+    return run;
   }
 
   /** Resolves once the hardware has caught up with the mode. */

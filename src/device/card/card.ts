@@ -74,6 +74,7 @@ export class Card implements CardFileSystem {
   private readonly inventory: Inventory;
   private readonly writes: Writes;
   private rescanTimer: NodeJS.Timeout | undefined;
+  private opened = false;
 
   constructor(
     root: string,
@@ -104,6 +105,7 @@ export class Card implements CardFileSystem {
   async open(): Promise<void> {
     await mkdir(this.paths.root, { recursive: true });
     this.paths.root = await realpath(this.paths.root);
+    this.opened = true;
     await this.inventory.refreshStatfs();
     await this.inventory.rescan(true);
     this.rescanTimer = setInterval(
@@ -138,6 +140,16 @@ export class Card implements CardFileSystem {
     }
     if (this.opts.mounted) await this.inventory.remounted();
     await this.writes.removeStale(this.opts.warn);
+  }
+
+  /**
+   * Serves another folder as the card (a collection of --collections), counted afresh. Only while the card belongs
+   * to the USB host (MSC mode): no write is in progress then.
+   */
+  async moveTo(root: string): Promise<void> {
+    if (this.writes.isWritable) throw new Error("the card folder changes only in USB MSC mode");
+    this.paths.root = await realpath(root);
+    if (this.opened) await this.inventory.rerooted();
   }
 
   /** Bytes a new write may still claim. */

@@ -35,6 +35,8 @@ export class Inventory {
   private readonly pending = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
   private scanning: Set<string> | undefined;
+  /** The walk under way, if any. */
+  private scanRun: Promise<void> | undefined;
   private fsFree = 0;
   private fsTotal = 0;
   private fsCheckedAt = 0;
@@ -131,6 +133,13 @@ export class Inventory {
     await this.rescan();
   }
 
+  /** The card is another folder now: once a walk of the old one is over, watch and count the new one afresh. */
+  async rerooted(): Promise<void> {
+    while (this.scanRun) await this.scanRun.catch(() => undefined);
+    this.internal.clear();
+    await this.remounted();
+  }
+
   /** Forgets a file the card removed itself (a stale temp file). */
   forget(path: string): void {
     this.removeFile(path);
@@ -160,6 +169,16 @@ export class Inventory {
    */
   async rescan(initial = false): Promise<void> {
     if (this.scanning || this.closed || this.absent) return;
+    const run = this.scan(initial);
+    this.scanRun = run;
+    try {
+      await run;
+    } finally {
+      if (this.scanRun === run) this.scanRun = undefined;
+    }
+  }
+
+  private async scan(initial: boolean): Promise<void> {
     const touched = new Set<string>();
     this.scanning = touched;
     try {

@@ -54,7 +54,9 @@ export interface DeviceConfig {
   /** Refuse names and sizes a FAT32 card cannot hold (always on with a USB gadget). */
   fatNames: boolean;
   /** The real USB mass-storage gadget: the card is this FAT32 image (or block device); undefined = simulated USB. */
-  usbGadget: { image: string; udc: string | undefined; sort: boolean; collections: string | undefined } | undefined;
+  usbGadget: { image: string; udc: string | undefined; sort: boolean } | undefined;
+  /** The collections the frame can be switched between: card images NAME.img (--usb-gadget), else folders NAME. */
+  collections: string | undefined;
   /** Host names the web API and setup page answer besides IP literals and localhost names ("*" = any). */
   allowedHosts: string[];
   /** Seconds a request head may take to arrive, and a body may go without bringing 4 KiB. */
@@ -136,7 +138,7 @@ export const FLAGS: readonly FlagSpec[] = [
   {
     name: "collections",
     kind: "string",
-    help: "with --usb-gadget: a folder of card images NAME.img, one per collection; MQTT (a Home Assistant select) switches the frame between them",
+    help: "a folder of collections the frame can be switched between (web API, MQTT select): card images NAME.img with --usb-gadget, else folders NAME",
   },
   { name: "gadget-udc", kind: "string", help: "with --usb-gadget: the USB device controller to bind to (default: the first in /sys/class/udc)" },
   {
@@ -384,7 +386,6 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
   const sortCard = bool("sort-card", raw("sort-card"));
   if (sortCard && !usbGadget) throw new OptionError("DEVICE_OPTION_NEEDS_GADGET", { option: "--sort-card" });
   const collections = raw("collections");
-  if (collections && !usbGadget) throw new OptionError("DEVICE_OPTION_NEEDS_GADGET", { option: "--collections" });
 
   const config: DeviceConfig = {
     host,
@@ -420,9 +421,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, cwd = process.c
     rescanInterval: inRange("rescan-interval", int("rescan-interval"), 1, 86_400),
     bootDelay: inRange("boot-delay", int("boot-delay"), 0, 60_000),
     fatNames: usbGadget || bool("fat-names", raw("fat-names")),
-    usbGadget: usbGadget
-      ? { image: resolve(cwd, cardImage!), udc: raw("gadget-udc"), sort: sortCard, collections: collections ? resolve(cwd, collections) : undefined }
-      : undefined,
+    usbGadget: usbGadget ? { image: resolve(cwd, cardImage!), udc: raw("gadget-udc"), sort: sortCard } : undefined,
+    collections: collections ? resolve(cwd, collections) : undefined,
     allowedHosts: (raw("allowed-host") ?? "")
       .split(",")
       .map((h) => h.trim())

@@ -22,7 +22,7 @@ async function prepareGadget(config: DeviceConfig, log: DeviceLog): Promise<Gadg
     mountPoint: config.card,
     udc: config.usbGadget!.udc,
     sort: config.usbGadget!.sort,
-    collections: config.usbGadget!.collections,
+    collections: config.collections,
     collectionFile: join(config.state, "collection"),
     log,
   });
@@ -104,8 +104,9 @@ async function main(): Promise<void> {
     ...(gadget ? { hardware: { ...simulatedHardware(urlOf(config.host, config.port), urlOf(config.setupHost, config.setupPort)), usb: gadget } } : {}),
     ftp: ftpMode,
     pull: puller,
+    collections: gadget?.collections(),
     plugins: [
-      (ctx) => mqttPlugin(ctx, () => device.restart(), {}, { puller, collections: gadget?.collections() }),
+      (ctx) => mqttPlugin(ctx, () => device.restart(), {}, { puller }),
       ...(puller ? [(ctx: DeviceContext) => pullPlugin(puller, () => pullTarget(config, ctx.settings()))] : []),
     ],
     fatal: (e) => {

@@ -1,12 +1,14 @@
 // USB mass storage for real: the card image is a configfs gadget's removable medium. MSC mode inserts it (the
 // service never touches it then); leaving MSC mode ejects it, checks it and mounts it for FTP mode. The image is
 // never inserted and mounted at once, so after a crash at any step start-up only has to unmount, check and go on.
-// With --collections, the medium can be swapped for another image of that folder (a collection) in MSC mode.
+// With --collections, the medium can be swapped for another image of that folder (a collection) in MSC mode
+// (collections.ts checks the name and orders the swaps).
 import { mkdir, readdir, readFile, realpath, rename, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { hostname } from "node:os";
 import { removeLeftovers } from "../card/card.js";
 import type { UsbMassStorage } from "../hardware.js";
+import { COLLECTION_NAME, type CollectionBackend } from "../collections.js";
 import { checkGadgetSupport, ConfigfsGadget, SYSTEM_PATHS, type GadgetPaths } from "./configfs.js";
 import { CardImage } from "./image.js";
 import { GadgetError, mustRun } from "./system.js";
@@ -37,8 +39,6 @@ export class GadgetUsb implements UsbMassStorage {
   private collectionsDir: string | undefined;
   /** Attach, detach and a collection's swap, one at a time. */
   private turn: Promise<unknown> = Promise.resolve();
-  /** A collection's swap waiting for its turn (collections().use): the latest name asked for. */
-  private waitingSwap: { name: string; done: Promise<void> } | undefined;
 
   constructor(private readonly opts: GadgetUsbOptions) {}
 
@@ -114,39 +114,25 @@ export class GadgetUsb implements UsbMassStorage {
     this.isMounted = false;
   }
 
-  /** The collections (--collections): their names, the one the frame has, and the swap. */
-  collections(): GadgetCollections | undefined {
+  /** The collections (--collections) as collections.ts drives them: their names, the one the frame has, the swap. */
+  collections(): CollectionBackend | undefined {
     const dir = this.opts.collections;
     if (!dir) return undefined;
     const names = (): Promise<string[]> => collectionNames(dir);
-    const swap = (name: string): Promise<void> => this.swapTo(name, names, dir);
     return {
       names,
       active: () => {
         const path = this.image?.path;
         return path && dirname(path) === this.collectionsDir && COLLECTION_FILE.test(basename(path)) ? basename(path).slice(0, -4) : undefined;
       },
-      use: (name) => {
-        // A swap asked for while another waits its turn takes its place: a flood of selects costs one more swap.
-        if (this.waitingSwap) {
-          this.waitingSwap.name = name;
-          return this.waitingSwap.done;
-        }
-        const waiting: { name: string; done: Promise<void> } = { name, done: Promise.resolve() };
-        waiting.done = this.inTurn(() => {
-          this.waitingSwap = undefined;
-          return swap(waiting.name);
-        });
-        this.waitingSwap = waiting;
-        return waiting.done;
-      },
+      swap: (name) => this.inTurn(() => this.swapTo(name, names)),
     };
   }
 
   /** The swap to the collection `name` of the folder, in MSC mode. */
-  private async swapTo(name: string, names: () => Promise<string[]>, dir: string): Promise<void> {
+  private async swapTo(name: string, names: () => Promise<string[]>): Promise<void> {
     const known = await names();
-    if (!known.includes(name)) throw new GadgetError("DEVICE_NO_SUCH_COLLECTION", { name, known: known.join(", ") || "none", dir });
+    if (!known.includes(name)) throw new GadgetError("DEVICE_NO_SUCH_COLLECTION", { name, known: known.join(", ") || "none" });
     if (this.isMounted) throw new GadgetError("DEVICE_COLLECTION_NEEDS_MSC", {});
     const { image, gadget } = this.ready();
     const next = new CardImage(join(this.collectionsDir!, `${name}.img`), image.mountPoint, this.opts.log);
@@ -196,7 +182,7 @@ export class GadgetUsb implements UsbMassStorage {
 }
 
 /** A collection's card image: its name (what an MQTT select offers), then .img. */
-const COLLECTION_FILE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}\.img$/;
+const COLLECTION_FILE = new RegExp(`${COLLECTION_NAME.source.slice(0, -1)}\\.img$`);
 
 /**
  * The collections of a folder: its regular files NAME.img. A symbolic link or a folder is not one: a select must
@@ -207,14 +193,6 @@ export async function collectionNames(dir: string): Promise<string[]> {
     .filter((e) => e.isFile() && COLLECTION_FILE.test(e.name))
     .map((e) => e.name.slice(0, -4))
     .sort();
-}
-
-/** What MQTT needs of the collections. */
-export interface GadgetCollections {
-  names(): Promise<string[]>;
-  /** The collection the frame has; undefined when the card image is not one of the folder's. */
-  active(): string | undefined;
-  use(name: string): Promise<void>;
 }
 
 async function realpathOrSelf(path: string): Promise<string> {

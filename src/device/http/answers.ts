@@ -178,6 +178,31 @@ export function readSmallBody(req: IncomingMessage, res: ServerResponse, limit: 
   });
 }
 
+/**
+ * Reads a short body; resolves undefined as soon as it passes `limit` bytes, the rest left unread (the caller
+ * answers with sendErrorEarly, which bounds what is read after).
+ */
+export function readShortBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<Buffer | undefined> {
+  if (Number(req.headers["content-length"] ?? 0) > limit) return Promise.resolve(undefined);
+  acceptBody(req, res);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.pause();
+      resolve(undefined);
+    };
+    const onEnd = (): void => resolve(Buffer.concat(chunks));
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.once("error", reject);
+  });
+}
+
 /** The process's limit of open files (Linux), or a conservative guess elsewhere. */
 function openFileLimit(): number {
   try {

@@ -3,13 +3,15 @@
 import { sameSecret } from "../../shared/secret.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Card } from "../card/card.js";
-import { MALFORMED_URL, readSmallBody, requestUrl, sendError, sendErrorAndClose, sendErrorEarly, sendJson } from "./answers.js";
+import { MALFORMED_URL, readShortBody, readSmallBody, requestUrl, sendError, sendErrorAndClose, sendErrorEarly, sendJson } from "./answers.js";
 import { bodies, errors, MODE_LABELS, statusBody, type Mode } from "../../shared/firmware.js";
 import { refuseForeign, type HostPolicy } from "./request-guard.js";
 import type { Settings } from "../settings.js";
 import type { DeviceState } from "../state.js";
 import type { LoginThrottle } from "../auth/throttle.js";
 import { handleMultipartUpload, handleRawUpload } from "./upload.js";
+import type { Collections } from "../collections.js";
+import { DeviceError, toHttp } from "../errors.js";
 
 export interface ApiContext {
   state: DeviceState;
@@ -25,11 +27,16 @@ export interface ApiContext {
   throttle: LoginThrottle;
   /** Which Host values name the device. */
   hosts: HostPolicy;
+  /** With --collections: what GET /collections lists and POST /collections/use switches. */
+  collections?: Collections | undefined;
   /** More routes behind the same auth and error handling (the web panel under /panel/). */
   extraRoutes?: ReadonlyArray<{ method: "GET" | "POST"; path: string; handler: Handler }>;
 }
 
 type Method = "GET" | "POST" | "PUT";
+
+/** Bytes a collection's name may take as a body: 32 characters, and room for a line break or spaces. */
+const COLLECTION_BODY_LIMIT = 64;
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void | Promise<void>;
 
 /**
@@ -146,6 +153,36 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     await state.settled();
     await handleRawUpload(req, res, card, url.searchParams.get("filename"));
   });
+  // Beyond the firmware: the collections (--collections), switched as the MQTT select does.
+  const failWith = (req: IncomingMessage, res: ServerResponse, e: unknown): void => {
+    if (!(e instanceof DeviceError) || e.row.http === undefined) throw e;
+    const { status, message } = toHttp(e);
+    sendErrorAndClose(req, res, status, message);
+  };
+  route("GET", "/collections", async (req, res) => {
+    const { collections } = ctx;
+    if (!collections) return failWith(req, res, new DeviceError("DEVICE_NO_COLLECTIONS", {}));
+    sendJson(res, 200, { status: "success", collections: await collections.names(), current: collections.active() ?? null });
+  });
+  route("POST", "/collections/use", async (req, res) => {
+    const { collections } = ctx;
+    if (!collections) return failWith(req, res, new DeviceError("DEVICE_NO_COLLECTIONS", {}));
+    // The name alone, as /led/brightness takes its value: whatever the Content-Type (curl -d sends a form's).
+    const body = await readShortBody(req, res, COLLECTION_BODY_LIMIT);
+    if (body === undefined) {
+      const { status, message } = toHttp(new DeviceError("DEVICE_COLLECTION_BODY_TOO_LARGE", { limit: String(COLLECTION_BODY_LIMIT) }));
+      return sendErrorEarly(req, res, status, message, { Connection: "close" });
+    }
+    const name = body.toString("utf8").trim();
+    try {
+      const current = await collections.use(name);
+      if (current !== name) throw new DeviceError("DEVICE_COLLECTION_OVERRIDDEN", { name, current: current ?? "(none)" });
+      sendJson(res, 200, { status: "success", message: `The frame now has the collection ${name}.`, current });
+    } catch (e) {
+      failWith(req, res, e);
+    }
+  });
+
   for (const extra of ctx.extraRoutes ?? []) route(extra.method, extra.path, extra.handler);
 
   type Access = "full" | "read-only" | "none";

@@ -28,14 +28,15 @@ export interface DeviceSide {
   restart(): unknown;
   /** With --pull: the last pull (published on the pull topic; onChange tells of a new one) and "sync now". */
   pull?: { last(): object | undefined; now(): unknown };
-  /** The card images a frame can be switched between (--usb-gadget --collections): a Home Assistant select. */
+  /** The collections a frame can be switched between (--collections): a Home Assistant select. */
   collections?: Collections | undefined;
 }
 
 export interface Collections {
   names(): Promise<string[]>;
+  /** Published on the collection topic; onChange tells when it changed. */
   active(): string | undefined;
-  use(name: string): Promise<void>;
+  use(name: string): Promise<unknown>;
 }
 
 export interface MqttLog {
@@ -287,7 +288,6 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
       const on = this.#o.discovery;
       await Promise.all(configs.map((m) => client.publishAsync(m.topic, on ? JSON.stringify(m.config) : "", { qos: 1, retain: true })));
       await client.publishAsync(t.availability, "online", { qos: 1, retain: true });
-      if (collections) await client.publishAsync(t.collection, this.#device.collections!.active() ?? "", { qos: 1, retain: true });
     } catch (err) {
       // The connection went away mid-way; the close handler records the state and retries.
       if (client === this.#client) this.#o.log.warn(`MQTT announce failed: ${(err as Error).message}`);
@@ -316,11 +316,16 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
         const display = displayTopicPayload(status.display.status);
         const last = this.#device.pull?.last();
         const pull = last === undefined ? "" : JSON.stringify(last);
-        if (!force && state + display + pull === this.#lastPublished) return;
-        this.#lastPublished = state + display + pull;
+        // The collection the frame has, whoever switched it (the select, the web API).
+        const collections = this.#device.collections;
+        const collection = collections ? (collections.active() ?? "") : undefined;
+        const published = JSON.stringify([state, display, pull, collection]);
+        if (!force && published === this.#lastPublished) return;
+        this.#lastPublished = published;
         await client.publishAsync(this.topics.state, state, { qos: 1, retain: true });
         await client.publishAsync(this.topics.displayStatus, display, { qos: 1, retain: true });
         if (pull !== "") await client.publishAsync(this.topics.pull, pull, { qos: 1, retain: true });
+        if (collection !== undefined) await client.publishAsync(this.topics.collection, collection, { qos: 1, retain: true });
       } catch (err) {
         if (client === this.#client) this.#o.log.warn(`MQTT state publish failed: ${(err as Error).message}`);
       }
@@ -354,10 +359,7 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
       void collections.names().then(
         (names) => {
           if (!names.includes(text)) return this.#o.log.warn(`MQTT ${topic}: ignored ${shown}; send one of ${names.join(", ") || "(none)"}.`);
-          run(`collection ${text}`, async () => {
-            await collections.use(text);
-            await this.#client?.publishAsync(t.collection, collections.active() ?? "", { qos: 1, retain: true });
-          });
+          run(`collection ${text}`, () => collections.use(text));
         },
         (err: unknown) => this.#o.log.warn(`MQTT ${topic}: cannot list the collections: ${(err as Error).message}`),
       );

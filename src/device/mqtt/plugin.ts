@@ -17,6 +17,13 @@ export interface MqttPluginContext {
   };
   card: { figures(): Promise<StatusFacts["card"]> };
   settings: () => { mqttHost: string; mqttPort: number; mqttUser: string; mqttPassword: string; mqttClientId: string };
+  /** With --collections: a select switches between them; their "change" brings the collection topic up to date. */
+  collections?:
+    | (Collections & {
+        on(event: "change", listener: () => void): unknown;
+        off(event: "change", listener: () => void): unknown;
+      })
+    | undefined;
   log: (message: string) => void;
 }
 
@@ -38,10 +45,9 @@ export interface MqttPlugin {
 /** The changes the state topic carries. */
 const PUBLISHED = new Set(["mode", "display", "card"]);
 
-/** What the device has beyond the firmware's: a Puller (--pull), card images to switch between (--collections). */
+/** What the device has beyond the firmware's: a Puller (--pull). */
 export interface MqttExtras {
   puller?: PullSide | undefined;
-  collections?: Collections | undefined;
 }
 
 /**
@@ -49,7 +55,8 @@ export interface MqttExtras {
  * `extra` overrides link options (tests use it for short retry periods).
  */
 export function mqttPlugin(ctx: MqttPluginContext, restart: () => unknown, extra: Partial<MqttLinkOptions> = {}, extras: MqttExtras = {}): MqttPlugin {
-  const { puller, collections } = extras;
+  const { puller } = extras;
+  const { collections } = ctx;
   let link: MqttLink | undefined;
   let onFlag: ((what: string) => void) | undefined;
 
@@ -61,9 +68,11 @@ export function mqttPlugin(ctx: MqttPluginContext, restart: () => unknown, extra
       };
       ctx.state.on("change", l);
       puller?.on("change", listener);
+      collections?.on("change", listener);
       return () => {
         ctx.state.off("change", l);
         puller?.off("change", listener);
+        collections?.off("change", listener);
       };
     },
     setDisplay: (on) => ctx.state.setDisplay(on),
