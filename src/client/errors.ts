@@ -269,6 +269,24 @@ export const ERRORS = {
     exit: EXIT.usage,
   },
   FRAMEFI_BAD_COLLECTION_DATE: { message: '[collection {name}]: {key} is a day as 2026-12-24, got "{value}".', exit: EXIT.usage },
+  FRAMEFI_COLLECTION_NOT_ON_DEVICE: {
+    message:
+      "Nothing synced: the device's collections are {known} and its frame shows {current}; [collection {name}] written there would replace {current}'s photos. Add {name} to the device's --collections folder, then run this again to switch to it.",
+    exit: EXIT.usage,
+  },
+  FRAMEFI_SYNC_INTO_COLLECTION: {
+    message:
+      "Nothing synced: the device's frame shows the collection {current}, and this sync would write into it; add --collection {current} if that is meant, else switch first (framefi collection use NAME).",
+    exit: EXIT.usage,
+  },
+  FRAMEFI_SYNC_NOT_THAT_COLLECTION: {
+    message: "Nothing synced: --collection {meant}, but the device's frame shows {shown}; switch first (framefi collection use {meant}), then sync again.",
+    exit: EXIT.usage,
+  },
+  FRAMEFI_BAD_COLLECTION_NAME: {
+    message: '--collection is a collection\'s name: letters, digits, - and _, up to 32, got "{value}".',
+    exit: EXIT.usage,
+  },
   FRAMEFI_COLLECTION_ACTION: { message: "collection takes: use NAME [FRAME]; e.g. framefi collection use winter kitchen.", exit: EXIT.usage },
   // The .env file.
   FRAMEFI_ENV_UNREADABLE: { message: "Cannot read {file}: {reason}; make it readable, or remove it.", exit: EXIT.usage },

@@ -53,6 +53,19 @@ export interface ActionResult {
   message: string;
 }
 
+/** GET /collections (beyond the firmware: a device started with --collections). */
+export interface CollectionsStatus {
+  status: "success";
+  collections: string[];
+  /** The collection the frame has; null when its card is not one of them. */
+  current: string | null;
+}
+
+/** POST /collections/use (beyond the firmware). */
+export interface CollectionUsed extends ActionResult {
+  current: string;
+}
+
 /** Every error body: the firmware's `sendJsonResponse("error", …)`. */
 export interface ErrorBody {
   status: "error";

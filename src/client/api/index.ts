@@ -13,7 +13,18 @@ import { pipeline, Readable } from "node:stream";
 import { createSecureContext, type SecureContext } from "node:tls";
 import { blankControls, firstLine, hidePassword } from "./text.js";
 import { FrameFiError } from "../errors.js";
-import type { ActionResult, Brightness, DeviceStatus, DisplayStatus, LedStatus, Mode, ModeStatus, MqttStatus } from "../../shared/firmware.js";
+import type {
+  ActionResult,
+  Brightness,
+  CollectionsStatus,
+  CollectionUsed,
+  DeviceStatus,
+  DisplayStatus,
+  LedStatus,
+  Mode,
+  ModeStatus,
+  MqttStatus,
+} from "../../shared/firmware.js";
 
 export {
   MODE_FTP,
@@ -21,6 +32,8 @@ export {
   MQTT_STATES,
   type ActionResult,
   type Brightness,
+  type CollectionsStatus,
+  type CollectionUsed,
   type DeviceStatus,
   type DisplayStatus,
   type LedStatus,
@@ -391,6 +404,24 @@ export class FrameFiClient {
       return Promise.reject(new FrameFiError("FRAMEFI_BAD_BRIGHTNESS", { value }));
     }
     return this.call<ActionResult>("POST", "/led/brightness", { body: String(value), contentType: "text/plain" });
+  }
+
+  /**
+   * The collections the frame can be switched between, and the one it has (a device started with --collections);
+   * undefined when the device has none (404: no --collections, or the firmware).
+   */
+  async collections(): Promise<CollectionsStatus | undefined> {
+    try {
+      return await this.call<CollectionsStatus>("GET", "/collections");
+    } catch (e) {
+      if (e instanceof DeviceHttpError && e.status === 404) return undefined;
+      throw e;
+    }
+  }
+
+  /** Switches the frame to the collection `name` (USB MSC mode only): the card is swapped, no photo is copied. */
+  useCollection(name: string): Promise<CollectionUsed> {
+    return this.call<CollectionUsed>("POST", "/collections/use", { body: name, contentType: "text/plain" });
   }
 
   /**

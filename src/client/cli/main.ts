@@ -7,7 +7,7 @@ import { stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, posix, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { DeviceHttpError, FrameFiClient, FrameFiError, MODE_FTP, sync } from "../api/index.js";
+import { DeviceHttpError, FrameFiClient, FrameFiError, MODE_FTP, ProtocolError, sync, type CollectionsStatus } from "../api/index.js";
 import { EXIT } from "../errors.js";
 import { resolveConnection, type Connection } from "./connection.js";
 import { describe } from "./describe.js";
@@ -50,7 +50,8 @@ Commands:
   sync NAME                            sync the frame of the .env's [frame NAME] section
   sync --all                           sync every [frame NAME] at once, a summary line each
   collection use NAME [FRAME]          make the frame (a [frame NAME], else the device) show the
-                                       .env's [collection NAME]: sync it there with --delete
+                                       collection NAME: switch the device to it when it has one
+                                       (no copy), else sync the .env's [collection NAME] with --delete
 
 Options:
   --host HOST            the device: host, host:port or URL (else FRAMEFI_DEVICE, else FTP_HOST of ./.env)
@@ -68,6 +69,8 @@ Sync options:
   --max-delete N|N%      delete at most this many of the card's files in one sync (default 50%)
   --force                delete beyond --max-delete
   --trash DAYS           move what --delete removes to .trash/ on the card, kept DAYS days
+  --collection NAME      the device's collection this sync is for: on a device with collections,
+                         a sync writes into the one its frame has only when it is NAME
                          (deleted as before when less than a tenth of the card is free)
   --dry-run              print what would be done, change nothing (compares over FTP only when
                          the device is in FTP mode already, or after asking on a terminal)
@@ -149,6 +152,7 @@ const OPTIONS = {
   all: { type: "boolean" },
   order: { type: "string" },
   "max-per-folder": { type: "string" },
+  collection: { type: "string" },
 } as const;
 
 type Flags = {
@@ -196,7 +200,7 @@ const SYNC_OPTIONS: readonly (keyof Flags)[] = [
 const COMMAND_OPTIONS: Record<string, readonly (keyof Flags)[]> = {
   upload: ["to"],
   collection: SYNC_OPTIONS,
-  sync: [...SYNC_OPTIONS, "delete", "max-delete", "force", "all"],
+  sync: [...SYNC_OPTIONS, "delete", "max-delete", "force", "all", "collection"],
   wifi: ["yes"],
 };
 
@@ -209,6 +213,8 @@ interface Context {
   err: (line: string) => void;
   /** `collection use`: only the photos of these dates, and tagged with one of these keywords. */
   range?: LayoutOptions["range"];
+  /** `collection use`: the .env's set it syncs (on a device without that collection). */
+  set?: string;
   keywords?: LayoutOptions["keywords"];
 }
 
@@ -350,10 +356,21 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
   async collection(ctx) {
     if (ctx.args[0] !== "use" || ctx.args[1] === undefined) throw new UsageError("FRAMEFI_COLLECTION_ACTION", {});
     expectArgs(ctx, "collection use", 3);
-    const set = await readCollection(ctx.args[1]);
+    const name = ctx.args[1];
+    // A malformed [collection NAME] is a usage error before the device is asked; a missing one only if the device
+    // has no collection of that name either.
+    const set = await readCollection(name).catch((e: unknown) => e);
+    if (set instanceof Error && !(set instanceof UsageError && set.code === "FRAMEFI_NO_SUCH_COLLECTION")) throw set;
+    // A device that has the collection switches to it: its card swapped, no photo copied.
+    if ((await deviceCollections(ctx.client))?.collections.includes(name)) {
+      show(ctx, await ctx.client.useCollection(name), message);
+      return EXIT.ok;
+    }
+    if (set instanceof Error) throw set;
+    const { dir, range, keywords } = set as Awaited<ReturnType<typeof readCollection>>;
     // The frame shows the set and nothing else: what the set lacks leaves the card, beyond --max-delete too (a switch
     // replaces the set); an empty set still deletes nothing (plan.ts).
-    return commands.sync!({ ...ctx, args: [set.dir], flags: { ...ctx.flags, delete: true, force: true }, range: set.range, keywords: set.keywords });
+    return commands.sync!({ ...ctx, args: [dir], flags: { ...ctx.flags, delete: true, force: true }, range, keywords, set: name });
   },
 
   async sync(ctx) {
@@ -376,6 +393,7 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     // Before the dry run's question (sync() checks it again, as every FTP text).
     checkFtpText(ctx.flags.to === undefined ? "REMOTE_DIR" : "--to", remoteDir);
     const photos = syncPhotoOptions(ctx);
+    await checkCollection(ctx);
     const dryRun = ctx.flags["dry-run"] === true;
     if (dryRun && (await ctx.client.mode()).mode !== MODE_FTP) {
       const why = "the device is in USB MSC mode, and comparing with the card needs FTP mode, which takes the card from the frame until the dry run ends";
@@ -434,6 +452,43 @@ const commands: Record<string, (ctx: Context) => Promise<number>> = {
     return result.failed.length > 0 ? EXIT.deviceError : EXIT.ok;
   },
 };
+
+/** The device's collections (GET /collections); undefined when it has none, or answers that with anything else. */
+async function deviceCollections(client: FrameFiClient): Promise<CollectionsStatus | undefined> {
+  let listed: CollectionsStatus | undefined;
+  try {
+    listed = await client.collections();
+  } catch (e) {
+    // An older device, the firmware or another server: no collections. Unreachable or refused: said as such.
+    if (e instanceof ProtocolError || (e instanceof DeviceHttpError && e.status !== 401 && e.status !== 403)) return undefined;
+    throw e;
+  }
+  const names = listed?.collections;
+  const current = listed?.current;
+  if (!Array.isArray(names) || !names.every((n) => typeof n === "string") || !(current === null || typeof current === "string")) return undefined;
+  return listed;
+}
+
+/**
+ * A device with collections takes a sync into the collection its frame has: only when that is the one the sync
+ * means (--collection NAME, or the set of `collection use`), so a sync never replaces another set's photos unasked.
+ */
+async function checkCollection(ctx: Context): Promise<void> {
+  const meant = ctx.flags.collection;
+  if (meant !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/.test(meant)) throw new UsageError("FRAMEFI_BAD_COLLECTION_NAME", { value: meant });
+  const device = await deviceCollections(ctx.client);
+  const current = device?.current ?? null;
+  if (ctx.set !== undefined) {
+    if (device && current !== null) {
+      throw new UsageError("FRAMEFI_COLLECTION_NOT_ON_DEVICE", { name: ctx.set, known: device.collections.join(", ") || "none", current });
+    }
+    return;
+  }
+  if (current === meant || (meant === undefined && current === null)) return;
+  if (meant === undefined) throw new UsageError("FRAMEFI_SYNC_INTO_COLLECTION", { current: current! });
+  const shown = current !== null ? `the collection ${current}` : device ? "no collection" : "no collection (the device has none)";
+  throw new UsageError("FRAMEFI_SYNC_NOT_THAT_COLLECTION", { meant, shown });
+}
 
 /** --max-delete: "50%" or a number of files; undefined: the default. */
 function deleteLimit(text: string | undefined): DeleteLimit | undefined {

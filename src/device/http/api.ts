@@ -4,7 +4,7 @@ import { sameSecret } from "../../shared/secret.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Card } from "../card/card.js";
 import { MALFORMED_URL, readShortBody, readSmallBody, requestUrl, sendError, sendErrorAndClose, sendErrorEarly, sendJson } from "./answers.js";
-import { bodies, errors, MODE_LABELS, statusBody, type Mode } from "../../shared/firmware.js";
+import { bodies, errors, MODE_LABELS, statusBody, type CollectionsStatus, type CollectionUsed, type Mode } from "../../shared/firmware.js";
 import { refuseForeign, type HostPolicy } from "./request-guard.js";
 import type { Settings } from "../settings.js";
 import type { DeviceState } from "../state.js";
@@ -162,7 +162,8 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
   route("GET", "/collections", async (req, res) => {
     const { collections } = ctx;
     if (!collections) return failWith(req, res, new DeviceError("DEVICE_NO_COLLECTIONS", {}));
-    sendJson(res, 200, { status: "success", collections: await collections.names(), current: collections.active() ?? null });
+    const body: CollectionsStatus = { status: "success", collections: await collections.names(), current: collections.active() ?? null };
+    sendJson(res, 200, body);
   });
   route("POST", "/collections/use", async (req, res) => {
     const { collections } = ctx;
@@ -177,7 +178,8 @@ export function createApi(ctx: ApiContext): (req: IncomingMessage, res: ServerRe
     try {
       const current = await collections.use(name);
       if (current !== name) throw new DeviceError("DEVICE_COLLECTION_OVERRIDDEN", { name, current: current ?? "(none)" });
-      sendJson(res, 200, { status: "success", message: `The frame now has the collection ${name}.`, current });
+      const answer: CollectionUsed = { status: "success", message: `The frame now has the collection ${name}.`, current: name };
+      sendJson(res, 200, answer);
     } catch (e) {
       failWith(req, res, e);
     }
