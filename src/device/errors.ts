@@ -121,15 +121,15 @@ export const ERRORS = {
   },
   DEVICE_COLLECTION_BODY_TOO_LARGE: { message: "The body is too large for a collection name (at most {limit} bytes); send the name alone.", http: 413 },
   DEVICE_NO_COLLECTIONS: {
-    message: "This device has no collections: start it with --collections DIR (a folder of card images NAME.img with --usb-gadget, else of folders NAME).",
+    message: "This device has no collections: run it with --collections DIR (a folder of card images NAME.img with --usb-gadget, else of folders NAME).",
     http: 404,
   },
   DEVICE_COLLECTION_OVERRIDDEN: {
-    message: "A later request switched the frame to the collection {current} before {name} went in; ask again if {name} should win.",
+    message: "A later request switched the frame to the collection {current} before {name} went in; send it again if {name} should win.",
     http: 409,
   },
   DEVICE_COLLECTIONS_NOT_A_FOLDER: {
-    message: "the collections folder {dir} (--collections) does not exist or cannot be read: create it, with a folder per collection",
+    message: "the collections folder {dir} (--collections) does not exist or cannot be read: give a folder that holds a folder per collection",
     exit: EXIT.failed,
   },
   DEVICE_UNMOUNT_FAILED: {

@@ -148,7 +148,7 @@ test("a device without --collections answers GET /collections with 404 and says 
     assert.equal(r.status, 404);
     assert.deepEqual(JSON.parse(r.text), {
       status: "error",
-      message: "This device has no collections: start it with --collections DIR (a folder of card images NAME.img with --usb-gadget, else of folders NAME).",
+      message: "This device has no collections: run it with --collections DIR (a folder of card images NAME.img with --usb-gadget, else of folders NAME).",
     });
   }
 });
@@ -160,5 +160,5 @@ test("--collections naming no folder stops the start with a one-line reason", as
     timeoutMs: 30_000,
   });
   assert.equal(r.code, 1, r.stderr);
-  assert.match(r.stderr, /cannot start: the collections folder .*missing \(--collections\) does not exist or cannot be read: create it/);
+  assert.match(r.stderr, /cannot start: the collections folder .*missing \(--collections\) does not exist or cannot be read: give a folder/);
 });
