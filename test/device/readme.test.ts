@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { eventually, freePort, removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { docBlocks } from "../fixtures/docs.js";
 import { BODY, MODE_FTP } from "./fixtures/contract.js";
 import { shellWords } from "./fixtures/http.js";
@@ -56,4 +56,30 @@ test("the upload lines work as written", async (t) => {
   }
   assert.deepEqual(await readFile(join(dev.card, "photo.jpg")), photo);
   assert.deepEqual(await readFile(join(dev.card, "2024/summer/photo.jpg")), photo);
+});
+
+test("the collections lines work as written, each answering the JSON its comment shows", async (t) => {
+  const [block] = docBlocks("docs/device.md", { heading: "Collections", lang: "sh" });
+  assert.ok(block, "a sh block under Collections");
+  const lines = block.body.trim().split("\n");
+  const cwd = await tempDir("framefi-readme-collections-");
+  t.after(() => removeDir(cwd));
+  const mkdir = lines.find((l) => l.startsWith("mkdir "))!;
+  assert.equal((await run("sh", ["-c", mkdir], { cwd })).code, 0);
+  const start = shellWords(lines.find((l) => l.includes("framefi-device"))!);
+  const given = start.slice(start.indexOf("framefi-device") + 1);
+  // As written but for the ports (free ones) and the state folder; --card and --collections relative to the folder.
+  given.splice(given.indexOf("--port"), 2);
+  const [port, setupPort, ftpPort] = [await freePort(), await freePort(), await freePort()];
+  const ports = ["--port", String(port), "--setup-port", String(setupPort), "--ftp-port", String(ftpPort)];
+  const dev = await startDevice({ bare: true, cwd, port, args: [...given, ...ports, "--host", "127.0.0.1", "--state", join(cwd, "state")] });
+  t.after(() => dev.stop());
+  const curls = lines.filter((l) => l.startsWith("curl "));
+  assert.equal(curls.length, 3);
+  for (const line of curls) {
+    const [command, shown] = line.split(/\s+# /);
+    const r = await curl(shellWords(command!.replaceAll("http://localhost:8080", dev.url)).slice(1));
+    assert.equal(r.status, 200, `${line} → ${r.status} ${r.body}`);
+    assert.equal(r.body, shown, line);
+  }
 });
