@@ -153,6 +153,8 @@ describe("USB mass-storage gadget in a VM (qemu, Debian kernel, dummy_hcd)", {
     assert.equal(results.get("collection_card"), "yes");
     assert.equal(results.get("frame-card-again"), String(Object.keys(PHOTOS).length * 2 + 1), "the first card, as it was");
     assert.match(await read("device.log"), /MQTT frame-fi\/collection\/set: ignored "\.\.\/card"; send one of card, christmas, winter\./);
+    assert.equal(results.get("collection_http"), "yes", "POST /collections/use swaps the image, and the collection topic says so");
+    assert.deepEqual(JSON.parse(await read("collections.json")), { status: "success", collections: ["card", "christmas", "winter"], current: "winter" });
   });
 
   it("SIGTERM leaves the image unmounted and clean", async () => {
