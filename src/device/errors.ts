@@ -159,6 +159,14 @@ export const ERRORS = {
     message: '--every is a time between pulls from 1m to 30d, such as 30m, 1h or 1d, got "{text}"; give one such time',
     exit: EXIT.usage,
   },
+  DEVICE_OPTION_PULL_PASSWORD_IN_URL: {
+    message: "--pull {source}: a password does not go in the URL (the process list shows it); give it in --pull-password-file FILE or FRAMEFI_SOURCE_PASSWORD",
+    exit: EXIT.usage,
+  },
+  DEVICE_OPTION_PULL_PASSWORD_FILE: {
+    message: "--pull-password-file {path} cannot be read ({reason}); give a readable file whose first line is the password",
+    exit: EXIT.usage,
+  },
   DEVICE_OPTION_PULL_NEEDS_SOURCE: { message: "--{name} needs --pull SOURCE: the folder or share the device fetches its photos from", exit: EXIT.usage },
   DEVICE_OPTION_NOT_INTEGER: { message: '--{name} must be a whole number, got "{text}"', exit: EXIT.usage },
   DEVICE_OPTION_OUT_OF_RANGE: { message: "--{name} must be between {low} and {high}, got {value}", exit: EXIT.usage },

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { bin, freePort, removeDir, run, startDevice, tempDir } from "../helpers.js";
 import { embeddedBroker, type Broker } from "../mqtt/fixtures/broker.js";
 import { unique, watch } from "../mqtt/fixtures/frame.js";
+import { startWebdav } from "../client/fixtures/shares.js";
 
 describe("framefi-device --pull", () => {
   let broker: Broker;
@@ -60,6 +61,53 @@ describe("framefi-device --pull", () => {
     const short = await run(bin("framefi-device"), ["--pull", "/tmp", "--every", "5s"]);
     assert.equal(short.code, 2);
     assert.match(short.stderr, /--every is a time between pulls from 1m to 30d/);
+  });
+
+  test("the share's password comes from --pull-password-file, read at each pull, never shown; never from the URL", async () => {
+    const inUrl = await run(bin("framefi-device"), ["--pull", "webdav://anna:s3cret-in-url@127.0.0.1/photos"]);
+    assert.deepEqual(
+      [inUrl.code, inUrl.stderr],
+      [
+        2,
+        "framefi-device: --pull webdav://anna:***@127.0.0.1/photos: a password does not go in the URL (the process list shows it); give it in --pull-password-file FILE or FRAMEFI_SOURCE_PASSWORD\n",
+      ],
+    );
+    const missing = await run(bin("framefi-device"), ["--pull", "webdav://anna@127.0.0.1/", "--pull-password-file", "/nonexistent/pw"]);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /^framefi-device: --pull-password-file \/nonexistent\/pw cannot be read \(ENOENT/);
+
+    const photos = await tempDir("framefi-pull-dav-");
+    const secrets = await tempDir("framefi-pull-secret-");
+    await writeFile(join(photos, "a.jpg"), "a photo from the share");
+    const share = await startWebdav(photos);
+    const file = join(secrets, "password");
+    const WRONG = "not-the-password-9f2e";
+    await writeFile(file, `${WRONG}\n`);
+    const ids = unique("pullpw");
+    const w = await watch(broker.url, [`${ids.topicPrefix}/#`]);
+    const dev = await startDevice({
+      args: ["--pull", share.source, "--pull-password-file", file, "--mqtt-url", broker.url, "--mqtt-topic-prefix", ids.topicPrefix],
+    });
+    try {
+      const failed = await w.waitFor(`${ids.topicPrefix}/pull`);
+      assert.equal(JSON.parse(failed.text).ok, false, failed.text);
+      // The password written anew is the one the next pull logs in with: no restart.
+      await writeFile(file, `${share.password}\nanything after the first line\n`);
+      const from = w.messages.length;
+      await w.publish(`${ids.topicPrefix}/pull/set`, "PRESS");
+      const ok = await w.waitFor(`${ids.topicPrefix}/pull`, (text) => JSON.parse(text).ok === true, 30_000, from);
+      assert.equal(JSON.parse(ok.text).uploaded, 1);
+      assert.equal(await readFile(join(dev.card, "a.jpg"), "utf8"), "a photo from the share");
+      const panel = await (await fetch(`${dev.url}/panel/state`)).text();
+      const seen = [dev.program.stdout(), dev.program.stderr(), panel, ...w.messages.map((m) => m.text)].join("\n");
+      for (const secret of [WRONG, share.password]) assert.ok(!seen.includes(secret), `${secret} shown`);
+    } finally {
+      await dev.stop();
+      await w.close();
+      await share.stop();
+      await removeDir(photos);
+      await removeDir(secrets);
+    }
   });
 
   test("an unreachable share leaves the card as it is and says so", async () => {

@@ -1,6 +1,6 @@
 // Start-up configuration of the device service: flags, FRAMEFI_* environment variables and a JSON config file.
 // Precedence: flag > environment variable > config file > default.
-import type { PullConfig } from "../pull/puller.js";
+import { readPasswordFile, type PullConfig } from "../pull/puller.js";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { isIPv4 } from "node:net";
@@ -160,6 +160,11 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "every", kind: "string", help: "with --pull: time between pulls, e.g. 30m, 1h (default), 1d" },
   { name: "pull-delete", kind: "bool", help: "with --pull: also delete what the source no longer has (at most half the card's files a pull)" },
   { name: "pull-fit", kind: "string", help: "with --pull: convert photos for a frame of this size, e.g. 1024x600 (upright baseline JPEG)" },
+  {
+    name: "pull-password-file",
+    kind: "string",
+    help: "with --pull: the share's password is this file's first line (read at each pull; else FRAMEFI_SOURCE_PASSWORD)",
+  },
   { name: "request-timeout", kind: "int", default: "20", help: "seconds a request's head may take to arrive, and its body may go without bringing 4 KiB" },
 ];
 
@@ -270,15 +275,32 @@ function parseEvery(text: string): number {
 function pullConfig(raw: (name: string) => string | undefined, cwd: string): PullConfig | undefined {
   const source = raw("pull");
   if (!source) {
-    for (const name of ["every", "pull-delete", "pull-fit"]) if (raw(name) !== undefined) throw new OptionError("DEVICE_OPTION_PULL_NEEDS_SOURCE", { name });
+    for (const name of ["every", "pull-delete", "pull-fit", "pull-password-file"])
+      if (raw(name) !== undefined) throw new OptionError("DEVICE_OPTION_PULL_NEEDS_SOURCE", { name });
     return undefined;
   }
+  // A password in the URL would sit in the process list and in shell histories: refused before anything starts.
+  if (/^[a-z]+:\/\/[^/@]*:[^/@]*@/i.test(source)) {
+    throw new OptionError("DEVICE_OPTION_PULL_PASSWORD_IN_URL", { source: source.replace(/^([a-z]+:\/\/[^/@:]*):[^/@]*@/i, "$1:***@") });
+  }
+  const passwordFile = raw("pull-password-file");
+  if (passwordFile !== undefined) checkPasswordFile(resolve(cwd, passwordFile));
   return {
     source: /^[a-z]+:\/\//i.test(source) ? source : resolve(cwd, source),
     everyMs: parseEvery(raw("every") ?? "1h"),
     delete: bool("pull-delete", raw("pull-delete")),
     fit: raw("pull-fit"),
+    passwordFile: passwordFile === undefined ? undefined : resolve(cwd, passwordFile),
   };
+}
+
+/** --pull-password-file must be readable at start; what it holds is never shown. */
+function checkPasswordFile(path: string): void {
+  try {
+    readPasswordFile(path);
+  } catch (e) {
+    throw new OptionError("DEVICE_OPTION_PULL_PASSWORD_FILE", { path, reason: (e as Error).message }, { cause: e });
+  }
 }
 
 function topicPrefix(name: string, text: string): string {

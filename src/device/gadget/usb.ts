@@ -73,7 +73,7 @@ export class GadgetUsb implements UsbMassStorage {
     log(`USB gadget on ${udc}: card image ${image.path}, mounted at ${image.mountPoint} in FTP mode`);
   }
 
-  /** MSC mode: flush and unmount, then insert the image; the host sees a freshly inserted card. */
+  /** MSC mode: flush, unmount and check, then insert the image; the host sees a freshly inserted card. */
   attach(): Promise<void> {
     return this.inTurn(() => this.attachNow());
   }
@@ -89,6 +89,9 @@ export class GadgetUsb implements UsbMassStorage {
     this.isMounted = false;
     // Unmounted, before the frame has it: the one moment fatsort may rewrite the folders.
     if (this.opts.sort) await image.sortFolders();
+    // What was written (a sync, a pull, fatsort) is checked before the frame reads it: an image fsck cannot
+    // repair stays away from the frame, and the switch to MSC mode fails saying why.
+    await image.check();
     await gadget.insert(image.path);
   }
 

@@ -5,6 +5,7 @@
 // to the mode it was in. A source that cannot be read leaves the card as it is. The Puller owns the last pull's
 // record, which MQTT and the panel show; MQTT's "sync now" button calls now().
 import { EventEmitter } from "node:events";
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { blankControls } from "../../client/api/text.js";
 
 /** The longest delay a Node timer takes. */
@@ -16,6 +17,28 @@ export interface PullConfig {
   delete: boolean;
   /** A frame size ("1024x600") to convert photos to; undefined: files as they are. */
   fit: string | undefined;
+  /** --pull-password-file: the share's password is its first line, read at each pull (a rotated one is used). */
+  passwordFile?: string | undefined;
+}
+
+/** The longest password file read: a password, not a log someone pointed at by mistake. */
+const MAX_PASSWORD_FILE = 4096;
+
+/** The first line of a password file; the errors name the file, never what it holds. */
+export function readPasswordFile(path: string): string {
+  const fd = openSync(path, "r");
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error("it is not a regular file");
+    if (st.size > MAX_PASSWORD_FILE) throw new Error(`it is over ${MAX_PASSWORD_FILE} bytes`);
+    const bytes = Buffer.alloc(st.size);
+    const n = readSync(fd, bytes, 0, st.size, 0);
+    const password = bytes.subarray(0, n).toString("utf8").split(/\r?\n/)[0]!;
+    if (password === "") throw new Error("its first line is empty");
+    return password;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** What the panel and MQTT show of the last pull. */
@@ -105,13 +128,24 @@ export class Puller extends EventEmitter<{ change: [] }> {
 
   async #pull(): Promise<void> {
     const signal = this.#abort!.signal;
-    const [{ FrameFiClient }, { sync, framePhotos }] = await Promise.all([import("../../client/api/index.js"), import("../../client/api/sync.js")]);
+    const [{ FrameFiClient }, { sync, framePhotos, sourceSecretsFromEnv }] = await Promise.all([
+      import("../../client/api/index.js"),
+      import("../../client/api/sync.js"),
+    ]);
     const t = this.#target!();
     const client = new FrameFiClient({ host: t.url, user: t.web.user || undefined, password: t.web.password || undefined });
     let record: PullRecord;
     try {
+      const file = this.config.passwordFile;
+      let password: string | undefined;
+      try {
+        password = file === undefined ? undefined : readPasswordFile(file);
+      } catch (e) {
+        throw new Error(`Cannot read --pull-password-file ${file} (${(e as Error).message}); the card was left as it is.`, { cause: e });
+      }
       const result = await sync(client, {
         localDir: this.config.source,
+        ...(password === undefined ? {} : { sourceSecrets: { ...sourceSecretsFromEnv(process.env), password } }),
         ftp: t.ftp,
         delete: this.config.delete,
         signal,
