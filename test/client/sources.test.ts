@@ -1,4 +1,5 @@
-// `framefi sync SOURCE` from shares on real servers started here (fixtures/shares.ts: WebDAV, SFTP, SMB): a share
+// `framefi sync SOURCE` from shares on real servers started here (fixtures/shares.ts: WebDAV from rclone and from
+// Apache's mod_dav at a Nextcloud path, SFTP, SMB): a share
 // with sub-folders, an EXIF-rotated photo and a HEIC reaches a running bin/framefi-device as upright JPEGs; one
 // file changed and one deleted on the share are mirrored by the next sync; a third sync downloads and uploads
 // nothing. The secrets travel in the environment and appear in no output; an unreachable share leaves the card. SFTP
@@ -10,7 +11,7 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { freePort, removeDir, repoRoot, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { framefi } from "./fixtures/cli.js";
-import { startSftp, startSmb, startWebdav, type Share } from "./fixtures/shares.js";
+import { startApacheDav, startSftp, startSmb, startWebdav, type Share } from "./fixtures/shares.js";
 
 /** An upright 600 × 900 picture stored turned a quarter with EXIF orientation 6, as cameras do. */
 async function rotatedPhoto(path: string): Promise<void> {
@@ -41,6 +42,14 @@ async function withCache(): Promise<RunningDevice & { cache: string }> {
   return { ...dev, cache, stop: () => Promise.all([dev.stop(), removeDir(cache)]).then(() => undefined) };
 }
 
+/** A share's server and a device, started side by side; when either fails to start, the other is stopped. */
+async function shareAndDevice(share: Promise<Share>): Promise<[Share, RunningDevice & { cache: string }]> {
+  const [s, d] = await Promise.allSettled([share, withCache()]);
+  if (s.status === "fulfilled" && d.status === "fulfilled") return [s.value, d.value];
+  await Promise.all([s.status === "fulfilled" && s.value.stop(), d.status === "fulfilled" && d.value.stop()]);
+  throw s.status === "rejected" ? s.reason : (d as PromiseRejectedResult).reason;
+}
+
 /** A device and a cache per share, so that the shares' tests run side by side (one sync per device at a time). */
 describe("framefi sync from a share", { concurrency: 4 }, () => {
   const sync = (dev: RunningDevice & { cache: string }, share: Share, to: string, ...args: string[]) =>
@@ -68,6 +77,7 @@ describe("framefi sync from a share", { concurrency: 4 }, () => {
 
   for (const [kind, startShare] of [
     ["WebDAV", startWebdav],
+    ["Apache", startApacheDav],
     ["SFTP", startSftp],
     ["SMB", startSmb],
   ] as const) {
@@ -78,7 +88,7 @@ describe("framefi sync from a share", { concurrency: 4 }, () => {
       await copyFile(join(repoRoot, "test", "client", "fixtures", "marked.heic"), join(dir, "album", "2024", "IMG_0001.HEIC"));
       await plainPhoto(join(dir, "top.jpg"), 500, 200);
       await plainPhoto(join(dir, "old.jpg"), 300, 10);
-      const [share, dev] = await Promise.all([startShare(dir), withCache()]);
+      const [share, dev] = await shareAndDevice(startShare(dir));
       const to = `/${kind.toLowerCase()}`;
       const card = join(dev.card, kind.toLowerCase());
       try {
@@ -121,7 +131,7 @@ describe("framefi sync from a share", { concurrency: 4 }, () => {
     const dir = await tempDir("framefi-share-sftp-pass-");
     await mkdir(join(dir, "album"));
     await plainPhoto(join(dir, "album", "a.jpg"), 300, 40);
-    const [share, dev] = await Promise.all([startSftp(dir, { password: true }), withCache()]);
+    const [share, dev] = await shareAndDevice(startSftp(dir, { password: true }));
     try {
       const first = await sync(dev, share, "/pass", "--delete");
       assert.equal(first.code, 0, first.stdout + first.stderr);
@@ -182,7 +192,7 @@ describe("framefi sync from a share", { concurrency: 4 }, () => {
   test("an unreachable share or a wrong password leaves the card as it is and shows no secret", async () => {
     const dir = await tempDir("framefi-share-bad-");
     await plainPhoto(join(dir, "a.jpg"), 300, 30);
-    const [share, dev] = await Promise.all([startWebdav(dir), withCache()]);
+    const [share, dev] = await shareAndDevice(startWebdav(dir));
     try {
       const good = await sync(dev, share, "/bad", "--delete");
       assert.equal(good.code, 0, good.stdout + good.stderr);
