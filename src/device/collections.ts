@@ -117,10 +117,17 @@ export class FolderCollections implements CollectionBackend {
   async swap(name: string): Promise<void> {
     const next = join(this.folder(), name);
     if (next === this.card.root) return;
+    const before = this.card.root;
     // The frame sees its card removed and another inserted; no photo is copied.
     await this.usb.detach();
     try {
-      await this.card.moveTo(next);
+      // Since names() read it the folder may have gone, or become a link out of DIR: the card then stays as it was.
+      const gone = async (cause?: unknown): Promise<never> => {
+        if (this.card.root !== before) await this.card.moveTo(before);
+        throw new DeviceError("DEVICE_NO_SUCH_COLLECTION", { name, known: (await this.names()).join(", ") || "none" }, { cause });
+      };
+      await this.card.moveTo(next).catch(gone);
+      if (this.card.root !== next) await gone();
     } finally {
       await this.usb.attach(this.card.root);
     }

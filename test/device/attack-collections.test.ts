@@ -3,7 +3,7 @@
 // keeps answering, and nothing changes that should not: the collection the frame has, DIR, the saved choice.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { removeDir, run, startDevice, tempDir, type RunningDevice } from "../helpers.js";
@@ -139,5 +139,35 @@ describe("attacks on the collections' web API", () => {
     assert.equal(await current(), "c");
     assert.equal((await readFile(join(state, "collection"), "utf8")).trim(), "c");
     assert.deepEqual((await readdir(dir)).sort(), ["a", "b", "c", "escape", "root"]);
+  });
+
+  test("a collection folder swapped for a link out of DIR while switching: the card never leaves DIR", async () => {
+    const flip = join(dir, "flip");
+    await mkdir(flip);
+    let flipping = true;
+    // Another local user with write access to DIR turns "flip" into a link to a folder outside and back, over and over.
+    const flipper = (async () => {
+      while (flipping) {
+        await rm(flip, { recursive: true, force: true });
+        await symlink(outside, flip);
+        await new Promise((r) => setImmediate(r));
+        await rm(flip, { force: true });
+        await mkdir(flip);
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    try {
+      for (let i = 0; i < 150; i++) {
+        const r = await post(dev.url, "/collections/use", { auth: USER, body: i % 2 === 0 ? "flip" : "a" });
+        assert.ok([200, 404].includes(r.status), `${r.status} ${r.text}`);
+        const now = await current();
+        assert.ok(now === "a" || now === "flip", `the card is a collection of DIR, not ${String(now)} (after ${i + 1} switches)`);
+      }
+    } finally {
+      flipping = false;
+      await flipper;
+    }
+    assert.equal((await post(dev.url, "/collections/use", { auth: USER, body: "a" })).status, 200);
+    await rm(flip, { recursive: true, force: true });
   });
 });
