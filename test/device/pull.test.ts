@@ -75,6 +75,29 @@ describe("framefi-device --pull", () => {
     const missing = await run(bin("framefi-device"), ["--pull", "webdav://anna@127.0.0.1/", "--pull-password-file", "/nonexistent/pw"]);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /^framefi-device: --pull-password-file \/nonexistent\/pw cannot be read \(ENOENT/);
+    // Not a file: refused at once, not waited on (a FIFO would wait for a writer), nothing of it shown.
+    const odd = await tempDir("framefi-pull-odd-");
+    try {
+      await run("mkfifo", [join(odd, "fifo")]);
+      for (const [path, why] of [
+        [join(odd, "fifo"), "it is not a regular file"],
+        ["/dev/zero", "it is not a regular file"],
+        [odd, "it is not a regular file"],
+      ] as const) {
+        const r = await run(bin("framefi-device"), ["--pull", "webdav://anna@127.0.0.1/", "--pull-password-file", path], { timeoutMs: 20_000 });
+        assert.deepEqual(
+          [r.code, r.stderr],
+          [2, `framefi-device: --pull-password-file ${path} cannot be read (${why}); give a readable file whose first line is the password\n`],
+        );
+      }
+      await writeFile(join(odd, "big"), "x".repeat(5000));
+      const big = await run(bin("framefi-device"), ["--pull", "webdav://anna@127.0.0.1/", "--pull-password-file", join(odd, "big")]);
+      assert.equal(big.code, 2);
+      assert.match(big.stderr, /cannot be read \(it is over 4096 bytes\)/);
+      assert.ok(!big.stderr.includes("xxxx"));
+    } finally {
+      await removeDir(odd);
+    }
 
     const photos = await tempDir("framefi-pull-dav-");
     const secrets = await tempDir("framefi-pull-secret-");

@@ -5,7 +5,7 @@
 // to the mode it was in. A source that cannot be read leaves the card as it is. The Puller owns the last pull's
 // record, which MQTT and the panel show; MQTT's "sync now" button calls now().
 import { EventEmitter } from "node:events";
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { blankControls } from "../../client/api/text.js";
 
 /** The longest delay a Node timer takes. */
@@ -26,7 +26,8 @@ const MAX_PASSWORD_FILE = 4096;
 
 /** The first line of a password file; the errors name the file, never what it holds. */
 export function readPasswordFile(path: string): string {
-  const fd = openSync(path, "r");
+  // Non-blocking: a FIFO put in its place must not stop the whole service waiting for a writer.
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) throw new Error("it is not a regular file");
