@@ -21,6 +21,7 @@ import type { PhotoReport, SyncResult } from "../sync/sync.js";
 import { FRAME_KEYS, photoOptions, type PhotoOptions, type PhotoSettings } from "../photos/profile.js";
 import { UsageError } from "./usage.js";
 import { frameNames, readCollection, syncAll } from "./frames.js";
+import { SECTION_NAME } from "./env-file.js";
 import { parseMaxPerFolder, parseOrder, type LayoutOptions } from "../sync/layout.js";
 import { surviveClosedOutput } from "../../shared/closed-output.js";
 import { blankControls } from "../api/text.js";
@@ -69,9 +70,9 @@ Sync options:
   --max-delete N|N%      delete at most this many of the card's files in one sync (default 50%)
   --force                delete beyond --max-delete
   --trash DAYS           move what --delete removes to .trash/ on the card, kept DAYS days
+                         (deleted as before when less than a tenth of the card is free)
   --collection NAME      the device's collection this sync is for: on a device with collections,
                          a sync writes into the one its frame has only when it is NAME
-                         (deleted as before when less than a tenth of the card is free)
   --dry-run              print what would be done, change nothing (compares over FTP only when
                          the device is in FTP mode already, or after asking on a terminal)
   --stay                 leave the device in FTP mode (default: back to USB MSC mode)
@@ -475,7 +476,7 @@ async function deviceCollections(client: FrameFiClient): Promise<CollectionsStat
  */
 async function checkCollection(ctx: Context): Promise<void> {
   const meant = ctx.flags.collection;
-  if (meant !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/.test(meant)) throw new UsageError("FRAMEFI_BAD_COLLECTION_NAME", { value: meant });
+  if (meant !== undefined && !SECTION_NAME.test(meant)) throw new UsageError("FRAMEFI_BAD_COLLECTION_NAME", { value: meant });
   const device = await deviceCollections(ctx.client);
   const current = device?.current ?? null;
   if (ctx.set !== undefined) {
