@@ -98,7 +98,9 @@ export class FolderCollections implements CollectionBackend {
       throw new DeviceError("DEVICE_COLLECTIONS_NOT_A_FOLDER", { dir: this.dir }, { cause: e });
     }
     const name = (await readFile(this.savedFile, "utf8").catch(() => "")).trim();
-    if (COLLECTION_NAME.test(name) && (await this.names()).includes(name)) await this.card.moveTo(join(this.realDir, name));
+    if (COLLECTION_NAME.test(name) && (await this.names()).includes(name)) {
+      await this.moveInside(name).catch((e: unknown) => this.log(`the collection ${name} the frame had is not served: ${(e as Error).message}`));
+    }
   }
 
   async names(): Promise<string[]> {
@@ -117,17 +119,10 @@ export class FolderCollections implements CollectionBackend {
   async swap(name: string): Promise<void> {
     const next = join(this.folder(), name);
     if (next === this.card.root) return;
-    const before = this.card.root;
     // The frame sees its card removed and another inserted; no photo is copied.
     await this.usb.detach();
     try {
-      // Since names() read it the folder may have gone, or become a link out of DIR: the card then stays as it was.
-      const gone = async (cause?: unknown): Promise<never> => {
-        if (this.card.root !== before) await this.card.moveTo(before);
-        throw new DeviceError("DEVICE_NO_SUCH_COLLECTION", { name, known: (await this.names()).join(", ") || "none" }, { cause });
-      };
-      await this.card.moveTo(next).catch(gone);
-      if (this.card.root !== next) await gone();
+      await this.moveInside(name);
     } finally {
       await this.usb.attach(this.card.root);
     }
@@ -135,6 +130,21 @@ export class FolderCollections implements CollectionBackend {
     await writeFile(`${this.savedFile}.tmp`, `${name}\n`);
     await rename(`${this.savedFile}.tmp`, this.savedFile);
     this.log(`the frame now has the collection ${name} (${next})`);
+  }
+
+  /**
+   * Makes the folder `name` of DIR the card. Since names() read it, it may have gone or become a link out of DIR:
+   * then the card stays as it was (DEVICE_NO_SUCH_COLLECTION), so nothing outside DIR is ever served.
+   */
+  private async moveInside(name: string): Promise<void> {
+    const next = join(this.folder(), name);
+    const before = this.card.root;
+    const gone = async (cause?: unknown): Promise<never> => {
+      if (this.card.root !== before) await this.card.moveTo(before);
+      throw new DeviceError("DEVICE_NO_SUCH_COLLECTION", { name, known: (await this.names()).join(", ") || "none" }, { cause });
+    };
+    await this.card.moveTo(next).catch(gone);
+    if (this.card.root !== next) await gone();
   }
 
   private folder(): string {
