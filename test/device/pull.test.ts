@@ -137,10 +137,29 @@ describe("framefi-device --pull", () => {
     const card = await tempDir("framefi-pull-card-");
     await writeFile(join(card, "kept.jpg"), "kept");
     const closed = await freePort();
-    const dev = await startDevice({ card, args: ["--pull", `webdav://anna@127.0.0.1:${closed}/`, "--pull-delete", "--boot-delay", "0"] });
+    const ids = unique("pullfail");
+    const mqtt = ["--mqtt-url", broker.url, "--mqtt-topic-prefix", ids.topicPrefix, "--mqtt-client-id", ids.clientId];
+    const dev = await startDevice({
+      card,
+      args: ["--pull", `webdav://anna@127.0.0.1:${closed}/`, "--pull-delete", "--boot-delay", "0", ...mqtt],
+      env: { FRAMEFI_SOURCE_PASSWORD: "s3cret-pw" },
+    });
     try {
       await dev.program.waitFor(/pull failed: Cannot read webdav:\/\/anna@127\.0\.0\.1:\d+; the card was left as it is\./, 30_000);
       assert.equal(await readFile(join(card, "kept.jpg"), "utf8"), "kept");
+      // A watcher that connects afterwards gets the failed pull retained.
+      const w = await watch(broker.url, [`${ids.topicPrefix}/pull`]);
+      try {
+        const last = JSON.parse((await w.waitFor(`${ids.topicPrefix}/pull`)).text) as { ok: boolean; error: string };
+        assert.equal(last.ok, false);
+        assert.match(last.error, /Cannot read webdav:\/\/anna@127\.0\.0\.1/);
+        assert.ok(!last.error.includes("s3cret-pw"));
+      } finally {
+        await w.close();
+      }
+      const panel = await (await fetch(`${dev.url}/panel/state`)).text();
+      assert.equal((JSON.parse(panel) as { pull: { ok: boolean } }).pull.ok, false, "the web panel shows the failed pull");
+      assert.ok(!panel.includes("s3cret-pw") && !(dev.program.stdout() + dev.program.stderr()).includes("s3cret-pw"));
     } finally {
       await dev.stop();
       await removeDir(card);
