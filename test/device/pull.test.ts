@@ -133,6 +133,27 @@ describe("framefi-device --pull", () => {
     }
   });
 
+  test("a retained PRESS is ignored on connect: only the start-up pull runs", async () => {
+    const source = await tempDir("framefi-pull-src-");
+    await writeFile(join(source, "a.jpg"), "photo");
+    const ids = unique("pullret");
+    const w = await watch(broker.url, [`${ids.topicPrefix}/pull`]);
+    await w.publish(`${ids.topicPrefix}/pull/set`, "PRESS", true);
+    const mqtt = ["--mqtt-url", broker.url, "--mqtt-topic-prefix", ids.topicPrefix, "--mqtt-client-id", ids.clientId];
+    const dev = await startDevice({ args: ["--pull", source, "--every", "1h", "--boot-delay", "0", ...mqtt] });
+    try {
+      await dev.program.waitFor(/pull\/set: ignored a retained/, 15_000);
+      const first = await w.waitFor(`${ids.topicPrefix}/pull`);
+      assert.equal(JSON.parse(first.text).uploaded, 1);
+      assert.equal(w.messages.filter((m) => m.topic === `${ids.topicPrefix}/pull`).length, 1, "one pull, the one at start");
+    } finally {
+      await w.publish(`${ids.topicPrefix}/pull/set`, "", true);
+      await dev.stop();
+      await w.close();
+      await removeDir(source);
+    }
+  });
+
   test("an unreachable share leaves the card as it is and says so", async () => {
     const card = await tempDir("framefi-pull-card-");
     await writeFile(join(card, "kept.jpg"), "kept");
