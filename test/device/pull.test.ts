@@ -133,14 +133,54 @@ describe("framefi-device --pull", () => {
     }
   });
 
+  test("a retained PRESS is ignored on connect: only the start-up pull runs", async () => {
+    const source = await tempDir("framefi-pull-src-");
+    await writeFile(join(source, "a.jpg"), "photo");
+    const ids = unique("pullret");
+    const w = await watch(broker.url, [`${ids.topicPrefix}/pull`]);
+    await w.publish(`${ids.topicPrefix}/pull/set`, "PRESS", true);
+    const mqtt = ["--mqtt-url", broker.url, "--mqtt-topic-prefix", ids.topicPrefix, "--mqtt-client-id", ids.clientId];
+    const dev = await startDevice({ args: ["--pull", source, "--every", "1h", "--boot-delay", "0", ...mqtt] });
+    try {
+      await dev.program.waitFor(/pull\/set: ignored a retained/, 15_000);
+      const first = await w.waitFor(`${ids.topicPrefix}/pull`);
+      assert.equal(JSON.parse(first.text).uploaded, 1);
+      assert.equal(w.messages.filter((m) => m.topic === `${ids.topicPrefix}/pull`).length, 1, "one pull, the one at start");
+    } finally {
+      await w.publish(`${ids.topicPrefix}/pull/set`, "", true);
+      await dev.stop();
+      await w.close();
+      await removeDir(source);
+    }
+  });
+
   test("an unreachable share leaves the card as it is and says so", async () => {
     const card = await tempDir("framefi-pull-card-");
     await writeFile(join(card, "kept.jpg"), "kept");
     const closed = await freePort();
-    const dev = await startDevice({ card, args: ["--pull", `webdav://anna@127.0.0.1:${closed}/`, "--pull-delete", "--boot-delay", "0"] });
+    const ids = unique("pullfail");
+    const mqtt = ["--mqtt-url", broker.url, "--mqtt-topic-prefix", ids.topicPrefix, "--mqtt-client-id", ids.clientId];
+    const dev = await startDevice({
+      card,
+      args: ["--pull", `webdav://anna@127.0.0.1:${closed}/`, "--pull-delete", "--boot-delay", "0", ...mqtt],
+      env: { FRAMEFI_SOURCE_PASSWORD: "s3cret-pw" },
+    });
     try {
       await dev.program.waitFor(/pull failed: Cannot read webdav:\/\/anna@127\.0\.0\.1:\d+; the card was left as it is\./, 30_000);
       assert.equal(await readFile(join(card, "kept.jpg"), "utf8"), "kept");
+      // A watcher that connects afterwards gets the failed pull retained.
+      const w = await watch(broker.url, [`${ids.topicPrefix}/pull`]);
+      try {
+        const last = JSON.parse((await w.waitFor(`${ids.topicPrefix}/pull`)).text) as { ok: boolean; error: string };
+        assert.equal(last.ok, false);
+        assert.match(last.error, /Cannot read webdav:\/\/anna@127\.0\.0\.1/);
+        assert.ok(!last.error.includes("s3cret-pw"));
+      } finally {
+        await w.close();
+      }
+      const panel = await (await fetch(`${dev.url}/panel/state`)).text();
+      assert.equal((JSON.parse(panel) as { pull: { ok: boolean } }).pull.ok, false, "the web panel shows the failed pull");
+      assert.ok(!panel.includes("s3cret-pw") && !(dev.program.stdout() + dev.program.stderr()).includes("s3cret-pw"));
     } finally {
       await dev.stop();
       await removeDir(card);
