@@ -9,6 +9,8 @@
 // --fit 1024x600 from a cold cache (convert while uploading), again with the cache warm onto an empty card, and
 // copied as they are; time and the client's peak RSS; the picture options on (--background blur --caption date),
 // cold and warm. Then conversion alone, side by side with libvips' own vipsthumbnail on the same photos (issue 35).
+// Then (issue 36) 1 000 photos from a WebDAV and an SFTP share synced again unchanged (BENCH_ONLY_REMOTE), and
+// 50 000 tiny files synced and synced again, with the peak RSS (BENCH_ONLY_LISTING).
 import { randomBytes } from "node:crypto";
 import { appendFile, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import sharp from "sharp";
@@ -167,9 +169,45 @@ async function conversionSideBySide(dir: string, count: number): Promise<void> {
 
 export async function run(): Promise<void> {
   if (process.env.BENCH_ONLY_REMOTE) return remoteUnchanged(process.env.BENCH_ONLY_REMOTE);
+  if (process.env.BENCH_ONLY_LISTING) return bigListing();
   if (!process.env.BENCH_ONLY_PHOTOS) await mirror();
   await photoPipeline();
   await remoteUnchanged();
+  await bigListing();
+}
+
+/**
+ * 50 000 tiny files in 50 folders synced from a local folder into a running device (--parallel 4), then again
+ * unchanged: time and peak RSS (the largest of framefi and its children), to show the listing is not held twice
+ * over. From a folder, not a share: filling a share this size takes rclone's WebDAV server half an hour here.
+ */
+async function bigListing(): Promise<void> {
+  const files = 50_000;
+  const dir = await tempDir("framefi-bench-listing-");
+  const dev = await startDevice();
+  try {
+    for (let f = 0; f < 50; f++) {
+      await mkdir(join(dir, `f${f}`));
+      await Promise.all(Array.from({ length: files / 50 }, (_, i) => writeFile(join(dir, `f${f}`, `n${i}.txt`), `${f}/${i}`)));
+    }
+    const sync = async (): Promise<{ seconds: number; rss: number; out: string }> => {
+      const argv = ["-c", PEAK_RSS, bin("framefi"), "--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(dev.ftpPort), dir, "--parallel", "4"];
+      const t0 = performance.now();
+      const r = await runProgram("python3", argv, { timeoutMs: 600_000 });
+      if (r.code !== 0) throw new Error(`framefi sync failed (${r.code}): ${r.stderr}`);
+      return { seconds: (performance.now() - t0) / 1000, rss: Number(r.stdout.trim().split("\n").at(-1)), out: r.stdout };
+    };
+    const mib = (n: number): string => (n / 2 ** 20).toFixed(0);
+    const first = await sync();
+    await check(dev.card, "50 000 files", files);
+    const again = await sync();
+    console.log(
+      `${files} files in 50 folders from a folder, --parallel 4: first sync ${first.seconds.toFixed(1)} s, peak RSS ${mib(first.rss)} MiB; unchanged sync ${again.seconds.toFixed(1)} s, peak RSS ${mib(again.rss)} MiB`,
+    );
+  } finally {
+    await dev.stop();
+    await removeDir(dir);
+  }
 }
 
 /**
