@@ -1,7 +1,7 @@
 // Shared test plumbing: start the real programs, find free ports, make temp folders.
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -16,9 +16,33 @@ export const bin = (name: "webhook" | "framefi-device" | "framefi"): string => j
  * ephemeral range, so that the source ports of outgoing connections and the servers that listen on
  * port 0 (FTP passive ports) cannot take it between this check and the program's own bind.
  */
+/**
+ * Test files run two at a time: a port one of them found free may be found free by the other before either listens
+ * on it (seen: a device's FTP port taken, EADDRINUSE). Each port handed out is claimed with an exclusive file; a
+ * claim older than ten minutes (a run that ended) no longer counts.
+ */
+const CLAIMS = join(tmpdir(), "framefi-test-ports");
+
+async function claimPort(port: number): Promise<boolean> {
+  const file = join(CLAIMS, String(port));
+  await mkdir(CLAIMS, { recursive: true });
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      await writeFile(file, `${process.pid}\n`, { flag: "wx" });
+      return true;
+    } catch {
+      const claimed = await stat(file).catch(() => undefined);
+      if (claimed && Date.now() - claimed.mtimeMs < 600_000) return false;
+      await rm(file, { force: true });
+    }
+  }
+  return false;
+}
+
 export async function freePort(): Promise<number> {
   for (;;) {
     const port = 20_000 + Math.floor(Math.random() * 12_768);
+    if (!(await claimPort(port))) continue;
     const free = await new Promise<boolean>((res) => {
       const srv = createServer();
       srv.once("error", () => res(false));
