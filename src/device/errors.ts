@@ -163,6 +163,10 @@ export const ERRORS = {
     message: "--pull {source}: a password does not go in the URL (the process list shows it); give it in --pull-password-file FILE or FRAMEFI_SOURCE_PASSWORD",
     exit: EXIT.usage,
   },
+  DEVICE_OPTION_PULL_BAD_URL: {
+    message: "--pull {scheme}://…: this is not a URL (not shown: it may hold a password); give a folder, or webdav://, webdavs://, sftp:// or smb://host/path",
+    exit: EXIT.usage,
+  },
   DEVICE_OPTION_PULL_PASSWORD_FILE: {
     message: "--pull-password-file {path} cannot be read ({reason}); give a readable file whose first line is the password",
     exit: EXIT.usage,

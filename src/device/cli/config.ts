@@ -280,9 +280,13 @@ function pullConfig(raw: (name: string) => string | undefined, cwd: string): Pul
     return undefined;
   }
   // A password in the URL would sit in the process list and in shell histories: refused before anything starts.
-  if (/^[a-z]+:\/\/[^/@]*:[^/@]*@/i.test(source)) {
-    throw new OptionError("DEVICE_OPTION_PULL_PASSWORD_IN_URL", { source: source.replace(/^([a-z]+:\/\/[^/@:]*):[^/@]*@/i, "$1:***@") });
+  // The user part may hold an @ ("u@x:pw@h"): everything before the last @ of the authority is the login.
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(source)?.[1];
+  if (scheme !== undefined && /^[a-z][a-z0-9+.-]*:\/\/[^/]*:[^/]*@/i.test(source)) {
+    throw new OptionError("DEVICE_OPTION_PULL_PASSWORD_IN_URL", { source: source.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/:]*):[^/]*@/i, "$1:***@") });
   }
+  // A URL that does not parse may hold a password with a / in it: refused without showing it.
+  if (scheme !== undefined && !URL.canParse(source)) throw new OptionError("DEVICE_OPTION_PULL_BAD_URL", { scheme });
   const passwordFile = raw("pull-password-file");
   if (passwordFile !== undefined) checkPasswordFile(resolve(cwd, passwordFile));
   return {
