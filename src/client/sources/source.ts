@@ -63,16 +63,22 @@ export function pathSegments(url: URL, source: string): string[] {
 /** Reads SOURCE (a URL); a password in it, or an unusable URL, is an error that shows it without the password. */
 export function parseRemoteSource(text: string, secrets: SourceSecrets, home: string): RemoteSource {
   let url: URL;
-  const shown = text.replace(/^([a-z]+:\/\/[^/@:]*):[^/@]*@/i, "$1:***@");
+  // The login ends at the last @ before the path, and may hold an @ itself ("u@x:pw@h").
+  const shown = text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/:]*):[^/]*@/i, "$1:***@");
   try {
     url = new URL(text);
   } catch {
-    throw new FrameFiError("FRAMEFI_SOURCE_BAD_URL", { source: shown, problem: "it is not a URL" });
+    // What does not parse may hold a password with a / in it ("u:p/w@h"): only its scheme is shown.
+    const scheme = /^[a-z][a-z0-9+.-]{0,15}:\/\//i.exec(text)?.[0];
+    throw new FrameFiError("FRAMEFI_SOURCE_BAD_URL", { source: scheme ? `${scheme}…` : "the source", problem: "it is not a URL" });
   }
   if (url.password !== "") throw new FrameFiError("FRAMEFI_SOURCE_PASSWORD_IN_URL", { source: shown });
   if (url.search !== "" || url.hash !== "") throw new FrameFiError("FRAMEFI_SOURCE_BAD_URL", { source: shown, problem: "it has a ? query or a # part" });
   if (url.hostname === "") throw new FrameFiError("FRAMEFI_SOURCE_BAD_URL", { source: shown, problem: "it has no host" });
   const kind = url.protocol.slice(0, -1).toLowerCase();
+  if (!isRemoteSource(`${kind}://`)) throw new FrameFiError("FRAMEFI_SOURCE_BAD_URL", { source: shown, problem: `${kind}:// is not one framefi reads` });
+  // A host of dots would read as a path segment wherever the URL is joined.
+  if (/^\.+$/.test(url.hostname)) throw new FrameFiError("FRAMEFI_SOURCE_BAD_URL", { source: shown, problem: "its host is only dots" });
   let user: string;
   try {
     user = decodeURIComponent(url.username);
