@@ -3,7 +3,7 @@
 // would get. Runs nothing. Exit 0 when the hook under test would run, 1 when not, 2 when the
 // request file cannot be read. Secrets of the hooks files are masked in what is printed.
 import { secretsOf } from "../hooks/config.js";
-import { readSmallFile } from "../hooks/small-file.js";
+import { readSmallFile } from "../../shared/small-file.js";
 import type { HookSet } from "../hooks/hook-set.js";
 import { HookRegistry } from "../hooks/registry.js";
 import { Log } from "../log/log.js";

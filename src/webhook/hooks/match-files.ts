@@ -5,7 +5,7 @@
 import { FROM_FILES, type FromFiles, type MatchRule } from "./hook.js";
 import { NetSet, parseIpList } from "./ip-ranges.js";
 import { HooksFileError } from "./config.js";
-import { readSmallFile } from "./small-file.js";
+import { readSmallFile } from "../../shared/small-file.js";
 
 /** Largest file read as a secret or an IP list: either is small, and a wrong path must not load a disk image. */
 export const MAX_FILE_BYTES = 1 << 20;

@@ -12,7 +12,7 @@ import { HooksFileError, parseHooks, readHooksFile, type LoadOptions } from "./c
 import type { Log } from "../log/log.js";
 import { HookSet, matches } from "./hook-set.js";
 import { MAX_FILE_BYTES, matchFiles } from "./match-files.js";
-import { readSmallFile } from "./small-file.js";
+import { readSmallFile } from "../../shared/small-file.js";
 import { type ErrorArgs, WebhookError } from "../errors.js";
 
 /** How long after a change a file is read (writers write in pieces). */
