@@ -3,7 +3,8 @@
 // happens, one switch at a time and only in USB MSC mode, a switch asked for while another waits taking its place
 // (the latest ask wins; a flood costs a switch or two), and "change" told to whoever shows the collection.
 import { EventEmitter } from "node:events";
-import { mkdir, readdir, readFile, realpath, rename, writeFile } from "node:fs/promises";
+import { mkdir, readdir, realpath, rename, writeFile } from "node:fs/promises";
+import { readSmallFile } from "../shared/small-file.js";
 import { basename, dirname, join } from "node:path";
 import type { UsbMassStorage } from "./hardware.js";
 import { DeviceError } from "./errors.js";
@@ -97,7 +98,13 @@ export class FolderCollections implements CollectionBackend {
     } catch (e) {
       throw new DeviceError("DEVICE_COLLECTIONS_NOT_A_FOLDER", { dir: this.dir }, { cause: e });
     }
-    const name = (await readFile(this.savedFile, "utf8").catch(() => "")).trim();
+    // Bounded and never waiting: the state folder may hold anything in its place (a FIFO, a device).
+    let name = "";
+    try {
+      name = readSmallFile(this.savedFile, 64).toString("utf8").trim();
+    } catch {
+      // None saved, or not a file: the card the device was given.
+    }
     if (COLLECTION_NAME.test(name) && (await this.names()).includes(name)) {
       await this.moveInside(name).catch((e: unknown) => this.log(`the collection ${name} the frame had is not served: ${(e as Error).message}`));
     }

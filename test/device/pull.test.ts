@@ -80,9 +80,9 @@ describe("framefi-device --pull", () => {
     try {
       await run("mkfifo", [join(odd, "fifo")]);
       for (const [path, why] of [
-        [join(odd, "fifo"), "it is not a regular file"],
-        ["/dev/zero", "it is not a regular file"],
-        [odd, "it is not a regular file"],
+        [join(odd, "fifo"), "not a regular file"],
+        ["/dev/zero", "not a regular file"],
+        [odd, "not a regular file"],
       ] as const) {
         const r = await run(bin("framefi-device"), ["--pull", "webdav://anna@127.0.0.1/", "--pull-password-file", path], { timeoutMs: 20_000 });
         assert.deepEqual(
@@ -93,7 +93,7 @@ describe("framefi-device --pull", () => {
       await writeFile(join(odd, "big"), "x".repeat(5000));
       const big = await run(bin("framefi-device"), ["--pull", "webdav://anna@127.0.0.1/", "--pull-password-file", join(odd, "big")]);
       assert.equal(big.code, 2);
-      assert.match(big.stderr, /cannot be read \(it is over 4096 bytes\)/);
+      assert.match(big.stderr, /cannot be read \(5000 bytes, more than 4096\)/);
       assert.ok(!big.stderr.includes("xxxx"));
     } finally {
       await removeDir(odd);

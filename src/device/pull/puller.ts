@@ -5,7 +5,7 @@
 // to the mode it was in. A source that cannot be read leaves the card as it is. The Puller owns the last pull's
 // record, which MQTT and the panel show; MQTT's "sync now" button calls now().
 import { EventEmitter } from "node:events";
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
+import { readSmallFile } from "../../shared/small-file.js";
 import { blankControls } from "../../client/api/text.js";
 
 /** The longest delay a Node timer takes. */
@@ -26,20 +26,9 @@ const MAX_PASSWORD_FILE = 4096;
 
 /** The first line of a password file; the errors name the file, never what it holds. */
 export function readPasswordFile(path: string): string {
-  // Non-blocking: a FIFO put in its place must not stop the whole service waiting for a writer.
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new Error("it is not a regular file");
-    if (st.size > MAX_PASSWORD_FILE) throw new Error(`it is over ${MAX_PASSWORD_FILE} bytes`);
-    const bytes = Buffer.alloc(st.size);
-    const n = readSync(fd, bytes, 0, st.size, 0);
-    const password = bytes.subarray(0, n).toString("utf8").split(/\r?\n/)[0]!;
-    if (password === "") throw new Error("its first line is empty");
-    return password;
-  } finally {
-    closeSync(fd);
-  }
+  const password = readSmallFile(path, MAX_PASSWORD_FILE).toString("utf8").split(/\r?\n/)[0]!;
+  if (password === "") throw new Error("its first line is empty");
+  return password;
 }
 
 /** What the panel and MQTT show of the last pull. */
