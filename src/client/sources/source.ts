@@ -60,11 +60,15 @@ export function pathSegments(url: URL, source: string): string[] {
   return decoded;
 }
 
+/** SOURCE as an error may show it: a password in it as ***. The login ends at the last @ before the path ("u@x:pw@h"). */
+export function hideSourcePassword(text: string): string {
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/:]*):[^/]*@/i, "$1:***@");
+}
+
 /** Reads SOURCE (a URL); a password in it, or an unusable URL, is an error that shows it without the password. */
 export function parseRemoteSource(text: string, secrets: SourceSecrets, home: string): RemoteSource {
   let url: URL;
-  // The login ends at the last @ before the path, and may hold an @ itself ("u@x:pw@h").
-  const shown = text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/:]*):[^/]*@/i, "$1:***@");
+  const shown = hideSourcePassword(text);
   try {
     url = new URL(text);
   } catch {

@@ -1,6 +1,7 @@
 // Start-up configuration of the device service: flags, FRAMEFI_* environment variables and a JSON config file.
 // Precedence: flag > environment variable > config file > default.
 import { readPasswordFile, type PullConfig } from "../pull/puller.js";
+import { hideSourcePassword } from "../../client/sources/source.js";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { isIPv4 } from "node:net";
@@ -283,7 +284,7 @@ function pullConfig(raw: (name: string) => string | undefined, cwd: string): Pul
   // The user part may hold an @ ("u@x:pw@h"): everything before the last @ of the authority is the login.
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(source)?.[1];
   if (scheme !== undefined && /^[a-z][a-z0-9+.-]*:\/\/[^/]*:[^/]*@/i.test(source)) {
-    throw new OptionError("DEVICE_OPTION_PULL_PASSWORD_IN_URL", { source: source.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/:]*):[^/]*@/i, "$1:***@") });
+    throw new OptionError("DEVICE_OPTION_PULL_PASSWORD_IN_URL", { source: hideSourcePassword(source) });
   }
   // A URL that does not parse may hold a password with a / in it: refused without showing it.
   if (scheme !== undefined && !URL.canParse(source)) throw new OptionError("DEVICE_OPTION_PULL_BAD_URL", { scheme });
