@@ -2,6 +2,7 @@
 
 /** A hook or job id as a subject token, stream name or key part: [A-Za-z0-9-] kept, every other byte as _XX. */
 export function token(id: string): string {
+  if (/^[A-Za-z0-9-]+$/.test(id)) return id;
   let out = "";
   for (const b of Buffer.from(id, "utf8")) {
     const c = String.fromCharCode(b);
