@@ -18,8 +18,9 @@ import {
 import { isJob, type Job } from "../jobs/job.js";
 import type { RetentionOptions } from "../jobs/memory-records.js";
 import type { JobRecords } from "../jobs/records.js";
+import type { JetStreamPublisher } from "./js-publish.js";
 import { JOBS_BUCKET, jobKey, jobKeySubject } from "./names.js";
-import { received } from "./received.js";
+
 import type { QueueSigner } from "./signing.js";
 
 /** How long a record's write may take (a key-value put's own default). */
@@ -93,6 +94,8 @@ export class KvRecords implements JobRecords {
   private constructor(
     private readonly nc: NatsConnection,
     private readonly kv: KV,
+    /** Writes the records (kv.get, kv.watch and kv.delete stay nats.js's). */
+    private readonly publisher: JetStreamPublisher,
     /** The NATS server's max_payload less room for the message's headers. */
     private readonly maxBytes: number,
     private readonly signer: QueueSigner,
@@ -104,6 +107,7 @@ export class KvRecords implements JobRecords {
     nc: NatsConnection,
     js: JetStreamClient,
     jsm: JetStreamManager,
+    publisher: JetStreamPublisher,
     retention: RetentionOptions & { maxBytes: number },
     signer: QueueSigner,
     warn: (message: string) => void,
@@ -116,7 +120,7 @@ export class KvRecords implements JobRecords {
     const maxAge = nanos(retention.maxAgeMs);
     const duplicates = maxAge > 0 && (config.duplicate_window ?? 0) > maxAge ? { duplicate_window: maxAge } : {};
     await jsm.streams.update(name, { ...config, max_age: maxAge, max_msgs: retention.keep, discard: DiscardPolicy.Old, ...duplicates });
-    return new KvRecords(nc, kv, retention.maxBytes - HEADER_ROOM, signer, warn);
+    return new KvRecords(nc, kv, publisher, retention.maxBytes - HEADER_ROOM, signer, warn);
   }
 
   add(job: Job): void {
@@ -132,13 +136,12 @@ export class KvRecords implements JobRecords {
       const key = jobKey(job.id);
       const data = encodeRecord(job, this.maxBytes, this.signer);
       if (!attemptStarting(job)) {
-        await this.kv.put(key, data);
+        await this.publisher.publish(jobKeySubject(key), data, { timeoutMs: WRITE_TIMEOUT_MS });
         return;
       }
-      // An attempt starts: nothing waits on this record but the command, which needs only the NATS
-      // server to have it (a later put, on the same connection, is stored after it).
+      // An attempt starts: nothing waits on this record, not even the command (a later put, on
+      // the same connection, is stored after it).
       this.nc.publish(jobKeySubject(key), data);
-      await received(this.nc, WRITE_TIMEOUT_MS);
     });
   }
 
@@ -195,13 +198,15 @@ export class KvRecords implements JobRecords {
     for (let n = 2; ; n++) {
       const key = jobKey(job.id);
       try {
-        await this.kv.create(key, encodeRecord(job, this.maxBytes, this.signer));
+        const data = encodeRecord(job, this.maxBytes, this.signer);
+        await this.publisher.publish(jobKeySubject(key), data, { expectLastSubjectSeq: 0, timeoutMs: WRITE_TIMEOUT_MS });
         return;
       } catch (e) {
         if (!taken(e) || n > MAX_SUFFIX) throw e;
+        // Anything there but a record (a deletion, another client's value, nothing any more) is replaced.
         const there = await this.kv.get(key);
-        if (there?.operation === "PUT" && !this.read(there)) {
-          await this.kv.put(key, encodeRecord(job, this.maxBytes, this.signer));
+        if (there?.operation !== "PUT" || !this.read(there)) {
+          await this.publisher.publish(jobKeySubject(key), encodeRecord(job, this.maxBytes, this.signer), { timeoutMs: WRITE_TIMEOUT_MS });
           return;
         }
         job.id = `${base}-${n}`;

@@ -43,6 +43,7 @@ import {
 } from "nats";
 import type { HookRequest } from "../hooks/hook.js";
 import { FINAL_STATES, isJob, type Job } from "../jobs/job.js";
+import { JetStreamPublisher } from "./js-publish.js";
 import { decodeRecord, KvRecords, refusedRecord } from "./kv-records.js";
 import type { RetentionOptions } from "../jobs/memory-records.js";
 import { JobStore } from "../jobs/store.js";
@@ -196,6 +197,7 @@ export class NatsQueue implements SharedQueue {
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly records: KvRecords,
+    private readonly publisher: JetStreamPublisher,
     private readonly opts: NatsQueueOptions,
   ) {
     this.address = describeServers(opts.url);
@@ -231,11 +233,12 @@ export class NatsQueue implements SharedQueue {
       throw new QueueConnectError("WEBHOOK_QUEUE_NO_JETSTREAM", { address, reason: (e as Error).message }, { cause: e });
     }
     const js = nc.jetstream();
+    const publisher = new JetStreamPublisher(nc);
     try {
-      const records = await KvRecords.open(nc, js, jsm, { ...opts.jobs, maxBytes: nc.info!.max_payload }, opts.signer, (m) => opts.log.always(m));
+      const records = await KvRecords.open(nc, js, jsm, publisher, { ...opts.jobs, maxBytes: nc.info!.max_payload }, opts.signer, (m) => opts.log.always(m));
       // Advisory: a mismatch is also told at the first job refused.
       await compareSigning(js, opts.signer, (m) => opts.log.always(m)).catch(() => undefined);
-      return new NatsQueue(nc, js, jsm, records, opts);
+      return new NatsQueue(nc, js, jsm, records, publisher, opts);
     } catch (e) {
       await nc.close();
       throw new QueueConnectError("WEBHOOK_QUEUE_NO_BUCKET", { address, reason: (e as Error).message }, { cause: e });
@@ -349,10 +352,11 @@ export class NatsQueue implements SharedQueue {
       const h = natsHeaders();
       h.set("Webhook-Job", record.id);
       if (job.traceparent) h.set("traceparent", job.traceparent);
-      const ack = await this.js.publish(jobSubject(job.hook.id), data, {
-        headers: this.opts.signer.sign(jobSubject(job.hook.id), data, h),
-        timeout: PUBLISH_TIMEOUT_MS,
-        ...(job.deliveryId !== undefined && job.hook.dedupWindowMs > 0 ? { msgID: this.opts.signer.messageId(job.deliveryId) } : {}),
+      const headers = this.opts.signer.sign(jobSubject(job.hook.id), data, h);
+      const ack = await this.publisher.publish(jobSubject(job.hook.id), data, {
+        ...(headers ? { headers } : {}),
+        timeoutMs: PUBLISH_TIMEOUT_MS,
+        ...(job.deliveryId !== undefined && job.hook.dedupWindowMs > 0 ? { msgId: this.opts.signer.messageId(job.deliveryId) } : {}),
       });
       if (ack.duplicate) return refuse({ kind: "duplicate", id: record.id });
       waiter?.published(ack.stream, ack.seq);
@@ -672,6 +676,7 @@ export class NatsQueue implements SharedQueue {
     this.stopPulling();
     await Promise.all([...this.pullers.values()].map((p) => p.stopped));
     await this.records.close();
+    this.publisher.close();
     await this.nc.drain().catch(() => undefined);
   }
 }

@@ -2,7 +2,7 @@
 // client about 60–100 µs of CPU (an inbox token, a timer, a reply to parse); a plain publish about
 // 10, and one PING answered by PONG confirms everything the connection sent before it: the NATS
 // server has read it (it handles a connection's messages in order). Used where the reply carries
-// nothing the instance needs: a job's record as an attempt starts, the ack of a finished job.
+// nothing the instance needs: the ack of a finished job.
 import type { NatsConnection } from "nats";
 
 /** Resolves once the NATS server has read everything `nc` sent so far; rejects after `timeoutMs` or when the connection drops first. */
