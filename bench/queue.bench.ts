@@ -7,9 +7,10 @@
 // Cases: in-process queue (1 instance, no -queue), -queue with 1 instance, -queue with 3 instances.
 // Then the same three cases with each instance held to a quarter of one core (its commands
 // included) by a cgroup v1 cpu controller (cpu.cfs_quota_us under /sys/fs/cgroup/cpu; needs root):
-// QUEUE_BENCH_CAPPED fire-and-forget triggers (default 400) of a hook running sh -c 'echo x >> file',
+// QUEUE_BENCH_CAPPED fire-and-forget triggers (default 600) of a hook running sh -c 'echo x >> file',
 // jobs run per second and CPU per job, best of QUEUE_BENCH_ROUNDS rounds (default 3, the order of
-// the cases alternating), each against one in-process instance measured in the same round.
+// the cases alternating), each against one in-process instance measured in the same round; each
+// case's servers first run QUEUE_BENCH_WARMUP triggers (default 3000) without the cap.
 // QUEUE_BENCH_ONLY_CAPPED=1 runs the capped cases alone.
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -17,7 +18,7 @@ import { removeDir, tempDir } from "../test/helpers.js";
 import { send, startServer, type Server, writeHooks } from "../test/webhook/fixtures/harness.js";
 import { startNats, type Nats } from "../test/webhook/fixtures/nats.js";
 import { type CpuCap, cpuCap, NO_CGROUP } from "./cgroup.js";
-import { treeCpuUs } from "./wrk.js";
+import { processTree, treeCpuUs } from "./wrk.js";
 
 const TRIGGERS = Number(process.env["QUEUE_BENCH_TRIGGERS"] ?? 2000);
 const CLIENTS = 16;
@@ -72,7 +73,9 @@ async function measure(name: string, servers: Server[], log: string, count: numb
   };
 }
 
-const CAPPED = Number(process.env["QUEUE_BENCH_CAPPED"] ?? 400);
+const CAPPED = Number(process.env["QUEUE_BENCH_CAPPED"] ?? 600);
+/** Triggers each case's servers run without the cap before it is measured. */
+const WARMUP = Number(process.env["QUEUE_BENCH_WARMUP"] ?? 3000);
 const ROUNDS = Number(process.env["QUEUE_BENCH_ROUNDS"] ?? 3);
 /** Each instance's share of one core. */
 const SHARE = 0.25;
@@ -80,6 +83,26 @@ const SHARE = 0.25;
 interface CappedResult {
   jobsPerS: number;
   cpuMsPerJob: number;
+}
+
+/** Sends `count` triggers from 16 clients over the servers, then waits until `out` has a line for each. */
+async function trigger(servers: Server[], out: string, count: number, round: number): Promise<void> {
+  await writeFile(out, "");
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (next < count) {
+        const i = next++;
+        const r = await send(`${servers[i % servers.length]!.base}/hooks/capped`, { method: "POST" });
+        if (r.status !== 200) throw new Error(`capped trigger ${i} (round ${round}): ${r.status} ${r.text}`);
+      }
+    }),
+  );
+  for (;;) {
+    const lines = (await readFile(out, "utf8")).length / 2;
+    if (lines >= count) break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
 
 /** One capped case: `instances` servers, each in a cgroup of its own, CAPPED triggers from 16 clients; jobs/s until the last line is written. */
@@ -91,10 +114,13 @@ async function cappedCase(hooksFile: string, out: string, nats: Nats | undefined
       const cap = await cpuCap(`webhook-queue-bench-${process.pid}-${i}`, SHARE);
       if (!cap) return undefined;
       caps.push(cap);
-      const s = await startServer(["-hooks", hooksFile, ...(nats ? ["-queue", nats.url] : [])]);
-      servers.push(s);
-      await cap.add(s.proc.child.pid!);
+      servers.push(await startServer(["-hooks", hooksFile, ...(nats ? ["-queue", nats.url] : [])]));
     }
+    // Warmed up without the cap, then capped with everything they started (the spawn helpers): the
+    // steady state of a long-running instance. Capped from the start, the first thousands of jobs
+    // are mostly V8 compiling the server's code, more of it with -queue (nats.js).
+    if (WARMUP > 0) await trigger(servers, out, WARMUP * servers.length, round);
+    for (const [i, s] of servers.entries()) for (const pid of processTree(s.proc.child.pid!)) await caps[i]!.add(pid).catch(() => undefined);
     await writeFile(out, "");
     const cpu = (): number =>
       servers.reduce((t, s) => {
@@ -103,21 +129,7 @@ async function cappedCase(hooksFile: string, out: string, nats: Nats | undefined
       }, 0);
     const cpuBefore = cpu();
     const began = process.hrtime.bigint();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: CLIENTS }, async () => {
-        while (next < CAPPED) {
-          const i = next++;
-          const r = await send(`${servers[i % servers.length]!.base}/hooks/capped`, { method: "POST" });
-          if (r.status !== 200) throw new Error(`capped trigger ${i} (round ${round}): ${r.status} ${r.text}`);
-        }
-      }),
-    );
-    for (;;) {
-      const lines = (await readFile(out, "utf8")).length / 2;
-      if (lines >= CAPPED) break;
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    await trigger(servers, out, CAPPED, round);
     const seconds = Number(process.hrtime.bigint() - began) / 1e9;
     return { jobsPerS: CAPPED / seconds, cpuMsPerJob: (cpu() - cpuBefore) / 1000 / CAPPED };
   } finally {
@@ -140,7 +152,7 @@ async function capped(dir: string, nats: Nats): Promise<void> {
           { source: "string", name: `echo x >> ${out}` },
         ],
         "max-concurrency": 8,
-        "max-queue": CAPPED,
+        "max-queue": Math.max(CAPPED, WARMUP * 3),
       },
     ],
     "capped.json",
