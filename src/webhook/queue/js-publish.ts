@@ -42,7 +42,8 @@ export class JetStreamPublisher {
   private readonly sub: Subscription;
 
   constructor(private readonly nc: NatsConnection) {
-    this.sub = nc.subscribe(`${this.inbox}.*`, { callback: (_err, m) => this.answer(m) });
+    // An error here (the subscription refused) leaves each publish to its timeout.
+    this.sub = nc.subscribe(`${this.inbox}.*`, { callback: (err, m) => err === null && this.answer(m) });
   }
 
   /** Publishes `data` on `subject`; resolves when a stream has stored it, rejects saying why not. */
