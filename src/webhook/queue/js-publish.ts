@@ -3,6 +3,7 @@
 // --cpu-prof over 8 000 jobs; the largest part an Error it builds, stack trace and all, for every
 // request it completes. Here a publish is one message, one map entry and one timer. Used for the
 // three a job needs (its message, its record created, its final record); the rest stays nats.js's.
+import { randomUUID } from "node:crypto";
 import { createInbox, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "nats";
 
 /** What JetStream answers a stored message. */
@@ -38,12 +39,21 @@ interface Pending {
 export class JetStreamPublisher {
   private readonly inbox = createInbox();
   private readonly pending = new Map<string, Pending>();
-  private next = 0;
   private readonly sub: Subscription;
 
   constructor(private readonly nc: NatsConnection) {
-    // An error here (the subscription refused) leaves each publish to its timeout.
-    this.sub = nc.subscribe(`${this.inbox}.*`, { callback: (err, m) => err === null && this.answer(m) });
+    // An error here (the subscription refused) leaves each publish to its timeout. Nothing may throw
+    // out of the callback: nats.js would stop reading the connection.
+    this.sub = nc.subscribe(`${this.inbox}.*`, {
+      callback: (err, m) => {
+        if (err !== null) return;
+        try {
+          this.answer(m);
+        } catch {
+          // answer() settles what it takes; a throw here is a bug, never the peer's doing
+        }
+      },
+    });
   }
 
   /** Publishes `data` on `subject`; resolves when a stream has stored it, rejects saying why not. */
@@ -54,7 +64,9 @@ export class JetStreamPublisher {
       if (opts.msgId !== undefined) headers.set("Nats-Msg-Id", opts.msgId);
       if (opts.expectLastSubjectSeq !== undefined) headers.set("Nats-Expected-Last-Subject-Sequence", String(opts.expectLastSubjectSeq));
     }
-    const id = String(this.next++);
+    // Not a counter: anyone who may publish on the inbox (it shows in a job message's reply subject)
+    // could answer the next publish before JetStream does.
+    const id = randomUUID();
     return new Promise<PubAck>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -81,16 +93,25 @@ export class JetStreamPublisher {
       p.reject(new Error("no JetStream stream takes messages on this subject (503 no responders)"));
       return;
     }
-    let v: { stream?: unknown; seq?: unknown; duplicate?: unknown; error?: { code?: number; err_code?: number; description?: string } };
+    let v: unknown;
     try {
-      v = JSON.parse(Buffer.from(m.data).toString()) as typeof v;
+      v = JSON.parse(Buffer.from(m.data).toString());
     } catch {
-      p.reject(new Error("JetStream answered with something that is not JSON"));
-      return;
+      v = undefined;
     }
-    if (v.error) p.reject(new JetStreamRefusal({ code: v.error.code ?? 0, err_code: v.error.err_code ?? 0, description: v.error.description ?? "refused" }));
-    else if (typeof v.stream !== "string" || typeof v.seq !== "number") p.reject(new Error("JetStream's answer names no stream and sequence"));
-    else p.resolve({ stream: v.stream, seq: v.seq, duplicate: v.duplicate === true });
+    const ack = typeof v === "object" && v !== null ? (v as { stream?: unknown; seq?: unknown; duplicate?: unknown; error?: unknown }) : undefined;
+    const error =
+      typeof ack?.error === "object" && ack.error !== null ? (ack.error as { code?: unknown; err_code?: unknown; description?: unknown }) : undefined;
+    if (error)
+      p.reject(
+        new JetStreamRefusal({
+          code: typeof error.code === "number" ? error.code : 0,
+          err_code: typeof error.err_code === "number" ? error.err_code : 0,
+          description: typeof error.description === "string" ? error.description : "refused",
+        }),
+      );
+    else if (typeof ack?.stream !== "string" || typeof ack.seq !== "number") p.reject(new Error("JetStream answered with no stream and sequence"));
+    else p.resolve({ stream: ack.stream, seq: ack.seq, duplicate: ack.duplicate === true });
   }
 
   /** Stops listening; publishes still waiting fail. */

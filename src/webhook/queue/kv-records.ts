@@ -192,24 +192,31 @@ export class KvRecords implements JobRecords {
     void settled.finally(() => this.pending.delete(settled));
   }
 
-  /** Stores a new record; an id another job has gets the next free suffix (anything else stored there is replaced). */
+  /**
+   * Stores a new record; an id another job has gets the next free suffix. Anything else stored there (a
+   * deletion, another client's value) is replaced, only if it is still what was read: of requests racing
+   * for one id, one gets it.
+   */
   private async create(job: Job): Promise<void> {
     const base = job.id;
-    for (let n = 2; ; n++) {
+    let suffix = 2;
+    let expect = 0;
+    for (let tries = 0; ; tries++) {
       const key = jobKey(job.id);
       try {
         const data = encodeRecord(job, this.maxBytes, this.signer);
-        await this.publisher.publish(jobKeySubject(key), data, { expectLastSubjectSeq: 0, timeoutMs: WRITE_TIMEOUT_MS });
+        await this.publisher.publish(jobKeySubject(key), data, { expectLastSubjectSeq: expect, timeoutMs: WRITE_TIMEOUT_MS });
         return;
       } catch (e) {
-        if (!taken(e) || n > MAX_SUFFIX) throw e;
-        // Anything there but a record (a deletion, another client's value, nothing any more) is replaced.
+        if (!taken(e) || tries > MAX_SUFFIX) throw e;
         const there = await this.kv.get(key);
-        if (there?.operation !== "PUT" || !this.read(there)) {
-          await this.publisher.publish(jobKeySubject(key), encodeRecord(job, this.maxBytes, this.signer), { timeoutMs: WRITE_TIMEOUT_MS });
-          return;
+        const record = there?.operation === "PUT" && this.read(there) !== undefined;
+        if (there && !record && there.revision !== expect) {
+          expect = there.revision;
+          continue;
         }
-        job.id = `${base}-${n}`;
+        job.id = `${base}-${suffix++}`;
+        expect = 0;
       }
     }
   }
