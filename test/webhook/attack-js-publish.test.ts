@@ -1,6 +1,6 @@
-// Attacks on the JetStream publishes of js-publish.ts (one reply subscription _INBOX.<nuid>.*, a
-// counter id per publish) with a real nats-server, real bin/webhook instances and a hostile NATS
-// client on the same server.
+// Attacks on the JetStream publishes of js-publish.ts (one reply subscription _INBOX.<nuid>.*, an
+// id per publish) with a real nats-server, real bin/webhook instances and a hostile NATS client on
+// the same server.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
@@ -68,59 +68,72 @@ describe("-queue js-publish attacks", () => {
     const kv = await peer.jetstream().views.kv("webhook_jobs");
     // A deaf instance keeps the jobs its pull requests got: it is stopped after this test whatever happens.
     try {
-    // The race with JetStream's own answer is won often, not always: a few rounds.
-    for (let round = 0; round < 8; round++) {
-      // The hostile peer learns the instance's inbox and its counter from the job message it sees.
-      // (nats.js's own requests use a random token: then the peer can only answer what it sees.)
-      let inbox: { prefix: string; id: number } | undefined;
-      const sub = peer.subscribe("webhook.jobs.>", {
-        callback: (_e, m) => {
-          const r = /^(_INBOX\.[^.]+)\.(\S+)$/.exec(m.reply ?? "");
-          if (r) inbox = { prefix: r[1]!, id: /^\d+$/.test(r[2]!) ? Number(r[2]) : NaN };
-        },
-      });
-      await peer.flush();
-      const gate = join(dir, `gate-null-${round}`);
-      const answer = send(`${server.base}/hooks/gated?gate=${encodeURIComponent(gate)}`, { method: "POST", timeoutMs: 120_000 }).then(
-        (r) => r,
-        (e: Error) => e,
-      );
-      const seen = await eventually(() => inbox, 10_000);
-      sub.unsubscribe();
-      // The writes of its record from now on (its final one) are answered by the peer too, as it sees them.
-      const records = peer.subscribe("$KV.webhook_jobs.>", { callback: (_e, m) => m.reply && peer.publish(m.reply, Buffer.from("null")) });
-      await peer.flush();
-      const id = await eventually(() => /queued as job (\S+)/.exec(server.logs().split("\n").filter((l) => l.includes("gated hook triggered")).at(-1) ?? "")?.[1], 10_000);
-      // The job's final record is the instance's next publish awaiting an ack (job message: n, final record: n+1):
-      // the peer answers it with `null` before JetStream can.
-      let spraying = true;
-      const spray = (async () => {
-        const nul = Buffer.from("null");
-        while (spraying && !Number.isNaN(seen.id)) {
-          for (let i = 0; i < 2000; i++) peer.publish(`${seen.prefix}.${seen.id + 1}`, nul);
-          await peer.flush();
-        }
-      })();
-      await writeFile(gate, "");
-      // The command has ended: its final record is in the bucket (the publish itself reached JetStream).
-      await eventually(async () => /"state":"(succeeded|failed)"/.test((await kv.get(id))?.string() ?? ""), 20_000, 50);
-      spraying = false;
-      await spray;
-      records.unsubscribe();
-      // The record is final in the bucket: the request must be answered well within a client's patience
-      // (three times the instance's own 5 s write timeout), and the instance must go on taking jobs.
-      const r = await Promise.race([answer, new Promise<"unanswered">((res) => setTimeout(() => res("unanswered"), 15_000))]);
-      const next = await send(`${server.base}/hooks/echo`, { method: "POST", headers: { "X-Arg": `after${round}` }, timeoutMs: 20_000 }).then(
-        (x) => `${x.status} ${x.text.trim()}`,
-        (e: Error) => e.message,
-      );
-      const logs = server.logs();
-      assert.ok(r !== "unanswered", `round ${round}: the request of job ${id} was not answered within 15 s of its final record being stored (NATS client reader closed: ${/reader closed/.test(logs)}); logs:\n${logs.slice(-2500)}`);
-      assert.ok(!(r instanceof Error), `round ${round}: the request failed: ${(r as Error).message}`);
-      assert.equal(r.status, 200, r.text);
-      assert.equal(next, `200 after${round}`, `round ${round}: the instance took no further job; logs:\n${logs.slice(-2500)}`);
-      assert.doesNotMatch(logs, /reader closed/, "the NATS client stopped reading its connection");
-    }
+      // The race with JetStream's own answer is won often, not always: a few rounds.
+      for (let round = 0; round < 8; round++) {
+        // The hostile peer learns the instance's inbox and its counter from the job message it sees.
+        // (nats.js's own requests use a random token: then the peer can only answer what it sees.)
+        let inbox: { prefix: string; id: number } | undefined;
+        const sub = peer.subscribe("webhook.jobs.>", {
+          callback: (_e, m) => {
+            const r = /^(_INBOX\.[^.]+)\.(\S+)$/.exec(m.reply ?? "");
+            if (r) inbox = { prefix: r[1]!, id: /^\d+$/.test(r[2]!) ? Number(r[2]) : NaN };
+          },
+        });
+        await peer.flush();
+        const gate = join(dir, `gate-null-${round}`);
+        const answer = send(`${server.base}/hooks/gated?gate=${encodeURIComponent(gate)}`, { method: "POST", timeoutMs: 120_000 }).then(
+          (r) => r,
+          (e: Error) => e,
+        );
+        const seen = await eventually(() => inbox, 10_000);
+        sub.unsubscribe();
+        // The writes of its record from now on (its final one) are answered by the peer too, as it sees them.
+        const records = peer.subscribe("$KV.webhook_jobs.>", { callback: (_e, m) => m.reply && peer.publish(m.reply, Buffer.from("null")) });
+        await peer.flush();
+        const id = await eventually(
+          () =>
+            /queued as job (\S+)/.exec(
+              server
+                .logs()
+                .split("\n")
+                .filter((l) => l.includes("gated hook triggered"))
+                .at(-1) ?? "",
+            )?.[1],
+          10_000,
+        );
+        // The job's final record is the instance's next publish awaiting an ack (job message: n, final record: n+1):
+        // the peer answers it with `null` before JetStream can.
+        let spraying = true;
+        const spray = (async () => {
+          const nul = Buffer.from("null");
+          while (spraying && !Number.isNaN(seen.id)) {
+            for (let i = 0; i < 2000; i++) peer.publish(`${seen.prefix}.${seen.id + 1}`, nul);
+            await peer.flush();
+          }
+        })();
+        await writeFile(gate, "");
+        // The command has ended: its final record is in the bucket (the publish itself reached JetStream).
+        await eventually(async () => /"state":"(succeeded|failed)"/.test((await kv.get(id))?.string() ?? ""), 20_000, 50);
+        spraying = false;
+        await spray;
+        records.unsubscribe();
+        // The record is final in the bucket: the request must be answered well within a client's patience
+        // (three times the instance's own 5 s write timeout), and the instance must go on taking jobs.
+        const r = await Promise.race([answer, new Promise<"unanswered">((res) => setTimeout(() => res("unanswered"), 15_000))]);
+        const next = await send(`${server.base}/hooks/echo`, { method: "POST", headers: { "X-Arg": `after${round}` }, timeoutMs: 20_000 }).then(
+          (x) => `${x.status} ${x.text.trim()}`,
+          (e: Error) => e.message,
+        );
+        const logs = server.logs();
+        assert.ok(
+          r !== "unanswered",
+          `round ${round}: the request of job ${id} was not answered within 15 s of its final record being stored (NATS client reader closed: ${/reader closed/.test(logs)}); logs:\n${logs.slice(-2500)}`,
+        );
+        assert.ok(!(r instanceof Error), `round ${round}: the request failed: ${(r as Error).message}`);
+        assert.equal(r.status, 200, r.text);
+        assert.equal(next, `200 after${round}`, `round ${round}: the instance took no further job; logs:\n${logs.slice(-2500)}`);
+        assert.doesNotMatch(logs, /reader closed/, "the NATS client stopped reading its connection");
+      }
     } finally {
       await server.stop();
     }
@@ -131,25 +144,28 @@ describe("-queue js-publish attacks", () => {
     // An instance of its own (the attack above may have left the first one deaf).
     const server = await startServer(["-hooks", hooksFile, "-queue", nats.url, "-x-request-id", "-verbose"]);
     try {
-    // A job refused (429: its hook's stream is full) has its record deleted: a deletion marker under its id.
-    const gate = join(dir, "gate-held");
-    const holder = send(`${server.base}/hooks/held?gate=${encodeURIComponent(gate)}`, { method: "POST" });
-    await eventually(async () => (await kv.get("holder-of-the-slot"))?.operation === "PUT" || /held hook triggered/.test(server.logs()), 10_000);
-    await eventually(async () => (await send(`${server.base}/hooks/held?gate=x`, { method: "POST", headers: { "X-Request-Id": "reused" } })).status === 429, 10_000);
-    await eventually(async () => (await kv.get("reused"))?.operation === "DEL", 10_000);
-    await writeFile(gate, "");
-    assert.equal((await holder).status, 200);
-    // Several requests at once reuse the id: each must be its own job, under its own id, answered with its own output.
-    const n = 6;
-    const answers = await Promise.all(
-      Array.from({ length: n }, (_, i) =>
-        send(`${server.base}/hooks/echo`, { method: "POST", headers: { "X-Request-Id": "reused", "X-Arg": `arg${i}` }, timeoutMs: 30_000 }),
-      ),
-    );
-    const ids = answers.map((a) => String(a.headers["x-job-id"]));
-    const got = answers.map((a, i) => `request ${i} (X-Arg arg${i}): ${a.status} job ${ids[i]} output ${JSON.stringify(a.text.trim())}`).join("\n");
-    assert.equal(new Set(ids).size, n, `two requests were given the same job id:\n${got}`);
-    for (const [i, a] of answers.entries()) assert.equal(`${a.status} ${a.text.trim()}`, `200 arg${i}`, got);
+      // A job refused (429: its hook's stream is full) has its record deleted: a deletion marker under its id.
+      const gate = join(dir, "gate-held");
+      const holder = send(`${server.base}/hooks/held?gate=${encodeURIComponent(gate)}`, { method: "POST" });
+      await eventually(async () => (await kv.get("holder-of-the-slot"))?.operation === "PUT" || /held hook triggered/.test(server.logs()), 10_000);
+      await eventually(
+        async () => (await send(`${server.base}/hooks/held?gate=x`, { method: "POST", headers: { "X-Request-Id": "reused" } })).status === 429,
+        10_000,
+      );
+      await eventually(async () => (await kv.get("reused"))?.operation === "DEL", 10_000);
+      await writeFile(gate, "");
+      assert.equal((await holder).status, 200);
+      // Several requests at once reuse the id: each must be its own job, under its own id, answered with its own output.
+      const n = 6;
+      const answers = await Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          send(`${server.base}/hooks/echo`, { method: "POST", headers: { "X-Request-Id": "reused", "X-Arg": `arg${i}` }, timeoutMs: 30_000 }),
+        ),
+      );
+      const ids = answers.map((a) => String(a.headers["x-job-id"]));
+      const got = answers.map((a, i) => `request ${i} (X-Arg arg${i}): ${a.status} job ${ids[i]} output ${JSON.stringify(a.text.trim())}`).join("\n");
+      assert.equal(new Set(ids).size, n, `two requests were given the same job id:\n${got}`);
+      for (const [i, a] of answers.entries()) assert.equal(`${a.status} ${a.text.trim()}`, `200 arg${i}`, got);
     } finally {
       await server.stop();
     }
