@@ -38,7 +38,7 @@ export class SharedDispatch implements Dispatch {
   /** The hook's limits and de-duplication as the shared queue applies them. */
   private queueHook(hook: Hook): QueueHook {
     const { max, maxQueue } = limitsOf(hook, this.limits);
-    return { id: hook.id, maxConcurrency: max, maxQueue, dedupWindowMs: dedupWindowMs(hook) };
+    return { id: hook.id, maxConcurrency: max, maxQueue, dedupWindowMs: dedupWindowMs(hook), rateLimited: hook["rate-limit"] !== undefined };
   }
 
   async dispatch(t: Trigger): Promise<Dispatched> {

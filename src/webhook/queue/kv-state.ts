@@ -52,17 +52,22 @@ export class RateWindows {
     private readonly warn: (message: string) => void,
   ) {}
 
+  /** Opens the bucket (once; a failed open is tried again at the next call). */
+  open(): Promise<KV> {
+    this.kv ??= this.js.views.kv(RATES_BUCKET, { history: 1, storage: StorageType.File }).catch((e: unknown) => {
+      this.kv = undefined;
+      throw e;
+    });
+    return this.kv;
+  }
+
   /**
    * Counts a trigger in its hook's window. A trigger that cannot be counted is not let through
    * uncounted (that would break the limit over all instances): it is answered 503 like a job NATS refused.
    */
   async limited(hookId: string, requests: number, periodMs: number): Promise<RateVerdict> {
     try {
-      this.kv ??= this.js.views.kv(RATES_BUCKET, { history: 1, storage: StorageType.File }).catch((e: unknown) => {
-        this.kv = undefined;
-        throw e;
-      });
-      const kv = await this.kv;
+      const kv = await this.open();
       const key = token(hookId);
       const subject = kvSubject(RATES_BUCKET, key);
       for (let round = 0; round < MAX_RATE_ROUNDS; round++) {
@@ -124,13 +129,18 @@ export class DeliveryClaims {
     private readonly warn: (message: string) => void,
   ) {}
 
-  /** The first job id of this delivery within the window, or the key and revision this job claimed it with. */
-  async claim(hook: QueueHook, deliveryId: string, jobId: string): Promise<Claim> {
+  /** Opens the bucket (once; a failed open is tried again at the next call). */
+  open(): Promise<KV> {
     this.kv ??= this.js.views.kv(DELIVERIES_BUCKET, { history: 1, ttl: MAX_DEDUP_WINDOW, storage: StorageType.File }).catch((e: unknown) => {
       this.kv = undefined;
       throw e;
     });
-    const kv = await this.kv;
+    return this.kv;
+  }
+
+  /** The first job id of this delivery within the window, or the key and revision this job claimed it with. */
+  async claim(hook: QueueHook, deliveryId: string, jobId: string): Promise<Claim> {
+    const kv = await this.open();
     const id = deliveryId.length <= 100 ? token(deliveryId) : createHash("sha256").update(deliveryId).digest("hex");
     const key = `${token(hook.id)}.${id}`;
     // When it was claimed travels signed with the job id: a copy of an old claim put back does not start a new window.

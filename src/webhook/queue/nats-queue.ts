@@ -262,6 +262,17 @@ export class NatsQueue implements SharedQueue {
   }
 
   async serve(hooks: QueueHook[]): Promise<void> {
+    // Opened before the hooks are served, not by the first trigger: under load creating a bucket can take
+    // longer than a request may wait (the first triggers were answered 503).
+    const buckets = [
+      ...(hooks.some((h) => h.rateLimited) ? [this.rates.open()] : []),
+      ...(hooks.some((h) => h.dedupWindowMs > 0) ? [this.deliveries.open()] : []),
+    ];
+    await Promise.all(
+      buckets.map((b) =>
+        b.catch((e: Error) => this.opts.log.print(`NATS queue: cannot open a key-value bucket yet (${e.message}); retried at the first trigger`)),
+      ),
+    );
     const wanted = new Set(hooks.map((h) => h.id));
     for (const [id, p] of this.pullers) {
       if (!wanted.has(id)) {

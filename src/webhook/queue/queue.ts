@@ -39,6 +39,8 @@ export interface QueueHook {
   maxQueue: number;
   /** deduplicate.window in milliseconds; 0 when the hook does not de-duplicate. */
   dedupWindowMs: number;
+  /** The hook has a rate-limit (counted over all instances). */
+  rateLimited: boolean;
 }
 
 /** A triggered execution handed to the queue. */
