@@ -219,6 +219,47 @@ describe("-queue: three instances on one NATS JetStream", () => {
 });
 
 describe("-queue: faults", () => {
+  test("a captured hook's output written while NATS is away is still the answer (from the job's record)", async () => {
+    const dir = await tempDir("webhook-queue-");
+    const nats = await startNats();
+    let server: Server | undefined;
+    try {
+      const file = join(dir, "hooks.json");
+      const gate = join(dir, "gate");
+      await writeFile(
+        file,
+        JSON.stringify([
+          {
+            id: "gated",
+            "execute-command": "/bin/sh",
+            "pass-arguments-to-command": [
+              { source: "string", name: "-c" },
+              { source: "string", name: 'while [ ! -e "$0" ]; do sleep 0.05; done; echo "written while NATS was away"' },
+              { source: "string", name: gate },
+            ],
+            "include-command-output-in-response": true,
+          },
+        ]),
+      );
+      const s = await startServer(["-hooks", file, "-queue", nats.url, "-verbose"]);
+      server = s;
+      const answer = send(`${s.base}/hooks/gated`, { method: "POST" });
+      await eventually(() => /executing \/bin\/sh/.test(s.logs()), 15_000);
+      await nats.stop();
+      await eventually(() => /lost the NATS server/.test(s.logs()), 15_000);
+      await writeFile(gate, "");
+      await eventually(() => /finished handling gated/.test(s.logs()), 15_000);
+      await nats.restart();
+      const r = await answer;
+      assert.equal(r.status, 200, s.logs());
+      assert.equal(r.text, "written while NATS was away\n", s.logs());
+    } finally {
+      await server?.stop();
+      await nats.close();
+      await removeDir(dir);
+    }
+  });
+
   test("NATS unreachable at start: a clear error naming the address (never the password), exit 1", async () => {
     const port = await freePort();
     const dir = await tempDir("webhook-queue-");

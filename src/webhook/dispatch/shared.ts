@@ -121,6 +121,30 @@ export class SharedDispatch implements Dispatch {
       return { kind: "streamed", jobId, run };
     }
     // Read back from the record, the output sent as it came may be incomplete: the record's is whole (its last -jobs-output bytes).
-    return { kind: "ran", jobId, result: result.then((r) => (r.fromRecord ? r : { ...r, output: tail.result() })) };
+    return {
+      kind: "ran",
+      jobId,
+      result: result.then((r) => {
+        if (r.fromRecord) return r;
+        if (!missedOutput(r, tail)) return { ...r, output: tail.result() };
+        this.log.print(
+          `[${rid}] ${hook.id}: output of job ${jobId} was lost on its way (NATS was away as the command wrote it): answering with its record's`,
+          fields,
+        );
+        return r;
+      }),
+    };
   }
+}
+
+/**
+ * Whether chunks of a captured job's output never came: they travel on core NATS, at most once, and one
+ * sent while NATS was away is gone. The job's end came with its record, whose output is the command's
+ * (its last -jobs-output bytes; beyond, outputCut says how many it wrote).
+ */
+function missedOutput(r: JobOutcome, tail: Tail): boolean {
+  if (r.outputCut !== undefined) return tail.received < r.outputCut;
+  // The record holds the command's bytes read as UTF-8, so the chunks read the same way match it. With
+  // part of them dropped (the hook's own output limit) there is nothing exact to compare: they are trusted.
+  return tail.whole && tail.result().toString("utf8") !== r.output.toString("utf8");
 }

@@ -704,6 +704,7 @@ function outcome(job: Job, fromRecord: boolean): JobOutcome {
     ...(last?.timedOut ? { timedOut: true } : {}),
     ...(job.stderr !== undefined ? { stderr: Buffer.from(job.stderr) } : {}),
     ...(fromRecord ? { fromRecord: true as const } : {}),
+    ...(job.outputCut !== undefined ? { outputCut: job.outputCut } : {}),
   };
 }
 

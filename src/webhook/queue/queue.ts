@@ -28,6 +28,8 @@ export interface JobOutcome extends ExecuteResult {
    * chunks sent as they came.
    */
   fromRecord?: true;
+  /** The record's output was cut to its last -jobs-output bytes: the command wrote this many. */
+  outputCut?: number;
 }
 
 /** A hook's limits and delivery de-duplication as every instance must see them. */

@@ -28,6 +28,16 @@ export class Tail {
     }
   }
 
+  /** Bytes pushed in all, kept or not. */
+  get received(): number {
+    return this.size + this.dropped;
+  }
+
+  /** Whether every byte pushed is still held (result() is then all of them, uncut). */
+  get whole(): boolean {
+    return this.dropped === 0 && (this.max <= 0 || this.size <= this.max);
+  }
+
   result(): Buffer {
     let all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
     let dropped = this.dropped;
