@@ -126,7 +126,8 @@ export class SharedDispatch implements Dispatch {
       jobId,
       result: result.then((r) => {
         if (r.fromRecord) return r;
-        if (!missedOutput(r, tail)) return { ...r, output: tail.result() };
+        const live = tail.result();
+        if (!missedOutput(r, tail, live)) return { ...r, output: live };
         this.log.print(
           `[${rid}] ${hook.id}: output of job ${jobId} was lost on its way (NATS was away as the command wrote it): answering with its record's`,
           fields,
@@ -142,9 +143,9 @@ export class SharedDispatch implements Dispatch {
  * sent while NATS was away is gone. The job's end came with its record, whose output is the command's
  * (its last -jobs-output bytes; beyond, outputCut says how many it wrote).
  */
-function missedOutput(r: JobOutcome, tail: Tail): boolean {
+function missedOutput(r: JobOutcome, tail: Tail, live: Buffer): boolean {
   if (r.outputCut !== undefined) return tail.received < r.outputCut;
   // The record holds the command's bytes read as UTF-8, so the chunks read the same way match it. With
   // part of them dropped (the hook's own output limit) there is nothing exact to compare: they are trusted.
-  return tail.whole && tail.result().toString("utf8") !== r.output.toString("utf8");
+  return tail.whole && live.toString("utf8") !== r.output.toString("utf8");
 }
