@@ -21,6 +21,11 @@ export class JetStreamRefusal extends Error {
   }
 }
 
+/** Whether a conditional write failed because another writer came first (JetStream's "wrong last sequence", 10071). */
+export function wrongLastSequence(e: unknown): boolean {
+  return (e as JetStreamRefusal).api_error?.err_code === 10071 || /wrong last sequence/i.test((e as Error).message ?? "");
+}
+
 export interface PublishOptions {
   headers?: MsgHdrs;
   /** JetStream's de-duplication id (Nats-Msg-Id). */

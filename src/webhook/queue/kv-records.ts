@@ -18,9 +18,8 @@ import {
 import { isJob, type Job } from "../jobs/job.js";
 import type { RetentionOptions } from "../jobs/memory-records.js";
 import type { JobRecords } from "../jobs/records.js";
-import type { JetStreamPublisher } from "./js-publish.js";
+import { type JetStreamPublisher, wrongLastSequence } from "./js-publish.js";
 import { JOBS_BUCKET, jobKey, jobKeySubject } from "./names.js";
-
 import type { QueueSigner } from "./signing.js";
 
 /** How long a record's write may take (a key-value put's own default). */
@@ -208,7 +207,7 @@ export class KvRecords implements JobRecords {
         await this.publisher.publish(jobKeySubject(key), data, { expectLastSubjectSeq: expect, timeoutMs: WRITE_TIMEOUT_MS });
         return;
       } catch (e) {
-        if (!taken(e) || tries > MAX_SUFFIX) throw e;
+        if (!wrongLastSequence(e) || tries > MAX_SUFFIX) throw e;
         const there = await this.kv.get(key);
         const record = there?.operation === "PUT" && this.read(there) !== undefined;
         if (there && !record && there.revision !== expect) {
@@ -248,9 +247,4 @@ export class KvRecords implements JobRecords {
 function attemptStarting(job: Job): boolean {
   const last = job.attempts[job.attempts.length - 1];
   return job.state === "running" && last !== undefined && last.ended === undefined;
-}
-
-/** Whether a create failed because the key exists. */
-function taken(e: unknown): boolean {
-  return (e as NatsError).api_error?.err_code === 10071 || /wrong last sequence/i.test((e as Error).message);
 }

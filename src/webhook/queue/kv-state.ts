@@ -5,9 +5,10 @@
 // believed: a forged window does not make an instance answer 429, a forged claim does not make a
 // real delivery a duplicate. Either is logged and replaced by a signed one.
 import { createHash } from "node:crypto";
-import { StorageType, type JetStreamClient, type KV, type KvEntry, type NatsError } from "nats";
+import { StorageType, type JetStreamClient, type KV, type KvEntry } from "nats";
 import { MAX_DEDUP_WINDOW } from "../hooks/run-fields.js";
 import { DELIVERIES_BUCKET, kvSubject, QUEUE_BUCKET, RATES_BUCKET, token } from "./names.js";
+import { wrongLastSequence } from "./js-publish.js";
 import type { QueueHook, RateVerdict } from "./queue.js";
 import type { QueueSigner } from "./signing.js";
 
@@ -84,7 +85,7 @@ export class RateWindows {
           return { kind: "allowed" };
         } catch (e) {
           // Another instance counted a trigger meanwhile (a wrong last sequence): count again.
-          if (!isRaceLost(e)) throw e;
+          if (!wrongLastSequence(e)) throw e;
         }
       }
       return { kind: "limited", retryAfterS: 1 };
@@ -92,11 +93,6 @@ export class RateWindows {
       return { kind: "unavailable", reason: `the rate-limit window could not be counted in NATS: ${(e as Error).message}` };
     }
   }
-}
-
-/** Whether a compare-and-set failed because another writer came first (JetStream's "wrong last sequence", 10071). */
-function isRaceLost(e: unknown): boolean {
-  return (e as NatsError).api_error?.err_code === 10071 || /wrong last sequence/i.test((e as Error).message ?? "");
 }
 
 /** A rate-limit window as stored; undefined when unreadable (it is then opened afresh). */
