@@ -216,7 +216,7 @@ describe("framefi sync against a misbehaving FTP server", () => {
     }
   });
 
-  test("a server that stops reading mid-upload: the file fails as stalled after 10 s, and the sync ends", async () => {
+  test("a server that stops reading mid-upload: the file fails as stalled after --timeout (3 s), and the sync ends", async () => {
     const big = await tempDir("framefi-stall-");
     const { server, port } = await hostileServer(async (command, control, data) => {
       if (command.startsWith("MLSD")) return emptyListing(control, data);
@@ -230,9 +230,12 @@ describe("framefi sync against a misbehaving FTP server", () => {
     try {
       // More than the kernel's socket buffers take, so that the client's writes wait.
       await writeFile(join(big, "video.mp4"), Buffer.alloc(32 * 1024 * 1024));
-      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), big], { cwd: big, timeoutMs: 120_000 });
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "--timeout", "3", "sync", "--ftp-port", String(port), big], {
+        cwd: big,
+        timeoutMs: 120_000,
+      });
       assert.notEqual(r.code, 0, r.stdout);
-      assert.match(r.stderr, /^failed video\.mp4: .*data connection stalled for 10 s/m, r.stderr);
+      assert.match(r.stderr, /^failed video\.mp4: .*data connection stalled for 3 s/m, r.stderr);
       assert.doesNotMatch(r.stderr, /unexpected error/);
     } finally {
       server.close();
@@ -282,11 +285,37 @@ describe("framefi sync against a misbehaving FTP server", () => {
       control.write("502 no\r\n");
     });
     try {
-      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), photos], { cwd: photos, timeoutMs: 120_000 });
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "--timeout", "3", "sync", "--ftp-port", String(port), photos], {
+        cwd: photos,
+        timeoutMs: 120_000,
+      });
       assert.notEqual(r.code, 0, r.stdout);
       // Whichever of the two waits gives up first: the reply's on the control connection, or the data's.
-      assert.match(r.stderr, /Cannot list \/ on the card: The FTP server (did not answer within 10 s|'s data connection stalled for 10 s)/);
+      assert.match(r.stderr, /Cannot list \/ on the card: The FTP server (did not answer within 3 s|'s data connection stalled for 3 s)/);
       assert.doesNotMatch(r.stderr, /unexpected error/);
+    } finally {
+      server.close();
+    }
+  });
+
+  test("--timeout above 10 s: a listing that starts after 11 s of silence is waited for", async () => {
+    // Before, the control socket's own timeout stayed at 10 s whatever --timeout said, and the wait ended with
+    // "did not answer within 30 s" after 10.
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      if (command.startsWith("MLSD")) {
+        await new Promise((resolve) => setTimeout(resolve, 11_000));
+        return emptyListing(control, data);
+      }
+      if (command.startsWith("STOR")) return store(control, data);
+      control.write(command.startsWith("MFMT") ? "213 ok\r\n" : "502 no\r\n");
+    });
+    try {
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "--timeout", "30", "sync", "--ftp-port", String(port), photos], {
+        cwd: photos,
+        timeoutMs: 120_000,
+      });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /^uploaded a\.jpg /m);
     } finally {
       server.close();
     }

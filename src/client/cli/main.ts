@@ -60,7 +60,7 @@ Options:
                          (else FRAMEFI_USER and FRAMEFI_PASSWORD, else WEB_SERVER_USER/_PASSWORD of ./.env)
   --json                 print the device's JSON answer unchanged
   -y, --yes              do not ask for confirmation (wifi reset)
-  --timeout SECONDS      wait at most this long for each answer, a sync's FTP replies too (default 10)
+  --timeout SECONDS      wait at most this long for each answer, a sync's FTP replies and stalled transfers too (default 10)
   -h, --help             this help
   --version              the client's version
 

@@ -7,7 +7,7 @@ import { connect, type Socket } from "node:net";
 import { StringDecoder } from "node:string_decoder";
 import { BlockDecoder, END_BLOCK, toBlocks } from "../../shared/ftp-blocks.js";
 import { writeAll } from "../../shared/socket-write.js";
-import { checkFtpText, FtpReplyError, mfmtTime, mfmtUnknown, MlsdListing, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
+import { checkFtpText, FtpReplyError, mfmtTime, mfmtUnknown, MlsdListing, seconds, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
 import { FtpLoginError, LocalFileError } from "../sync/errors.js";
 
 /** Time without an answer or progress before a command or transfer is given up (as basic-ftp's connections). */
@@ -61,7 +61,7 @@ class Control {
   }
 
   private late(): void {
-    this.socket.destroy(new Error(`The FTP server did not answer within ${Math.round(this.replyMs / 100) / 10} s.`));
+    this.socket.destroy(new Error(`The FTP server did not answer within ${seconds(this.replyMs)} s.`));
   }
 
   static open(host: string, port: number, replyMs: number): Promise<Control> {
@@ -70,6 +70,7 @@ class Control {
       const slow = (): void => void socket.destroy(new Error(`No connection to the FTP server within ${TIMEOUT_MS / 1000} s.`));
       socket.once("connect", () => {
         socket.off("error", reject).off("timeout", slow);
+        socket.setTimeout(replyMs);
         resolve(new Control(socket, replyMs));
       });
       socket.once("timeout", slow);
@@ -79,7 +80,7 @@ class Control {
 
   /**
    * The next reply: the greeting, or the answer to the command sent before. Unless `untimed` (the end of a
-   * transfer, which the control connection is silent for, however long it takes), it must come within TIMEOUT_MS.
+   * transfer, which the control connection is silent for, however long it takes), it must come within the reply time (--timeout).
    */
   next(untimed = false): Promise<Reply> {
     const ready = this.replies.shift();
@@ -90,12 +91,12 @@ class Control {
     return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
   }
 
-  /** The replies awaited must come within TIMEOUT_MS from now (after a silence, such as a transfer's). */
+  /** The replies awaited must come within the reply time from now (after a silence, such as a transfer's). */
   expectSoon(): void {
     // None awaited (it came already, a 552 while the data still went out): an idle connection is no stall.
     if (this.waiting.length === 0) return;
     this.onTheClock();
-    this.socket.setTimeout(TIMEOUT_MS);
+    this.socket.setTimeout(this.replyMs);
   }
 
   private onTheClock(): void {
@@ -362,7 +363,7 @@ export class BlockConnection implements RemoteConnection {
       const s = connect({ host: this.control.socket.remoteAddress!, port, noDelay: true });
       s.once("connect", () => resolve(s));
       s.once("error", reject);
-      watchStall(s);
+      watchStall(s, this.target.timeoutMs || TIMEOUT_MS);
     });
     // Errors show in the transfer that meets them; none may go unheard between transfers.
     socket.on("error", () => undefined);
@@ -415,7 +416,7 @@ async function blockLogin(target: FtpTarget, port: number): Promise<Control> {
 
 /**
  * Reads one listing's blocks from the data connection up to its EOF block (at most MAX_LISTING bytes, with no
- * pause of TIMEOUT_MS); the connection is then paused for the next transfer. `cancel()` stops reading when the
+ * pause as long as --timeout); the connection is then paused for the next transfer. `cancel()` stops reading when the
  * transfer was refused.
  */
 function readBlocks(socket: Socket, listing: MlsdListing): { done: Promise<Map<string, RemoteEntry>>; cancel(): void } {
@@ -464,13 +465,13 @@ function readBlocks(socket: Socket, listing: MlsdListing): { done: Promise<Map<s
 }
 
 /**
- * Destroys a data connection once a transfer on it has waited TIMEOUT_MS with no byte moving; quiet between
+ * Destroys a data connection once a transfer on it has waited `ms` (--timeout) with no byte moving; quiet between
  * transfers is no stall (the next file waits for replies on the control connection). A check every tenth of that,
  * not Node's socket timeout: while a write is pending, Node puts off the timeout's first expiry (net.js
  * `_onTimeout`), so a server that stopped reading an upload was noticed after twice the time. A write that waits
  * adds nothing to `bytesWritten` (it counts what was handed over) until the next one is handed over.
  */
-function watchStall(s: Socket): void {
+function watchStall(s: Socket, ms: number): void {
   let moved = -1;
   let since = Date.now();
   const timer = setInterval(() => {
@@ -479,10 +480,10 @@ function watchStall(s: Socket): void {
     if (!waiting || now !== moved) {
       moved = now;
       since = Date.now();
-    } else if (Date.now() - since >= TIMEOUT_MS) {
-      s.destroy(new Error(`The FTP server's data connection stalled for ${TIMEOUT_MS / 1000} s.`));
+    } else if (Date.now() - since >= ms) {
+      s.destroy(new Error(`The FTP server's data connection stalled for ${seconds(ms)} s.`));
     }
-  }, TIMEOUT_MS / 10).unref();
+  }, ms / 10).unref();
   s.once("close", () => clearInterval(timer));
 }
 

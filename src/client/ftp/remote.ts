@@ -127,6 +127,11 @@ export function isReply(e: unknown): e is Error {
   return replyCode(e) !== undefined;
 }
 
+/** Milliseconds as the seconds an error message gives ("2.5"). */
+export function seconds(ms: number): number {
+  return Math.round(ms / 100) / 10;
+}
+
 /** A server that serves one client at a time (the firmware's) may leave extra logins hanging: give up sooner. */
 export const EXTRA_LOGIN_TIMEOUT_MS = 3_000;
 

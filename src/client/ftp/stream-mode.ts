@@ -10,6 +10,7 @@ import { StringDecoder } from "node:string_decoder";
 import {
   CardPool,
   EXTRA_LOGIN_TIMEOUT_MS,
+  seconds,
   MAX_ENTRIES,
   MlsdListing,
   replyCode,
@@ -22,7 +23,7 @@ import {
 import { FrameFiError } from "../errors.js";
 import { FtpLoginError, LocalFileError } from "../sync/errors.js";
 
-/** Time without an answer or progress before a login, command or transfer is given up. */
+/** Time without an answer or progress before a login, command or transfer is given up, unless --timeout says. */
 const TIMEOUT_MS = 10_000;
 
 /**
@@ -49,7 +50,7 @@ function timeReplies(client: Client, ms: number): void {
     }
     if (partial === "" && multi === undefined) since = 0;
     else if (since === 0) since = now;
-    else if (now - since > ms) client.ftp.closeWithError(new Error(`The FTP server did not answer within ${Math.round(ms / 100) / 10} s.`));
+    else if (now - since > ms) client.ftp.closeWithError(new Error(`The FTP server did not answer within ${seconds(ms)} s.`));
   });
 }
 
@@ -58,8 +59,9 @@ function timeReplies(client: Client, ms: number): void {
  * usual one).
  */
 async function login(target: FtpTarget, port: number, giveUpMs?: number): Promise<Client> {
-  const client = new Client(TIMEOUT_MS);
   const replyMs = target.timeoutMs || TIMEOUT_MS;
+  // basic-ftp's timeout is silence on the control or a data connection: --timeout bounds both, as in block mode.
+  const client = new Client(replyMs);
   const timer = setTimeout(() => client.close(), giveUpMs ?? 3 * replyMs);
   try {
     await client.access({ host: target.host, port, user: target.user, password: target.password, secure: false });
