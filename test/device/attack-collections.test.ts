@@ -108,17 +108,21 @@ describe("attacks on the collections' web API", () => {
     assert.equal(announced.status, 413, announced.raw);
     assert.match(announced.body, /too large for a collection name \(at most 64 bytes\)/);
     // Chunked, 20 MiB sent as fast as curl goes: the answer comes once 64 bytes have passed, the connection is cut.
-    const started = Date.now();
-    const chunked = await run(
-      "sh",
-      [
-        "-c",
-        `head -c 20000000 /dev/zero | curl -sS --max-time 20 -u ${USER[0]}:${USER[1]} -H 'Transfer-Encoding: chunked' --data-binary @- -o /dev/null -w '%{http_code}' ${dev.url}/collections/use`,
-      ],
-      { timeoutMs: 30_000 },
-    );
-    assert.equal(chunked.stdout, "413", chunked.stderr);
-    assert.ok(Date.now() - started < 15_000, `${Date.now() - started} ms`);
+    // Five times: the connection closed at once, with curl's bytes unread, reset it before it read the 413 about
+    // every second time (curl: "Send failure: Broken pipe", and the code it printed was the 100 Continue's).
+    for (let i = 0; i < 5; i++) {
+      const started = Date.now();
+      const chunked = await run(
+        "sh",
+        [
+          "-c",
+          `head -c 20000000 /dev/zero | curl -sS --max-time 20 -u ${USER[0]}:${USER[1]} -H 'Transfer-Encoding: chunked' --data-binary @- -o /dev/null -w '%{http_code}' ${dev.url}/collections/use`,
+        ],
+        { timeoutMs: 30_000 },
+      );
+      assert.equal(chunked.stdout, "413", `try ${i + 1}: ${chunked.stderr}`);
+      assert.ok(Date.now() - started < 15_000, `${Date.now() - started} ms`);
+    }
     assert.equal((await get(dev.url, "/", { auth: USER })).status, 200);
     assert.equal(await snapshot(), was);
   });

@@ -84,8 +84,11 @@ export function sendErrorAndClose(req: IncomingMessage, res: ServerResponse, sta
 
 /**
  * Answers a request that is refused before anything is read (wrong credentials, a foreign Host, a cross-site
- * request) at once, whatever body is on its way. Up to 1 MiB of that body is read and dropped, for 2 s at most,
- * so that a client which sends it anyway can read the answer; beyond, the connection is cut.
+ * request) at once, whatever body is on its way. Up to 1 MiB of that body is read and dropped; beyond, it is no
+ * longer read, and after 2 s the connection is cut. Until then a client which sends it anyway can read the answer:
+ * a connection closed while the client's bytes are unread sends it a reset, which often reaches it before the
+ * answer does (curl then reports "Send failure: Broken pipe" and never shows the answer), while a client that
+ * cannot send any more waits, and reads.
  */
 export function sendErrorEarly(req: IncomingMessage, res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   sendError(res, status, message, headers);
@@ -93,16 +96,16 @@ export function sendErrorEarly(req: IncomingMessage, res: ServerResponse, status
     req.resume();
     return;
   }
+  // Node closes a "Connection: close" answer's socket as soon as the answer is out (destroySoon: end, then destroy
+  // on "finish"); only the end is kept, and the timer below closes it.
+  const socket = req.socket;
+  res.once("finish", () => socket.removeListener("finish", socket.destroy));
   let dropped = 0;
-  const cut = (): void => {
-    clearTimeout(timer);
-    req.destroy();
-  };
-  const timer = setTimeout(cut, DRAIN_MS);
+  const timer = setTimeout(() => req.destroy(), DRAIN_MS);
   timer.unref();
   req.on("data", (chunk: Buffer) => {
     dropped += chunk.length;
-    if (dropped > DRAIN_BYTES) cut();
+    if (dropped > DRAIN_BYTES) req.pause();
   });
   req.once("end", () => clearTimeout(timer));
   req.once("close", () => clearTimeout(timer));
