@@ -97,9 +97,12 @@ export function sendErrorEarly(req: IncomingMessage, res: ServerResponse, status
     return;
   }
   // Node closes a "Connection: close" answer's socket as soon as the answer is out (destroySoon: end, then destroy
-  // on "finish"); only the end is kept, and the timer below closes it.
+  // on "finish"). While the body still comes only the end is kept; the body's end or the timer closes it. Never
+  // later: a connection that ended its side is not read from again nor timed by Node, and would be held for good.
   const socket = req.socket;
-  res.once("finish", () => socket.removeListener("finish", socket.destroy));
+  res.once("finish", () => {
+    if (!req.complete) socket.removeListener("finish", socket.destroy);
+  });
   let dropped = 0;
   const timer = setTimeout(() => req.destroy(), DRAIN_MS);
   timer.unref();
@@ -107,7 +110,10 @@ export function sendErrorEarly(req: IncomingMessage, res: ServerResponse, status
     dropped += chunk.length;
     if (dropped > DRAIN_BYTES) req.pause();
   });
-  req.once("end", () => clearTimeout(timer));
+  req.once("end", () => {
+    clearTimeout(timer);
+    if (socket.writableEnded) socket.destroySoon();
+  });
   req.once("close", () => clearTimeout(timer));
   req.resume();
 }
