@@ -284,7 +284,8 @@ describe("attack: framefi against a hostile FTP server and hostile names", () =>
         await eventually(async () => (await partSize()) > at || p.child.exitCode !== null, 30_000, 2).catch(() => undefined);
         p.child.kill("SIGKILL");
         await p.exited;
-        await new Promise((r) => setTimeout(r, 1_000));
+        // The device is done with the upload once its temp file is gone: removed, or (the failure looked for) landed.
+        await eventually(async () => !(await readdir(stream.card)).some((name) => /^\.framefi-upload-.*\.part$/.test(name)), 15_000);
         if ((await mode()) !== "USB MSC") {
           await fetch(`${stream.url}/mode/msc`, { method: "POST" });
           await eventually(async () => (await mode()) === "USB MSC", 15_000);
