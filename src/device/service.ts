@@ -5,7 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { listenEverywhere, listenOn } from "../shared/listen.js";
 import { sameSecret } from "../shared/secret.js";
 import { createApi } from "./http/api.js";
-import { defaultConnectionLimits, limitConnections, watchBodyProgress } from "./http/answers.js";
+import { defaultConnectionLimits, limitConnections, watchBodyProgress, whenItsTurn } from "./http/answers.js";
 import { hostPolicy, refuseForeign, type HostPolicy } from "./http/request-guard.js";
 import { Card } from "./card/card.js";
 import type { DeviceConfig } from "./cli/config.js";
@@ -396,8 +396,10 @@ export class DeviceService {
       this.log(`closed a request from ${req.socket.remoteAddress} whose body arrived too slowly: ${req.method} ${(req.url ?? "").split("?")[0]}`);
     const serve = (req: IncomingMessage, res: ServerResponse): void => {
       if (refused(req)) return;
-      watchBodyProgress(req, res, { windowMs, minBytes: MIN_BODY_BYTES, onSlow: slow });
-      handler(req, res);
+      whenItsTurn(req, res, () => {
+        watchBodyProgress(req, res, { windowMs, minBytes: MIN_BODY_BYTES, onSlow: slow });
+        handler(req, res);
+      });
     };
     server.on("request", serve);
     // Clients that wait for "100 Continue" get the same checks (auth, mode, space) before they send a body.

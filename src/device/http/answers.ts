@@ -233,6 +233,28 @@ export function defaultConnectionLimits(): ConnectionCaps {
 }
 
 /**
+ * Runs `go` once `res` may be answered: at once, or, for a request pipelined behind others, when their answers are
+ * out. Node parses and hands over pipelined requests even behind an answer that closes the connection (and after
+ * one, while its body is still read: sendErrorEarly); their answers could never be sent, so such a request is
+ * dropped without being carried out.
+ */
+export function whenItsTurn(req: IncomingMessage, res: ServerResponse, go: () => void): void {
+  const socket = req.socket;
+  const ready = (): void => {
+    if (socket.writableEnded || socket.destroyed) socket.destroy();
+    else go();
+  };
+  if (res.socket) return ready();
+  const start = (): void => {
+    socket.off("close", drop);
+    ready();
+  };
+  const drop = (): void => void res.off("socket", start);
+  res.once("socket", start);
+  socket.once("close", drop);
+}
+
+/**
  * Answers connections beyond the limits with 503 and closes them before they cost more than a descriptor.
  * Returns whether a request arrived on such a connection (the caller ignores it: its answer is already sent).
  */
