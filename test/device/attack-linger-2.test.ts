@@ -7,58 +7,16 @@
 // (no early answer at all): that one is Node's own, and fails before 93c4d3f too.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, readdir, readFile, readlink, writeFile } from "node:fs/promises";
-import { connect, type Socket } from "node:net";
+import { mkdir, writeFile } from "node:fs/promises";
+import type { Socket } from "node:net";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
 import { basic } from "./fixtures/http.js";
+import { holdsConnection, sendAndRead } from "./fixtures/connections.js";
 
 const USER = ["attuser", "attpass"] as const;
 const RIGHT = basic(...USER);
-
-/**
- * Whether the device still has a descriptor on its end of the connection from the client's `port`: a socket of its
- * own (/proc/PID/fd) that the kernel's TCP table (/proc/net/tcp, tcp6) lists with that remote port.
- */
-async function holdsConnection(dev: RunningDevice, port: number): Promise<boolean> {
-  const fdDir = `/proc/${dev.program.child.pid}/fd`;
-  const inodes = new Set<string>();
-  for (const fd of await readdir(fdDir)) {
-    const link = await readlink(join(fdDir, fd)).catch(() => "");
-    const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1];
-    if (inode) inodes.add(inode);
-  }
-  const hex = port.toString(16).toUpperCase().padStart(4, "0");
-  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
-    for (const line of (await readFile(table, "utf8")).split("\n").slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f[2]?.endsWith(`:${hex}`) && inodes.has(f[9] ?? "")) return true;
-    }
-  }
-  return false;
-}
-
-/**
- * Connects, sends `bytes`, and resolves with the socket once `answers` answers have arrived. The socket stays
- * half-open: this side never ends it unless told (allowHalfOpen). Nagle is off, so that each write is a segment.
- */
-function sendAndRead(port: number, bytes: Buffer, answers = 1): Promise<{ sock: Socket; text: string }> {
-  return new Promise((res, rej) => {
-    const sock = connect({ port, host: "127.0.0.1", allowHalfOpen: true, noDelay: true });
-    let text = "";
-    const timer = setTimeout(() => rej(new Error(`no answer within 5 s; got ${JSON.stringify(text)}`)), 5_000);
-    sock.on("data", (d: Buffer) => {
-      text += d.toString("latin1");
-      if ((text.match(/HTTP\/1\.1 \d{3}/g) ?? []).length >= answers) {
-        clearTimeout(timer);
-        res({ sock, text });
-      }
-    });
-    sock.on("error", () => undefined);
-    sock.once("connect", () => sock.write(bytes));
-  });
-}
 
 const post = (auth: string, extra: string, body: string): Buffer =>
   Buffer.from(`POST /collections/use HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${auth}\r\n${extra}Content-Length: ${body.length}\r\n\r\n${body}`);
