@@ -10,7 +10,7 @@ import { writeAll } from "../../shared/socket-write.js";
 import { checkFtpText, FtpReplyError, mfmtTime, mfmtUnknown, MlsdListing, seconds, type FtpTarget, type RemoteConnection, type RemoteEntry } from "./remote.js";
 import { FtpLoginError, LocalFileError } from "../sync/errors.js";
 
-/** Time without an answer or progress before a command or transfer is given up (as basic-ftp's connections). */
+/** Time without an answer or progress before a command or transfer is given up, unless --timeout says. */
 const TIMEOUT_MS = 10_000;
 /** Bytes read from the local file at once. */
 const CHUNK = 256 * 1024;
@@ -80,7 +80,8 @@ class Control {
 
   /**
    * The next reply: the greeting, or the answer to the command sent before. Unless `untimed` (the end of a
-   * transfer, which the control connection is silent for, however long it takes), it must come within the reply time (--timeout).
+   * transfer, which the control connection is silent for, however long it takes), it must come within the reply
+   * time (--timeout).
    */
   next(untimed = false): Promise<Reply> {
     const ready = this.replies.shift();
@@ -416,8 +417,8 @@ async function blockLogin(target: FtpTarget, port: number): Promise<Control> {
 
 /**
  * Reads one listing's blocks from the data connection up to its EOF block (at most MAX_LISTING bytes, with no
- * pause as long as --timeout); the connection is then paused for the next transfer. `cancel()` stops reading when the
- * transfer was refused.
+ * pause as long as --timeout); the connection is then paused for the next transfer. `cancel()` stops reading
+ * when the transfer was refused.
  */
 function readBlocks(socket: Socket, listing: MlsdListing): { done: Promise<Map<string, RemoteEntry>>; cancel(): void } {
   const decoder = new BlockDecoder();
