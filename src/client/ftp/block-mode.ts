@@ -200,8 +200,18 @@ export class BlockConnection implements RemoteConnection {
       listing.cancel();
       throw refusal(started);
     }
-    const ended = await this.control.next();
+    const reply = this.control.next();
+    reply.catch(() => undefined);
+    // A listing refused while it streams in (too many entries, an overlong line) fails at once: the server's
+    // end-of-transfer reply waits for bytes this side no longer reads. That reply still comes, out of step with
+    // the next command: the connection is dropped (reconnect() makes a new one).
+    const failed = await Promise.race([reply.then(() => undefined, () => undefined), listing.done.then(() => undefined, (e: Error) => e)]);
+    if (failed) {
+      this.abort();
+      throw failed;
+    }
     try {
+      const ended = await reply;
       if (ended.code >= 300) throw refusal(ended);
       return await listing.done;
     } catch (e) {
