@@ -162,6 +162,19 @@ export async function run(
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }
 
+/**
+ * `promise`'s value, or `otherwise` once `ms` pass first. The timer is cleared either way: a bare
+ * `Promise.race` with `setTimeout` keeps the test file's process alive until the timer fires.
+ */
+export async function within<T, U>(promise: Promise<T>, ms: number, otherwise: U): Promise<T | U> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<U>((resolve) => (timer = setTimeout(() => resolve(otherwise), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Polls `probe` until it returns a truthy value or `timeoutMs` passes; resolves with that value. */
 export async function eventually<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 5_000, everyMs = 25): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { eventually, removeDir, startDevice, tempDir, type RunningDevice } from "../helpers.js";
+import { eventually, removeDir, startDevice, tempDir, within, type RunningDevice } from "../helpers.js";
 import { FrameFiClient, sync } from "../../src/client/api/index.js";
 import { peakRssMiB } from "../fixtures/memory.js";
 import { framefi, startFramefi } from "./fixtures/cli.js";
@@ -221,7 +221,7 @@ describe("attack: framefi against a hostile FTP server and hostile names", () =>
             // gone
           }
         }, 20);
-        const code = await Promise.race([p.exited, new Promise<string>((r) => setTimeout(() => r("timeout"), 90_000))]);
+        const code = await within(p.exited, 90_000, "timeout");
         clearInterval(timer);
         if (code === "timeout") await p.stop();
         assert.ok(peak < 200, `framefi's peak RSS was ${Math.round(peak)} MiB (exit ${code}):\n${p.stderr().slice(-300)}`);

@@ -6,7 +6,7 @@ import { mkdir } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { removeDir, tempDir } from "../helpers.js";
+import { removeDir, tempDir, within } from "../helpers.js";
 import { fuzzCases, fuzzSeed, seeded, type Random } from "../fuzz/random.js";
 import { curl, PASSWORD, startFtp, USER, type Ftp } from "./fixtures/ftp.js";
 import { ftpConnection } from "./fixtures/raw.js";
@@ -153,7 +153,7 @@ describe("FTP mode: command loop fuzz", () => {
       c.socket.write(Buffer.from(lines, "latin1"));
       c.socket.write("\r\nQUIT\r\n");
       // The server answers or closes; a data command may wait for a data connection that never comes.
-      await Promise.race([c.closed, new Promise((resolve) => setTimeout(resolve, 1_500))]);
+      await within(c.closed, 1_500, undefined);
       c.socket.destroy();
     };
     for (let n = 0; n < cases; n += 4) {

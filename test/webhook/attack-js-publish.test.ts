@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { connect, type NatsConnection } from "nats";
-import { eventually, removeDir, tempDir } from "../helpers.js";
+import { eventually, removeDir, tempDir, within } from "../helpers.js";
 import { send, startServer, type Server } from "./fixtures/harness.js";
 import { startNats, type Nats } from "./fixtures/nats.js";
 
@@ -119,7 +119,7 @@ describe("-queue js-publish attacks", () => {
         records.unsubscribe();
         // The record is final in the bucket: the request must be answered well within a client's patience
         // (three times the instance's own 5 s write timeout), and the instance must go on taking jobs.
-        const r = await Promise.race([answer, new Promise<"unanswered">((res) => setTimeout(() => res("unanswered"), 15_000))]);
+        const r = await within(answer, 15_000, "unanswered" as const);
         const next = await send(`${server.base}/hooks/echo`, { method: "POST", headers: { "X-Arg": `after${round}` }, timeoutMs: 20_000 }).then(
           (x) => `${x.status} ${x.text.trim()}`,
           (e: Error) => e.message,
@@ -206,7 +206,7 @@ describe("-queue js-publish attacks", () => {
     } finally {
       // Shutdown must not wait forever on a publish that will never settle.
       server.proc.child.kill("SIGTERM");
-      const code = await Promise.race([server.proc.exited, new Promise<"running">((res) => setTimeout(() => res("running"), 15_000))]);
+      const code = await within(server.proc.exited, 15_000, "running" as const);
       exited = code !== "running";
       await server.proc.stop(1000);
     }
