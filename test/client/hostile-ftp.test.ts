@@ -194,7 +194,7 @@ describe("framefi sync against a misbehaving FTP server", () => {
     }
   });
 
-  test("an upload slower than the reply timeout (10 s) completes: the control connection waits as long as data flows", async () => {
+  test("an upload slower than the reply timeout (--timeout 3) completes: the control connection waits as long as data flows", async () => {
     const big = await tempDir("framefi-slow-");
     const { server, port } = await hostileServer(async (command, control, data) => {
       if (command.startsWith("MLSD")) return emptyListing(control, data);
@@ -206,8 +206,14 @@ describe("framefi sync against a misbehaving FTP server", () => {
       control.write(command.startsWith("MFMT") ? "213 ok\r\n" : "502 no\r\n");
     });
     try {
-      await writeFile(join(big, "video.mp4"), Buffer.alloc(30 * 1024 * 1024));
-      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "sync", "--ftp-port", String(port), big], { cwd: big, timeoutMs: 120_000 });
+      // Read 64 KiB at a time with a 25 ms pause after each: about 6 s, twice the reply timeout.
+      await writeFile(join(big, "video.mp4"), Buffer.alloc(16 * 1024 * 1024));
+      const started = Date.now();
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "--timeout", "3", "sync", "--ftp-port", String(port), big], {
+        cwd: big,
+        timeoutMs: 120_000,
+      });
+      assert.ok(Date.now() - started > 3_000, "the upload took less than the reply timeout: it proves nothing");
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /^uploaded video\.mp4 /m);
     } finally {
