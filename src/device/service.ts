@@ -60,7 +60,7 @@ export interface DeviceServiceOptions {
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** How often a setup page whose port is taken tries again. */
-const SETUP_RETRY_MS = 5_000;
+const SETUP_RETRY_MS = 2_000;
 
 /** Bytes a request body must bring per --request-timeout window. */
 const MIN_BODY_BYTES = 4096;

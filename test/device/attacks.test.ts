@@ -375,7 +375,7 @@ describe("a Wi-Fi reset with an unwritable state folder", () => {
     t.after(() => blocker.close());
     assert.equal((await call(dev.url, "POST", "/wifi/reset")).status, 200);
     await dev.program.waitFor(
-      /error: cannot open the setup page on http:\/\/127\.0\.0\.1:\d+ \(.*EADDRINUSE.*\); FrameFi stays in setup mode and tries again every 5 s/,
+      /error: cannot open the setup page on http:\/\/127\.0\.0\.1:\d+ \(.*EADDRINUSE.*\); FrameFi stays in setup mode and tries again every 2 s/,
       20_000,
     );
     await new Promise<void>((r) => blocker.close(() => r()));
