@@ -13,6 +13,7 @@ import type { FrameProfile } from "./profile.js";
 import { captionText } from "./caption.js";
 import { hasLook, type Look } from "./look.js";
 import { finish, halfOf, pairUp, placeIn, shownBox, type Pixels } from "./picture.js";
+import { loadSharp, type SharpFn } from "./sharp.js";
 import { gpsPosition, iptcPlace, nearestTown, xmpPlace } from "./place.js";
 
 /** A photo that cannot be decoded: reported and skipped. */
@@ -69,13 +70,6 @@ function exifText(ms: number): string {
 
 function isHevcHeif(meta: Metadata): boolean {
   return meta.format === "heif" && meta.compression === "hevc";
-}
-
-/** sharp, loaded on first use: libvips takes tens of milliseconds to load, which a sync without photos to convert need not pay. */
-type SharpFn = typeof import("sharp").default;
-
-async function loadSharp(): Promise<SharpFn> {
-  return (await import("sharp")).default;
 }
 
 /** Reads the date a photo was taken (EXIF DateTimeOriginal), or undefined; never throws. */

@@ -1,7 +1,7 @@
 // A collection's KEYWORDS: the photos a photo manager tagged with one of them. A photo's keywords are its IPTC
 // Keywords (dataset 2:25, repeatable) and its XMP dc:subject (what Lightroom, digiKam, darktable and Windows write),
 // compared without case. Every reader takes untrusted bytes and gives nothing for anything odd.
-import sharp from "sharp";
+import { loadSharp } from "./sharp.js";
 import { iptcValues } from "./iptc.js";
 import { xmlText } from "./place.js";
 import { forEachLimited, WORKERS } from "./queue.js";
@@ -41,6 +41,7 @@ export function metadataKeywords(iptc: Buffer | undefined, xmp: Buffer | undefin
 /** A file's keywords; none when it is not an image sharp reads. */
 async function fileKeywords(abs: string): Promise<Set<string>> {
   try {
+    const sharp = await loadSharp();
     const { iptc, xmp } = await sharp(abs).metadata();
     return metadataKeywords(iptc, xmp);
   } catch {

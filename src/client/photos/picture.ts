@@ -7,8 +7,7 @@ import type { Sharp } from "sharp";
 import { captionOverlays } from "./caption.js";
 import type { Look, Rgb } from "./look.js";
 import type { FrameProfile } from "./profile.js";
-
-type SharpFn = typeof import("sharp").default;
+import type { SharpFn } from "./sharp.js";
 
 export interface Pixels {
   data: Buffer;
