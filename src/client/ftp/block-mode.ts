@@ -25,6 +25,8 @@ interface Reply {
   message: string;
 }
 
+const none = (): undefined => undefined;
+
 function refusal(reply: Reply): FtpReplyError {
   return new FtpReplyError(reply.code, reply.message);
 }
@@ -201,11 +203,10 @@ export class BlockConnection implements RemoteConnection {
       throw refusal(started);
     }
     const reply = this.control.next();
-    reply.catch(() => undefined);
     // A listing refused while it streams in (too many entries, an overlong line) fails at once: the server's
     // end-of-transfer reply waits for bytes this side no longer reads. That reply still comes, out of step with
     // the next command: the connection is dropped (reconnect() makes a new one).
-    const failed = await Promise.race([reply.then(() => undefined, () => undefined), listing.done.then(() => undefined, (e: Error) => e)]);
+    const failed = await Promise.race([reply.then(none, none), listing.done.then(none, (e: Error) => e)]);
     if (failed) {
       this.abort();
       throw failed;
