@@ -304,6 +304,28 @@ describe("framefi sync against a misbehaving FTP server", () => {
     }
   });
 
+  test("a listing whose data connection the server closes before its end: the sync says the server's reason", async () => {
+    const { server, port } = await hostileServer(async (command, control, data) => {
+      if (command.startsWith("MLSD")) {
+        control.write("150 here\r\n");
+        const entry = Buffer.from("type=file;size=1; a.jpg\r\n");
+        (await data()).end(Buffer.concat([Buffer.from([0, 0, entry.length]), entry]));
+        return void control.write("426 The card was taken back; nothing was listed.\r\n");
+      }
+      control.write("502 no\r\n");
+    });
+    try {
+      const r = await framefi(["--host", `127.0.0.1:${dev.port}`, "--timeout", "3", "sync", "--ftp-port", String(port), photos], {
+        cwd: photos,
+        timeoutMs: 60_000,
+      });
+      assert.notEqual(r.code, 0, r.stdout);
+      assert.match(r.stderr, /Cannot list \/ on the card: [^\n]*The card was taken back; nothing was listed\./);
+    } finally {
+      server.close();
+    }
+  });
+
   test("--timeout above 10 s: a listing that starts after 11 s of silence is waited for", async () => {
     // Before, the control socket's own timeout stayed at 10 s whatever --timeout said, and the wait ended with
     // "did not answer within 30 s" after 10.

@@ -205,9 +205,10 @@ export class BlockConnection implements RemoteConnection {
     const reply = this.control.next();
     // A listing refused while it streams in (too many entries, an overlong line) fails at once: the server's
     // end-of-transfer reply waits for bytes this side no longer reads. That reply still comes, out of step with
-    // the next command: the connection is dropped (reconnect() makes a new one).
+    // the next command: the connection is dropped (reconnect() makes a new one). A data connection the server
+    // closed is not such a failure: its reply (a 426, say) comes at once and says why.
     const failed = await Promise.race([reply.then(none, none), listing.done.then(none, (e: Error) => e)]);
-    if (failed) {
+    if (failed && !data.destroyed) {
       this.abort();
       throw failed;
     }
