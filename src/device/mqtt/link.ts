@@ -18,8 +18,10 @@ export { topicsFor, type MqttTopics } from "./discovery.js";
  * mqtt.js, loaded when a link is first enabled: it is a fifth of the device's start-up (about 100 ms here, seconds
  * on a Pi Zero), which a device without a broker never needs.
  */
-let mqttLibrary: Promise<typeof import("mqtt")> | undefined;
-const loadMqtt = (): Promise<typeof import("mqtt")> => (mqttLibrary ??= import("mqtt"));
+let mqtt: typeof import("mqtt") | undefined;
+async function loadMqtt(): Promise<void> {
+  mqtt ??= await import("mqtt");
+}
 
 /** The part of the status body (`GET /`) the MQTT state topic carries. */
 export type StatusView = Pick<DeviceStatus, "mode" | "display" | "sd_card">;
@@ -115,8 +117,6 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
   #connected = false;
   /** The client of the current attempt or connection; undefined between attempts. */
   #client: MqttClient | undefined;
-  /** mqtt.js's client class, once loaded (enable() waits for it before the first attempt). */
-  #MqttClient: typeof MqttClient | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #periodTimer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
@@ -169,8 +169,8 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
     this.#enabled = true;
     this.#unsubscribe = this.#device.onChange(() => this.#changed());
     this.#periodTimer = setInterval(() => this.#publishStatus(true), this.#o.statePeriodMs).unref();
-    void Promise.all([loadMqtt(), this.#closing]).then(([{ MqttClient }]) => {
-      this.#MqttClient = MqttClient;
+    // The first attempt waits for mqtt.js; every later one comes after it.
+    void Promise.all([loadMqtt(), this.#closing]).then(() => {
       if (this.#enabled && !this.#client) this.#connect();
     });
   }
@@ -220,7 +220,7 @@ export class MqttLink extends EventEmitter<{ state: [MqttStatus] }> {
       limitIncoming(createConnection({ host, port }), MAX_INCOMING_PACKET_BYTES, ({ topic, bytes }) =>
         this.#o.log.warn(`MQTT ${printable(topic)}: ignored a ${bytes}-byte message (the limit is ${MAX_INCOMING_PACKET_BYTES} bytes).`),
       );
-    return new this.#MqttClient!(connection, {
+    return new mqtt!.MqttClient(connection, {
       protocolId: "MQTT",
       clientId: this.#o.clientId,
       username: this.#o.username,
