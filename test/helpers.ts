@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -50,6 +50,18 @@ export async function freePort(): Promise<number> {
     });
     if (free) return port;
   }
+}
+
+/**
+ * Whether something accepts connections on 127.0.0.1:`port`. A connection is the probe: one that binds the port to
+ * see whether it is taken can take it just before the server binds it.
+ */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, "127.0.0.1");
+    s.once("connect", () => (s.destroy(), resolve(true)));
+    s.once("error", () => resolve(false));
+  });
 }
 
 /** A fresh temp folder; remove it with the returned cleanup. */

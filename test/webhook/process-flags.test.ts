@@ -4,9 +4,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { existsSync, statSync } from "node:fs";
-import { connect } from "node:net";
 import { dirname, join } from "node:path";
-import { bin, eventually, freePort, processAlive, removeDir, repoRoot, run, start, tempDir } from "../helpers.js";
+import { accepts, bin, eventually, freePort, processAlive, removeDir, repoRoot, run, start, tempDir } from "../helpers.js";
 import { send, shHook } from "./fixtures/harness.js";
 import { socketSend, startWebhook } from "./fixtures/flags.js";
 
@@ -224,15 +223,7 @@ describe("graceful shutdown", () => {
     await w.proc.waitFor(/executing \/bin\/sh/, 10_000);
     w.proc.child.kill("SIGTERM");
     await w.proc.waitFor(/caught terminated signal; exiting/, 5_000);
-    await eventually(
-      () =>
-        new Promise<boolean>((resolve) => {
-          const c = connect(port, "127.0.0.1");
-          c.once("connect", () => (c.destroy(), resolve(false)));
-          c.once("error", () => resolve(true));
-        }),
-      5_000,
-    );
+    await eventually(async () => !(await accepts(port)), 5_000);
     const r = await pending;
     assert.equal(r.status, 200);
     assert.equal(r.text, "finished\n");
