@@ -10,7 +10,9 @@
 // QUEUE_BENCH_CAPPED fire-and-forget triggers (default 600) of a hook running sh -c 'echo x >> file',
 // jobs run per second and CPU per job, best of QUEUE_BENCH_ROUNDS rounds (default 3, the order of
 // the cases alternating), each against one in-process instance measured in the same round; each
-// case's servers first run QUEUE_BENCH_WARMUP triggers (default 3000) without the cap.
+// case's servers first run QUEUE_BENCH_WARMUP triggers (default 3000) without the cap. Then the same
+// with a dearer command (a shell loop first, a few ms of CPU): the queue's cost is per job, so its
+// share shrinks as the command's grows.
 // QUEUE_BENCH_ONLY_CAPPED=1 runs the capped cases alone.
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -18,6 +20,7 @@ import { removeDir, tempDir } from "../test/helpers.js";
 import { send, startServer, type Server, writeHooks } from "../test/webhook/fixtures/harness.js";
 import { startNats, type Nats } from "../test/webhook/fixtures/nats.js";
 import { type CpuCap, cpuCap, NO_CGROUP } from "./cgroup.js";
+import { SLOW_LOOPS } from "./webhook.bench.js";
 import { processTree, treeCpuUs } from "./wrk.js";
 
 const TRIGGERS = Number(process.env["QUEUE_BENCH_TRIGGERS"] ?? 2000);
@@ -138,8 +141,22 @@ async function cappedCase(hooksFile: string, out: string, nats: Nats | undefined
   }
 }
 
-/** The capped cases, best of ROUNDS; the order alternates from round to round. */
+/** The capped cases' commands: `script` appends a line to `out` when the job is done. */
+const CAPPED_COMMANDS = [
+  { label: "sh -c 'echo x >> file'", script: (out: string) => `echo x >> ${out}` },
+  {
+    label: `sh -c 'a loop of ${SLOW_LOOPS} turns; echo x >> file'`,
+    script: (out: string) => `i=0; while [ $i -lt ${SLOW_LOOPS} ]; do i=$((i+1)); done; echo x >> ${out}`,
+  },
+];
+
+/** The capped cases with each command of CAPPED_COMMANDS. */
 async function capped(dir: string, nats: Nats): Promise<void> {
+  for (const command of CAPPED_COMMANDS) if (!(await cappedWith(dir, nats, command))) return;
+}
+
+/** The capped cases of one command, best of ROUNDS; the order alternates from round to round. False when there is no cgroup to cap with. */
+async function cappedWith(dir: string, nats: Nats, command: (typeof CAPPED_COMMANDS)[number]): Promise<boolean> {
   const out = join(dir, "capped.out");
   const hooksFile = await writeHooks(
     dir,
@@ -149,7 +166,7 @@ async function capped(dir: string, nats: Nats): Promise<void> {
         "execute-command": "/bin/sh",
         "pass-arguments-to-command": [
           { source: "string", name: "-c" },
-          { source: "string", name: `echo x >> ${out}` },
+          { source: "string", name: command.script(out) },
         ],
         "max-concurrency": 8,
         "max-queue": Math.max(CAPPED, WARMUP * 3),
@@ -168,7 +185,7 @@ async function capped(dir: string, nats: Nats): Promise<void> {
       const r = await cappedCase(hooksFile, out, c.queue ? nats : undefined, c.instances, round);
       if (!r) {
         console.log(`no capped cases: ${NO_CGROUP}`);
-        return;
+        return false;
       }
       const b = best.get(c.name);
       if (!b || r.jobsPerS > b.jobsPerS) best.set(c.name, r);
@@ -177,7 +194,7 @@ async function capped(dir: string, nats: Nats): Promise<void> {
   }
   const base = best.get("in-process")!.jobsPerS;
   console.log(
-    `${CAPPED} fire-and-forget triggers, 16 clients, each instance capped at ${SHARE} of a core (commands included), command: sh -c 'echo x >> file'; best of ${ROUNDS}`,
+    `${CAPPED} fire-and-forget triggers, 16 clients, each instance capped at ${SHARE} of a core (commands included), command: ${command.label}; best of ${ROUNDS}`,
   );
   console.log("case          jobs/s   CPU/job   x in-process");
   for (const c of cases) {
@@ -186,6 +203,7 @@ async function capped(dir: string, nats: Nats): Promise<void> {
       `${c.name.padEnd(11)} ${r.jobsPerS.toFixed(1).padStart(8)} ${r.cpuMsPerJob.toFixed(2).padStart(6)} ms ${(r.jobsPerS / base).toFixed(2).padStart(8)}x`,
     );
   }
+  return true;
 }
 
 export async function run(): Promise<void> {
