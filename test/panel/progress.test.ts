@@ -67,7 +67,9 @@ describe("the panel shows FTP transfers", { skip }, () => {
     const photos = join(files, "photos");
     const count = 40;
     await mkdir(photos);
-    for (let i = 0; i < count; i++) await writeFile(join(photos, `p${String(i).padStart(2, "0")}.jpg`), randomBytes(64 * 1024));
+    // The panel draws at most once per turn of the device's event loop: a 64 KB file can start and end within one
+    // turn and never show as being written. One of 16 MB cannot: it arrives over many turns.
+    for (let i = 0; i < count; i++) await writeFile(join(photos, `p${String(i).padStart(2, "0")}.jpg`), randomBytes(i === 0 ? 16 * 1024 * 1024 : 64 * 1024));
     // Every progress line the page shows, as it shows it.
     await page.evaluate(() => {
       const lines: string[] = [];
