@@ -4,7 +4,7 @@
 // another, a NATS restart losing nothing, 503 while NATS is away.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { bin, eventually, freePort, removeDir, run, tempDir } from "../helpers.js";
 import { connect } from "nats";
@@ -219,6 +219,56 @@ describe("-queue: three instances on one NATS JetStream", () => {
 });
 
 describe("-queue: faults", () => {
+  test("an instance paused past -queue-ack-wait gets its running jobs again, and still runs no more than max-concurrency at once", async () => {
+    const dir = await tempDir("webhook-queue-");
+    const nats = await startNats();
+    let server: Server | undefined;
+    try {
+      const file = join(dir, "hooks.json");
+      const log = join(dir, "lim.log");
+      // Each job waits for its gate file, $1 in the folder gates.
+      const gated = `echo "start $1" >> "$2"; while [ ! -e "${join(dir, "gates")}/$1" ]; do sleep 0.05; done; echo "end $1" >> "$2"`;
+      await mkdir(join(dir, "gates"));
+      const open = (id: string): Promise<void> => writeFile(join(dir, "gates", id), "");
+      await writeFile(file, JSON.stringify([shHook("lim", gated, log, { "max-concurrency": 2, "max-queue": 10 })]));
+      const s = await startServer(["-hooks", file, "-queue", nats.url, "-queue-ack-wait", "2s", "-verbose"]);
+      server = s;
+      const trigger = async (id: string): Promise<void> =>
+        assert.equal((await send(`${s.base}/hooks/lim`, { method: "POST", headers: { "X-Id": id } })).status, 200);
+      await trigger("a");
+      await trigger("b");
+      await eventually(async () => (await lines(log)).filter((l) => l[0] === "start").length === 2, 10_000);
+      // Waiting behind them, each done as soon as it runs.
+      for (const id of ["c", "d", "e", "f"]) {
+        await open(id);
+        await trigger(id);
+      }
+      // No sign of life for longer than -queue-ack-wait: NATS hands a and b out again.
+      s.proc.child.kill("SIGSTOP");
+      await new Promise((r) => setTimeout(r, 5000));
+      s.proc.child.kill("SIGCONT");
+      // a ends: one slot is free, and b's second delivery may take it (a job of a dead instance runs again).
+      await open("a");
+      await eventually(async () => (await lines(log)).some((l) => l[0] === "end" && l[1] === "a"), 10_000);
+      await open("b");
+      const done = (await eventually(async () => {
+        const l = await lines(log);
+        return ["c", "d", "e", "f"].every((id) => l.some((x) => x[0] === "end" && x[1] === id)) &&
+          l.filter((x) => x[0] === "start").length === l.filter((x) => x[0] === "end").length
+          ? l
+          : undefined;
+      }, 20_000))!;
+      let running = 0;
+      let most = 0;
+      for (const [what] of done) most = Math.max(most, (running += what === "start" ? 1 : -1));
+      assert.ok(most <= 2, `at most 2 commands at once, saw ${most}: ${done.map((l) => l.join(" ")).join(", ")}`);
+    } finally {
+      await server?.stop();
+      await nats.close();
+      await removeDir(dir);
+    }
+  });
+
   test("a captured hook's output written while NATS is away is still the answer (from the job's record)", async () => {
     const dir = await tempDir("webhook-queue-");
     const nats = await startNats();

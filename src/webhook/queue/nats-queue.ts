@@ -774,16 +774,6 @@ class Puller {
     return this.hook.maxConcurrency > 0 ? this.hook.maxConcurrency : UNLIMITED_LOCAL;
   }
 
-  /**
-   * Jobs one pull request asks for. With max-concurrency the consumer's max_ack_pending holds the
-   * limit over all instances, and the server delivers on an open request as acks free slots: asking
-   * for the whole limit makes one request serve several jobs in a row, not one request per job
-   * (about a tenth of a job's NATS cost). Without it, only this instance's free slots.
-   */
-  private get wanted(): number {
-    return this.hook.maxConcurrency > 0 ? this.limit : this.limit - this.inflight;
-  }
-
   private async loop(): Promise<void> {
     let consumer: Consumer | undefined;
     while (!this.stopping) {
@@ -793,7 +783,7 @@ class Puller {
           continue;
         }
         consumer ??= await this.js.consumers.get(streamName(this.hook.id), CONSUMER);
-        const batch = await consumer.fetch({ max_messages: this.wanted, expires: PULL_EXPIRES_MS });
+        const batch = await consumer.fetch({ max_messages: this.limit - this.inflight, expires: PULL_EXPIRES_MS });
         this.batch = batch;
         // A pull request lost with the connection would otherwise wait forever.
         const watchdog = setTimeout(() => batch.stop(), PULL_EXPIRES_MS * 3);
