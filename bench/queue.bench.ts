@@ -13,8 +13,14 @@
 // case's servers first run QUEUE_BENCH_WARMUP triggers (default 3000) without the cap. Then the same
 // with a dearer command (a shell loop first, a few ms of CPU): the queue's cost is per job, so its
 // share shrinks as the command's grows.
-// QUEUE_BENCH_ONLY_CAPPED=1 runs the capped cases alone.
+// Last, the floors: the CPU a job's NATS traffic alone costs a client of JetStream (nats.js in this
+// process; without and with the job's records), and the most one -queue instance could then run
+// against an in-process one.
+// QUEUE_BENCH_ONLY_CAPPED=1 runs the capped cases and the floors alone.
 import { readFile, writeFile } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { AckPolicy, connect, type JsMsg, nanos, RetentionPolicy, StorageType } from "nats";
+import { JetStreamPublisher } from "../src/webhook/queue/js-publish.js";
 import { join } from "node:path";
 import { removeDir, tempDir } from "../test/helpers.js";
 import { send, startServer, type Server, writeHooks } from "../test/webhook/fixtures/harness.js";
@@ -150,13 +156,115 @@ const CAPPED_COMMANDS = [
   },
 ];
 
-/** The capped cases with each command of CAPPED_COMMANDS. */
+/** The capped cases with each command of CAPPED_COMMANDS, then the floors against the light command's in-process CPU a job. */
 async function capped(dir: string, nats: Nats): Promise<void> {
-  for (const command of CAPPED_COMMANDS) if (!(await cappedWith(dir, nats, command))) return;
+  let light: CappedResult | undefined;
+  for (const command of CAPPED_COMMANDS) {
+    const inProcess = await cappedWith(dir, nats, command);
+    if (!inProcess) return;
+    light ??= inProcess;
+  }
+  const c = light!.cpuMsPerJob;
+  console.log(`floors: the CPU a job's NATS traffic alone costs a client of JetStream (nats.js in this process, uncapped, ${FLOOR_CLIENTS} publishers,`);
+  console.log(`max-concurrency ${FLOOR_CONCURRENCY}, best of 3 × ${FLOOR_JOBS}), and the most one capped -queue instance could then run against an`);
+  console.log(`in-process one with the light command (${c.toFixed(2)} ms a job in process): c / (c + floor)`);
+  for (const records of [false, true]) {
+    const floorMs = await floor(nats, records);
+    const what = records ? "with the job's records (create, attempt, final) and the ack confirmed" : "publish answered, pull, plain ack; nothing else";
+    console.log(`  ${what.padEnd(72)} ${(floorMs * 1000).toFixed(0).padStart(4)} µs  ${(c / (c + floorMs)).toFixed(2)}x`);
+  }
 }
 
-/** The capped cases of one command, best of ROUNDS; the order alternates from round to round. False when there is no cgroup to cap with. */
-async function cappedWith(dir: string, nats: Nats, command: (typeof CAPPED_COMMANDS)[number]): Promise<boolean> {
+const FLOOR_JOBS = 4000;
+/** As the capped hook: its max-concurrency, and the clients triggering it. */
+const FLOOR_CONCURRENCY = 8;
+const FLOOR_CLIENTS = CLIENTS;
+
+/**
+ * The least CPU a job costs a client of JetStream, ms a job, best of 3, as the hook server's jobs flow: FLOOR_CLIENTS
+ * publishers each publish a job to a work-queue stream and wait for its answer (with the hook server's own
+ * publisher, its cheapest), while a puller asks for as many jobs as it has free slots of FLOOR_CONCURRENCY and acks
+ * each with a plain publish. With `records` also what a -queue job's guarantees add: its record created (answered,
+ * before the job is published), its attempt's record (plain) and final record (answered) stored, and the ack
+ * confirmed by a PING. No HTTP, no command, no bookkeeping: the NATS traffic alone.
+ */
+async function floor(nats: Nats, records: boolean): Promise<number> {
+  const nc = await connect({ servers: nats.url, noAsyncTraces: true });
+  try {
+    const jsm = await nc.jetstreamManager();
+    const stream = "BENCH_FLOOR";
+    const kv = "KV_BENCH_FLOOR";
+    await jsm.streams.add({ name: stream, subjects: ["bench.floor"], retention: RetentionPolicy.Workqueue, storage: StorageType.File });
+    await jsm.streams.add({ name: kv, subjects: ["$KV.BENCH_FLOOR.>"], max_msgs_per_subject: 1, storage: StorageType.File });
+    await jsm.consumers.add(stream, { durable_name: "run", ack_policy: AckPolicy.Explicit, ack_wait: nanos(30_000), max_ack_pending: FLOOR_CONCURRENCY });
+    const consumer = await nc.jetstream().consumers.get(stream, "run");
+    const publisher = new JetStreamPublisher(nc);
+    const record = { id: randomUUID(), hook: "capped", state: "queued", created: new Date().toISOString(), attempts: [] };
+    const recordData = Buffer.from(JSON.stringify(record));
+    const data = Buffer.from(JSON.stringify({ id: record.id, hook: "capped", req: {}, record }));
+    const put = (key: string, expectLastSubjectSeq?: number): Promise<unknown> =>
+      publisher.publish(`$KV.BENCH_FLOOR.${key}`, recordData, { timeoutMs: 5000, ...(expectLastSubjectSeq === undefined ? {} : { expectLastSubjectSeq }) });
+    const finish = async (m: JsMsg): Promise<void> => {
+      const key = randomUUID();
+      if (records) {
+        nc.publish(`$KV.BENCH_FLOOR.${key}`, recordData);
+        await put(key);
+      }
+      m.ack();
+      if (records) await nc.flush();
+    };
+    const jobs = async (count: number): Promise<void> => {
+      let sent = 0;
+      const publishing = Array.from({ length: FLOOR_CLIENTS }, async () => {
+        while (sent < count) {
+          sent++;
+          if (records) await put(randomUUID(), 0);
+          await publisher.publish("bench.floor", data, { timeoutMs: 5000 });
+        }
+      });
+      let done = 0;
+      let running = 0;
+      let slotFreed: (() => void) | undefined;
+      while (done < count) {
+        const want = Math.min(FLOOR_CONCURRENCY - running, count - done - running);
+        if (want <= 0) {
+          await new Promise<void>((resolve) => (slotFreed = resolve));
+          continue;
+        }
+        for await (const m of await consumer.fetch({ max_messages: want, expires: 1000 })) {
+          running++;
+          void finish(m).then(() => {
+            running--;
+            done++;
+            slotFreed?.();
+          });
+        }
+      }
+      await Promise.all(publishing);
+      await nc.flush();
+    };
+    await jobs(FLOOR_JOBS); // V8 compiles the client's code first
+    let best = Infinity;
+    for (let round = 0; round < 3; round++) {
+      const before = process.cpuUsage();
+      await jobs(FLOOR_JOBS);
+      const used = process.cpuUsage(before);
+      best = Math.min(best, (used.user + used.system) / 1000 / FLOOR_JOBS);
+    }
+    publisher.close();
+    await jsm.streams.delete(stream);
+    await jsm.streams.delete(kv);
+    return best;
+  } finally {
+    await nc.close();
+  }
+}
+
+/**
+ * The capped cases of one command, best of ROUNDS; the order alternates from round to round. Returns the in-process
+ * case's best, or undefined when there is no cgroup to cap with.
+ */
+async function cappedWith(dir: string, nats: Nats, command: (typeof CAPPED_COMMANDS)[number]): Promise<CappedResult | undefined> {
   const out = join(dir, "capped.out");
   const hooksFile = await writeHooks(
     dir,
@@ -185,7 +293,7 @@ async function cappedWith(dir: string, nats: Nats, command: (typeof CAPPED_COMMA
       const r = await cappedCase(hooksFile, out, c.queue ? nats : undefined, c.instances, round);
       if (!r) {
         console.log(`no capped cases: ${NO_CGROUP}`);
-        return false;
+        return undefined;
       }
       const b = best.get(c.name);
       if (!b || r.jobsPerS > b.jobsPerS) best.set(c.name, r);
@@ -203,7 +311,7 @@ async function cappedWith(dir: string, nats: Nats, command: (typeof CAPPED_COMMA
       `${c.name.padEnd(11)} ${r.jobsPerS.toFixed(1).padStart(8)} ${r.cpuMsPerJob.toFixed(2).padStart(6)} ms ${(r.jobsPerS / base).toFixed(2).padStart(8)}x`,
     );
   }
-  return true;
+  return best.get("in-process");
 }
 
 export async function run(): Promise<void> {
