@@ -19,7 +19,7 @@
 // QUEUE_BENCH_ONLY_CAPPED=1 runs the capped cases and the floors alone.
 import { readFile, writeFile } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
-import { AckPolicy, connect, type JsMsg, nanos, RetentionPolicy, StorageType } from "nats";
+import { AckPolicy, connect, headers as natsHeaders, type JsMsg, nanos, RetentionPolicy, StorageType } from "nats";
 import { JetStreamPublisher } from "../src/webhook/queue/js-publish.js";
 import { join } from "node:path";
 import { removeDir, tempDir } from "../test/helpers.js";
@@ -169,9 +169,11 @@ async function capped(dir: string, nats: Nats): Promise<void> {
   console.log(`max-concurrency ${FLOOR_CONCURRENCY}, best of 3 × ${FLOOR_JOBS}), and the most one capped -queue instance could then run against an`);
   console.log(`in-process one with the light command (${c.toFixed(2)} ms a job in process): c / (c + floor)`);
   for (const records of [false, true]) {
-    const floorMs = await floor(nats, records);
+    const { cpuMs, pullsPerJob } = await floor(nats, records);
     const what = records ? "with the job's records (create, attempt, final) and the ack confirmed" : "publish answered, pull, plain ack; nothing else";
-    console.log(`  ${what.padEnd(72)} ${(floorMs * 1000).toFixed(0).padStart(4)} µs  ${(c / (c + floorMs)).toFixed(2)}x`);
+    console.log(
+      `  ${what.padEnd(72)} ${(cpuMs * 1000).toFixed(0).padStart(4)} µs  ${(c / (c + cpuMs)).toFixed(2)}x  (${pullsPerJob.toFixed(2)} pull requests a job)`,
+    );
   }
 }
 
@@ -181,30 +183,39 @@ const FLOOR_CONCURRENCY = 8;
 const FLOOR_CLIENTS = CLIENTS;
 
 /**
- * The least CPU a job costs a client of JetStream, ms a job, best of 3, as the hook server's jobs flow: FLOOR_CLIENTS
- * publishers each publish a job to a work-queue stream and wait for its answer (with the hook server's own
- * publisher, its cheapest), while a puller asks for as many jobs as it has free slots of FLOOR_CONCURRENCY and acks
- * each with a plain publish. With `records` also what a -queue job's guarantees add: its record created (answered,
+ * The least CPU a job costs a client of JetStream, ms a job, best of 3, and the pull requests a job: FLOOR_CLIENTS
+ * publishers each publish a job (with a header naming it, as a job message) to a work-queue stream and wait for its
+ * answer (with the hook server's own publisher, its cheapest), while a puller asks for as many jobs as it has free
+ * slots of FLOOR_CONCURRENCY and acks each with a plain publish. With no command between pull and ack, a pull
+ * request finds more jobs than in the hook server. With `records` also what a -queue job's guarantees add: its record created (answered,
  * before the job is published), its attempt's record (plain) and final record (answered) stored, and the ack
  * confirmed by a PING. No HTTP, no command, no bookkeeping: the NATS traffic alone.
  */
-async function floor(nats: Nats, records: boolean): Promise<number> {
+async function floor(nats: Nats, records: boolean): Promise<{ cpuMs: number; pullsPerJob: number }> {
   const nc = await connect({ servers: nats.url, noAsyncTraces: true });
+  const jsm = await nc.jetstreamManager();
+  const stream = "BENCH_FLOOR";
+  const kv = "KV_BENCH_FLOOR";
+  const publisher = new JetStreamPublisher(nc);
+  let pulls = 0;
   try {
-    const jsm = await nc.jetstreamManager();
-    const stream = "BENCH_FLOOR";
-    const kv = "KV_BENCH_FLOOR";
     await jsm.streams.add({ name: stream, subjects: ["bench.floor"], retention: RetentionPolicy.Workqueue, storage: StorageType.File });
     await jsm.streams.add({ name: kv, subjects: ["$KV.BENCH_FLOOR.>"], max_msgs_per_subject: 1, storage: StorageType.File });
     await jsm.consumers.add(stream, { durable_name: "run", ack_policy: AckPolicy.Explicit, ack_wait: nanos(30_000), max_ack_pending: FLOOR_CONCURRENCY });
     const consumer = await nc.jetstream().consumers.get(stream, "run");
-    const publisher = new JetStreamPublisher(nc);
     const record = { id: randomUUID(), hook: "capped", state: "queued", created: new Date().toISOString(), attempts: [] };
     const recordData = Buffer.from(JSON.stringify(record));
     const data = Buffer.from(JSON.stringify({ id: record.id, hook: "capped", req: {}, record }));
     const put = (key: string, expectLastSubjectSeq?: number): Promise<unknown> =>
       publisher.publish(`$KV.BENCH_FLOOR.${key}`, recordData, { timeoutMs: 5000, ...(expectLastSubjectSeq === undefined ? {} : { expectLastSubjectSeq }) });
+    // As a job message: a header naming the job, read on delivery with the delivery's count.
+    const publishJob = (): Promise<unknown> => {
+      const headers = natsHeaders();
+      headers.set("Webhook-Job", record.id);
+      return publisher.publish("bench.floor", data, { headers, timeoutMs: 5000 });
+    };
     const finish = async (m: JsMsg): Promise<void> => {
+      if (m.headers?.get("Webhook-Job") !== record.id || m.info.deliveryCount < 1) throw new Error("not the job published");
       const key = randomUUID();
       if (records) {
         nc.publish(`$KV.BENCH_FLOOR.${key}`, recordData);
@@ -214,36 +225,48 @@ async function floor(nats: Nats, records: boolean): Promise<number> {
       if (records) await nc.flush();
     };
     const jobs = async (count: number): Promise<void> => {
+      // A publish or ack that fails ends the measurement with its error (instead of an unhandled rejection).
+      let failed: unknown;
+      let slotFreed: (() => void) | undefined;
+      const fail = (e: unknown): void => {
+        failed ??= e;
+        slotFreed?.();
+      };
       let sent = 0;
-      const publishing = Array.from({ length: FLOOR_CLIENTS }, async () => {
-        while (sent < count) {
-          sent++;
-          if (records) await put(randomUUID(), 0);
-          await publisher.publish("bench.floor", data, { timeoutMs: 5000 });
-        }
-      });
+      const publishing = Promise.all(
+        Array.from({ length: FLOOR_CLIENTS }, async () => {
+          while (sent < count) {
+            sent++;
+            if (records) await put(randomUUID(), 0);
+            await publishJob();
+          }
+        }),
+      ).catch(fail);
       let done = 0;
       let running = 0;
-      let slotFreed: (() => void) | undefined;
       while (done < count) {
+        if (failed !== undefined) throw failed;
         const want = Math.min(FLOOR_CONCURRENCY - running, count - done - running);
         if (want <= 0) {
           await new Promise<void>((resolve) => (slotFreed = resolve));
           continue;
         }
+        pulls++;
         for await (const m of await consumer.fetch({ max_messages: want, expires: 1000 })) {
           running++;
-          void finish(m).then(() => {
+          finish(m).then(() => {
             running--;
             done++;
             slotFreed?.();
-          });
+          }, fail);
         }
       }
-      await Promise.all(publishing);
+      await publishing;
+      if (failed !== undefined) throw failed;
       await nc.flush();
     };
     await jobs(FLOOR_JOBS); // V8 compiles the client's code first
+    pulls = 0;
     let best = Infinity;
     for (let round = 0; round < 3; round++) {
       const before = process.cpuUsage();
@@ -251,11 +274,11 @@ async function floor(nats: Nats, records: boolean): Promise<number> {
       const used = process.cpuUsage(before);
       best = Math.min(best, (used.user + used.system) / 1000 / FLOOR_JOBS);
     }
-    publisher.close();
-    await jsm.streams.delete(stream);
-    await jsm.streams.delete(kv);
-    return best;
+    return { cpuMs: best, pullsPerJob: pulls / (3 * FLOOR_JOBS) };
   } finally {
+    publisher.close();
+    await jsm.streams.delete(stream).catch(() => undefined);
+    await jsm.streams.delete(kv).catch(() => undefined);
     await nc.close();
   }
 }
